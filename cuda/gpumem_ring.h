@@ -1,0 +1,213 @@
+/*
+ * gpumem_ring.h — the one definition of the event ring's layout (ABI).
+ *
+ * The in-process hook (cuda/hook.cpp, built by the Python agent against the local torch) is the
+ * writer; libgpumem's reader (cuda/ring.c, read through bun:ffi) and the TypeScript views of the
+ * records (src/ffi/ring.ts) are the readers. Every one of them takes its offsets from this file.
+ *
+ * A ring file is one header (GPUMEM_HEADER_SIZE bytes) followed by `capacity` records of
+ * GPUMEM_RECORD_SIZE bytes each, capacity a power of two.
+ *
+ * Writing: several threads may write at once (the allocator calls its trace trackers under a
+ * per-device lock, so two devices mean two writers, and the agent writes phase marks from Python's
+ * thread). A writer claims an index with one atomic fetch-add on `write_index`, fills the record,
+ * and stores `seq = index + 1` last with release order. It never waits: when the reader is slow the
+ * ring is simply overwritten. A reader copies a record and then checks that `seq` still equals the
+ * index it wanted + 1; anything else means the record was lapped (or not finished) and is counted
+ * as lost. The running totals in the header are kept by the writer apart from the records, so they
+ * stay exact however many records are lost.
+ *
+ * Plain C99 / C++11. Fixed-width fields, little-endian (x86-64 and aarch64 Linux).
+ */
+#ifndef GPUMEM_RING_H
+#define GPUMEM_RING_H
+
+#include <stdint.h>
+
+#define GPUMEM_RING_MAGIC 0x31474E52504D4750ULL /* "GPMPRNG1" read as little-endian bytes */
+#define GPUMEM_RING_ABI_VERSION 1u
+#define GPUMEM_HEADER_SIZE 4096u
+#define GPUMEM_RECORD_SIZE 64u
+#define GPUMEM_MAX_DEVICES 16u
+
+/* Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook
+ * stores them unchanged; 16 and up are marks the agent writes. Names (lower case) are the same in
+ * C, Python (gpumem_agent.ring.ACTIONS) and TypeScript (src/ffi/ring.ts ACTIONS). */
+enum gpumem_action {
+  GPUMEM_ACTION_ALLOC = 0,          /* a block handed out: address, size */
+  GPUMEM_ACTION_FREE_REQUESTED = 1, /* the program freed it: allocated drops */
+  GPUMEM_ACTION_FREE_COMPLETED = 2, /* its stream uses are done: active drops, block reusable */
+  GPUMEM_ACTION_SEGMENT_ALLOC = 3,  /* cudaMalloc of a segment: reserved grows */
+  GPUMEM_ACTION_SEGMENT_FREE = 4,   /* cudaFree of a segment: reserved shrinks */
+  GPUMEM_ACTION_SEGMENT_MAP = 5,    /* expandable segments: pages mapped */
+  GPUMEM_ACTION_SEGMENT_UNMAP = 6,  /* expandable segments: pages unmapped */
+  GPUMEM_ACTION_SNAPSHOT = 7,       /* a snapshot was taken */
+  GPUMEM_ACTION_OOM = 8,            /* out of memory: size = requested, extra = free bytes */
+  GPUMEM_ACTION_PHASE = 16,         /* the phase changed to `phase` (step, range current) */
+  GPUMEM_ACTION_STEP = 17,          /* step `step` begins (after an optimizer step) */
+  GPUMEM_ACTION_RANGE_ENTER = 18,   /* record_function range `range` entered */
+  GPUMEM_ACTION_RANGE_EXIT = 19     /* record_function range `range` left */
+};
+
+/* Phases: what the training loop was doing when the event happened. */
+enum gpumem_phase {
+  GPUMEM_PHASE_OTHER = 0,
+  GPUMEM_PHASE_FORWARD = 1,
+  GPUMEM_PHASE_BACKWARD = 2,
+  GPUMEM_PHASE_OPTIMIZER = 3
+};
+
+/* How the totals are fed. */
+enum gpumem_mode {
+  GPUMEM_MODE_NONE = 0,    /* header written, nothing feeding it yet */
+  GPUMEM_MODE_HOOK = 1,    /* the allocator trace hook: every event, exact totals */
+  GPUMEM_MODE_POLLING = 2  /* no hook (no compiler, build failed): totals polled, no records */
+};
+
+/* One event: 64 bytes, one cache line. */
+typedef struct gpumem_record {
+  uint64_t seq;     /* index + 1, stored last (release): the reader's check that it is whole */
+  uint64_t time;    /* the allocator's approximate clock (ticks); see the header's calibration */
+  uint64_t address; /* block or segment address; 0 for marks */
+  uint64_t size;    /* bytes; for oom the requested size */
+  uint64_t stream;  /* cudaStream_t as an integer */
+  uint64_t extra;   /* oom: bytes free on the device; otherwise 0 */
+  uint32_t step;    /* training step (optimizer steps completed so far) */
+  uint32_t range;   /* innermost record_function range id (manifest's range table); 0 = none */
+  uint8_t action;   /* enum gpumem_action */
+  int8_t device;    /* CUDA device index */
+  uint8_t phase;    /* enum gpumem_phase */
+  uint8_t flags;    /* reserved, 0 */
+  uint32_t line;    /* reserved for the line profiler, 0 */
+} gpumem_record;
+
+/* Running totals of one device, in bytes and counts. Written with relaxed atomics by the writer;
+ * a reader's copy may mix two moments by one event, never more. */
+typedef struct gpumem_totals {
+  int64_t allocated;      /* == torch.cuda.memory_allocated(device) */
+  int64_t reserved;       /* == torch.cuda.memory_reserved(device) */
+  int64_t active;         /* allocated + freed blocks still waiting for their streams */
+  int64_t peak_allocated; /* since the last reset_peaks */
+  int64_t peak_reserved;
+  int64_t peak_active;
+  int64_t n_alloc;        /* counts since attach */
+  int64_t n_free;
+  int64_t n_segment_alloc;
+  int64_t n_segment_free;
+  int64_t n_oom;
+  int64_t n_retries;      /* allocation retries (polled from memory_stats; 0 in hook mode) */
+  int64_t reserved_fields[4];
+} gpumem_totals; /* 128 bytes */
+
+typedef struct gpumem_header {
+  uint64_t magic;             /* GPUMEM_RING_MAGIC */
+  uint32_t abi_version;       /* GPUMEM_RING_ABI_VERSION */
+  uint32_t header_size;       /* GPUMEM_HEADER_SIZE */
+  uint32_t record_size;       /* GPUMEM_RECORD_SIZE */
+  uint32_t n_devices;         /* devices with totals below */
+  uint64_t capacity;          /* records; a power of two */
+  int32_t pid;                /* the writing process */
+  uint32_t mode;              /* enum gpumem_mode */
+  /* Clock calibration: unix_ns = clock_base_ns + (time - clock_base_ticks) * clock_ns_per_tick. */
+  int64_t clock_base_ticks;
+  int64_t clock_base_ns;
+  double clock_ns_per_tick;
+  uint64_t attach_ns;         /* unix time of attach, ns */
+  /* The agent's current state, stamped on every record the hook writes. */
+  uint32_t cur_step;
+  uint32_t cur_range;
+  uint8_t cur_phase;
+  uint8_t closed;             /* 1 once the writer detached cleanly */
+  uint8_t pad0[6];
+  uint64_t updated_ns;        /* polling mode: last poll, unix ns */
+  uint8_t pad1[32];           /* write_index on its own cache line */
+  uint64_t write_index;       /* offset 128: next index to claim (atomic) */
+  uint8_t pad2[56];
+  gpumem_totals totals[GPUMEM_MAX_DEVICES]; /* offset 192 */
+} gpumem_header;
+
+#if defined(__cplusplus)
+static_assert(sizeof(gpumem_record) == GPUMEM_RECORD_SIZE, "record size");
+static_assert(sizeof(gpumem_totals) == 128, "totals size");
+static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES, "header layout");
+static_assert(sizeof(gpumem_header) <= GPUMEM_HEADER_SIZE, "header fits");
+#else
+_Static_assert(sizeof(gpumem_record) == GPUMEM_RECORD_SIZE, "record size");
+_Static_assert(sizeof(gpumem_totals) == 128, "totals size");
+_Static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES, "header layout");
+_Static_assert(sizeof(gpumem_header) <= GPUMEM_HEADER_SIZE, "header fits");
+#endif
+
+/* Byte offsets, for readers that do not include this file (TypeScript, Python). */
+#define GPUMEM_OFF_WRITE_INDEX 128u
+#define GPUMEM_OFF_TOTALS 192u
+
+static inline gpumem_record *gpumem_records(gpumem_header *h) {
+  return (gpumem_record *)((uint8_t *)h + GPUMEM_HEADER_SIZE);
+}
+
+/* Writer side: claim, fill, publish. Never blocks. `r->seq` is ignored and set here. */
+static inline void gpumem_ring_push(gpumem_header *h, const gpumem_record *r) {
+  uint64_t i = __atomic_fetch_add(&h->write_index, 1, __ATOMIC_RELAXED);
+  gpumem_record *slot = gpumem_records(h) + (i & (h->capacity - 1));
+  /* Invalidate first, so a reader never takes a half-written record for the old one. */
+  __atomic_store_n(&slot->seq, 0, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  slot->time = r->time;
+  slot->address = r->address;
+  slot->size = r->size;
+  slot->stream = r->stream;
+  slot->extra = r->extra;
+  slot->step = r->step;
+  slot->range = r->range;
+  slot->action = r->action;
+  slot->device = r->device;
+  slot->phase = r->phase;
+  slot->flags = r->flags;
+  slot->line = r->line;
+  __atomic_store_n(&slot->seq, i + 1, __ATOMIC_RELEASE);
+}
+
+/* Writer side: keep the running totals of one device (relaxed atomics: one writer per device in
+ * practice, but the agent's seeding and a polling thread may touch them too). */
+static inline void gpumem_peak_update(int64_t *peak, int64_t value) {
+  int64_t p = __atomic_load_n(peak, __ATOMIC_RELAXED);
+  while (value > p && !__atomic_compare_exchange_n(peak, &p, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static inline void gpumem_totals_apply(gpumem_totals *t, uint8_t action, int64_t size) {
+  switch (action) {
+  case GPUMEM_ACTION_ALLOC:
+    gpumem_peak_update(&t->peak_allocated, __atomic_add_fetch(&t->allocated, size, __ATOMIC_RELAXED));
+    gpumem_peak_update(&t->peak_active, __atomic_add_fetch(&t->active, size, __ATOMIC_RELAXED));
+    __atomic_add_fetch(&t->n_alloc, 1, __ATOMIC_RELAXED);
+    break;
+  case GPUMEM_ACTION_FREE_REQUESTED:
+    __atomic_sub_fetch(&t->allocated, size, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&t->n_free, 1, __ATOMIC_RELAXED);
+    break;
+  case GPUMEM_ACTION_FREE_COMPLETED:
+    __atomic_sub_fetch(&t->active, size, __ATOMIC_RELAXED);
+    break;
+  case GPUMEM_ACTION_SEGMENT_ALLOC:
+    __atomic_add_fetch(&t->n_segment_alloc, 1, __ATOMIC_RELAXED);
+    /* fall through */
+  case GPUMEM_ACTION_SEGMENT_MAP:
+    gpumem_peak_update(&t->peak_reserved, __atomic_add_fetch(&t->reserved, size, __ATOMIC_RELAXED));
+    break;
+  case GPUMEM_ACTION_SEGMENT_FREE:
+    __atomic_add_fetch(&t->n_segment_free, 1, __ATOMIC_RELAXED);
+    /* fall through */
+  case GPUMEM_ACTION_SEGMENT_UNMAP:
+    __atomic_sub_fetch(&t->reserved, size, __ATOMIC_RELAXED);
+    break;
+  case GPUMEM_ACTION_OOM:
+    __atomic_add_fetch(&t->n_oom, 1, __ATOMIC_RELAXED);
+    break;
+  default:
+    break;
+  }
+}
+
+#endif /* GPUMEM_RING_H */
