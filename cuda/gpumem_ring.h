@@ -108,7 +108,8 @@ typedef struct gpumem_header {
   uint64_t capacity;          /* records; a power of two */
   int32_t pid;                /* the writing process */
   uint32_t mode;              /* enum gpumem_mode */
-  /* Clock calibration: unix_ns = clock_base_ns + (time - clock_base_ticks) * clock_ns_per_tick. */
+  /* Clock calibration: unix_ns = clock_base_ns + (time - clock_base_ticks) * clock_ns_per_tick.
+   * clock_ns_per_tick == 0 means records already carry unix ns in `time`. */
   int64_t clock_base_ticks;
   int64_t clock_base_ns;
   double clock_ns_per_tick;

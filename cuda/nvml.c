@@ -1,0 +1,398 @@
+/*
+ * nvml.c — NVML through dlopen with our own prototypes (see nvml.h for why).
+ *
+ * Every field is fetched on its own; a field the device does not support stays -1. Only errors
+ * other than "not supported" are reported, in NVML's own words, in the sample's `error`.
+ */
+#define _GNU_SOURCE
+#include "nvml.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef void *nvmlDevice_t;
+
+enum {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+};
+#define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
+#define NVML_STRUCT_VERSION(size, ver) ((unsigned int)(size) | ((unsigned int)(ver) << 24))
+
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+/* Process records of the three list APIs; NVML steps through the caller's array by these sizes. */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_v2_t; /* the _v3 functions take this same layout in current drivers */
+typedef struct {
+  unsigned int fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType;
+  nvmlReturn_t nvmlReturn;
+  union {
+    double dVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    long long sllVal;
+    int siVal;
+    unsigned short usVal;
+  } value;
+} nvmlFieldValue_t;
+
+enum { NVML_FI_DEV_POWER_INSTANT = 186, NVML_FI_DEV_PCIE_COUNT_TX_BYTES = 197, NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198 };
+enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
+
+typedef nvmlReturn_t (*fn_void)(void);
+typedef const char *(*fn_error_string)(nvmlReturn_t);
+typedef nvmlReturn_t (*fn_text)(char *, unsigned int);
+typedef nvmlReturn_t (*fn_int_ptr)(int *);
+typedef nvmlReturn_t (*fn_uint_ptr)(unsigned int *);
+typedef nvmlReturn_t (*fn_handle)(unsigned int, nvmlDevice_t *);
+typedef nvmlReturn_t (*fn_dev_text)(nvmlDevice_t, char *, unsigned int);
+typedef nvmlReturn_t (*fn_dev_ptr)(nvmlDevice_t, void *);
+typedef nvmlReturn_t (*fn_dev_uint)(nvmlDevice_t, unsigned int *);
+typedef nvmlReturn_t (*fn_dev_int)(nvmlDevice_t, int *);
+typedef nvmlReturn_t (*fn_dev_util)(nvmlDevice_t, unsigned int *, unsigned int *);
+typedef nvmlReturn_t (*fn_dev_kind_uint)(nvmlDevice_t, int, unsigned int *);
+typedef nvmlReturn_t (*fn_dev_procs)(nvmlDevice_t, unsigned int *, void *);
+typedef nvmlReturn_t (*fn_dev_fields)(nvmlDevice_t, int, nvmlFieldValue_t *);
+
+static struct {
+  void *lib;
+  int ready;
+  fn_void init, shutdown;
+  fn_error_string error_string;
+  fn_text driver_version, nvml_version;
+  fn_int_ptr cuda_driver_version;
+  fn_uint_ptr device_count;
+  fn_handle handle_by_index;
+  fn_dev_text name, uuid;
+  fn_dev_ptr pci_info, memory_v2, memory_v1, utilization;
+  fn_dev_util encoder, decoder;
+  fn_dev_kind_uint temperature, clock, max_clock;
+  fn_dev_uint power_usage, power_limit, fan_speed;
+  fn_dev_int performance_state;
+  fn_dev_procs compute_procs[4], graphics_procs[4]; /* index = API version 1..3 */
+  fn_dev_fields field_values;
+  int bad_v3; /* drivers 535.43–535.86 return wrong _v3 process data */
+  char driver[96], version[96];
+  int cuda_version;
+} nv;
+
+static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread char last_error[GPUMEM_NVML_ERROR];
+
+static const char *nvml_words(nvmlReturn_t r) {
+  return nv.error_string ? nv.error_string(r) : "unknown NVML error";
+}
+
+static void *sym(const char *name) { return dlsym(nv.lib, name); }
+
+static int load(char *err, int errlen) {
+  nv.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!nv.lib) nv.lib = dlopen("libnvidia-ml.so", RTLD_NOW | RTLD_LOCAL);
+  if (!nv.lib) {
+    snprintf(err, errlen, "no NVIDIA driver (libnvidia-ml.so.1) on this machine");
+    return -1;
+  }
+  nv.init = (fn_void)sym("nvmlInit_v2");
+  if (!nv.init) nv.init = (fn_void)sym("nvmlInit");
+  nv.shutdown = (fn_void)sym("nvmlShutdown");
+  nv.error_string = (fn_error_string)sym("nvmlErrorString");
+  nv.driver_version = (fn_text)sym("nvmlSystemGetDriverVersion");
+  nv.nvml_version = (fn_text)sym("nvmlSystemGetNVMLVersion");
+  nv.cuda_driver_version = (fn_int_ptr)sym("nvmlSystemGetCudaDriverVersion_v2");
+  nv.device_count = (fn_uint_ptr)sym("nvmlDeviceGetCount_v2");
+  if (!nv.device_count) nv.device_count = (fn_uint_ptr)sym("nvmlDeviceGetCount");
+  nv.handle_by_index = (fn_handle)sym("nvmlDeviceGetHandleByIndex_v2");
+  if (!nv.handle_by_index) nv.handle_by_index = (fn_handle)sym("nvmlDeviceGetHandleByIndex");
+  nv.name = (fn_dev_text)sym("nvmlDeviceGetName");
+  nv.uuid = (fn_dev_text)sym("nvmlDeviceGetUUID");
+  nv.pci_info = (fn_dev_ptr)sym("nvmlDeviceGetPciInfo_v3");
+  nv.memory_v2 = (fn_dev_ptr)sym("nvmlDeviceGetMemoryInfo_v2");
+  nv.memory_v1 = (fn_dev_ptr)sym("nvmlDeviceGetMemoryInfo");
+  nv.utilization = (fn_dev_ptr)sym("nvmlDeviceGetUtilizationRates");
+  nv.encoder = (fn_dev_util)sym("nvmlDeviceGetEncoderUtilization");
+  nv.decoder = (fn_dev_util)sym("nvmlDeviceGetDecoderUtilization");
+  nv.temperature = (fn_dev_kind_uint)sym("nvmlDeviceGetTemperature");
+  nv.clock = (fn_dev_kind_uint)sym("nvmlDeviceGetClockInfo");
+  nv.max_clock = (fn_dev_kind_uint)sym("nvmlDeviceGetMaxClockInfo");
+  nv.power_usage = (fn_dev_uint)sym("nvmlDeviceGetPowerUsage");
+  nv.power_limit = (fn_dev_uint)sym("nvmlDeviceGetEnforcedPowerLimit");
+  nv.fan_speed = (fn_dev_uint)sym("nvmlDeviceGetFanSpeed");
+  nv.performance_state = (fn_dev_int)sym("nvmlDeviceGetPerformanceState");
+  nv.compute_procs[3] = (fn_dev_procs)sym("nvmlDeviceGetComputeRunningProcesses_v3");
+  nv.compute_procs[2] = (fn_dev_procs)sym("nvmlDeviceGetComputeRunningProcesses_v2");
+  nv.compute_procs[1] = (fn_dev_procs)sym("nvmlDeviceGetComputeRunningProcesses");
+  nv.graphics_procs[3] = (fn_dev_procs)sym("nvmlDeviceGetGraphicsRunningProcesses_v3");
+  nv.graphics_procs[2] = (fn_dev_procs)sym("nvmlDeviceGetGraphicsRunningProcesses_v2");
+  nv.graphics_procs[1] = (fn_dev_procs)sym("nvmlDeviceGetGraphicsRunningProcesses");
+  nv.field_values = (fn_dev_fields)sym("nvmlDeviceGetFieldValues");
+  if (!nv.init || !nv.device_count || !nv.handle_by_index) {
+    snprintf(err, errlen, "libnvidia-ml.so.1 lacks nvmlInit or nvmlDeviceGetCount: driver too old");
+    dlclose(nv.lib);
+    nv.lib = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+int gpumem_nvml_init(char *err, int errlen) {
+  int rc = 0;
+  pthread_mutex_lock(&nv_lock);
+  if (nv.ready) goto out;
+  if (!nv.lib && load(err, errlen) != 0) {
+    rc = -1;
+    goto out;
+  }
+  nvmlReturn_t r = nv.init();
+  if (r != NVML_SUCCESS) {
+    snprintf(err, errlen, "nvmlInit failed: %s", nvml_words(r));
+    rc = -2;
+    goto out;
+  }
+  nv.driver[0] = nv.version[0] = 0;
+  if (nv.driver_version) nv.driver_version(nv.driver, sizeof nv.driver);
+  if (nv.nvml_version) nv.nvml_version(nv.version, sizeof nv.version);
+  nv.cuda_version = -1;
+  if (nv.cuda_driver_version && nv.cuda_driver_version(&nv.cuda_version) != NVML_SUCCESS) nv.cuda_version = -1;
+  int major = 0, minor = 0;
+  nv.bad_v3 = sscanf(nv.driver, "%d.%d", &major, &minor) == 2 && major == 535 && minor >= 43 && minor <= 86;
+  nv.ready = 1;
+out:
+  pthread_mutex_unlock(&nv_lock);
+  return rc;
+}
+
+void gpumem_nvml_shutdown(void) {
+  pthread_mutex_lock(&nv_lock);
+  if (nv.ready && nv.shutdown) nv.shutdown();
+  nv.ready = 0;
+  pthread_mutex_unlock(&nv_lock);
+}
+
+const char *gpumem_nvml_driver_version(void) { return nv.driver; }
+const char *gpumem_nvml_version(void) { return nv.version; }
+int gpumem_nvml_cuda_driver_version(void) { return nv.cuda_version; }
+const char *gpumem_nvml_last_error(void) { return last_error; }
+uint32_t gpumem_nvml_sample_size(void) { return (uint32_t)sizeof(gpumem_nvml_sample); }
+
+const char *gpumem_nvml_field_names(void) {
+#define GPUMEM_NVML_NAME(name) #name ","
+  static const char names[] = GPUMEM_NVML_FIELDS(GPUMEM_NVML_NAME);
+#undef GPUMEM_NVML_NAME
+  return names;
+}
+
+int gpumem_nvml_device_count(void) {
+  if (!nv.ready) {
+    snprintf(last_error, sizeof last_error, "NVML is not initialized");
+    return -1;
+  }
+  unsigned int n = 0;
+  nvmlReturn_t r = nv.device_count(&n);
+  if (r != NVML_SUCCESS) {
+    snprintf(last_error, sizeof last_error, "nvmlDeviceGetCount: %s", nvml_words(r));
+    return -1;
+  }
+  return (int)n;
+}
+
+/* Keep the first unexpected error of a sample; "not supported" is an answer, not an error. */
+static void note(gpumem_nvml_sample *s, const char *what, nvmlReturn_t r) {
+  if (r == NVML_SUCCESS || r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND) return;
+  if (s->error[0]) return;
+  snprintf(s->error, sizeof s->error, "%s: %s", what, nvml_words(r));
+}
+
+#define FIELD(s, f) ((s)->fields[GPUMEM_NVML_F_##f])
+
+static void read_uint(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_uint fn, const char *what, int64_t *out) {
+  unsigned int v = 0;
+  if (!fn) return;
+  nvmlReturn_t r = fn(d, &v);
+  if (r == NVML_SUCCESS) *out = v;
+  else note(s, what, r);
+}
+
+static void read_clock(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_kind_uint fn, int kind, const char *what, int64_t *out) {
+  unsigned int v = 0;
+  if (!fn) return;
+  nvmlReturn_t r = fn(d, kind, &v);
+  if (r == NVML_SUCCESS) *out = v;
+  else note(s, what, r);
+}
+
+static void add_process(gpumem_nvml_sample *s, uint32_t pid, unsigned long long used, uint32_t kind) {
+  int64_t bytes = used == NVML_VALUE_NOT_AVAILABLE_ULL ? -1 : (int64_t)used;
+  for (uint32_t i = 0; i < s->n_processes; i++) {
+    if (s->processes[i].pid == pid) {
+      s->processes[i].kind |= kind;
+      if (s->processes[i].used_bytes < bytes) s->processes[i].used_bytes = bytes;
+      return;
+    }
+  }
+  if (s->n_processes >= GPUMEM_NVML_MAX_PROCESSES) return;
+  s->processes[s->n_processes].pid = pid;
+  s->processes[s->n_processes].kind = kind;
+  s->processes[s->n_processes].used_bytes = bytes;
+  s->n_processes++;
+}
+
+/* Try the newest process-list API first and step down; each steps through its own record size. */
+static int64_t read_processes(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_procs *fns, uint32_t kind, const char *what) {
+  static __thread nvmlProcessInfo_v2_t buf[GPUMEM_NVML_MAX_PROCESSES * 2];
+  for (int v = 3; v >= 1; v--) {
+    if (!fns[v] || (v == 3 && nv.bad_v3)) continue;
+    unsigned int count = GPUMEM_NVML_MAX_PROCESSES;
+    nvmlReturn_t r = fns[v](d, &count, buf);
+    if (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NOT_SUPPORTED) continue;
+    if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
+      note(s, what, r);
+      return -1;
+    }
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) count = GPUMEM_NVML_MAX_PROCESSES; /* listed: the first ones */
+    for (unsigned int i = 0; i < count && i < GPUMEM_NVML_MAX_PROCESSES; i++) {
+      if (v == 1) {
+        const nvmlProcessInfo_v1_t *p = (const nvmlProcessInfo_v1_t *)buf + i;
+        add_process(s, p->pid, p->usedGpuMemory, kind);
+      } else {
+        add_process(s, buf[i].pid, buf[i].usedGpuMemory, kind);
+      }
+    }
+    if (!s->process_api || v < (int)s->process_api) s->process_api = (uint32_t)v;
+    return count;
+  }
+  return -1;
+}
+
+int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s) {
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < GPUMEM_NVML_NFIELDS; i++) s->fields[i] = -1;
+  if (!nv.ready) {
+    snprintf(s->error, sizeof s->error, "NVML is not initialized");
+    return -1;
+  }
+  nvmlDevice_t d = NULL;
+  nvmlReturn_t r = nv.handle_by_index((unsigned int)index, &d);
+  if (r != NVML_SUCCESS) {
+    snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, nvml_words(r));
+    return -1;
+  }
+  if (nv.name) note(s, "nvmlDeviceGetName", nv.name(d, s->name, sizeof s->name));
+  if (nv.uuid) note(s, "nvmlDeviceGetUUID", nv.uuid(d, s->uuid, sizeof s->uuid));
+  if (nv.pci_info) {
+    nvmlPciInfo_t pci;
+    memset(&pci, 0, sizeof pci);
+    r = nv.pci_info(d, &pci);
+    if (r == NVML_SUCCESS) snprintf(s->pci_bus_id, sizeof s->pci_bus_id, "%s", pci.busId);
+    else note(s, "nvmlDeviceGetPciInfo", r);
+  }
+
+  /* Memory: _v2 with its struct version set properly (size | 2<<24) reports the driver's reserve
+   * apart from "used"; v1 counts that reserve as used. */
+  nvmlMemory_v2_t m2;
+  memset(&m2, 0, sizeof m2);
+  m2.version = NVML_STRUCT_VERSION(sizeof m2, 2);
+  r = nv.memory_v2 ? nv.memory_v2(d, &m2) : NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (r == NVML_SUCCESS) {
+    FIELD(s, memory_total_bytes) = (int64_t)m2.total;
+    FIELD(s, memory_used_bytes) = (int64_t)m2.used;
+    FIELD(s, memory_free_bytes) = (int64_t)m2.free;
+    FIELD(s, memory_reserved_bytes) = (int64_t)m2.reserved;
+  } else if (nv.memory_v1) {
+    nvmlMemory_t m1;
+    r = nv.memory_v1(d, &m1);
+    if (r == NVML_SUCCESS) {
+      FIELD(s, memory_total_bytes) = (int64_t)m1.total;
+      FIELD(s, memory_used_bytes) = (int64_t)m1.used;
+      FIELD(s, memory_free_bytes) = (int64_t)m1.free;
+    } else {
+      note(s, "nvmlDeviceGetMemoryInfo", r);
+    }
+  }
+
+  if (nv.utilization) {
+    nvmlUtilization_t u;
+    r = nv.utilization(d, &u);
+    if (r == NVML_SUCCESS) {
+      FIELD(s, gpu_utilization_percent) = u.gpu;
+      FIELD(s, memory_utilization_percent) = u.memory;
+    } else {
+      note(s, "nvmlDeviceGetUtilizationRates", r);
+    }
+  }
+  unsigned int util = 0, period = 0;
+  if (nv.encoder) {
+    r = nv.encoder(d, &util, &period);
+    if (r == NVML_SUCCESS) FIELD(s, encoder_utilization_percent) = util;
+    else note(s, "nvmlDeviceGetEncoderUtilization", r);
+  }
+  if (nv.decoder) {
+    r = nv.decoder(d, &util, &period);
+    if (r == NVML_SUCCESS) FIELD(s, decoder_utilization_percent) = util;
+    else note(s, "nvmlDeviceGetDecoderUtilization", r);
+  }
+  read_clock(s, d, nv.temperature, 0, "nvmlDeviceGetTemperature", &FIELD(s, temperature_celsius));
+  read_uint(s, d, nv.power_limit, "nvmlDeviceGetEnforcedPowerLimit", &FIELD(s, power_limit_milliwatts));
+  read_uint(s, d, nv.fan_speed, "nvmlDeviceGetFanSpeed", &FIELD(s, fan_speed_percent));
+  read_clock(s, d, nv.clock, NVML_CLOCK_SM, "nvmlDeviceGetClockInfo", &FIELD(s, sm_clock_mhz));
+  read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &FIELD(s, sm_clock_max_mhz));
+  read_clock(s, d, nv.clock, NVML_CLOCK_MEM, "nvmlDeviceGetClockInfo", &FIELD(s, memory_clock_mhz));
+  read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &FIELD(s, memory_clock_max_mhz));
+  read_clock(s, d, nv.clock, NVML_CLOCK_GRAPHICS, "nvmlDeviceGetClockInfo", &FIELD(s, graphics_clock_mhz));
+  if (nv.performance_state) {
+    int p = 0;
+    r = nv.performance_state(d, &p);
+    if (r == NVML_SUCCESS && p >= 0 && p <= 15) FIELD(s, performance_state) = p;
+    else note(s, "nvmlDeviceGetPerformanceState", r);
+  }
+
+  /* Instant power and PCIe byte counters come in one field-values call: microseconds, where
+   * nvmlDeviceGetPowerUsage averages and nvmlDeviceGetPcieThroughput blocks 20 ms a direction. */
+  nvmlFieldValue_t fv[3];
+  memset(fv, 0, sizeof fv);
+  fv[0].fieldId = NVML_FI_DEV_POWER_INSTANT;
+  fv[1].fieldId = NVML_FI_DEV_PCIE_COUNT_RX_BYTES;
+  fv[2].fieldId = NVML_FI_DEV_PCIE_COUNT_TX_BYTES;
+  r = nv.field_values ? nv.field_values(d, 3, fv) : NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (r == NVML_SUCCESS && fv[0].nvmlReturn == NVML_SUCCESS) FIELD(s, power_draw_milliwatts) = fv[0].value.uiVal;
+  else read_uint(s, d, nv.power_usage, "nvmlDeviceGetPowerUsage", &FIELD(s, power_draw_milliwatts));
+  if (r == NVML_SUCCESS && fv[1].nvmlReturn == NVML_SUCCESS && fv[2].nvmlReturn == NVML_SUCCESS) {
+    FIELD(s, pcie_rx_bytes_counter) = (int64_t)fv[1].value.ullVal;
+    FIELD(s, pcie_tx_bytes_counter) = (int64_t)fv[2].value.ullVal;
+    FIELD(s, pcie_counter_time_us) = fv[1].timestamp;
+  }
+
+  int64_t compute = read_processes(s, d, nv.compute_procs, GPUMEM_PROCESS_COMPUTE, "nvmlDeviceGetComputeRunningProcesses");
+  int64_t graphics = read_processes(s, d, nv.graphics_procs, GPUMEM_PROCESS_GRAPHICS, "nvmlDeviceGetGraphicsRunningProcesses");
+  if (compute >= 0 || graphics >= 0) FIELD(s, process_count) = s->n_processes;
+  return 0;
+}

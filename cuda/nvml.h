@@ -1,0 +1,86 @@
+/*
+ * nvml.h — libgpumem's NVML surface: one call fills one sample of one device.
+ *
+ * NVML is loaded with dlopen at run time and declared by us (no nvml.h, no CUDA toolkit needed to
+ * build), so the library builds and loads on machines with no NVIDIA driver and says so.
+ */
+#ifndef GPUMEM_NVML_H
+#define GPUMEM_NVML_H
+
+#include <stdint.h>
+
+#define GPUMEM_NVML_TEXT 96
+#define GPUMEM_NVML_ERROR 160
+#define GPUMEM_NVML_MAX_PROCESSES 64
+
+/* The numeric fields of a device sample, in order. -1 means "not available" (the device or driver
+ * does not report it), never 0. PCIe traffic comes as NVML's cumulative byte counters with their
+ * timestamp (a rate needs two samples; nvmlDeviceGetPcieThroughput would block 20 ms a direction). The TypeScript side reads the names from
+ * gpumem_nvml_field_names() so that this list is the only definition of the order. */
+#define GPUMEM_NVML_FIELDS(X)                                                                     \
+  X(memory_total_bytes)                                                                          \
+  X(memory_used_bytes)                                                                           \
+  X(memory_free_bytes)                                                                           \
+  X(memory_reserved_bytes)                                                                       \
+  X(gpu_utilization_percent)                                                                     \
+  X(memory_utilization_percent)                                                                  \
+  X(encoder_utilization_percent)                                                                 \
+  X(decoder_utilization_percent)                                                                 \
+  X(temperature_celsius)                                                                         \
+  X(power_draw_milliwatts)                                                                       \
+  X(power_limit_milliwatts)                                                                      \
+  X(fan_speed_percent)                                                                           \
+  X(sm_clock_mhz)                                                                                \
+  X(sm_clock_max_mhz)                                                                            \
+  X(memory_clock_mhz)                                                                            \
+  X(memory_clock_max_mhz)                                                                        \
+  X(graphics_clock_mhz)                                                                          \
+  X(pcie_rx_bytes_counter)                                                                       \
+  X(pcie_tx_bytes_counter)                                                                       \
+  X(pcie_counter_time_us)                                                                        \
+  X(performance_state)                                                                           \
+  X(process_count)
+
+#define GPUMEM_NVML_ENUM(name) GPUMEM_NVML_F_##name,
+enum { GPUMEM_NVML_FIELDS(GPUMEM_NVML_ENUM) GPUMEM_NVML_NFIELDS };
+#undef GPUMEM_NVML_ENUM
+
+/* Process kinds, as a bit set: a process can hold both a compute and a graphics context. */
+enum { GPUMEM_PROCESS_COMPUTE = 1, GPUMEM_PROCESS_GRAPHICS = 2 };
+
+typedef struct gpumem_nvml_process {
+  uint32_t pid;        /* as NVML sees it: the host's pid namespace */
+  uint32_t kind;       /* GPUMEM_PROCESS_* bits */
+  int64_t used_bytes;  /* -1: not available (e.g. no permission, WDDM) */
+} gpumem_nvml_process;
+
+typedef struct gpumem_nvml_sample {
+  char name[GPUMEM_NVML_TEXT];
+  char uuid[GPUMEM_NVML_TEXT];
+  char pci_bus_id[GPUMEM_NVML_TEXT];
+  char error[GPUMEM_NVML_ERROR]; /* first unexpected NVML error of this sample, NVML's own words */
+  int64_t fields[GPUMEM_NVML_NFIELDS];
+  uint32_t n_processes;           /* entries filled below */
+  uint32_t process_api;           /* 3, 2 or 1: which process-list API answered; 0 none */
+  gpumem_nvml_process processes[GPUMEM_NVML_MAX_PROCESSES];
+} gpumem_nvml_sample;
+
+/* 0 on success; otherwise a negative code and `err` holds why, in NVML's words where NVML spoke:
+ *  -1 libnvidia-ml.so.1 could not be loaded (no driver), -2 nvmlInit failed. Idempotent. */
+int gpumem_nvml_init(char *err, int errlen);
+void gpumem_nvml_shutdown(void);
+/* Device count, or -1 (see gpumem_nvml_last_error). */
+int gpumem_nvml_device_count(void);
+/* Driver and NVML versions, "" when unknown. */
+const char *gpumem_nvml_driver_version(void);
+const char *gpumem_nvml_version(void);
+int gpumem_nvml_cuda_driver_version(void);
+/* Fill one sample of device `index`: 0, or -1 when the device cannot be reached at all
+ * (then sample->error says why). Fields the device does not support are -1. */
+int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *sample);
+/* The field names, comma-separated, in the order of `fields`. */
+const char *gpumem_nvml_field_names(void);
+uint32_t gpumem_nvml_sample_size(void);
+const char *gpumem_nvml_last_error(void);
+
+#endif

@@ -1,0 +1,154 @@
+// The event ring's reader (cuda/ring.c) through bun:ffi: one FFI call copies a whole batch of
+// records into an EventBatch's columns. The header is read through a zero-copy view of the mapping.
+import { dlopen, FFIType, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
+import { HOOK_MODES, type DeviceTotals, type EventBatch, type RingHeader } from "./events";
+import { libraryPath } from "./lib";
+
+/** Layout constants of cuda/gpumem_ring.h (the one definition; checked against it by the tests). */
+export const RING_ABI_VERSION = 1;
+export const HEADER_SIZE = 4096;
+export const RECORD_SIZE = 64;
+export const MAX_DEVICES = 16;
+const OFF_WRITE_INDEX = 128;
+const OFF_TOTALS = 192;
+const TOTALS_SIZE = 128;
+const TOTALS_FIELDS = [
+  "allocated",
+  "reserved",
+  "active",
+  "peak_allocated",
+  "peak_reserved",
+  "peak_active",
+  "n_alloc",
+  "n_free",
+  "n_segment_alloc",
+  "n_segment_free",
+  "n_oom",
+  "n_retries",
+] as const;
+
+export type RingErrorKind = "open" | "truncated" | "format" | "version";
+const KINDS: Record<number, RingErrorKind> = { [-1]: "open", [-2]: "truncated", [-3]: "format", [-4]: "version" };
+
+export class RingError extends Error {
+  override name = "RingError";
+  constructor(
+    message: string,
+    readonly kind: RingErrorKind,
+  ) {
+    super(message);
+  }
+}
+
+const symbols = {
+  gpumem_ring_open: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  gpumem_ring_close: { args: [FFIType.ptr], returns: FFIType.void },
+  gpumem_ring_header: { args: [FFIType.ptr], returns: FFIType.ptr },
+  gpumem_ring_read: {
+    args: [
+      FFIType.ptr, FFIType.u32,
+      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
+      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
+    ],
+    returns: FFIType.i64_fast,
+  },
+} as const;
+
+let lib: ReturnType<typeof dlopen<typeof symbols>>["symbols"] | null = null;
+function native() {
+  return (lib ??= dlopen(libraryPath(), symbols).symbols);
+}
+
+export interface ReadResult {
+  /** Records copied into the batch (also batch.count). */
+  count: number;
+  /** Records this read skipped because the writer lapped the reader. */
+  lost: number;
+}
+
+export interface RingReader {
+  readonly path: string;
+  header(): RingHeader;
+  /** Copy new records (at most the batch's capacity) into `batch`. */
+  read(batch: EventBatch): ReadResult;
+  close(): void;
+}
+
+class NativeRingReader implements RingReader {
+  private handle: Pointer | null;
+  private readonly view: DataView;
+  private readonly lost = new BigUint64Array(1);
+
+  constructor(
+    readonly path: string,
+    handle: Pointer,
+  ) {
+    this.handle = handle;
+    const headerPtr = native().gpumem_ring_header(handle)!;
+    this.view = new DataView(toArrayBuffer(headerPtr, 0, HEADER_SIZE));
+  }
+
+  header(): RingHeader {
+    this.alive();
+    const v = this.view;
+    const u64 = (o: number) => Number(v.getBigUint64(o, true));
+    const i64 = (o: number) => Number(v.getBigInt64(o, true));
+    const nDevices = Math.min(v.getUint32(20, true), MAX_DEVICES);
+    const totals: DeviceTotals[] = [];
+    for (let d = 0; d < nDevices; d++) {
+      const base = OFF_TOTALS + d * TOTALS_SIZE;
+      const t = { device: d } as DeviceTotals;
+      TOTALS_FIELDS.forEach((name, i) => (t[name] = i64(base + 8 * i)));
+      totals.push(t);
+    }
+    return {
+      abi_version: v.getUint32(8, true),
+      capacity: u64(24),
+      pid: v.getInt32(32, true),
+      mode: HOOK_MODES[v.getUint32(36, true)] ?? "none",
+      n_devices: nDevices,
+      attach_unix_us: u64(64) / 1000,
+      updated_unix_us: u64(88) / 1000,
+      current_step: v.getUint32(72, true),
+      current_range: v.getUint32(76, true),
+      current_phase: v.getUint8(80),
+      closed: v.getUint8(81) === 1,
+      write_index: u64(OFF_WRITE_INDEX),
+      totals,
+    };
+  }
+
+  read(batch: EventBatch): ReadResult {
+    this.alive();
+    const capacity = batch.action.length;
+    const n = native().gpumem_ring_read(
+      this.handle!, capacity,
+      ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
+      ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(this.lost),
+    );
+    batch.count = Number(n);
+    return { count: batch.count, lost: Number(this.lost[0]) };
+  }
+
+  close(): void {
+    if (!this.handle) return;
+    native().gpumem_ring_close(this.handle);
+    this.handle = null;
+  }
+
+  private alive(): void {
+    if (!this.handle) throw new RingError(`ring ${this.path} is closed`, "open");
+  }
+}
+
+/** Map a ring file read-only. Throws RingError with a message a user can act on. */
+export function openRing(path: string): RingReader {
+  const out = new BigUint64Array(1);
+  const err = new Uint8Array(512);
+  const rc = native().gpumem_ring_open(Buffer.from(`${path}\0`), ptr(out), ptr(err), err.length);
+  if (rc !== 0) {
+    const end = err.indexOf(0);
+    throw new RingError(new TextDecoder().decode(err.subarray(0, end < 0 ? err.length : end)), KINDS[rc] ?? "format");
+  }
+  return new NativeRingReader(path, Number(out[0]) as Pointer);
+}
