@@ -9,9 +9,23 @@ export const RING_ABI_VERSION = 1;
 export const HEADER_SIZE = 4096;
 export const RECORD_SIZE = 64;
 export const MAX_DEVICES = 16;
-const OFF_WRITE_INDEX = 128;
-const OFF_TOTALS = 192;
-const TOTALS_SIZE = 128;
+/** Byte offsets of the header's fields (gpumem_header); test/ffi/ring.test.ts checks them against C. */
+export const LAYOUT = {
+  abi: 8,
+  n_devices: 20,
+  capacity: 24,
+  pid: 32,
+  mode: 36,
+  attach_ns: 64,
+  cur_step: 72,
+  cur_range: 76,
+  cur_phase: 80,
+  closed: 81,
+  updated_ns: 88,
+  write_index: 128,
+  totals: 192,
+  totals_size: 128,
+} as const;
 const TOTALS_FIELDS = [
   "allocated",
   "reserved",
@@ -93,27 +107,28 @@ class NativeRingReader implements RingReader {
     const v = this.view;
     const u64 = (o: number) => Number(v.getBigUint64(o, true));
     const i64 = (o: number) => Number(v.getBigInt64(o, true));
-    const nDevices = Math.min(v.getUint32(20, true), MAX_DEVICES);
+    const L = LAYOUT;
+    const nDevices = Math.min(v.getUint32(L.n_devices, true), MAX_DEVICES);
     const totals: DeviceTotals[] = [];
     for (let d = 0; d < nDevices; d++) {
-      const base = OFF_TOTALS + d * TOTALS_SIZE;
+      const base = L.totals + d * L.totals_size;
       const t = { device: d } as DeviceTotals;
       TOTALS_FIELDS.forEach((name, i) => (t[name] = i64(base + 8 * i)));
       totals.push(t);
     }
     return {
-      abi_version: v.getUint32(8, true),
-      capacity: u64(24),
-      pid: v.getInt32(32, true),
-      mode: HOOK_MODES[v.getUint32(36, true)] ?? "none",
+      abi_version: v.getUint32(L.abi, true),
+      capacity: u64(L.capacity),
+      pid: v.getInt32(L.pid, true),
+      mode: HOOK_MODES[v.getUint32(L.mode, true)] ?? "none",
       n_devices: nDevices,
-      attach_unix_us: u64(64) / 1000,
-      updated_unix_us: u64(88) / 1000,
-      current_step: v.getUint32(72, true),
-      current_range: v.getUint32(76, true),
-      current_phase: v.getUint8(80),
-      closed: v.getUint8(81) === 1,
-      write_index: u64(OFF_WRITE_INDEX),
+      attach_unix_us: u64(L.attach_ns) / 1000,
+      updated_unix_us: u64(L.updated_ns) / 1000,
+      current_step: v.getUint32(L.cur_step, true),
+      current_range: v.getUint32(L.cur_range, true),
+      current_phase: v.getUint8(L.cur_phase),
+      closed: v.getUint8(L.closed) === 1,
+      write_index: u64(L.write_index),
       totals,
     };
   }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bun
+// Argument parsing and wiring, nothing else.
+import { parseArgs } from "node:util";
+import { SystemCollector } from "./collect/system";
+import { jsonSchema } from "./headless/schema";
+import { streamJson } from "./headless/stream";
+import pkg from "../package.json";
+
+const USAGE = `gpumem-tui ${pkg.version} — GPU memory, and what PyTorch does with it
+
+usage:
+  gpumem-tui [--interval MS] [--ascii]       the monitor (nvtop-style screens, PyTorch inside)
+  gpumem-tui --json --once                   one JSON document of every GPU and process
+  gpumem-tui --json [--interval MS]          one JSON document per line (NDJSON) until interrupted
+  gpumem-tui schema                          the JSON document's JSON Schema
+
+options:
+  --interval MS   sampling interval in milliseconds (default 1000, at least 50)
+  --ascii         plain-ASCII charts (no braille)
+  -h, --help      this help
+  -v, --version   the version
+`;
+
+export class UsageError extends Error {}
+
+export interface Options {
+  command: "monitor" | "schema" | "help" | "version";
+  json: boolean;
+  once: boolean;
+  intervalMs: number;
+  ascii: boolean;
+  rest: string[];
+}
+
+export function parseCli(argv: string[]): Options {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        json: { type: "boolean", default: false },
+        once: { type: "boolean", default: false },
+        interval: { type: "string" },
+        ascii: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+        version: { type: "boolean", short: "v", default: false },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { values, positionals } = parsed;
+  let intervalMs = 1000;
+  if (values.interval !== undefined) {
+    intervalMs = Number(values.interval);
+    if (!/^\d+$/.test(values.interval) || intervalMs < 50) {
+      throw new UsageError(`--interval takes a whole number of milliseconds, at least 50 (got "${values.interval}")`);
+    }
+  }
+  if (values.once && !values.json) throw new UsageError("--once goes with --json");
+  if (values.once && values.interval !== undefined) throw new UsageError("--once and --interval exclude each other");
+  const [first, ...rest] = positionals;
+  let command: Options["command"] = "monitor";
+  if (values.help) command = "help";
+  else if (values.version) command = "version";
+  else if (first === "schema") command = "schema";
+  else if (first !== undefined) throw new UsageError(`unknown command "${first}"`);
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, rest };
+}
+
+async function main(argv: string[]): Promise<number> {
+  let opts: Options;
+  try {
+    opts = parseCli(argv);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`gpumem-tui: ${e.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw e;
+  }
+  switch (opts.command) {
+    case "help":
+      process.stdout.write(USAGE);
+      return 0;
+    case "version":
+      process.stdout.write(`${pkg.version}\n`);
+      return 0;
+    case "schema":
+      process.stdout.write(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
+      return 0;
+    case "monitor": {
+      const collector = new SystemCollector();
+      try {
+        if (opts.json) {
+          await streamJson(collector, { once: opts.once, intervalMs: opts.intervalMs });
+          return 0;
+        }
+        const { runMonitor } = await import("./tui/main");
+        return await runMonitor(collector, opts);
+      } finally {
+        collector.close();
+      }
+    }
+  }
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      process.stderr.write(`gpumem-tui: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

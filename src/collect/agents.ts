@@ -1,0 +1,110 @@
+// Finding the agents: list the per-user directory, read manifests, open rings read-only.
+// Processes that exited keep their last data (marked exited) and their stale files are removed.
+import { existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
+import type { RingHeader } from "../ffi/events";
+import { openRing, type RingReader } from "../ffi/ring";
+import { parseManifest, type Manifest } from "./manifest";
+import { pidAlive } from "./procfs";
+
+export function agentDir(env = process.env): string {
+  if (env.GPUMEM_TUI_DIR) return env.GPUMEM_TUI_DIR;
+  const uid = process.getuid?.() ?? 0;
+  if (existsSync("/dev/shm")) return `/dev/shm/gpumem-tui-${uid}`;
+  return join(env.TMPDIR || "/tmp", `gpumem-tui-${uid}`);
+}
+
+export interface Agent {
+  pid: number;
+  manifest: Manifest;
+  ring: RingReader | null;
+  header: RingHeader | null;
+  exited: boolean;
+  /** Why this agent's data is missing or partial, in words; null when all is well. */
+  problem: string | null;
+}
+
+/** Refuse a directory that another user could have planted or can write into. */
+export function checkAgentDir(dir: string): string | null {
+  const st = statSync(dir);
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) return `agent directory ${dir} belongs to uid ${st.uid}, not to you (${uid}): ignored`;
+  if ((st.mode & 0o077) !== 0) return `agent directory ${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}): ignored`;
+  return null;
+}
+
+export class AgentWatcher {
+  private readonly agents = new Map<number, Agent>();
+  /** Problems with the directory or with single files, for the status line and JSON. */
+  problems: string[] = [];
+
+  constructor(readonly dir = agentDir()) {}
+
+  /** Re-scan the directory and refresh every agent's header. Cheap: no event reading here. */
+  refresh(): Agent[] {
+    this.problems = [];
+    let names: string[] = [];
+    if (existsSync(this.dir)) {
+      const bad = checkAgentDir(this.dir);
+      if (bad) this.problems.push(bad);
+      else names = readdirSync(this.dir);
+    }
+    for (const file of names) {
+      const m = /^(\d+)\.json$/.exec(file);
+      if (!m) continue;
+      const pid = Number(m[1]);
+      if (this.agents.has(pid)) continue;
+      const path = join(this.dir, file);
+      try {
+        const manifest = parseManifest(readFileSync(path, "utf8"), path);
+        if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
+        this.agents.set(pid, { pid, manifest, ring: null, header: null, exited: false, problem: null });
+      } catch (e) {
+        if (!pidAlive(pid)) this.removeStale(pid);
+        else this.problems.push((e as Error).message);
+      }
+    }
+    for (const agent of this.agents.values()) this.refreshOne(agent);
+    return [...this.agents.values()];
+  }
+
+  get(pid: number): Agent | undefined {
+    return this.agents.get(pid);
+  }
+
+  private refreshOne(agent: Agent): void {
+    if (agent.exited) return;
+    if (!pidAlive(agent.pid)) {
+      agent.exited = true;
+      agent.problem = "exited";
+      agent.ring?.close();
+      agent.ring = null;
+      this.removeStale(agent.pid);
+      return;
+    }
+    try {
+      agent.ring ??= openRing(agent.manifest.ring);
+      agent.header = agent.ring.header();
+      agent.problem = null;
+    } catch (e) {
+      agent.problem = (e as Error).message;
+    }
+  }
+
+  /** An exited agent's files: removed only if they are ours (the directory check passed). */
+  private removeStale(pid: number): void {
+    for (const suffix of [".json", ".ring", ".sock"]) {
+      const path = join(this.dir, `${pid}${suffix}`);
+      try {
+        unlinkSync(path);
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  close(): void {
+    for (const a of this.agents.values()) a.ring?.close();
+    this.agents.clear();
+  }
+}

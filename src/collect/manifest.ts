@@ -1,0 +1,38 @@
+// The agent's manifest (docs/protocol.md), validated: a manifest that lies or is cut short is
+// reported with its path and the field at fault, never trusted.
+import { z } from "zod";
+
+export const ManifestSchema = z.looseObject({
+  version: z.literal(1),
+  pid: z.number().int().positive(),
+  cmdline: z.array(z.string()).default([]),
+  rank: z.number().int().nullable().default(null),
+  local_rank: z.number().int().nullable().default(null),
+  world_size: z.number().int().nullable().default(null),
+  devices: z.array(z.number().int().nonnegative()).default([]),
+  torch_version: z.string().nullable().default(null),
+  hook_mode: z.enum(["hook", "polling", "none"]),
+  hook_error: z.string().nullable().default(null),
+  ring: z.string(),
+  socket: z.string(),
+  ranges: z.record(z.string(), z.string()).default({}),
+  oom_snapshot: z.string().nullable().default(null),
+  nvml_used_bytes: z.number().nullable().default(null),
+  started_unix_ns: z.number().nullable().default(null),
+});
+export type Manifest = z.infer<typeof ManifestSchema>;
+
+export function parseManifest(text: string, path: string): Manifest {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`manifest ${path} is not JSON: ${(e as Error).message}`);
+  }
+  const parsed = ManifestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`manifest ${path} is invalid at ${issue.path.join(".") || "(top)"}: ${issue.message}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,56 @@
+// One sample of the whole machine: NVML for every device, /proc for every process, the agents'
+// ring headers. The only place that calls NVML on a schedule; views get the Document.
+import { hostname } from "node:os";
+import { Nvml, NvmlError, type NvmlDeviceSample, type NvmlSystem } from "../ffi/nvml";
+import { NativeLibraryError } from "../ffi/lib";
+import { buildDocument } from "../headless/document";
+import type { Document } from "../headless/schema";
+import { AgentWatcher } from "./agents";
+import { processInfo, type ProcessInfo } from "./procfs";
+
+export class SystemCollector {
+  private nvml: Nvml | null = null;
+  private system: NvmlSystem | null = null;
+  private reason: string | null = null;
+  private previous = new Map<number, NvmlDeviceSample>();
+  readonly agents: AgentWatcher;
+
+  constructor(opts: { agentDir?: string } = {}) {
+    this.agents = new AgentWatcher(opts.agentDir);
+    try {
+      this.nvml = Nvml.open();
+      this.system = this.nvml.system();
+    } catch (e) {
+      // No driver is a normal state (a laptop, CI): the document says why devices is empty.
+      if (e instanceof NvmlError || e instanceof NativeLibraryError) this.reason = e.message;
+      else throw e;
+    }
+  }
+
+  sample(now = Date.now()): Document {
+    const samples: NvmlDeviceSample[] = [];
+    if (this.nvml && this.system) {
+      for (let i = 0; i < this.system.device_count; i++) samples.push(this.nvml.sample(i));
+    }
+    const infos = new Map<number, ProcessInfo>();
+    for (const s of samples) for (const p of s.processes) if (!infos.has(p.pid)) infos.set(p.pid, processInfo(p.pid));
+    const agents = this.agents.refresh();
+    const doc = buildDocument({
+      time_unix_ms: now,
+      host: hostname(),
+      system: this.system,
+      reason: this.reason ?? (this.system && this.system.device_count === 0 ? "NVML reports no devices" : null),
+      samples,
+      previous: this.previous,
+      processInfo: infos,
+      agents: agents.map((a) => ({ pid: a.pid, manifest: a.manifest, header: a.header })),
+    });
+    this.previous = new Map(samples.map((s) => [s.index, s]));
+    return doc;
+  }
+
+  close(): void {
+    this.nvml?.close();
+    this.agents.close();
+  }
+}

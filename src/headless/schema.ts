@@ -1,0 +1,87 @@
+// The headless document: one zod schema, the single definition of what `--json` prints.
+// Numbers are numbers (bytes are integers), "not available" is null, never 0 or a string.
+import { z } from "zod";
+
+export const SCHEMA_VERSION = 1;
+
+const bytes = z.number().int().nonnegative();
+const nullableInt = z.number().int().nullable();
+
+export const DeviceSchema = z.object({
+  index: z.number().int().nonnegative(),
+  name: z.string(),
+  uuid: z.string(),
+  pci_bus_id: z.string(),
+  memory_total_bytes: bytes.nullable(),
+  memory_used_bytes: bytes.nullable().describe("NVML's used memory (driver reserve excluded where the driver reports it apart)"),
+  memory_free_bytes: bytes.nullable(),
+  memory_reserved_bytes: bytes.nullable().describe("memory the driver reserves for itself"),
+  gpu_utilization_percent: nullableInt,
+  memory_utilization_percent: nullableInt,
+  encoder_utilization_percent: nullableInt,
+  decoder_utilization_percent: nullableInt,
+  temperature_celsius: nullableInt,
+  power_draw_milliwatts: nullableInt,
+  power_limit_milliwatts: nullableInt,
+  fan_speed_percent: nullableInt,
+  sm_clock_mhz: nullableInt,
+  sm_clock_max_mhz: nullableInt,
+  memory_clock_mhz: nullableInt,
+  memory_clock_max_mhz: nullableInt,
+  graphics_clock_mhz: nullableInt,
+  pcie_rx_bytes_per_second: z.number().nonnegative().nullable().describe("null on the first sample: a rate needs two"),
+  pcie_tx_bytes_per_second: z.number().nonnegative().nullable(),
+  performance_state: z.number().int().min(0).max(15).nullable().describe("P-state: 0 is the fastest"),
+  error: z.string().nullable().describe("the first unexpected NVML error of this sample, in NVML's words"),
+});
+
+export const PytorchSchema = z.object({
+  hook_mode: z.enum(["none", "hook", "polling"]),
+  device: z.number().int(),
+  allocated_bytes: z.number().int(),
+  reserved_bytes: z.number().int(),
+  active_bytes: z.number().int(),
+  peak_allocated_bytes: z.number().int(),
+  peak_reserved_bytes: z.number().int(),
+  non_pytorch_bytes: z.number().int().nullable().describe("NVML used − reserved: CUDA context, NCCL, cuBLAS workspaces…"),
+  alloc_count: z.number().int(),
+  oom_count: z.number().int(),
+  alloc_retries: z.number().int(),
+  step: z.number().int(),
+  phase: z.string(),
+  rank: z.number().int().nullable(),
+  torch_version: z.string().nullable(),
+});
+
+export const ProcessSchema = z.object({
+  pid: z.number().int().positive(),
+  device: z.number().int().nonnegative(),
+  kind: z.enum(["compute", "graphics", "compute+graphics"]),
+  used_bytes: bytes.nullable().describe("GPU memory NVML attributes to this process on this device"),
+  user: z.string().nullable(),
+  name: z.string().nullable(),
+  command: z.string().nullable(),
+  pytorch: PytorchSchema.nullable().describe("from the gpumem agent inside the process; null where none runs"),
+});
+
+export const DocumentSchema = z.object({
+  version: z.literal(SCHEMA_VERSION),
+  time_unix_ms: z.number(),
+  host: z.string(),
+  driver_version: z.string().nullable(),
+  nvml_version: z.string().nullable(),
+  cuda_driver_version: z.number().int().nullable(),
+  reason: z.string().nullable().describe("why devices is empty (no driver, NVML failed), else null"),
+  devices: z.array(DeviceSchema),
+  processes: z.array(ProcessSchema),
+});
+
+export type Device = z.infer<typeof DeviceSchema>;
+export type Process = z.infer<typeof ProcessSchema>;
+export type Pytorch = z.infer<typeof PytorchSchema>;
+export type Document = z.infer<typeof DocumentSchema>;
+
+/** The document's JSON Schema, for `gpumem-tui schema`. */
+export function jsonSchema(): object {
+  return { title: "gpumem-tui sample", ...z.toJSONSchema(DocumentSchema) };
+}

@@ -1,0 +1,83 @@
+// The command line as a user or a script meets it.
+import { describe, expect, test } from "bun:test";
+import { DocumentSchema } from "../src/headless/schema";
+import { onGpu } from "./support/gpu";
+
+const CLI = `${import.meta.dir}/../src/cli.ts`;
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const p = Bun.spawnSync(["bun", CLI, ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+}
+
+describe("gpumem-tui --json", () => {
+  test("--json --once prints one document that matches the schema", () => {
+    const { code, out, err } = run(["--json", "--once"]);
+    expect(err).toBe("");
+    expect(code).toBe(0);
+    expect(out.trim().split("\n")).toHaveLength(1);
+    const doc = DocumentSchema.parse(JSON.parse(out));
+    expect(doc.version).toBe(1);
+    if (onGpu) {
+      expect(doc.devices.length).toBeGreaterThan(0);
+      expect(doc.reason).toBeNull();
+      expect(Number.isInteger(doc.devices[0]!.memory_total_bytes)).toBe(true);
+    } else {
+      // No GPU here: an empty list and the reason, still exit 0.
+      expect(doc.devices).toEqual([]);
+      expect(doc.reason).toMatch(/no NVIDIA driver|no devices|libgpumem/);
+    }
+  });
+
+  test("--json --interval streams one JSON line per sample; `| head -n 3` ends it quietly", () => {
+    const p = Bun.spawnSync(["bash", "-c", `set -o pipefail; bun ${CLI} --json --interval 50 | head -n 3`], { stderr: "pipe" });
+    expect(p.stderr.toString()).toBe("");
+    expect(p.exitCode).toBe(0);
+    const lines = p.stdout.toString().trim().split("\n");
+    expect(lines).toHaveLength(3);
+    const times = lines.map((l) => DocumentSchema.parse(JSON.parse(l)).time_unix_ms);
+    expect(times[2]! - times[0]!).toBeGreaterThanOrEqual(90);
+  });
+
+  test("SIGINT ends the stream with status 0 after whole lines only", async () => {
+    const p = Bun.spawn(["bun", CLI, "--json", "--interval", "50"], { stdout: "pipe", stderr: "pipe" });
+    await Bun.sleep(700);
+    p.kill("SIGINT");
+    expect(await p.exited).toBe(0);
+    const out = await new Response(p.stdout).text();
+    expect(out.endsWith("\n")).toBe(true);
+    for (const line of out.trim().split("\n")) DocumentSchema.parse(JSON.parse(line));
+  });
+});
+
+describe("gpumem-tui errors and schema", () => {
+  test.each([
+    [["--interval", "abc"], /--interval takes a whole number of milliseconds, at least 50 \(got "abc"\)/],
+    [["--interval", "10"], /at least 50 \(got "10"\)/],
+    [["--once"], /--once goes with --json/],
+    [["--json", "--once", "--interval", "100"], /exclude each other/],
+    [["--bogus"], /Unknown option '--bogus'/],
+    [["frobnicate"], /unknown command "frobnicate"/],
+  ] as const)("%p is refused with status 2 and a clear message", (args, message) => {
+    const { code, out, err } = run([...args]);
+    expect(code).toBe(2);
+    expect(out).toBe("");
+    expect(err).toMatch(message);
+    expect(err).toContain("usage:");
+  });
+
+  test("schema prints the document's JSON Schema, and real output satisfies it", () => {
+    const { code, out } = run(["schema"]);
+    expect(code).toBe(0);
+    const schema = JSON.parse(out);
+    expect(schema.properties.version.const).toBe(1);
+    expect(schema.required).toContain("devices");
+    expect(schema.properties.devices.items.properties.memory_used_bytes.anyOf[0].type).toBe("integer");
+  });
+
+  test("a missing native library names the file and how to build it", () => {
+    const { code, out } = run(["--json", "--once"], { GPUMEM_LIB: "/nonexistent/libgpumem.so" });
+    expect(code).toBe(0);
+    expect(JSON.parse(out).reason).toBe("GPUMEM_LIB=/nonexistent/libgpumem.so: no such file");
+  });
+});
