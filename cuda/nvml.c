@@ -106,6 +106,19 @@ static struct {
   int cuda_version;
 } nv;
 
+/* What never changes while the driver is loaded, read once per device: identity and maximum
+ * clocks (nvmlDeviceGetMaxClockInfo costs ~1.3 ms a call on an H100), and the calls the device
+ * answered "not supported" (a fan query that is refused still costs ~160 us each time). */
+#define GPUMEM_NVML_CACHE 64
+typedef struct {
+  int valid;
+  char name[GPUMEM_NVML_TEXT], uuid[GPUMEM_NVML_TEXT], pci_bus_id[GPUMEM_NVML_TEXT];
+  int64_t sm_clock_max_mhz, memory_clock_max_mhz;
+  uint32_t unsupported; /* bit per call, below */
+} device_cache;
+enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_FIELDS = 1u << 3 };
+static device_cache cache[GPUMEM_NVML_CACHE];
+
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread char last_error[GPUMEM_NVML_ERROR];
 
@@ -195,6 +208,7 @@ void gpumem_nvml_shutdown(void) {
   pthread_mutex_lock(&nv_lock);
   if (nv.ready && nv.shutdown) nv.shutdown();
   nv.ready = 0;
+  memset(cache, 0, sizeof cache);
   pthread_mutex_unlock(&nv_lock);
 }
 
@@ -306,15 +320,29 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s) {
     snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, nvml_words(r));
     return -1;
   }
-  if (nv.name) note(s, "nvmlDeviceGetName", nv.name(d, s->name, sizeof s->name));
-  if (nv.uuid) note(s, "nvmlDeviceGetUUID", nv.uuid(d, s->uuid, sizeof s->uuid));
-  if (nv.pci_info) {
-    nvmlPciInfo_t pci;
-    memset(&pci, 0, sizeof pci);
-    r = nv.pci_info(d, &pci);
-    if (r == NVML_SUCCESS) snprintf(s->pci_bus_id, sizeof s->pci_bus_id, "%s", pci.busId);
-    else note(s, "nvmlDeviceGetPciInfo", r);
+  device_cache scratch;
+  device_cache *c = index >= 0 && index < GPUMEM_NVML_CACHE ? &cache[index] : &scratch;
+  if (c == &scratch) memset(&scratch, 0, sizeof scratch);
+  if (!c->valid) {
+    c->sm_clock_max_mhz = c->memory_clock_max_mhz = -1;
+    if (nv.name) note(s, "nvmlDeviceGetName", nv.name(d, c->name, sizeof c->name));
+    if (nv.uuid) note(s, "nvmlDeviceGetUUID", nv.uuid(d, c->uuid, sizeof c->uuid));
+    if (nv.pci_info) {
+      nvmlPciInfo_t pci;
+      memset(&pci, 0, sizeof pci);
+      r = nv.pci_info(d, &pci);
+      if (r == NVML_SUCCESS) snprintf(c->pci_bus_id, sizeof c->pci_bus_id, "%s", pci.busId);
+      else note(s, "nvmlDeviceGetPciInfo", r);
+    }
+    read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &c->sm_clock_max_mhz);
+    read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &c->memory_clock_max_mhz);
+    c->valid = s->error[0] == 0; /* an identity read that failed is tried again next time */
   }
+  memcpy(s->name, c->name, sizeof s->name);
+  memcpy(s->uuid, c->uuid, sizeof s->uuid);
+  memcpy(s->pci_bus_id, c->pci_bus_id, sizeof s->pci_bus_id);
+  FIELD(s, sm_clock_max_mhz) = c->sm_clock_max_mhz;
+  FIELD(s, memory_clock_max_mhz) = c->memory_clock_max_mhz;
 
   /* Memory: _v2 with its struct version set properly (size | 2<<24) reports the driver's reserve
    * apart from "used"; v1 counts that reserve as used. */
@@ -350,23 +378,29 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s) {
     }
   }
   unsigned int util = 0, period = 0;
-  if (nv.encoder) {
+  if (nv.encoder && !(c->unsupported & CALL_ENCODER)) {
     r = nv.encoder(d, &util, &period);
     if (r == NVML_SUCCESS) FIELD(s, encoder_utilization_percent) = util;
+    else if (r == NVML_ERROR_NOT_SUPPORTED) c->unsupported |= CALL_ENCODER;
     else note(s, "nvmlDeviceGetEncoderUtilization", r);
   }
-  if (nv.decoder) {
+  if (nv.decoder && !(c->unsupported & CALL_DECODER)) {
     r = nv.decoder(d, &util, &period);
     if (r == NVML_SUCCESS) FIELD(s, decoder_utilization_percent) = util;
+    else if (r == NVML_ERROR_NOT_SUPPORTED) c->unsupported |= CALL_DECODER;
     else note(s, "nvmlDeviceGetDecoderUtilization", r);
   }
   read_clock(s, d, nv.temperature, 0, "nvmlDeviceGetTemperature", &FIELD(s, temperature_celsius));
   read_uint(s, d, nv.power_limit, "nvmlDeviceGetEnforcedPowerLimit", &FIELD(s, power_limit_milliwatts));
-  read_uint(s, d, nv.fan_speed, "nvmlDeviceGetFanSpeed", &FIELD(s, fan_speed_percent));
+  if (nv.fan_speed && !(c->unsupported & CALL_FAN)) {
+    unsigned int fan = 0;
+    r = nv.fan_speed(d, &fan);
+    if (r == NVML_SUCCESS) FIELD(s, fan_speed_percent) = fan;
+    else if (r == NVML_ERROR_NOT_SUPPORTED) c->unsupported |= CALL_FAN; /* passively cooled */
+    else note(s, "nvmlDeviceGetFanSpeed", r);
+  }
   read_clock(s, d, nv.clock, NVML_CLOCK_SM, "nvmlDeviceGetClockInfo", &FIELD(s, sm_clock_mhz));
-  read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &FIELD(s, sm_clock_max_mhz));
   read_clock(s, d, nv.clock, NVML_CLOCK_MEM, "nvmlDeviceGetClockInfo", &FIELD(s, memory_clock_mhz));
-  read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &FIELD(s, memory_clock_max_mhz));
   read_clock(s, d, nv.clock, NVML_CLOCK_GRAPHICS, "nvmlDeviceGetClockInfo", &FIELD(s, graphics_clock_mhz));
   if (nv.performance_state) {
     int p = 0;

@@ -2,7 +2,6 @@
 // Argument parsing and wiring, nothing else.
 import { parseArgs } from "node:util";
 import { SystemCollector } from "./collect/system";
-import { jsonSchema } from "./headless/schema";
 import { streamJson } from "./headless/stream";
 import pkg from "../package.json";
 
@@ -88,9 +87,11 @@ async function main(argv: string[]): Promise<number> {
     case "version":
       process.stdout.write(`${pkg.version}\n`);
       return 0;
-    case "schema":
+    case "schema": {
+      const { jsonSchema } = await import("./headless/schema");
       process.stdout.write(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
       return 0;
+    }
     case "monitor": {
       const collector = new SystemCollector();
       try {

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "nod
 import { join } from "node:path";
 import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
-import { parseManifest, type Manifest } from "./manifest";
+import type { Manifest } from "./manifest";
 import { pidAlive } from "./procfs";
 
 export function agentDir(env = process.env): string {
@@ -56,6 +56,9 @@ export class AgentWatcher {
       if (this.agents.has(pid)) continue;
       const path = join(this.dir, file);
       try {
+        // Loaded on the first manifest only: zod costs 25 ms of start-up that a machine without
+        // agents should not pay.
+        const { parseManifest } = require("./manifest") as typeof import("./manifest");
         const manifest = parseManifest(readFileSync(path, "utf8"), path);
         if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
         this.agents.set(pid, { pid, manifest, ring: null, header: null, exited: false, problem: null });

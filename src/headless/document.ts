@@ -4,7 +4,8 @@ import { PHASES } from "../ffi/events";
 import type { NvmlDeviceSample, NvmlSystem } from "../ffi/nvml";
 import type { ProcessInfo } from "../collect/procfs";
 import type { Manifest } from "../collect/manifest";
-import { SCHEMA_VERSION, type Device, type Document, type Process, type Pytorch } from "./schema";
+import type { Device, Document, Process, Pytorch } from "./schema";
+import { SCHEMA_VERSION } from "./version";
 
 export interface AgentView {
   pid: number;

@@ -2,7 +2,9 @@
 // Numbers are numbers (bytes are integers), "not available" is null, never 0 or a string.
 import { z } from "zod";
 
-export const SCHEMA_VERSION = 1;
+import { SCHEMA_VERSION } from "./version";
+
+export { SCHEMA_VERSION };
 
 const bytes = z.number().int().nonnegative();
 const nullableInt = z.number().int().nullable();
