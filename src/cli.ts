@@ -12,10 +12,13 @@ usage:
   gpumem-tui --json --once                   one JSON document of every GPU and process
   gpumem-tui --json [--interval MS]          one JSON document per line (NDJSON) until interrupted
   gpumem-tui schema                          the JSON document's JSON Schema
+  gpumem-tui serve [--port 9464] [--host H]  Prometheus metrics at http://H:PORT/metrics
 
 options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50)
   --ascii         plain-ASCII charts (no braille)
+  --port N        serve: the port (default 9464)
+  --host H        serve: the address to listen on (default 0.0.0.0)
   -h, --help      this help
   -v, --version   the version
 `;
@@ -23,11 +26,13 @@ options:
 export class UsageError extends Error {}
 
 export interface Options {
-  command: "monitor" | "schema" | "help" | "version";
+  command: "monitor" | "schema" | "serve" | "help" | "version";
   json: boolean;
   once: boolean;
   intervalMs: number;
   ascii: boolean;
+  port: number;
+  host: string;
   rest: string[];
 }
 
@@ -43,6 +48,8 @@ export function parseCli(argv: string[]): Options {
         once: { type: "boolean", default: false },
         interval: { type: "string" },
         ascii: { type: "boolean", default: false },
+        port: { type: "string" },
+        host: { type: "string", default: "0.0.0.0" },
         help: { type: "boolean", short: "h", default: false },
         version: { type: "boolean", short: "v", default: false },
       },
@@ -60,13 +67,20 @@ export function parseCli(argv: string[]): Options {
   }
   if (values.once && !values.json) throw new UsageError("--once goes with --json");
   if (values.once && values.interval !== undefined) throw new UsageError("--once and --interval exclude each other");
+  let port = 9464;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(values.port) || port < 1 || port > 65535) throw new UsageError(`--port takes a port number, 1 to 65535 (got "${values.port}")`);
+  }
   const [first, ...rest] = positionals;
   let command: Options["command"] = "monitor";
   if (values.help) command = "help";
   else if (values.version) command = "version";
   else if (first === "schema") command = "schema";
+  else if (first === "serve") command = "serve";
   else if (first !== undefined) throw new UsageError(`unknown command "${first}"`);
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, rest };
+  if ((values.port !== undefined || argv.includes("--host")) && command !== "serve") throw new UsageError("--port and --host go with serve");
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, port, host: values.host, rest };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -90,6 +104,25 @@ async function main(argv: string[]): Promise<number> {
     case "schema": {
       const { jsonSchema } = await import("./headless/schema");
       process.stdout.write(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
+      return 0;
+    }
+    case "serve": {
+      const { startServer } = await import("./headless/serve");
+      const collector = new SystemCollector();
+      let server;
+      try {
+        server = startServer(collector, { port: opts.port, hostname: opts.host });
+      } catch (e) {
+        collector.close();
+        throw new Error(`cannot listen on ${opts.host}:${opts.port}: ${(e as Error).message}`);
+      }
+      process.stderr.write(`gpumem-tui: Prometheus metrics at http://${opts.host}:${server.port}/metrics\n`);
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      server.stop(true);
+      collector.close();
       return 0;
     }
     case "monitor": {

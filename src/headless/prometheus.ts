@@ -1,0 +1,93 @@
+// The document as Prometheus text exposition (format 0.0.4). Pure: document in, text out.
+//
+// GPU-level figures keep the names, units and labels dcgm-exporter uses for the same NVML
+// numbers (DCGM_FI_DEV_*; framebuffer in MiB, power in W), so dashboards built for it keep
+// working beside ours. What only we know (processes, PyTorch's allocator) follows Prometheus
+// conventions: gpumem_ prefix, base units in the name, _total for counters, snake_case labels
+// (promtool's lint flags dcgm-exporter's camelCase labels; we keep them only on its metrics).
+import type { Document } from "./schema";
+
+type Labels = Record<string, string | number | null | undefined>;
+
+interface Family {
+  name: string;
+  help: string;
+  type: "gauge" | "counter";
+  samples: { labels: Labels; value: number }[];
+}
+
+function escape(value: string): string {
+  return value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+}
+
+function labelText(labels: Labels): string {
+  const parts = Object.entries(labels)
+    .filter(([, v]) => v !== null && v !== undefined && v !== "")
+    .map(([k, v]) => `${k}="${escape(String(v))}"`);
+  return parts.length ? `{${parts.join(",")}}` : "";
+}
+
+function number(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "+Inf";
+  if (v === -Infinity) return "-Inf";
+  return String(v);
+}
+
+export function exposition(doc: Document): string {
+  const families = new Map<string, Family>();
+  const add = (name: string, type: Family["type"], help: string, labels: Labels, value: number | null | undefined) => {
+    if (value === null || value === undefined) return; // not available: absent, never 0
+    let f = families.get(name);
+    if (!f) families.set(name, (f = { name, help, type, samples: [] }));
+    f.samples.push({ labels, value });
+  };
+  const MiB = 1024 * 1024;
+  const devices = new Map(doc.devices.map((d) => [d.index, d]));
+  for (const d of doc.devices) {
+    const l = { gpu: d.index, UUID: d.uuid, device: `nvidia${d.index}`, modelName: d.name, Hostname: doc.host, pci_bus_id: d.pci_bus_id };
+    const mib = (b: number | null) => (b === null ? null : Math.round(b / MiB));
+    add("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", l, mib(d.memory_used_bytes));
+    add("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", l, mib(d.memory_free_bytes));
+    add("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", l, mib(d.memory_reserved_bytes));
+    add("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", l, d.gpu_utilization_percent);
+    add("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", l, d.memory_utilization_percent);
+    add("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", l, d.encoder_utilization_percent);
+    add("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", l, d.decoder_utilization_percent);
+    add("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", l, d.temperature_celsius);
+    add("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", l, d.power_draw_milliwatts === null ? null : d.power_draw_milliwatts / 1000);
+    add("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", l, d.sm_clock_mhz);
+    add("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", l, d.memory_clock_mhz);
+    add("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed (in %).", l, d.fan_speed_percent);
+    add("gpumem_gpu_memory_total_bytes", "gauge", "Total GPU memory, bytes.", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.memory_total_bytes);
+    add("gpumem_gpu_memory_used_bytes", "gauge", "GPU memory used, bytes (NVML).", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.memory_used_bytes);
+    add("gpumem_gpu_power_limit_watts", "gauge", "Enforced power limit, watts.", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.power_limit_milliwatts === null ? null : d.power_limit_milliwatts / 1000);
+    add("gpumem_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe receive throughput, bytes per second.", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.pcie_rx_bytes_per_second);
+    add("gpumem_gpu_pcie_tx_bytes_per_second", "gauge", "PCIe transmit throughput, bytes per second.", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.pcie_tx_bytes_per_second);
+  }
+  for (const p of doc.processes) {
+    const uuid = devices.get(p.device)?.uuid;
+    const base = { hostname: doc.host, gpu: p.device, uuid, pid: p.pid, process: p.name, rank: p.pytorch?.rank };
+    add("gpumem_process_gpu_memory_bytes", "gauge", "GPU memory NVML attributes to the process, bytes.", base, p.used_bytes);
+    const t = p.pytorch;
+    if (!t) continue;
+    add("gpumem_pytorch_allocated_bytes", "gauge", "torch.cuda.memory_allocated(): bytes in live tensors.", base, t.allocated_bytes);
+    add("gpumem_pytorch_reserved_bytes", "gauge", "torch.cuda.memory_reserved(): bytes the caching allocator holds.", base, t.reserved_bytes);
+    add("gpumem_pytorch_active_bytes", "gauge", "Allocated bytes plus freed blocks still in use by a stream.", base, t.active_bytes);
+    add("gpumem_pytorch_peak_allocated_bytes", "gauge", "Peak allocated bytes since the last reset.", base, t.peak_allocated_bytes);
+    add("gpumem_pytorch_peak_reserved_bytes", "gauge", "Peak reserved bytes since the last reset.", base, t.peak_reserved_bytes);
+    add("gpumem_pytorch_non_pytorch_bytes", "gauge", "NVML used minus reserved: CUDA context, NCCL, cuBLAS workspaces.", base, t.non_pytorch_bytes);
+    add("gpumem_pytorch_allocs_total", "counter", "Allocations since the agent attached.", base, t.alloc_count);
+    add("gpumem_pytorch_ooms_total", "counter", "Out-of-memory errors since the agent attached.", base, t.oom_count);
+    add("gpumem_pytorch_alloc_retries_total", "counter", "Allocation retries (cache flushed and retried).", base, t.alloc_retries);
+    add("gpumem_pytorch_step", "gauge", "Training step (optimizer steps completed).", base, t.step);
+    add("gpumem_pytorch_phase", "gauge", "1 for the phase the process is in.", { ...base, phase: t.phase }, 1);
+  }
+  add("gpumem_devices", "gauge", "GPUs NVML reports on this host.", { hostname: doc.host }, doc.devices.length);
+  const out: string[] = [];
+  for (const f of families.values()) {
+    out.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`);
+    for (const s of f.samples) out.push(`${f.name}${labelText(s.labels)} ${number(s.value)}`);
+  }
+  return `${out.join("\n")}\n`;
+}

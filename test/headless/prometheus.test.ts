@@ -1,0 +1,90 @@
+// Prometheus metrics: checked by Prometheus's own tools (promtool's exposition parser, and a real
+// Prometheus server scraping `gpumem-tui serve`) on documents recorded on an H100.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exposition } from "../../src/headless/prometheus";
+import type { Document } from "../../src/headless/schema";
+import { startServer } from "../../src/headless/serve";
+
+const FIXTURES = join(import.meta.dir, "..", "fixtures");
+const documents: [string, Document][] = readdirSync(FIXTURES)
+  .filter((f) => /^h100-.*\.json$/.test(f))
+  .map((f) => [f, JSON.parse(readFileSync(join(FIXTURES, f), "utf8"))]);
+const promtool = Bun.which("promtool");
+const prometheus = Bun.which("prometheus");
+const SKIP = "(needs Prometheus: `apt install prometheus`; .ci/run installs it)";
+
+describe("exposition", () => {
+  test("recorded H100 documents are present", () => expect(documents.length).toBeGreaterThan(0));
+
+  for (const [name, doc] of documents) {
+    test(`${name}: dcgm-exporter's names and units for NVML figures, ours for the rest`, () => {
+      const text = exposition(doc);
+      const d = doc.devices[0]!;
+      const MiB = 1024 * 1024;
+      expect(text).toContain(`# TYPE DCGM_FI_DEV_FB_USED gauge`);
+      expect(text).toMatch(new RegExp(`DCGM_FI_DEV_FB_USED\\{gpu="0",UUID="${d.uuid}",device="nvidia0",modelName="${d.name}",[^}]*\\} ${Math.round(d.memory_used_bytes! / MiB)}\\n`));
+      expect(text).toMatch(new RegExp(`DCGM_FI_DEV_POWER_USAGE\\{[^}]*\\} ${d.power_draw_milliwatts! / 1000}\\n`));
+      expect(text).toMatch(new RegExp(`gpumem_gpu_memory_total_bytes\\{[^}]*\\} ${d.memory_total_bytes}\\n`));
+      // A field the device does not report is absent, not 0 (the H100 has no fan).
+      if (d.fan_speed_percent === null) expect(text).not.toContain("DCGM_FI_DEV_FAN_SPEED");
+      for (const p of doc.processes.filter((x) => x.pytorch)) {
+        expect(text).toMatch(new RegExp(`gpumem_pytorch_reserved_bytes\\{[^}]*pid="${p.pid}"[^}]*\\} ${p.pytorch!.reserved_bytes}\\n`));
+        expect(text).toContain("# TYPE gpumem_pytorch_ooms_total counter");
+      }
+    });
+
+    (promtool ? test : test.skip)(`${name}: promtool's parser accepts the exposition ${promtool ? "" : SKIP}`, () => {
+      const p = Bun.spawnSync([promtool!, "check", "metrics"], { stdin: Buffer.from(exposition(doc)), stderr: "pipe", stdout: "pipe" });
+      // The only remark allowed: dcgm-exporter's own camelCase labels, kept for compatibility.
+      const remarks = (p.stderr.toString() + p.stdout.toString()).trim().split("\n").filter(Boolean);
+      for (const r of remarks) expect(r).toMatch(/^DCGM_FI_DEV_\w+ label names should be written in 'snake_case' not 'camelCase'$/);
+      expect(remarks.length).toBeGreaterThan(0); // the lint ran and saw the DCGM families
+    });
+  }
+
+  test("label values are escaped so a hostile process name cannot break the format", () => {
+    const doc = structuredClone(documents[0]![1]);
+    doc.host = 'evil"host\\\nname';
+    const text = exposition(doc);
+    expect(text).toContain('hostname="evil\\"host\\\\\\nname"');
+    for (const line of text.trim().split("\n")) expect(line).toMatch(/^(# (HELP|TYPE) |[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? \S+$)/);
+  });
+});
+
+describe("serve", () => {
+  const dir = mkdtempSync(join(tmpdir(), "gpumem-prom-"));
+  let prom: ReturnType<typeof Bun.spawn> | null = null;
+  afterAll(() => prom?.kill());
+
+  (prometheus ? test : test.skip)(`a real Prometheus server scrapes gpumem-tui serve ${prometheus ? "" : SKIP}`, async () => {
+    const [, doc] = documents[0]!;
+    let scrapes = 0;
+    const server = startServer({ sample: () => (scrapes++, doc) }, { port: 0, hostname: "127.0.0.1" });
+    const promPort = 19090 + (process.pid % 500);
+    writeFileSync(
+      join(dir, "prometheus.yml"),
+      `global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gpumem\n    static_configs: [{targets: ["127.0.0.1:${server.port}"]}]\n`,
+    );
+    prom = Bun.spawn([prometheus!, `--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdout: "ignore", stderr: "ignore" });
+    const want = Math.round(doc.devices[0]!.memory_total_bytes! / 1);
+    let value: string | null = null;
+    for (let i = 0; i < 100 && value === null; i++) {
+      await Bun.sleep(200);
+      try {
+        const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=gpumem_gpu_memory_total_bytes`);
+        const body = (await r.json()) as { data?: { result?: { value: [number, string] }[] } };
+        value = body.data?.result?.[0]?.value[1] ?? null;
+      } catch {
+        // not up yet
+      }
+    }
+    const up = await (await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=up{job="gpumem"}`)).json();
+    server.stop(true);
+    expect(value).toBe(String(want));
+    expect((up as { data: { result: { value: [number, string] }[] } }).data.result[0]!.value[1]).toBe("1");
+    expect(scrapes).toBeGreaterThan(0);
+  }, 40_000);
+});
