@@ -1,12 +1,13 @@
 #!/usr/bin/env bun
 // Builds libgpumem.so (NVML sampling + ring reader) with the system C compiler.
 // Plain C, no CUDA toolkit and no nvml.h: NVML is loaded at run time with dlopen.
-//   bun cuda/build.ts            build if missing or out of date; fail loudly
-//   bun cuda/build.ts --install  the package's postinstall: warn, never fail the install
-import { buildNative } from "../src/ffi/build";
+//   bun cuda/build.ts             build cuda/build/libgpumem.so if missing or out of date; fail loudly
+//   bun cuda/build.ts --install   the package's postinstall: same, but warn instead of failing
+//   bun cuda/build.ts --prebuilt  the package's prepack: prebuilt/<platform>-<arch>/ for the tarball
+import { buildNative, buildPrebuilt } from "../src/ffi/build";
 
 const install = process.argv.includes("--install");
-const result = buildNative({ force: process.argv.includes("--force") });
+const result = process.argv.includes("--prebuilt") ? buildPrebuilt() : buildNative({ force: process.argv.includes("--force") });
 if (result.ok) {
   if (result.built) console.error(`gpumem-tui: built ${result.path}`);
 } else {

@@ -1,6 +1,7 @@
-// Locating and building libgpumem.so. The monitor builds it on first use where a compiler
-// exists, so `bunx gpumem-tui` works from sources; otherwise it says exactly what to install.
-import { existsSync, mkdirSync, renameSync, statSync } from "node:fs";
+// Locating and building libgpumem.so. Three sources, in order: a library built here from these
+// sources, the prebuilt one the package ships for this platform (when it was built from the very
+// same sources), or a build now with the system C compiler. Otherwise: what to install, in words.
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dir, "../..");
@@ -8,6 +9,7 @@ export const NATIVE_DIR = join(ROOT, "cuda");
 export const NATIVE_SOURCES = ["nvml.c", "ring.c"].map((f) => join(NATIVE_DIR, f));
 const NATIVE_HEADERS = ["nvml.h", "ring.h", "gpumem_ring.h"].map((f) => join(NATIVE_DIR, f));
 export const BUILT_LIB = join(NATIVE_DIR, "build", "libgpumem.so");
+export const PREBUILT_DIR = join(ROOT, "prebuilt", `${process.platform}-${process.arch}`);
 export const BUILD_COMMAND = "bun run build:native";
 
 export type BuildResult =
@@ -20,13 +22,34 @@ function findCompiler(): string | null {
   return null;
 }
 
-function upToDate(lib: string): boolean {
+export function upToDate(lib: string): boolean {
   if (!existsSync(lib)) return false;
   const built = statSync(lib).mtimeMs;
   return [...NATIVE_SOURCES, ...NATIVE_HEADERS].every((f) => !existsSync(f) || statSync(f).mtimeMs <= built);
 }
 
-/** Build cuda/build/libgpumem.so unless it is up to date. */
+/** A digest of the native sources: a prebuilt library is used only when it was built from these. */
+export function sourceHash(): string {
+  const h = new Bun.CryptoHasher("sha256");
+  for (const f of [...NATIVE_SOURCES, ...NATIVE_HEADERS]) h.update(readFileSync(f));
+  return h.digest("hex");
+}
+
+/** The package's prebuilt library for this platform, if it matches the sources; else why not. */
+export function prebuilt(): { path: string } | { error: string } {
+  const path = join(PREBUILT_DIR, "libgpumem.so");
+  if (!existsSync(path)) return { error: `no prebuilt libgpumem.so for ${process.platform}-${process.arch}` };
+  let id = "";
+  try {
+    id = readFileSync(join(PREBUILT_DIR, "build-id"), "utf8").trim();
+  } catch {
+    // no build id: treated as a mismatch
+  }
+  if (id !== sourceHash()) return { error: `the prebuilt libgpumem.so for ${process.platform}-${process.arch} was built from other sources` };
+  return { path };
+}
+
+/** Build libgpumem.so (into cuda/build by default) unless it is up to date. */
 export function buildNative(opts: { force?: boolean; out?: string } = {}): BuildResult {
   const out = opts.out ?? BUILT_LIB;
   if (!opts.force && upToDate(out)) return { ok: true, path: out, built: false };
@@ -50,4 +73,11 @@ export function buildNative(opts: { force?: boolean; out?: string } = {}): Build
   // Rename into place so that a concurrent loader never maps a half-written library.
   renameSync(tmp, out);
   return { ok: true, path: out, built: true };
+}
+
+/** The package script's step (prepack): the prebuilt library and the digest of its sources. */
+export function buildPrebuilt(): BuildResult {
+  const result = buildNative({ force: true, out: join(PREBUILT_DIR, "libgpumem.so") });
+  if (result.ok) writeFileSync(join(PREBUILT_DIR, "build-id"), `${sourceHash()}\n`);
+  return result;
 }

@@ -1,6 +1,6 @@
-// The one place that decides which libgpumem.so to load.
+// The one place that decides which libgpumem.so to load (see build.ts for the order).
 import { existsSync } from "node:fs";
-import { BUILD_COMMAND, BUILT_LIB, buildNative } from "./build";
+import { BUILD_COMMAND, BUILT_LIB, buildNative, prebuilt, upToDate } from "./build";
 
 export class NativeLibraryError extends Error {
   override name = "NativeLibraryError";
@@ -9,8 +9,9 @@ export class NativeLibraryError extends Error {
 let resolved: string | null = null;
 
 /**
- * Path of libgpumem.so: $GPUMEM_LIB if set, else cuda/build/libgpumem.so, built now (a second or
- * two, once) when a compiler is present and the library is missing or older than its sources.
+ * Path of libgpumem.so: $GPUMEM_LIB if set; else cuda/build/libgpumem.so when up to date; else
+ * the package's prebuilt library for this platform when it matches the sources; else a build now
+ * (a second, once) where a compiler exists.
  */
 export function libraryPath(): string {
   if (resolved) return resolved;
@@ -19,8 +20,10 @@ export function libraryPath(): string {
     if (!existsSync(override)) throw new NativeLibraryError(`GPUMEM_LIB=${override}: no such file`);
     return (resolved = override);
   }
+  if (upToDate(BUILT_LIB)) return (resolved = BUILT_LIB);
+  const shipped = prebuilt();
+  if ("path" in shipped) return (resolved = shipped.path);
   const result = buildNative();
   if (result.ok) return (resolved = result.path);
-  if (existsSync(BUILT_LIB)) return (resolved = BUILT_LIB); // stale but usable: better than nothing
-  throw new NativeLibraryError(`${result.error}\n(the native library is built by \`${BUILD_COMMAND}\`)`);
+  throw new NativeLibraryError(`${shipped.error}, and ${result.error}\n(the native library is built by \`${BUILD_COMMAND}\`)`);
 }

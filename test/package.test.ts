@@ -1,0 +1,67 @@
+// The packed tarball, installed in an empty directory, as a user gets it from `bunx gpumem-tui`.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT } from "../src/ffi/build";
+
+const dir = mkdtempSync(join(tmpdir(), "gpumem-pack-"));
+const app = join(dir, "app");
+const onlyBun = join(dir, "bin"); // a PATH with Bun and no C compiler
+const installed = join(app, "node_modules", "gpumem-tui");
+
+function sh(cmd: string[], cwd: string, env: Record<string, string> = {}) {
+  const p = Bun.spawnSync(cmd, { cwd, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+}
+
+function gpumem(args: string[], path = onlyBun) {
+  return sh([join(onlyBun, "bun"), "x", "gpumem-tui", ...args], app, { PATH: path });
+}
+
+beforeAll(() => {
+  mkdirSync(app);
+  mkdirSync(onlyBun);
+  symlinkSync(realpathSync(process.execPath), join(onlyBun, "bun"));
+  const pack = sh(["bun", "pm", "pack", "--destination", dir], ROOT);
+  if (pack.code !== 0) throw new Error(`bun pm pack failed: ${pack.err}`);
+  const tgz = readdirSync(dir).find((f) => f.endsWith(".tgz"))!;
+  writeFileSync(join(app, "package.json"), '{"name":"app","private":true}');
+  const add = sh(["bun", "add", join(dir, tgz)], app);
+  if (add.code !== 0) throw new Error(`installing the tarball failed: ${add.err}`);
+}, 120_000);
+
+describe("the packed tarball", () => {
+  test("holds the sources, the agent, the native sources and a prebuilt libgpumem.so", () => {
+    const files = sh(["find", ".", "-type", "f"], installed).out;
+    for (const f of ["./src/cli.ts", "./cuda/gpumem_ring.h", "./cuda/nvml.c", "./prebuilt/linux-x64/libgpumem.so", "./prebuilt/linux-x64/build-id", "./README.md"]) {
+      expect(files).toContain(f);
+    }
+    expect(files).not.toContain("./cuda/build/");
+    expect(files).not.toContain("./test/");
+  });
+
+  test("`bunx gpumem-tui --json --once` works on a machine with no C compiler", () => {
+    const { code, out, err } = gpumem(["--json", "--once"]);
+    expect(err).toBe("");
+    expect(code).toBe(0);
+    const doc = JSON.parse(out);
+    expect(doc.version).toBe(1);
+    // The prebuilt library loaded: what remains is the GPU (or its absence), not the build.
+    if (doc.reason !== null) expect(doc.reason).toBe("no NVIDIA driver (libnvidia-ml.so.1) on this machine");
+  });
+
+  test("a prebuilt built from other sources is not trusted: rebuilt where a compiler exists, else a clear message", () => {
+    writeFileSync(join(installed, "prebuilt", "linux-x64", "build-id"), "not-these-sources\n");
+    const without = gpumem(["--json", "--once"]);
+    expect(without.code).toBe(0);
+    expect(JSON.parse(without.out).reason).toMatch(
+      /^the prebuilt libgpumem.so for linux-x64 was built from other sources, and libgpumem.so is not built and no C compiler was found: install one \(e.g. `apt install gcc`\), then run `bun run build:native`/,
+    );
+    const withCc = gpumem(["--json", "--once"], `${onlyBun}:${process.env.PATH}`);
+    expect(withCc.code).toBe(0);
+    const reason = JSON.parse(withCc.out).reason;
+    if (reason !== null) expect(reason).toBe("no NVIDIA driver (libnvidia-ml.so.1) on this machine");
+    expect(sh(["ls", "cuda/build"], installed).out).toContain("libgpumem.so");
+  });
+});
