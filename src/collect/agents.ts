@@ -87,7 +87,15 @@ export class AgentWatcher {
     }
     try {
       agent.ring ??= openRing(agent.manifest.ring);
-      agent.header = agent.ring.header();
+      const header = agent.ring.header();
+      if (header.pid !== agent.pid) {
+        // A manifest that points at another process's ring would show that process's numbers
+        // under this pid: refuse it.
+        agent.problem = `ring ${agent.manifest.ring} was written by pid ${header.pid}, but the manifest is pid ${agent.pid}'s: ignored`;
+        agent.header = null;
+        return;
+      }
+      agent.header = header;
       agent.problem = null;
     } catch (e) {
       agent.problem = (e as Error).message;

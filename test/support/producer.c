@@ -2,7 +2,7 @@
  * A small ring producer for the reader's tests: writes a ring file the way the hook does, through
  * the same header (gpumem_ring_push, gpumem_totals_apply), from one or several threads.
  *
- *   producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N]
+ *   producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N]
  *
  * Thread t writes EVENTS records on device t, alternating alloc and free_requested of the same
  * block; every record carries a checksum (extra = address ^ size ^ step) so that a reader can tell
@@ -55,7 +55,7 @@ static void *writer(void *arg) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N]\n");
+    fprintf(stderr, "usage: producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N]\n");
     return 2;
   }
   const char *path = argv[1];
@@ -64,10 +64,12 @@ int main(int argc, char **argv) {
   int threads = 1;
   uint32_t abi = GPUMEM_RING_ABI_VERSION;
   uint64_t magic = GPUMEM_RING_MAGIC;
+  int32_t pid = (int32_t)getpid(); /* --pid: write on behalf of another process, as in a test */
   for (int i = 4; i < argc; i++) {
     if (!strcmp(argv[i], "--abi") && i + 1 < argc) abi = (uint32_t)strtoul(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--magic") && i + 1 < argc) magic = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--delay-us") && i + 1 < argc) delay_us = strtol(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (int32_t)strtol(argv[++i], NULL, 10);
     else threads = atoi(argv[i]);
   }
   size_t bytes = GPUMEM_HEADER_SIZE + capacity * GPUMEM_RECORD_SIZE;
@@ -89,7 +91,7 @@ int main(int argc, char **argv) {
   h->record_size = GPUMEM_RECORD_SIZE;
   h->capacity = capacity;
   h->n_devices = (uint32_t)threads;
-  h->pid = (int32_t)getpid();
+  h->pid = pid;
   h->mode = GPUMEM_MODE_HOOK;
   h->attach_ns = now_ns();
   /* Publish the file only once its header is whole, as the agent does. */

@@ -1,0 +1,121 @@
+// Discovering agents: manifests that lie, directories others could write, processes that exit.
+import { describe, expect, test } from "bun:test";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AgentWatcher } from "../../src/collect/agents";
+import { produce } from "../support/native";
+
+function agentDir(): string {
+  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-agents-")), "agents");
+  mkdirSync(dir, { mode: 0o700 });
+  return dir;
+}
+
+function manifest(dir: string, pid: number, extra: Record<string, unknown> = {}) {
+  const m = { version: 1, pid, cmdline: ["python", "train.py"], devices: [0], torch_version: "2.11.0", hook_mode: "hook", ring: join(dir, `${pid}.ring`), socket: join(dir, `${pid}.sock`), ...extra };
+  writeFileSync(join(dir, `${pid}.json`), JSON.stringify(m), { mode: 0o600 });
+}
+
+/** A live process of our own that is not the ring's writer. */
+function sleeper() {
+  return Bun.spawn(["sleep", "30"]);
+}
+
+describe("agent discovery", () => {
+  test("a live agent: manifest read, ring opened, exact totals from its header", () => {
+    const dir = agentDir();
+    const s = sleeper();
+    produce(join(dir, `${s.pid}.ring`), 64, 11, "--pid", s.pid);
+    manifest(dir, s.pid);
+    const w = new AgentWatcher(dir);
+    const [a] = w.refresh();
+    expect(a!.problem).toBeNull();
+    expect(a!.header!.mode).toBe("hook");
+    // 11 events: allocs of blocks 0..5 (block b is 512*(1+b) bytes) and frees of 0..4: block 5 is live.
+    expect(a!.header!.totals[0]!.n_alloc).toBe(6);
+    expect(a!.header!.totals[0]!.allocated).toBe(512 * 6);
+    s.kill();
+    w.close();
+  });
+
+  test("a manifest pointing at another process's ring is refused, not attributed", () => {
+    const dir = agentDir();
+    const s = sleeper();
+    produce(join(dir, `${s.pid}.ring`), 64, 10); // written by the producer's own pid
+    manifest(dir, s.pid);
+    const w = new AgentWatcher(dir);
+    const [a] = w.refresh();
+    expect(a!.problem).toMatch(new RegExp(`was written by pid \\d+, but the manifest is pid ${s.pid}'s: ignored`));
+    expect(a!.header).toBeNull();
+    s.kill();
+    w.close();
+  });
+
+  test("a manifest that is not JSON, or lacks fields, is reported with its path and field", () => {
+    const dir = agentDir();
+    const s1 = sleeper();
+    const s2 = sleeper();
+    writeFileSync(join(dir, `${s1.pid}.json`), "{not json");
+    manifest(dir, s2.pid, { hook_mode: "magic" });
+    const w = new AgentWatcher(dir);
+    expect(w.refresh()).toEqual([]);
+    expect(w.problems.join("\n")).toMatch(new RegExp(`manifest .*${s1.pid}\\.json is not JSON`));
+    expect(w.problems.join("\n")).toMatch(new RegExp(`manifest .*${s2.pid}\\.json is invalid at hook_mode`));
+    s1.kill();
+    s2.kill();
+  });
+
+  test("a manifest whose pid differs from its file name is refused", () => {
+    const dir = agentDir();
+    const s = sleeper();
+    manifest(dir, s.pid);
+    const lying = JSON.parse(readFileSync(join(dir, `${s.pid}.json`), "utf8"));
+    lying.pid = 1;
+    writeFileSync(join(dir, `${s.pid}.json`), JSON.stringify(lying));
+    const w = new AgentWatcher(dir);
+    expect(w.refresh()).toEqual([]);
+    expect(w.problems[0]).toMatch(new RegExp(`names pid 1, its file name says ${s.pid}`));
+    s.kill();
+  });
+
+  test("a ring that is missing or of another ABI is a problem of that agent, not a crash", () => {
+    const dir = agentDir();
+    const s1 = sleeper();
+    const s2 = sleeper();
+    manifest(dir, s1.pid); // no ring file at all
+    produce(join(dir, `${s2.pid}.ring`), 64, 1, "--abi", "9");
+    manifest(dir, s2.pid);
+    const w = new AgentWatcher(dir);
+    const agents = w.refresh();
+    expect(agents.find((a) => a.pid === s1.pid)!.problem).toMatch(/cannot open ring .*No such file/);
+    expect(agents.find((a) => a.pid === s2.pid)!.problem).toMatch(/ABI version 9/);
+    s1.kill();
+    s2.kill();
+  });
+
+  test("an agent whose process exited is marked exited and its files are removed", async () => {
+    const dir = agentDir();
+    const s = sleeper();
+    manifest(dir, s.pid);
+    const w = new AgentWatcher(dir);
+    expect(w.refresh()[0]!.exited).toBe(false);
+    s.kill();
+    await s.exited;
+    const [a] = w.refresh();
+    expect(a!.exited).toBe(true);
+    expect(a!.manifest.cmdline).toEqual(["python", "train.py"]); // last data kept
+    expect(existsSync(join(dir, `${s.pid}.json`))).toBe(false);
+  });
+
+  test("a directory open to other users is not trusted", () => {
+    const dir = agentDir();
+    const s = sleeper();
+    manifest(dir, s.pid);
+    chmodSync(dir, 0o777);
+    const w = new AgentWatcher(dir);
+    expect(w.refresh()).toEqual([]);
+    expect(w.problems[0]).toMatch(/is open to other users \(mode 777\): ignored/);
+    s.kill();
+  });
+});
