@@ -1,0 +1,535 @@
+// The state of one device of one process, fed event by event. Everything per event is arithmetic
+// on numbers and typed arrays plus one Map operation keyed by address; work that walks many blocks
+// happens at phase and step boundaries (amortized over the events of the phase) or in queries.
+
+import { BlockTable } from "./blocks";
+import {
+  CAT_GRADIENT,
+  CAT_OTHER,
+  CAT_PARAMETER,
+  CAT_TEMPORARY,
+  CAT_UNRESOLVED,
+  N_CAT,
+  survivorCategory,
+} from "./categories";
+import { StepRecord, type RangeStats } from "./steps";
+import { Timeline } from "./timeline";
+
+/** How many finished steps a device keeps (older ones are dropped; the growth detector needs ~dozens). */
+export const MAX_STEPS = 512;
+/** How many OOM incidents a device keeps (the first ones: later ones are usually the same story). */
+export const MAX_OOMS = 16;
+
+const PHASE_BACKWARD = 2;
+/** The step stamped on blocks inserted by a resync (their step is unknown). */
+export const RESYNCED_STEP = 0xffffffff;
+const PHASE_FORWARD = 1;
+
+export interface OomIncident {
+  time_us: number;
+  step: number;
+  phase: number;
+  range: number;
+  request_bytes: number;
+  device_free_bytes: number;
+  allocated_bytes: number;
+  reserved_bytes: number;
+  active_bytes: number;
+  largest_free_block_bytes: number;
+  live_by_category_bytes: Float64Array;
+  nvml_used_bytes: number | null;
+}
+
+export class DeviceState {
+  readonly blocks = new BlockTable();
+  readonly timeline = new Timeline();
+  allocated = 0;
+  reserved = 0;
+  active = 0;
+  peakAllocated = 0;
+  peakReserved = 0;
+  peakActive = 0;
+  nAlloc = 0;
+  nFree = 0;
+  nSegmentAlloc = 0;
+  nSegmentFree = 0;
+  nOom = 0;
+  /** Live bytes and blocks by category code. */
+  readonly liveByCat = new Float64Array(N_CAT);
+  readonly liveCountByCat = new Float64Array(N_CAT);
+  /** Live bytes by the range (id) they were allocated in. */
+  liveByRange = new Float64Array(64);
+  /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
+  readonly liveStepByPhase = new Float64Array(4);
+  liveStepByRange = new Float64Array(64);
+  /** Segments: address → size, stream, time. */
+  readonly segSize = new Map<number, number>();
+  readonly segStream = new Map<number, number>();
+  readonly segTime = new Map<number, number>();
+  /** A segment_unmap that matched no mapped range: the segment map is approximate. */
+  segmentsApprox = false;
+
+  // Where the training loop is (from the records' stamps).
+  step = 0;
+  phase = 0;
+  range = 0;
+  phaseInst = 0;
+  rangeInst = 0;
+  phaseStart_us = NaN;
+  serial = 0;
+  lastTime_us = NaN;
+  firstTime_us = NaN;
+
+  // Blocks allocated in the running phase instance, resolved when it ends. Entries are (slot,
+  // serial) so a slot freed and reused meanwhile is told apart.
+  private pendSlot = new Int32Array(1024);
+  private pendSerial = new Float64Array(1024);
+  private pendLen = 0;
+
+  readonly steps: StepRecord[] = [];
+  cur: StepRecord;
+  private curRange: RangeStats | null = null;
+
+  /** Gradient bytes alive at the last step boundary and not freed since (see StepRecord.gradHeldBytes). */
+  carryGrad = 0;
+  carryGradN = 0;
+  private firstForwardSerial = -1;
+  private boundariesSinceFirstForward = 0;
+
+  readonly ooms: OomIncident[] = [];
+
+  /** Frees of blocks the model never saw allocated (attach after, or lost records). */
+  unknownFrees = 0;
+  unknownFreeBytes = 0;
+  /** Allocs at an address the model still held live (its free was lost). */
+  replacedBlocks = 0;
+  /** Records lost while feeding this device (from the reader's lap count). */
+  lost = 0;
+
+  // NVML's view of this process on this device.
+  nvmlUsed: number | null = null;
+  nvmlTime_us = NaN;
+  nvmlPid: number | null = null;
+
+  constructor(
+    readonly device: number,
+    step = 0,
+    phase = 0,
+    range = 0,
+  ) {
+    this.step = step;
+    this.phase = phase;
+    this.range = range;
+    this.cur = new StepRecord(step, NaN, 0, 0);
+    this.cur.phEntries[phase]!++;
+  }
+
+  /** The records' stamps changed: a step boundary, a phase change or a range change. */
+  sync(t: number, step: number, phase: number, range: number): void {
+    if (step !== this.step) this.stepChange(t, step, phase, range);
+    else {
+      if (phase !== this.phase) this.phaseChange(t, phase);
+      if (range !== this.range) this.rangeChange(range);
+    }
+  }
+
+  /** The device's first event (the model calls this once): the first step's start time. */
+  begin(t: number): void {
+    const old = this.cur;
+    this.cur = new StepRecord(old.step, t, this.allocated, this.reserved);
+    this.cur.phEntries[this.phase]!++;
+    this.phaseStart_us = t;
+    this.firstTime_us = t;
+    if (this.phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.firstForwardSerial = this.serial;
+    this.curRange = this.range !== 0 ? this.cur.rangeStats(this.range) : null;
+    if (this.curRange) this.curRange.entries++;
+  }
+
+  alloc(t: number, address: number, size: number, stream: number): void {
+    const blocks = this.blocks;
+    const old = blocks.bySlot.get(address);
+    if (old !== undefined) {
+      // Its free was lost (ring lapped): forget the old block, keep the totals event-exact.
+      this.forget(old);
+      this.replacedBlocks++;
+    }
+    const slot = blocks.take();
+    const serial = ++this.serial;
+    blocks.bySlot.set(address, slot);
+    blocks.address[slot] = address;
+    blocks.size[slot] = size;
+    blocks.stream[slot] = stream;
+    blocks.time_us[slot] = t;
+    blocks.serial[slot] = serial;
+    blocks.step[slot] = this.step;
+    blocks.range[slot] = this.range;
+    blocks.phase[slot] = this.phase;
+    blocks.phaseInst[slot] = this.phaseInst;
+    blocks.rangeInst[slot] = this.rangeInst;
+    blocks.category[slot] = CAT_UNRESOLVED;
+    this.liveByCat[CAT_UNRESOLVED]! += size;
+    this.liveCountByCat[CAT_UNRESOLVED]!++;
+    if (this.range >= this.liveByRange.length) this.growRanges(this.range);
+    this.liveByRange[this.range]! += size;
+    this.liveStepByRange[this.range]! += size;
+    this.liveStepByPhase[this.phase]! += size;
+    if (this.pendLen === this.pendSlot.length) this.growPending();
+    this.pendSlot[this.pendLen] = slot;
+    this.pendSerial[this.pendLen++] = serial;
+
+    const allocated = (this.allocated += size);
+    this.active += size;
+    if (allocated > this.peakAllocated) this.peakAllocated = allocated;
+    if (this.active > this.peakActive) this.peakActive = this.active;
+    this.nAlloc++;
+
+    const cur = this.cur;
+    const ph = this.phase;
+    cur.alloc_bytes += size;
+    cur.n_alloc++;
+    cur.phAlloc[ph]! += size;
+    cur.phNAlloc[ph]!++;
+    if (allocated > cur.phPeak[ph]!) cur.phPeak[ph] = allocated;
+    if (allocated > cur.peak_allocated) this.newStepPeak(t, allocated, serial);
+    const rs = this.curRange;
+    if (rs !== null) {
+      rs.alloc_bytes += size;
+      rs.n_alloc++;
+      if (allocated > rs.peak_allocated_bytes) rs.peak_allocated_bytes = allocated;
+    }
+    this.timeline.observe(t, allocated, this.reserved);
+    this.lastTime_us = t;
+  }
+
+  private newStepPeak(t: number, allocated: number, serial: number): void {
+    const cur = this.cur;
+    cur.peak_allocated = allocated;
+    cur.peak_time_us = t;
+    cur.peak_phase = this.phase;
+    cur.peak_range = this.range;
+    cur.peakComp.set(this.liveByCat);
+    cur.peakByPhase.set(this.liveStepByPhase);
+    if (cur.peakByRange.length !== this.liveStepByRange.length)
+      cur.peakByRange = new Float64Array(this.liveStepByRange.length);
+    cur.peakByRange.set(this.liveStepByRange);
+    cur.peakPhaseInst = this.phaseInst;
+    cur.peakSerial = serial;
+    cur.peakTemp = 0;
+    cur.peakResolved = false;
+  }
+
+  freeRequested(t: number, address: number, size: number): void {
+    const slot = this.blocks.bySlot.get(address);
+    const allocated = (this.allocated -= size);
+    this.nFree++;
+    const cur = this.cur;
+    const ph = this.phase;
+    cur.freed_bytes += size;
+    cur.n_free++;
+    cur.phFreed[ph]! += size;
+    const rs = this.curRange;
+    if (rs !== null) rs.freed_bytes += size;
+    if (slot !== undefined) {
+      const b = this.blocks;
+      if (b.phaseInst[slot] === this.phaseInst) {
+        cur.phFreedWithin[ph]! += b.size[slot]!;
+        if (
+          cur.peakPhaseInst === this.phaseInst &&
+          b.category[slot] === CAT_UNRESOLVED &&
+          b.serial[slot]! <= cur.peakSerial
+        )
+          cur.peakTemp += b.size[slot]!;
+      }
+      if (rs !== null && b.rangeInst[slot] === this.rangeInst) rs.freed_within_bytes += b.size[slot]!;
+      this.forget(slot);
+    } else {
+      this.unknownFrees++;
+      this.unknownFreeBytes += size;
+      cur.partial = true;
+    }
+    this.timeline.observe(t, allocated, this.reserved);
+    this.lastTime_us = t;
+  }
+
+  /** Remove a live block from the table and from the live counters. */
+  private forget(slot: number): void {
+    const b = this.blocks;
+    const size = b.size[slot]!;
+    const cat = b.category[slot]!;
+    this.liveByCat[cat]! -= size;
+    this.liveCountByCat[cat]!--;
+    this.liveByRange[b.range[slot]!]! -= size;
+    if (b.step[slot] === this.step) {
+      this.liveStepByPhase[b.phase[slot]!]! -= size;
+      this.liveStepByRange[b.range[slot]!]! -= size;
+    }
+    if (cat === CAT_GRADIENT && b.step[slot]! < this.step && this.carryGradN > 0) {
+      this.carryGrad -= size;
+      this.carryGradN--;
+    }
+    b.bySlot.delete(b.address[slot]!);
+    b.release(slot);
+  }
+
+  freeCompleted(t: number, size: number): void {
+    this.active -= size;
+    this.lastTime_us = t;
+  }
+
+  segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean): void {
+    this.reserved += size;
+    if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
+    if (counted) this.nSegmentAlloc++;
+    this.segSize.set(address, size);
+    this.segStream.set(address, stream);
+    this.segTime.set(address, t);
+    this.timeline.observe(t, this.allocated, this.reserved);
+    this.lastTime_us = t;
+  }
+
+  segmentFree(t: number, address: number, size: number, counted: boolean): void {
+    this.reserved -= size;
+    if (counted) this.nSegmentFree++;
+    const had = this.segSize.get(address);
+    if (had === size) {
+      this.segSize.delete(address);
+      this.segStream.delete(address);
+      this.segTime.delete(address);
+    } else this.segmentsApprox = true;
+    this.timeline.observe(t, this.allocated, this.reserved);
+    this.lastTime_us = t;
+  }
+
+  oom(t: number, request: number, deviceFree: number, largestFree: number): void {
+    this.nOom++;
+    this.lastTime_us = t;
+    if (this.ooms.length >= MAX_OOMS) return;
+    this.ooms.push({
+      time_us: t,
+      step: this.step,
+      phase: this.phase,
+      range: this.range,
+      request_bytes: request,
+      device_free_bytes: deviceFree,
+      allocated_bytes: this.allocated,
+      reserved_bytes: this.reserved,
+      active_bytes: this.active,
+      largest_free_block_bytes: largestFree,
+      live_by_category_bytes: this.liveByCat.slice(),
+      nvml_used_bytes: this.nvmlUsed,
+    });
+  }
+
+  // ---- boundaries ----
+
+  private stepChange(t: number, step: number, phase: number, range: number): void {
+    this.endPhaseInstance(t);
+    const cur = this.cur;
+    cur.end_us = t;
+    cur.allocated_at_end = this.allocated;
+    cur.reserved_at_end = this.reserved;
+    cur.liveByCatAtEnd.set(this.liveByCat);
+    const byRange: Array<[number, number]> = [];
+    for (let r = 0; r < this.liveByRange.length; r++) {
+      const v = this.liveByRange[r]!;
+      if (v !== 0) byRange.push([r, v]);
+    }
+    cur.liveByRangeAtEnd = byRange;
+    this.steps.push(cur);
+    if (this.steps.length > MAX_STEPS) this.steps.shift();
+    // Every gradient alive now came from this step or earlier: count what the next steps still hold.
+    this.carryGrad = this.liveByCat[CAT_GRADIENT]!;
+    this.carryGradN = this.liveCountByCat[CAT_GRADIENT]!;
+    if (this.firstForwardSerial >= 0 && ++this.boundariesSinceFirstForward === 2) this.promoteParameters();
+
+    this.liveStepByPhase.fill(0);
+    this.liveStepByRange.fill(0);
+    this.step = step;
+    this.phase = phase;
+    this.range = range;
+    this.phaseInst++;
+    this.rangeInst++;
+    this.phaseStart_us = t;
+    this.cur = new StepRecord(step, t, this.allocated, this.reserved);
+    this.cur.phEntries[phase]!++;
+    this.cur.phPeak[phase] = this.allocated;
+    this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
+    if (this.curRange) this.curRange.entries++;
+    this.enterPhase(phase);
+  }
+
+  private phaseChange(t: number, phase: number): void {
+    this.endPhaseInstance(t);
+    this.phase = phase;
+    this.phaseInst++;
+    this.phaseStart_us = t;
+    this.cur.phEntries[phase]!++;
+    if (this.allocated > this.cur.phPeak[phase]!) this.cur.phPeak[phase] = this.allocated;
+    this.enterPhase(phase);
+  }
+
+  private enterPhase(phase: number): void {
+    if (phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.firstForwardSerial = this.serial;
+    if (phase === PHASE_BACKWARD && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
+      this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
+      this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
+    }
+  }
+
+  private rangeChange(range: number): void {
+    this.range = range;
+    this.rangeInst++;
+    this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
+    if (this.curRange) {
+      this.curRange.entries++;
+      if (this.allocated > this.curRange.peak_allocated_bytes) this.curRange.peak_allocated_bytes = this.allocated;
+    }
+  }
+
+  /** The running phase instance ends: its surviving blocks get their category. */
+  private endPhaseInstance(t: number): void {
+    const promoted = survivorCategory(this.phase);
+    const b = this.blocks;
+    const cat = b.category;
+    let bytes = 0;
+    let n = 0;
+    for (let k = 0; k < this.pendLen; k++) {
+      const slot = this.pendSlot[k]!;
+      if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
+        cat[slot] = promoted;
+        bytes += b.size[slot]!;
+        n++;
+      }
+    }
+    this.pendLen = 0;
+    this.liveByCat[CAT_UNRESOLVED]! -= bytes;
+    this.liveCountByCat[CAT_UNRESOLVED]! -= n;
+    this.liveByCat[promoted]! += bytes;
+    this.liveCountByCat[promoted]! += n;
+    const cur = this.cur;
+    cur.phAllocatedAtEnd[this.phase] = this.allocated;
+    if (this.phaseStart_us === this.phaseStart_us) cur.phDuration[this.phase]! += t - this.phaseStart_us;
+    if (cur.peakPhaseInst === this.phaseInst && !cur.peakResolved) this.resolvePeak(promoted);
+  }
+
+  /** Split the bytes that were unresolved at the step's peak into temporaries and survivors. */
+  resolvePeak(promoted: number): void {
+    const cur = this.cur;
+    const unresolved = cur.peakComp[CAT_UNRESOLVED]!;
+    const temp = Math.min(cur.peakTemp, unresolved);
+    cur.peakComp[CAT_UNRESOLVED] = 0;
+    cur.peakComp[CAT_TEMPORARY]! += temp;
+    cur.peakComp[promoted]! += unresolved - temp;
+    cur.peakResolved = true;
+  }
+
+  /** The composition at the running step's peak as it stands now (for queries mid-phase). */
+  provisionalPeakComp(): Float64Array {
+    const cur = this.cur;
+    const comp = cur.peakComp.slice();
+    if (!cur.peakResolved) {
+      const unresolved = comp[CAT_UNRESOLVED]!;
+      const temp = Math.min(cur.peakTemp, unresolved);
+      comp[CAT_UNRESOLVED] = unresolved - temp;
+      comp[CAT_TEMPORARY]! += temp;
+    }
+    return comp;
+  }
+
+  /**
+   * Two steps after the first forward: blocks allocated before it (outside any phase) and still
+   * alive are the model's parameters and buffers (input batches of the first step are gone by now).
+   */
+  private promoteParameters(): void {
+    const b = this.blocks;
+    for (const slot of b.bySlot.values()) {
+      if (b.category[slot] === CAT_OTHER && b.flags[slot] === 0 && b.serial[slot]! <= this.firstForwardSerial) {
+        const size = b.size[slot]!;
+        b.category[slot] = CAT_PARAMETER;
+        this.liveByCat[CAT_OTHER]! -= size;
+        this.liveCountByCat[CAT_OTHER]!--;
+        this.liveByCat[CAT_PARAMETER]! += size;
+        this.liveCountByCat[CAT_PARAMETER]!++;
+      }
+    }
+  }
+
+  /** Give a live block the agent's category (and name). */
+  setCategory(slot: number, cat: number, name: string | undefined): void {
+    const b = this.blocks;
+    const old = b.category[slot]!;
+    if (old !== cat) {
+      const size = b.size[slot]!;
+      this.liveByCat[old]! -= size;
+      this.liveCountByCat[old]!--;
+      this.liveByCat[cat]! += size;
+      this.liveCountByCat[cat]!++;
+      b.category[slot] = cat;
+    }
+    b.flags[slot] = 1;
+    if (name !== undefined) b.names[slot] = name;
+  }
+
+  /** A block the agent names but the model never saw allocated (records were lost): add it. */
+  insertResynced(address: number, size: number, cat: number, name: string | undefined, t: number): void {
+    const b = this.blocks;
+    const slot = b.take();
+    b.bySlot.set(address, slot);
+    b.address[slot] = address;
+    b.size[slot] = size;
+    b.stream[slot] = 0;
+    b.time_us[slot] = t;
+    b.serial[slot] = ++this.serial;
+    b.step[slot] = RESYNCED_STEP;
+    b.range[slot] = 0;
+    b.phase[slot] = 0;
+    b.phaseInst[slot] = -1;
+    b.rangeInst[slot] = -1;
+    b.category[slot] = cat;
+    b.flags[slot] = 2;
+    b.names[slot] = name;
+    this.liveByCat[cat]! += size;
+    this.liveCountByCat[cat]!++;
+    this.liveByRange[0]! += size;
+  }
+
+  /** Exact totals from the ring header replace the event-derived ones (after lost records). */
+  anchor(allocated: number, reserved: number, active: number): void {
+    this.allocated = allocated;
+    this.reserved = reserved;
+    this.active = active;
+  }
+
+  private growRanges(range: number): void {
+    let n = this.liveByRange.length;
+    while (n <= range) n *= 2;
+    const a = new Float64Array(n);
+    a.set(this.liveByRange);
+    this.liveByRange = a;
+    const s = new Float64Array(n);
+    s.set(this.liveStepByRange);
+    this.liveStepByRange = s;
+  }
+
+  private growPending(): void {
+    // Compact first: entries whose block is gone or already resolved need not stay.
+    const b = this.blocks;
+    let w = 0;
+    for (let k = 0; k < this.pendLen; k++) {
+      const slot = this.pendSlot[k]!;
+      if (b.serial[slot] === this.pendSerial[k] && b.category[slot] === CAT_UNRESOLVED) {
+        this.pendSlot[w] = slot;
+        this.pendSerial[w++] = this.pendSerial[k]!;
+      }
+    }
+    this.pendLen = w;
+    if (w * 2 < this.pendSlot.length) return;
+    const n = this.pendSlot.length * 2;
+    const s = new Int32Array(n);
+    s.set(this.pendSlot);
+    const r = new Float64Array(n);
+    r.set(this.pendSerial);
+    this.pendSlot = s;
+    this.pendSerial = r;
+  }
+}

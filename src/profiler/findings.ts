@@ -1,0 +1,300 @@
+// Detectors: what is wrong, in words a user can act on, with the numbers as evidence. Each reads
+// the model's per-step records and live state; none walks more than the live blocks once.
+
+import { PHASES } from "../ffi/events";
+import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
+import type { DeviceState, OomIncident } from "./device";
+import { formatBytes, formatShare } from "./format";
+import type { ProfilerModel } from "./model";
+import { deviceSummary } from "./queries";
+import { segmentMap } from "./segments";
+import type { StepRecord } from "./steps";
+
+export type FindingId = "oom" | "growth" | "gradients_kept" | "fragmentation" | "non_pytorch" | "partial";
+
+export interface Finding {
+  id: FindingId;
+  severity: "error" | "warning" | "info";
+  device: number;
+  title: string;
+  /** The evidence in words, numbers included. */
+  evidence: string;
+  /** The same evidence as numbers (bytes, µs, steps) and names. */
+  numbers: Record<string, number | string | null>;
+}
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** Thresholds, exported so a test or a view can say what they are. */
+export const THRESHOLDS = {
+  /** Step boundaries the growth detector needs (after warm-up), and the share of them that must grow. */
+  growthMinIntervals: 4,
+  growthPositiveShare: 0.75,
+  /** Steps at the start whose boundaries are warm-up (optimizer state, cuBLAS workspaces). */
+  warmupSteps: 2,
+  /** Steps whose backward must see gradients from earlier steps, and their share of the steps with a backward. */
+  gradientsMinSteps: 2,
+  gradientsShare: 0.5,
+  /** Reserved but unallocated memory that counts as fragmentation: at least this share of reserved and these bytes. */
+  fragmentationShare: 0.25,
+  fragmentationMinBytes: 256 * MiB,
+  /** NVML used − reserved worth a line of its own. */
+  nonPytorchMinBytes: 1 * GiB,
+};
+
+function phaseName(p: number): string {
+  return PHASES[p] ?? `phase#${p}`;
+}
+
+function where(m: ProfilerModel, step: number, phase: number, range: number): string {
+  const r = m.rangeName(range);
+  return `in ${phaseName(phase)} of step ${step}${r ? ` (range ${r})` : ""}`;
+}
+
+function topCategories(live: Float64Array, n: number): string {
+  let total = 0;
+  for (let c = 0; c < N_CAT; c++) total += live[c]!;
+  if (total <= 0) return "";
+  const parts: Array<[string, number]> = [];
+  for (let c = 0; c < N_CAT; c++) {
+    if (live[c]! <= 0) continue;
+    parts.push([c === CAT_UNRESOLVED ? "not yet classified" : CATEGORIES[c]!.replace("_", " "), live[c]!]);
+  }
+  parts.sort((a, b) => b[1] - a[1]);
+  return parts
+    .slice(0, n)
+    .map(([k, v]) => `${formatShare(v / total)} ${k}`)
+    .join(", ");
+}
+
+function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
+  const unallocated = o.reserved_bytes - o.allocated_bytes;
+  const fragmented = unallocated >= o.request_bytes && o.largest_free_block_bytes < o.request_bytes;
+  const nonPytorch = o.nvml_used_bytes === null ? null : o.nvml_used_bytes - o.reserved_bytes;
+  const comp = topCategories(o.live_by_category_bytes, 3);
+  let evidence =
+    `Out of memory on device ${d.device} ${where(m, o.step, o.phase, o.range)}: ` +
+    `asked for ${formatBytes(o.request_bytes)} with ${formatBytes(o.device_free_bytes)} free on the device; ` +
+    `PyTorch held ${formatBytes(o.allocated_bytes)} allocated of ${formatBytes(o.reserved_bytes)} reserved ` +
+    `(largest free block in reserved memory ${formatBytes(o.largest_free_block_bytes)}).`;
+  if (comp) evidence += ` Live memory then: ${comp}.`;
+  if (nonPytorch !== null) evidence += ` Outside PyTorch (NVML used − reserved): ${formatBytes(nonPytorch)}.`;
+  if (fragmented)
+    evidence +=
+      ` The request would fit in the ${formatBytes(unallocated)} reserved but unallocated, but no free block is that large: ` +
+      `fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces it).`;
+  return {
+    id: "oom",
+    severity: "error",
+    device: d.device,
+    title: `CUDA out of memory ${where(m, o.step, o.phase, o.range)}`,
+    evidence,
+    numbers: {
+      time_us: o.time_us,
+      step: o.step,
+      phase: phaseName(o.phase),
+      range: m.rangeName(o.range),
+      request_bytes: o.request_bytes,
+      device_free_bytes: o.device_free_bytes,
+      allocated_bytes: o.allocated_bytes,
+      reserved_bytes: o.reserved_bytes,
+      active_bytes: o.active_bytes,
+      reserved_unallocated_bytes: unallocated,
+      largest_free_block_bytes: o.largest_free_block_bytes,
+      nvml_used_bytes: o.nvml_used_bytes,
+      non_pytorch_bytes: nonPytorch,
+    },
+  };
+}
+
+/** Steps after warm-up (complete ones only). */
+function settledSteps(d: DeviceState): StepRecord[] {
+  const done = d.steps;
+  if (done.length === 0) return [];
+  const first = done[0]!.step;
+  return done.filter((r) => r.step >= first + THRESHOLDS.warmupSteps);
+}
+
+function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
+  const s = settledSteps(d);
+  if (s.length < THRESHOLDS.growthMinIntervals + 1) return null;
+  let positive = 0;
+  let maxDrop = 0;
+  for (let k = 1; k < s.length; k++) {
+    const delta = s[k]!.allocated_at_end - s[k - 1]!.allocated_at_end;
+    if (delta > 0) positive++;
+    else if (-delta > maxDrop) maxDrop = -delta;
+  }
+  const intervals = s.length - 1;
+  const first = s[0]!;
+  const last = s[s.length - 1]!;
+  const growth = last.allocated_at_end - first.allocated_at_end;
+  const nSteps = last.step - first.step;
+  if (growth <= 0 || nSteps <= 0) return null;
+  if (positive / intervals < THRESHOLDS.growthPositiveShare) return null;
+  const perStep = growth / nSteps;
+  // A drop as large as the growth of a whole step means the memory comes and goes: no leak.
+  if (maxDrop >= perStep) return null;
+  let topCat = 0;
+  for (let c = 1; c < N_CAT; c++)
+    if (last.liveByCatAtEnd[c]! - first.liveByCatAtEnd[c]! > last.liveByCatAtEnd[topCat]! - first.liveByCatAtEnd[topCat]!) topCat = c;
+  const catGrowth = (last.liveByCatAtEnd[topCat]! - first.liveByCatAtEnd[topCat]!) / nSteps;
+  const firstByRange = new Map(first.liveByRangeAtEnd);
+  let topRange = -1;
+  let topRangeGrowth = 0;
+  for (const [r, v] of last.liveByRangeAtEnd) {
+    const g = v - (firstByRange.get(r) ?? 0);
+    if (g > topRangeGrowth) {
+      topRange = r;
+      topRangeGrowth = g;
+    }
+  }
+  const rangeName = topRange > 0 ? m.rangeName(topRange) : null;
+  let evidence =
+    `Memory held at step boundaries grows by ${formatBytes(perStep)} per step over steps ${first.step}..${last.step} ` +
+    `(allocated at the boundary from ${formatBytes(first.allocated_at_end)} to ${formatBytes(last.allocated_at_end)}; ` +
+    `${positive} of ${intervals} boundaries grew).`;
+  evidence += ` The growth is in ${CATEGORIES[topCat]!.replace("_", " ")} memory (+${formatBytes(catGrowth)} per step)`;
+  evidence += rangeName ? `, allocated in range ${rangeName} (+${formatBytes(topRangeGrowth / nSteps)} per step).` : ".";
+  evidence +=
+    " Something keeps tensors of every step alive: e.g. a running loss that keeps its autograd graph " +
+    "(total_loss += loss instead of loss.item()), or outputs appended to a list.";
+  return {
+    id: "growth",
+    severity: "warning",
+    device: d.device,
+    title: `memory held at step boundaries grows by ${formatBytes(perStep)} per step`,
+    evidence,
+    numbers: {
+      first_step: first.step,
+      last_step: last.step,
+      first_held_bytes: first.allocated_at_end,
+      last_held_bytes: last.allocated_at_end,
+      growth_per_step_bytes: Math.round(perStep),
+      growing_boundaries: positive,
+      boundaries: intervals,
+      category: CATEGORIES[topCat]!,
+      category_growth_per_step_bytes: Math.round(catGrowth),
+      range: rangeName,
+      range_growth_per_step_bytes: topRange > 0 ? Math.round(topRangeGrowth / nSteps) : null,
+    },
+  };
+}
+
+function gradientsFinding(d: DeviceState): Finding | null {
+  const withBackward = [...d.steps, d.cur].filter((r) => r.gradHeldBytes === r.gradHeldBytes);
+  const held = withBackward.filter((r) => r.gradHeldBytes > 0);
+  if (held.length < THRESHOLDS.gradientsMinSteps) return null;
+  // The first step's backward can never see earlier gradients: leave it out of the share.
+  const eligible = withBackward.length > 1 ? withBackward.length - 1 : withBackward.length;
+  if (held.length / eligible < THRESHOLDS.gradientsShare) return null;
+  const last = held[held.length - 1]!;
+  let maxHeld = 0;
+  for (const r of held) if (r.gradHeldBytes > maxHeld) maxHeld = r.gradHeldBytes;
+  const evidence =
+    `In ${held.length} of ${eligible} steps, gradients from earlier steps were still allocated when backward began ` +
+    `(${formatBytes(last.gradHeldBytes)} in ${last.gradHeldBlocks} blocks at step ${last.step}; up to ${formatBytes(maxHeld)}). ` +
+    "Each backward then adds into the previous step's gradients: optimizer.zero_grad() is not called every step. " +
+    "(Expected only with zero_grad(set_to_none=False), which keeps gradient memory on purpose, or with deliberate accumulation over steps.)";
+  return {
+    id: "gradients_kept",
+    severity: "warning",
+    device: d.device,
+    title: "gradients kept across steps (zero_grad missing?)",
+    evidence,
+    numbers: {
+      steps_with_held_gradients: held.length,
+      steps_with_backward: eligible,
+      last_step: last.step,
+      held_bytes: last.gradHeldBytes,
+      held_blocks: last.gradHeldBlocks,
+      max_held_bytes: maxHeld,
+    },
+  };
+}
+
+function fragmentationFinding(m: ProfilerModel, d: DeviceState): Finding | null {
+  const map = segmentMap(d);
+  const s = deviceSummary(m, d);
+  const unallocated = s.reserved_bytes - s.allocated_bytes;
+  const oom = d.ooms.find((o) => o.reserved_bytes - o.allocated_bytes >= o.request_bytes && o.largest_free_block_bytes < o.request_bytes);
+  const large = unallocated >= THRESHOLDS.fragmentationMinBytes && unallocated >= THRESHOLDS.fragmentationShare * s.reserved_bytes;
+  if (!large && !oom) return null;
+  let evidence =
+    `${formatBytes(unallocated)} reserved but not allocated (${formatShare(s.reserved_bytes > 0 ? unallocated / s.reserved_bytes : 0)} of ` +
+    `${formatBytes(s.reserved_bytes)} reserved), in ${map.n_inactive_splits} free ranges inside split segments; ` +
+    `the largest free block is ${formatBytes(map.largest_free_bytes)}.`;
+  if (oom)
+    evidence += ` At the OOM of step ${oom.step} a request of ${formatBytes(oom.request_bytes)} failed although ${formatBytes(oom.reserved_bytes - oom.allocated_bytes)} were reserved but unallocated (largest free block ${formatBytes(oom.largest_free_block_bytes)}).`;
+  evidence +=
+    " A request larger than the largest free block needs a new cudaMalloc; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation, empty_cache() returns whole free segments.";
+  return {
+    id: "fragmentation",
+    severity: oom ? "warning" : "info",
+    device: d.device,
+    title: `${formatBytes(unallocated)} reserved but unallocated; largest free block ${formatBytes(map.largest_free_bytes)}`,
+    evidence,
+    numbers: {
+      reserved_bytes: s.reserved_bytes,
+      allocated_bytes: s.allocated_bytes,
+      reserved_unallocated_bytes: unallocated,
+      largest_free_block_bytes: map.largest_free_bytes,
+      inactive_splits: map.n_inactive_splits,
+      failed_request_bytes: oom ? oom.request_bytes : null,
+      segments_approximate: map.approximate ? 1 : 0,
+    },
+  };
+}
+
+function nonPytorchFinding(m: ProfilerModel, d: DeviceState): Finding | null {
+  const s = deviceSummary(m, d);
+  if (s.non_pytorch_bytes === null || s.non_pytorch_bytes < THRESHOLDS.nonPytorchMinBytes) return null;
+  return {
+    id: "non_pytorch",
+    severity: "info",
+    device: d.device,
+    title: `${formatBytes(s.non_pytorch_bytes)} used outside PyTorch's allocator`,
+    evidence:
+      `NVML counts ${formatBytes(s.nvml_used_bytes!)} used by this process on device ${d.device}, PyTorch reserves ${formatBytes(s.reserved_bytes)}: ` +
+      `${formatBytes(s.non_pytorch_bytes)} is the CUDA context, NCCL buffers, cuBLAS/cuDNN workspaces or other libraries.`,
+    numbers: { nvml_used_bytes: s.nvml_used_bytes, reserved_bytes: s.reserved_bytes, non_pytorch_bytes: s.non_pytorch_bytes },
+  };
+}
+
+function partialFinding(m: ProfilerModel, d: DeviceState): Finding | null {
+  const s = deviceSummary(m, d);
+  if (!s.partial) return null;
+  const why: string[] = [];
+  if (d.lost > 0) why.push(`${d.lost} records lost (the ring lapped)`);
+  if (d.unknownFrees > 0) why.push(`${d.unknownFrees} frees of blocks allocated before the recording (${formatBytes(d.unknownFreeBytes)})`);
+  if (s.unaccounted_bytes !== 0) why.push(`${formatBytes(s.unaccounted_bytes)} allocated that no recorded block accounts for`);
+  if (d.replacedBlocks > 0) why.push(`${d.replacedBlocks} blocks whose free was missed`);
+  return {
+    id: "partial",
+    severity: "info",
+    device: d.device,
+    title: "block detail is partial",
+    evidence: `Block detail on device ${d.device} is partial: ${why.join("; ")}. Totals (${s.totals_source}) stay exact; the agent's names or a snapshot fill the blocks back in.`,
+    numbers: {
+      lost_records: d.lost,
+      unknown_frees: d.unknownFrees,
+      unaccounted_bytes: s.unaccounted_bytes,
+      replaced_blocks: d.replacedBlocks,
+    },
+  };
+}
+
+const SEVERITY = { error: 0, warning: 1, info: 2 } as const;
+
+/** Every detector on every device, most severe first. */
+export function findings(m: ProfilerModel): Finding[] {
+  const out: Finding[] = [];
+  for (const d of m.devices) {
+    for (const o of d.ooms) out.push(oomFinding(m, d, o));
+    for (const f of [growthFinding(m, d), gradientsFinding(d), fragmentationFinding(m, d), nonPytorchFinding(m, d), partialFinding(m, d)])
+      if (f) out.push(f);
+  }
+  out.sort((a, b) => SEVERITY[a.severity] - SEVERITY[b.severity] || a.device - b.device);
+  return out;
+}

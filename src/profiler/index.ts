@@ -1,0 +1,8 @@
+// The profiler's public surface: a model fed with events, and pure queries over it.
+export { createModel, ProfilerModel, type NamedTensor, type SetHeaderOptions } from "./model";
+export { summary, timeline, breakdown, steps, categories, blocks, deviceSummary } from "./queries";
+export type { Summary, DeviceSummary, StepBreakdown, PhaseBreakdown, RangeBreakdown, StepLine, Categories, BlocksView, BlockLine } from "./queries";
+export { segmentMap as segments, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";
+export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
+export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
+export { CATEGORIES, type CategoryName } from "./categories";

@@ -1,0 +1,259 @@
+// The profiler model of one process (one ring): events in, answers out. Pure: no I/O, no clock of
+// its own (time comes with the events and with setNvml), so a recorded ring replays exactly like a
+// live one. Views call the query functions (queries.ts, segments.ts, findings.ts); every output is
+// a plain JSON-able object with units in the names.
+
+import { ACTION, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
+import { categoryCode } from "./categories";
+import { DeviceState } from "./device";
+import { largestFreeBlock } from "./segments";
+
+/** A tensor as the agent's `names` verb reports it (docs/protocol.md). */
+export interface NamedTensor {
+  address: number;
+  size: number;
+  name?: string;
+  category?: string;
+  shape?: number[];
+  dtype?: string;
+  /** CUDA device index, or "cuda:N". */
+  device?: number | string;
+}
+
+export interface SetHeaderOptions {
+  /** Take the header's totals (default true). Replay of a recorded ring sets false until the end:
+   *  a recorded header holds the final totals, which must not show at the start. */
+  totals?: boolean;
+}
+
+const MAX_DEVICES = 16;
+
+export class ProfilerModel {
+  pid: number | null = null;
+  mode: HookMode | null = null;
+  closed = false;
+  attach_unix_us: number | null = null;
+  /** Exact totals from the ring header, by device (absent until setHeader). */
+  readonly headerTotals = new Map<number, DeviceTotals>();
+  /** Records lost (ring lapped) over the model's life. */
+  lostRecords = 0;
+  /** Lost records since the last header: the next header re-anchors the event-derived totals. */
+  private lostSinceAnchor = 0;
+  readonly rangeNames = new Map<number, string>();
+  /** Devices by index; marks (device −1 or any) apply to all of them. */
+  private readonly byIndex: (DeviceState | undefined)[] = new Array(MAX_DEVICES);
+  readonly devices: DeviceState[] = [];
+  // Where the process's training loop is, for devices that appear later.
+  private step = 0;
+  private phase = 0;
+  private range = 0;
+  eventsIngested = 0;
+
+  /** Feed events [start, end) of a batch (default: all of it). `lost`: records the reader lost before them. */
+  ingest(batch: EventBatch, lost = 0, start = 0, end = batch.count): void {
+    if (lost > 0) this.noteLost(lost);
+    const time = batch.time_us;
+    const action = batch.action;
+    const device = batch.device;
+    const phase = batch.phase;
+    const address = batch.address;
+    const size = batch.size;
+    const stream = batch.stream;
+    const stepCol = batch.step;
+    const rangeCol = batch.range;
+    let lastDev = -1000;
+    let d: DeviceState | undefined;
+    for (let i = start; i < end; i++) {
+      const a = action[i]!;
+      const t = time[i]!;
+      const st = stepCol[i]!;
+      const ph = phase[i]!;
+      const rg = rangeCol[i]!;
+      if (a >= ACTION.phase) {
+        this.mark(t, st, ph, rg);
+        continue;
+      }
+      const dev = device[i]!;
+      if (dev !== lastDev) {
+        d = this.deviceFor(dev, t);
+        lastDev = dev;
+      }
+      const ds = d!;
+      if (st !== ds.step || ph !== ds.phase || rg !== ds.range) {
+        ds.sync(t, st, ph, rg);
+        this.step = st;
+        this.phase = ph;
+        this.range = rg;
+      }
+      switch (a) {
+        case 0: // alloc
+          ds.alloc(t, address[i]!, size[i]!, stream[i]!);
+          break;
+        case 1: // free_requested
+          ds.freeRequested(t, address[i]!, size[i]!);
+          break;
+        case 2: // free_completed
+          ds.freeCompleted(t, size[i]!);
+          break;
+        case 3: // segment_alloc
+          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true);
+          break;
+        case 4: // segment_free
+          ds.segmentFree(t, address[i]!, size[i]!, true);
+          break;
+        case 5: // segment_map
+          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, false);
+          break;
+        case 6: // segment_unmap
+          ds.segmentFree(t, address[i]!, size[i]!, false);
+          break;
+        case 8: // oom
+          ds.oom(t, size[i]!, batch.extra[i]!, largestFreeBlock(ds));
+          break;
+        default: // snapshot, and codes this model does not know: nothing to account
+          ds.lastTime_us = t;
+      }
+    }
+    this.eventsIngested += end - start;
+  }
+
+  /** A mark from the agent (phase, step, range): the loop's state for every device. */
+  private mark(t: number, step: number, phase: number, range: number): void {
+    this.step = step;
+    this.phase = phase;
+    this.range = range;
+    for (const d of this.devices) {
+      if (d.firstTime_us !== d.firstTime_us) d.begin(t);
+      if (step !== d.step || phase !== d.phase || range !== d.range) d.sync(t, step, phase, range);
+    }
+  }
+
+  private deviceFor(dev: number, t: number): DeviceState {
+    if (dev < 0 || dev >= MAX_DEVICES) throw new RangeError(`event for device ${dev}: devices are 0..${MAX_DEVICES - 1}`);
+    let d = this.byIndex[dev];
+    if (!d) {
+      d = new DeviceState(dev, this.step, this.phase, this.range);
+      this.byIndex[dev] = d;
+      this.devices.push(d);
+      this.devices.sort((x, y) => x.device - y.device);
+      const h = this.headerTotals.get(dev);
+      if (h && this.lostRecords > 0) d.anchor(h.allocated, h.reserved, h.active);
+    }
+    if (d.firstTime_us !== d.firstTime_us) d.begin(t);
+    return d;
+  }
+
+  /** The device's state, or undefined when no event for it arrived yet. */
+  device(dev: number): DeviceState | undefined {
+    return dev >= 0 && dev < MAX_DEVICES ? this.byIndex[dev] : undefined;
+  }
+
+  /** Records lost by the reader (the ring lapped): block detail becomes partial. */
+  noteLost(n: number): void {
+    this.lostRecords += n;
+    this.lostSinceAnchor += n;
+    for (const d of this.devices) {
+      d.lost += n;
+      d.cur.partial = true;
+    }
+  }
+
+  /** The ring header's state: pid, mode, exact totals. After lost records its totals re-anchor the model's. */
+  setHeader(h: RingHeader, opts: SetHeaderOptions = {}): void {
+    this.pid = h.pid;
+    this.mode = h.mode;
+    this.closed = h.closed;
+    this.attach_unix_us = h.attach_unix_us;
+    if (opts.totals === false) return;
+    for (const t of h.totals) this.headerTotals.set(t.device, t);
+    if (this.lostSinceAnchor > 0) {
+      for (const t of h.totals) {
+        const d = this.byIndex[t.device];
+        if (d) d.anchor(t.allocated, t.reserved, t.active);
+      }
+      this.lostSinceAnchor = 0;
+    }
+  }
+
+  /** NVML's used bytes for this process on a device, sampled at nowUs (the caller joins pids). */
+  setNvml(pid: number, device: number, usedBytes: number, nowUs: number): void {
+    if (!Number.isFinite(usedBytes) || usedBytes < 0) throw new RangeError(`NVML used bytes must be a non-negative number, got ${usedBytes}`);
+    const d = this.deviceFor(device, nowUs);
+    d.nvmlUsed = usedBytes;
+    d.nvmlTime_us = nowUs;
+    d.nvmlPid = pid;
+    d.timeline.observeNvml(nowUs, usedBytes, d.allocated, d.reserved);
+  }
+
+  /** Range ids → names (the manifest's `ranges`). */
+  setRanges(ranges: Record<string, string> | Map<number, string>): void {
+    const entries = ranges instanceof Map ? [...ranges.entries()] : Object.entries(ranges);
+    for (const [id, name] of entries) {
+      const n = Number(id);
+      if (!Number.isInteger(n) || n < 0) throw new RangeError(`range id must be a non-negative integer, got ${JSON.stringify(id)}`);
+      this.rangeNames.set(n, String(name));
+    }
+  }
+
+  rangeName(id: number): string | null {
+    if (id === 0) return null;
+    return this.rangeNames.get(id) ?? `range#${id}`;
+  }
+
+  /**
+   * The agent's tensor names: each tensor's block (the block holding its address) takes its name
+   * and category. Where records were lost, a named tensor the model has no block for is added,
+   * so block detail resynchronizes. Returns how many tensors matched a block and how many were added.
+   */
+  setNames(tensors: NamedTensor[]): { matched: number; added: number; unknown: number } {
+    let matched = 0;
+    let added = 0;
+    let unknown = 0;
+    const byDevice = new Map<number, NamedTensor[]>();
+    for (const t of tensors) {
+      if (typeof t?.address !== "number" || typeof t.size !== "number")
+        throw new TypeError(`a named tensor needs numeric address and size, got ${JSON.stringify(t)}`);
+      const dev = parseDevice(t.device);
+      let list = byDevice.get(dev);
+      if (!list) byDevice.set(dev, (list = []));
+      list.push(t);
+    }
+    for (const [dev, list] of byDevice) {
+      const d = this.byIndex[dev];
+      if (!d) {
+        unknown += list.length;
+        continue;
+      }
+      const sorted = d.blocks.slotsByAddress();
+      const partial = d.lost > 0 || d.unknownFrees > 0;
+      for (const t of list) {
+        const cat = t.category !== undefined ? categoryCode(t.category) : -1;
+        const slot = d.blocks.containing(sorted, t.address);
+        if (slot >= 0) {
+          const b = d.blocks;
+          // Several tensors can share a block (views, flat buffers): the first name stays, a
+          // known category wins over "other".
+          const name = b.names[slot] === undefined ? t.name : undefined;
+          d.setCategory(slot, cat >= 0 ? cat : b.category[slot]!, name);
+          matched++;
+        } else if (partial && t.size > 0) {
+          d.insertResynced(t.address, t.size, cat >= 0 ? cat : 0, t.name, d.lastTime_us);
+          added++;
+        } else unknown++;
+      }
+    }
+    return { matched, added, unknown };
+  }
+}
+
+function parseDevice(dev: number | string | undefined): number {
+  if (dev === undefined) return 0;
+  if (typeof dev === "number") return dev;
+  const m = /^(?:cuda:)?(\d+)$/.exec(dev);
+  if (!m) throw new TypeError(`a named tensor's device must be N or "cuda:N", got ${JSON.stringify(dev)}`);
+  return Number(m[1]);
+}
+
+export function createModel(): ProfilerModel {
+  return new ProfilerModel();
+}

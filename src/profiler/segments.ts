@@ -1,0 +1,135 @@
+// The segment map of a device: the caching allocator's segments (cudaMalloc'd or mapped ranges)
+// with the live blocks inside them and the free ranges between them. A query, not per event:
+// it sorts segments and blocks by address and sweeps once.
+
+import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
+import type { DeviceState } from "./device";
+
+export interface SegmentBlock {
+  address: number;
+  size_bytes: number;
+  category: string;
+  name: string | null;
+}
+
+export interface SegmentView {
+  address: number;
+  size_bytes: number;
+  stream: number;
+  time_us: number | null;
+  allocated_bytes: number;
+  free_bytes: number;
+  largest_free_bytes: number;
+  n_blocks: number;
+  /** Free ranges inside the segment (inactive blocks of a split segment). */
+  n_free_ranges: number;
+  blocks?: SegmentBlock[];
+}
+
+export interface SegmentMap {
+  device: number;
+  /** True when an unmap matched no mapped range: sizes are right in total, placement may not be. */
+  approximate: boolean;
+  reserved_bytes: number;
+  allocated_bytes: number;
+  reserved_unallocated_bytes: number;
+  largest_free_bytes: number;
+  /** Free ranges inside segments that also hold live blocks (inactive split blocks). */
+  n_inactive_splits: number;
+  /** Live bytes in no known segment (segments created before the recording began). */
+  unplaced_bytes: number;
+  segments: SegmentView[];
+}
+
+interface Sweep {
+  largest: number;
+  splits: number;
+  unplaced: number;
+  segments: SegmentView[];
+}
+
+function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Sweep {
+  const segAddrs = [...d.segSize.keys()].sort((a, b) => a - b);
+  const slots = d.blocks.slotsByAddress();
+  const b = d.blocks;
+  let k = 0;
+  let largest = 0;
+  let splits = 0;
+  let unplaced = 0;
+  const segments: SegmentView[] = [];
+  for (const sa of segAddrs) {
+    const size = d.segSize.get(sa)!;
+    const end = sa + size;
+    while (k < slots.length && b.address[slots[k]!]! < sa) unplaced += b.size[slots[k++]!]!;
+    let cursor = sa;
+    let segLargest = 0;
+    let allocated = 0;
+    let nBlocks = 0;
+    let nFree = 0;
+    const blocks: SegmentBlock[] | undefined = withBlocks ? [] : undefined;
+    while (k < slots.length && b.address[slots[k]!]! < end) {
+      const s = slots[k++]!;
+      const addr = b.address[s]!;
+      if (addr > cursor) {
+        nFree++;
+        if (addr - cursor > segLargest) segLargest = addr - cursor;
+      }
+      cursor = Math.max(cursor, addr + b.size[s]!);
+      allocated += b.size[s]!;
+      nBlocks++;
+      if (blocks) blocks.push(blockOf(d, s));
+    }
+    if (end > cursor) {
+      nFree++;
+      if (end - cursor > segLargest) segLargest = end - cursor;
+    }
+    if (segLargest > largest) largest = segLargest;
+    if (nBlocks > 0) splits += nFree;
+    if (withSegments)
+      segments.push({
+        address: sa,
+        size_bytes: size,
+        stream: d.segStream.get(sa) ?? 0,
+        time_us: d.segTime.get(sa) ?? null,
+        allocated_bytes: allocated,
+        free_bytes: size - allocated,
+        largest_free_bytes: segLargest,
+        n_blocks: nBlocks,
+        n_free_ranges: nFree,
+        ...(blocks ? { blocks } : {}),
+      });
+  }
+  while (k < slots.length) unplaced += b.size[slots[k++]!]!;
+  return { largest, splits, unplaced, segments };
+}
+
+function blockOf(d: DeviceState, s: number): SegmentBlock {
+  const b = d.blocks;
+  const cat = b.category[s]!;
+  return {
+    address: b.address[s]!,
+    size_bytes: b.size[s]!,
+    category: CATEGORIES[cat === CAT_UNRESOLVED ? survivorCategory(d.phase) : cat]!,
+    name: b.names[s] ?? null,
+  };
+}
+
+/** The largest free range inside any segment (what a request can get without a new cudaMalloc). */
+export function largestFreeBlock(d: DeviceState): number {
+  return sweep(d, false, false).largest;
+}
+
+export function segmentMap(d: DeviceState, opts: { withBlocks?: boolean } = {}): SegmentMap {
+  const s = sweep(d, true, opts.withBlocks ?? false);
+  return {
+    device: d.device,
+    approximate: d.segmentsApprox,
+    reserved_bytes: d.reserved,
+    allocated_bytes: d.allocated,
+    reserved_unallocated_bytes: d.reserved - d.allocated,
+    largest_free_bytes: s.largest,
+    n_inactive_splits: s.splits,
+    unplaced_bytes: s.unplaced,
+    segments: s.segments,
+  };
+}
