@@ -1,0 +1,253 @@
+// Ingest speed and memory of the profiler model.
+//   bun bench/ingest.ts [OUT_DIR] [--events N]     (default bench/results, 50 million events)
+// 1. Throughput: the model's ingest over a 1M-event batch, side by side with a bare loop that reads
+//    the same columns (the ratio is the model's own cost per event). Interleaved runs, medians.
+// 2. Memory: replay N events (default 50M) through one model in 1M-event batches; RSS and heap
+//    after a full GC, after warm-up and at the end.
+// The batch imitates a training process: ~10k live blocks replaced in turn (free the old block,
+// allocate its successor), a temporary every fourth replacement, a phase mark every 2,500 events,
+// a step every four phases, record_function ranges changing every 64 events, a few segments.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { ACTION, newEventBatch, type EventBatch } from "../src/ffi/events";
+import { createModel, summary, findings, breakdown, timeline } from "../src/profiler";
+
+const args = process.argv.slice(2);
+const eventsArg = args.indexOf("--events");
+const TOTAL = eventsArg >= 0 ? Number(args[eventsArg + 1]) : 50_000_000;
+const outDir = args.find((a, i) => !a.startsWith("--") && args[i - 1] !== "--events") ?? join(import.meta.dir, "results");
+mkdirSync(outDir, { recursive: true });
+
+const LIVE = 10_000;
+const CYCLES = 40; // even: every slot ends on the address it started with, so batches repeat
+const BATCH = 1_048_576;
+const EVENTS_PER_PHASE = 2_500;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+interface Template {
+  batch: EventBatch;
+  span_us: number;
+  steps: number;
+}
+
+/** Build the repeating batch; `prologue` also allocates the live set first (the first batch only). */
+function makeTemplate(prologue: boolean): Template {
+  const b = newEventBatch(BATCH);
+  let n = 0;
+  let t = 0;
+  let step = 0;
+  let phase = 1;
+  let range = 0;
+  let sincePhase = 0;
+  let phases = 0;
+  const addrA = (j: number) => 0x7f00_0000_0000 + j * 0x40_0000;
+  const addrB = (j: number) => 0x7f80_0000_0000 + j * 0x40_0000;
+  const sizeOf = (j: number) => 512 * (1 + ((j * 2654435761) % 8192));
+  const push = (action: number, address: number, size: number) => {
+    if (n === BATCH) return;
+    t += 1;
+    b.time_us[n] = t;
+    b.action[n] = action;
+    b.device[n] = 0;
+    b.phase[n] = phase;
+    b.address[n] = address;
+    b.size[n] = size;
+    b.stream[n] = 7;
+    b.extra[n] = 0;
+    b.step[n] = step;
+    b.range[n] = range;
+    n++;
+    if (n % 64 === 0) range = (n >> 6) % 21; // 0 = outside any range
+    if (action < 16 && ++sincePhase === EVENTS_PER_PHASE) {
+      sincePhase = 0;
+      phases++;
+      phase = (phase % 3) + 1;
+      push(ACTION.phase, 0, 0);
+      if (phases % 4 === 0) {
+        step++;
+        push(ACTION.step, 0, 0);
+      }
+    }
+  };
+  if (prologue) {
+    push(ACTION.segment_alloc, 0x7e00_0000_0000, 2 * 1024 ** 3);
+    for (let j = 0; j < LIVE; j++) push(ACTION.alloc, addrA(j), sizeOf(j));
+  }
+  for (let c = 0; c < CYCLES && n < BATCH; c++) {
+    for (let j = 0; j < LIVE && n < BATCH; j++) {
+      const [from, to] = c % 2 === 0 ? [addrA(j), addrB(j)] : [addrB(j), addrA(j)];
+      push(ACTION.free_requested, from, sizeOf(j));
+      push(ACTION.alloc, to, sizeOf(j));
+      if (j % 4 === 0) {
+        push(ACTION.alloc, 0x7d00_0000_0000 + j * 4096, 4096);
+        push(ACTION.free_requested, 0x7d00_0000_0000 + j * 4096, 4096);
+      }
+    }
+  }
+  if (n >= BATCH) throw new Error("template does not fit its batch: cycles would not repeat");
+  b.count = n;
+  return { batch: b, span_us: t, steps: step };
+}
+
+/** Shift a template's time and steps so that it continues where the last batch ended. */
+function shift(src: Template, dst: EventBatch, dt: number, dstep: number): void {
+  const n = src.batch.count;
+  dst.count = n;
+  dst.action.set(src.batch.action.subarray(0, n));
+  dst.device.set(src.batch.device.subarray(0, n));
+  dst.phase.set(src.batch.phase.subarray(0, n));
+  dst.address.set(src.batch.address.subarray(0, n));
+  dst.size.set(src.batch.size.subarray(0, n));
+  dst.stream.set(src.batch.stream.subarray(0, n));
+  dst.extra.set(src.batch.extra.subarray(0, n));
+  dst.range.set(src.batch.range.subarray(0, n));
+  for (let i = 0; i < n; i++) {
+    dst.time_us[i] = src.batch.time_us[i]! + dt;
+    dst.step[i] = src.batch.step[i]! + dstep;
+  }
+}
+
+/** The bare loop: reads the columns the model reads, and does the least work that uses them. */
+function bare(b: EventBatch): number {
+  let allocated = 0;
+  let x = 0;
+  const { action, size, address, time_us, step, phase, range, stream, device } = b;
+  for (let i = 0; i < b.count; i++) {
+    const a = action[i]!;
+    x += time_us[i]! + step[i]! + phase[i]! + range[i]! + device[i]!;
+    if (a === 0) allocated += size[i]! + address[i]! * 0 + stream[i]! * 0;
+    else if (a === 1) allocated -= size[i]!;
+  }
+  return allocated + x * 0;
+}
+
+// ---- 1. throughput ----
+const first = makeTemplate(true);
+const body = makeTemplate(false);
+const work = newEventBatch(BATCH);
+let model = createModel();
+model.ingest(first.batch);
+let clock = first.span_us;
+let stepBase = first.steps + 1;
+const next = () => {
+  shift(body, work, clock, stepBase);
+  clock += body.span_us;
+  stepBase += body.steps + 1;
+};
+// warm up both
+for (let k = 0; k < 3; k++) {
+  next();
+  model.ingest(work);
+  bare(work);
+}
+const modelRates: number[] = [];
+const bareRates: number[] = [];
+let sink = 0;
+for (let k = 0; k < 9; k++) {
+  next();
+  let t0 = Bun.nanoseconds();
+  sink += bare(work);
+  bareRates.push(work.count / ((Bun.nanoseconds() - t0) / 1e9));
+  t0 = Bun.nanoseconds();
+  model.ingest(work);
+  modelRates.push(work.count / ((Bun.nanoseconds() - t0) / 1e9));
+}
+const modelRate = median(modelRates);
+const bareRate = median(bareRates);
+const check = summary(model).devices[0]!;
+if (check.live_blocks !== LIVE) throw new Error(`benchmark batch is broken: ${check.live_blocks} live blocks, expected ${LIVE}`);
+
+// ---- 2. memory over TOTAL events ----
+const mb = (x: number) => Math.round((x / 1024 / 1024) * 10) / 10;
+function mem() {
+  Bun.gc(true);
+  const m = process.memoryUsage();
+  return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed) };
+}
+model = createModel();
+model.ingest(first.batch);
+clock = first.span_us;
+stepBase = first.steps + 1;
+let fed = first.batch.count;
+const WARMUP = 5_000_000;
+let warm: ReturnType<typeof mem> | null = null;
+const samples: Array<{ events: number } & ReturnType<typeof mem>> = [];
+const t0 = Bun.nanoseconds();
+while (fed < TOTAL) {
+  next();
+  model.ingest(work);
+  fed += work.count;
+  if (!warm && fed >= WARMUP) {
+    warm = mem();
+    samples.push({ events: fed, ...warm });
+  } else if (samples.length && fed - samples[samples.length - 1]!.events >= TOTAL / 10) samples.push({ events: fed, ...mem() });
+}
+const replaySeconds = (Bun.nanoseconds() - t0) / 1e9;
+const end = mem();
+samples.push({ events: fed, ...end });
+const s = summary(model).devices[0]!;
+// the queries still answer at the end
+const queries = { findings: findings(model).length, breakdown_step: breakdown(model).step, timeline_buckets: timeline(model).buckets.length };
+
+const result = {
+  command: `bun bench/ingest.ts${eventsArg >= 0 ? ` --events ${TOTAL}` : ""}`,
+  date: new Date().toISOString(),
+  machine: { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, bun: Bun.version },
+  batch: { events: work.count, live_blocks: LIVE, events_per_phase: EVENTS_PER_PHASE, ranges: 20 },
+  throughput: {
+    model_events_per_s: Math.round(modelRate),
+    bare_loop_events_per_s: Math.round(bareRate),
+    model_ns_per_event: Math.round((1e9 / modelRate) * 10) / 10,
+    bare_ns_per_event: Math.round((1e9 / bareRate) * 10) / 10,
+    ratio_bare_over_model: Math.round((bareRate / modelRate) * 10) / 10,
+    runs: modelRates.length,
+    target_events_per_s: 5_000_000,
+    meets_target: modelRate >= 5_000_000,
+  },
+  memory: {
+    events: fed,
+    replay_seconds: Math.round(replaySeconds * 10) / 10,
+    replay_events_per_s: Math.round(fed / replaySeconds),
+    after_warmup: warm,
+    at_end: end,
+    growth_rss_mb: warm ? mb((end.rss_mb - warm.rss_mb) * 1024 * 1024) : null,
+    growth_heap_mb: warm ? mb((end.heap_used_mb - warm.heap_used_mb) * 1024 * 1024) : null,
+    limit_mb: 50,
+    samples,
+    final_steps: s.step,
+    final_live_blocks: s.live_blocks,
+  },
+  queries,
+  sink: sink === 0.5 ? 1 : 0,
+};
+const okMem = result.memory.growth_rss_mb !== null && result.memory.growth_rss_mb < 50;
+writeFileSync(join(outDir, "ingest.json"), `${JSON.stringify(result, null, 2)}\n`);
+const md = `# Profiler ingest benchmark
+
+Command: \`${result.command}\` (${result.date}; ${result.machine.cpu}, ${result.machine.cores} cores, bun ${result.machine.bun}).
+One core (Bun runs the model on one thread). Batch: ${result.batch.events.toLocaleString("en")} events imitating a training
+process (${LIVE.toLocaleString("en")} live blocks replaced in turn, temporaries, a phase mark every ${EVENTS_PER_PHASE} events,
+a step every four phases, 20 record_function ranges).
+
+## Throughput (median of ${modelRates.length} interleaved runs)
+
+| loop | events/s | ns/event |
+| --- | ---: | ---: |
+| model \`ingest\` | ${result.throughput.model_events_per_s.toLocaleString("en")} | ${result.throughput.model_ns_per_event} |
+| bare loop over the same columns | ${result.throughput.bare_loop_events_per_s.toLocaleString("en")} | ${result.throughput.bare_ns_per_event} |
+
+The model costs ${result.throughput.ratio_bare_over_model}× the bare loop. Target ≥ 5,000,000 events/s: ${result.throughput.meets_target ? "met" : "NOT met"}.
+
+## Memory over ${fed.toLocaleString("en")} events
+
+Replayed in ${result.memory.replay_seconds} s (${result.memory.replay_events_per_s.toLocaleString("en")} events/s, including batch preparation).
+RSS after warm-up (${WARMUP.toLocaleString("en")} events): ${warm?.rss_mb} MB; at the end: ${end.rss_mb} MB; growth ${result.memory.growth_rss_mb} MB
+(heap used ${warm?.heap_used_mb} → ${end.heap_used_mb} MB). Limit 50 MB: ${okMem ? "met" : "NOT met"}.
+
+| events | RSS MB | heap used MB |
+| ---: | ---: | ---: |
+${samples.map((x) => `| ${x.events.toLocaleString("en")} | ${x.rss_mb} | ${x.heap_used_mb} |`).join("\n")}
+`;
+writeFileSync(join(outDir, "ingest.md"), md);
+console.log(md);
