@@ -1,3 +1,4 @@
+export {};
 // Where the time of `gpumem-tui --json --once` goes, step by step, in one process.
 //   bun bench/startup.ts
 // performance.now() counts from the process's start, so the first line is Bun's own start-up.

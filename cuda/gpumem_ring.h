@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define GPUMEM_RING_MAGIC 0x31474E52504D4750ULL /* "GPMPRNG1" read as little-endian bytes */
+#define GPUMEM_RING_MAGIC 0x31474E52504D4750ULL /* the bytes "PGMPRNG1" in a little-endian file */
 #define GPUMEM_RING_ABI_VERSION 1u
 #define GPUMEM_HEADER_SIZE 4096u
 #define GPUMEM_RECORD_SIZE 64u

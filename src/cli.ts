@@ -13,10 +13,13 @@ usage:
   gpumem-tui --json [--interval MS]          one JSON document per line (NDJSON) until interrupted
   gpumem-tui schema                          the JSON document's JSON Schema
   gpumem-tui serve [--port 9464] [--host H]  Prometheus metrics at http://H:PORT/metrics
+  gpumem-tui replay FILE [--speed N] --json  a recorded ring through the model: NDJSON states, then
+                                             the final state with the findings
 
 options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50)
   --ascii         plain-ASCII charts (no braille)
+  --speed N       replay: N times the recorded pace (default: as fast as it goes)
   --port N        serve: the port (default 9464)
   --host H        serve: the address to listen on (default 0.0.0.0)
   -h, --help      this help
@@ -26,13 +29,14 @@ options:
 export class UsageError extends Error {}
 
 export interface Options {
-  command: "monitor" | "schema" | "serve" | "help" | "version";
+  command: "monitor" | "schema" | "serve" | "replay" | "help" | "version";
   json: boolean;
   once: boolean;
   intervalMs: number;
   ascii: boolean;
   port: number;
   host: string;
+  speed: number | undefined;
   rest: string[];
 }
 
@@ -49,6 +53,7 @@ export function parseCli(argv: string[]): Options {
         interval: { type: "string" },
         ascii: { type: "boolean", default: false },
         port: { type: "string" },
+        speed: { type: "string" },
         host: { type: "string", default: "0.0.0.0" },
         help: { type: "boolean", short: "h", default: false },
         version: { type: "boolean", short: "v", default: false },
@@ -78,9 +83,18 @@ export function parseCli(argv: string[]): Options {
   else if (values.version) command = "version";
   else if (first === "schema") command = "schema";
   else if (first === "serve") command = "serve";
+  else if (first === "replay") command = "replay";
   else if (first !== undefined) throw new UsageError(`unknown command "${first}"`);
   if ((values.port !== undefined || argv.includes("--host")) && command !== "serve") throw new UsageError("--port and --host go with serve");
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, port, host: values.host, rest };
+  let speed: number | undefined;
+  if (values.speed !== undefined) {
+    speed = Number(values.speed);
+    if (command !== "replay") throw new UsageError("--speed goes with replay");
+    if (!(speed > 0) || !Number.isFinite(speed)) throw new UsageError(`--speed takes a positive number (got "${values.speed}")`);
+  }
+  if (command === "replay" && rest.length !== 1) throw new UsageError("replay takes one FILE (a recorded .ring)");
+  if (command !== "replay" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, port, host: values.host, speed, rest };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -124,6 +138,21 @@ async function main(argv: string[]): Promise<number> {
       server.stop(true);
       collector.close();
       return 0;
+    }
+    case "replay": {
+      const { openRecording } = await import("./collect/recording");
+      const recording = openRecording(opts.rest[0]!);
+      try {
+        if (!opts.json) {
+          const { runReplay } = await import("./tui/main");
+          return await runReplay(recording, opts);
+        }
+        const { replayJson } = await import("./headless/replay");
+        await replayJson(recording, { speed: opts.speed });
+        return 0;
+      } finally {
+        recording.close();
+      }
     }
     case "monitor": {
       const collector = new SystemCollector();
