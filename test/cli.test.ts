@@ -1,7 +1,11 @@
 // The command line as a user or a script meets it.
 import { describe, expect, test } from "bun:test";
 import { DocumentSchema } from "../src/headless/schema";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { onGpu } from "./support/gpu";
+import { produce } from "./support/native";
 
 const CLI = `${import.meta.dir}/../src/cli.ts`;
 
@@ -47,6 +51,29 @@ describe("gpumem-tui --json", () => {
     const out = await new Response(p.stdout).text();
     expect(out.endsWith("\n")).toBe(true);
     for (const line of out.trim().split("\n")) DocumentSchema.parse(JSON.parse(line));
+  });
+});
+
+describe("gpumem-tui --json with an agent", () => {
+  test("a process with the agent shows its allocator totals; one NVML does not list is marked so", () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "gpumem-cli-")), "agents");
+    mkdirSync(dir, { mode: 0o700 });
+    const proc = Bun.spawn(["sleep", "30"]);
+    try {
+      produce(join(dir, `${proc.pid}.ring`), 64, 11, "--pid", proc.pid);
+      const manifest = { version: 1, pid: proc.pid, cmdline: ["python", "train.py"], rank: 3, devices: [0], torch_version: "2.11.0", hook_mode: "hook", ring: join(dir, `${proc.pid}.ring`), socket: join(dir, `${proc.pid}.sock`) };
+      writeFileSync(join(dir, `${proc.pid}.json`), JSON.stringify(manifest));
+      const { code, out } = run(["--json", "--once"], { GPUMEM_TUI_DIR: dir });
+      expect(code).toBe(0);
+      const doc = DocumentSchema.parse(JSON.parse(out));
+      const p = doc.processes.find((x) => x.pid === proc.pid)!;
+      expect(p.nvml_visible).toBe(false);
+      expect(p.used_bytes).toBeNull();
+      expect(p.name).toBe("sleep");
+      expect(p.pytorch).toMatchObject({ hook_mode: "hook", allocated_bytes: 3072, alloc_count: 6, rank: 3, torch_version: "2.11.0", non_pytorch_bytes: null });
+    } finally {
+      proc.kill();
+    }
   });
 });
 

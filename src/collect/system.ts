@@ -32,9 +32,10 @@ export class SystemCollector {
     if (this.nvml && this.system) {
       for (let i = 0; i < this.system.device_count; i++) samples.push(this.nvml.sample(i));
     }
-    const infos = new Map<number, ProcessInfo>();
-    for (const s of samples) for (const p of s.processes) if (!infos.has(p.pid)) infos.set(p.pid, processInfo(p.pid));
     const agents = this.agents.refresh();
+    const infos = new Map<number, ProcessInfo>();
+    const pids = [...samples.flatMap((s) => s.processes.map((p) => p.pid)), ...agents.map((a) => a.pid)];
+    for (const pid of pids) if (!infos.has(pid)) infos.set(pid, processInfo(pid));
     const doc = buildDocument({
       time_unix_ms: now,
       host: hostname(),
@@ -43,7 +44,7 @@ export class SystemCollector {
       samples,
       previous: this.previous,
       processInfo: infos,
-      agents: agents.map((a) => ({ pid: a.pid, manifest: a.manifest, header: a.header })),
+      agents: agents.map((a) => ({ pid: a.pid, manifest: a.manifest, header: a.header, exited: a.exited })),
     });
     this.previous = new Map(samples.map((s) => [s.index, s]));
     return doc;

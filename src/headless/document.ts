@@ -11,6 +11,7 @@ export interface AgentView {
   pid: number;
   manifest: Manifest;
   header: RingHeader | null;
+  exited: boolean;
 }
 
 export interface DocumentInput {
@@ -114,6 +115,28 @@ export function buildDocument(input: DocumentInput): Document {
         name: info?.name ?? null,
         command: info?.command ?? null,
         pytorch: agent ? pytorchView(agent, s.index, p.used_bytes) : null,
+        nvml_visible: true,
+        exited: false,
+      });
+    }
+  }
+  // Agents NVML does not list: shown, with no NVML memory, and said so (never joined by guess).
+  const listed = new Set(processes.map((p) => p.pid));
+  for (const agent of input.agents) {
+    if (listed.has(agent.pid) || !agent.header) continue;
+    const info = input.processInfo.get(agent.pid);
+    for (const dev of agent.manifest.devices.length ? agent.manifest.devices : [0]) {
+      processes.push({
+        pid: agent.pid,
+        device: dev,
+        kind: "compute",
+        used_bytes: null,
+        user: info?.user ?? null,
+        name: info?.name ?? null,
+        command: info?.command ?? (agent.manifest.cmdline.join(" ") || null),
+        pytorch: pytorchView(agent, dev, null),
+        nvml_visible: false,
+        exited: agent.exited,
       });
     }
   }

@@ -64,6 +64,8 @@ export const ProcessSchema = z.object({
   name: z.string().nullable(),
   command: z.string().nullable(),
   pytorch: PytorchSchema.nullable().describe("from the gpumem agent inside the process; null where none runs"),
+  nvml_visible: z.boolean().describe("false: NVML does not list this pid (another pid namespace, or no CUDA context yet); used_bytes is then null"),
+  exited: z.boolean().describe("the process has exited; its last numbers are kept"),
 });
 
 export const DocumentSchema = z.object({
