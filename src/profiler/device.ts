@@ -25,6 +25,15 @@ const PHASE_BACKWARD = 2;
 export const RESYNCED_STEP = 0xffffffff;
 const PHASE_FORWARD = 1;
 
+/**
+ * The block size the caching allocator gives a request: at least 512 bytes, a multiple of 512.
+ * Trace entries (the hook's records, a snapshot's device_traces) carry the size the program asked
+ * for, while torch.cuda.memory_allocated() counts blocks; rounding here makes the two agree.
+ */
+export function blockSize(requested: number): number {
+  return requested <= 0 ? 0 : requested <= 512 ? 512 : Math.ceil(requested / 512) * 512;
+}
+
 export interface OomIncident {
   time_us: number;
   step: number;
@@ -145,7 +154,8 @@ export class DeviceState {
     if (this.curRange) this.curRange.entries++;
   }
 
-  alloc(t: number, address: number, size: number, stream: number): void {
+  alloc(t: number, address: number, requested: number, stream: number): void {
+    const size = blockSize(requested);
     const blocks = this.blocks;
     const old = blocks.bySlot.get(address);
     if (old !== undefined) {
@@ -218,8 +228,10 @@ export class DeviceState {
     cur.peakResolved = false;
   }
 
-  freeRequested(t: number, address: number, size: number): void {
+  freeRequested(t: number, address: number, requested: number): void {
     const slot = this.blocks.bySlot.get(address);
+    // The block's own size where the model holds it: a free's requested size may differ by rounding.
+    const size = slot !== undefined ? this.blocks.size[slot]! : blockSize(requested);
     const allocated = (this.allocated -= size);
     this.nFree++;
     const cur = this.cur;
@@ -271,8 +283,8 @@ export class DeviceState {
     b.release(slot);
   }
 
-  freeCompleted(t: number, size: number): void {
-    this.active -= size;
+  freeCompleted(t: number, requested: number): void {
+    this.active -= blockSize(requested);
     this.lastTime_us = t;
   }
 

@@ -6,3 +6,5 @@ export { segmentMap as segments, largestFreeBlock, type SegmentMap, type Segment
 export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
+export { replay, batchSource, stateLine, finalLine, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
+export { snapshotTraceToBatch, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";

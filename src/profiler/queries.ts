@@ -27,6 +27,9 @@ export interface DeviceSummary {
   n_retries: number | null;
   /** "header": exact running totals from the ring; "events": summed from the records seen. */
   totals_source: "header" | "events";
+  /** Allocated and reserved as summed from the records seen (equal to the header's when none was lost). */
+  allocated_events_bytes: number | null;
+  reserved_events_bytes: number | null;
   reserved_unallocated_bytes: number;
   nvml_used_bytes: number | null;
   nvml_pid: number | null;
@@ -91,6 +94,8 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
     n_oom: h ? h.n_oom : d.nOom,
     n_retries: h ? h.n_retries : null,
     totals_source: h ? "header" : "events",
+    allocated_events_bytes: d.allocated,
+    reserved_events_bytes: d.reserved,
     reserved_unallocated_bytes: reserved - allocated,
     nvml_used_bytes: d.nvmlUsed,
     nvml_pid: d.nvmlPid,
@@ -132,6 +137,8 @@ export function summary(m: ProfilerModel): Summary {
       n_oom: h.n_oom,
       n_retries: h.n_retries,
       totals_source: "header",
+      allocated_events_bytes: null,
+      reserved_events_bytes: null,
       reserved_unallocated_bytes: h.reserved - h.allocated,
       nvml_used_bytes: null,
       nvml_pid: null,

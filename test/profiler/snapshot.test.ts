@@ -1,0 +1,119 @@
+// The model on PyTorch memory snapshots recorded on an H100 (test/profiler/fixtures/snapshots,
+// made by record_snapshots.py next to them): what torch reported at the end of each run is in
+// <name>.facts.json, and the model, fed the snapshot's device_traces, must agree with it.
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import {
+  batchSource,
+  breakdown,
+  createModel,
+  findings,
+  replay,
+  snapshotTraceToBatch,
+  steps,
+  summary,
+  type ReplayLine,
+} from "../../src/profiler";
+import { formatBytes } from "../../src/profiler/format";
+
+const DIR = join(import.meta.dir, "fixtures", "snapshots");
+const NAMES = ["normal", "no-zero-grad", "kept-loss-graph", "oom"] as const;
+
+async function load(name: (typeof NAMES)[number]) {
+  const snap = await Bun.file(join(DIR, `${name}.snapshot.json`)).json();
+  const facts = await Bun.file(join(DIR, `${name}.facts.json`)).json();
+  const conv = snapshotTraceToBatch(snap);
+  const m = createModel();
+  m.setRanges(conv.ranges);
+  m.ingest(conv.batch);
+  return { snap, facts, conv, m };
+}
+
+describe("PyTorch snapshots recorded on a GPU", () => {
+  for (const name of NAMES) {
+    test(`${name}: allocated and its peak equal what torch reported`, async () => {
+      const { facts, conv, m } = await load(name);
+      expect(conv.time_source).toBe("recorded");
+      expect(conv.batch.count).toBe(facts.entries + facts.annotations);
+      const d = summary(m).devices[0]!;
+      // blocks alive before recording began (cuBLAS workspaces of earlier runs) are not in the trace
+      expect(d.allocated_bytes + facts.allocated_before_recording).toBe(facts.memory_allocated);
+      expect(d.peak_allocated_bytes + facts.allocated_before_recording).toBe(facts.max_memory_allocated);
+      expect(d.unaccounted_bytes).toBe(0);
+    });
+  }
+
+  test("normal: reserved equals torch's, one step per optimizer step, no findings", async () => {
+    const { facts, m } = await load("normal");
+    expect(summary(m).devices[0]!.reserved_bytes).toBe(facts.memory_reserved);
+    const s = steps(m).steps;
+    expect(s.filter((x) => x.complete).length).toBe(facts.steps);
+    // what each step holds at its end is what torch reported after it (plus the blocks from before)
+    const held = s.filter((x) => x.complete).map((x) => x.held_at_end_bytes + facts.allocated_before_recording);
+    expect(held).toEqual(facts.allocated_after_step);
+    expect(findings(m)).toEqual([]);
+    const b = breakdown(m, { step: 3 });
+    expect(b.ranges.map((r) => r.name)).toContain("model_forward");
+    expect(b.phases.reduce((x, p) => x + p.alloc_bytes, 0)).toBe(b.alloc_bytes);
+  });
+
+  test("kept-loss-graph: the growth detector trips, naming the range that grows", async () => {
+    const { facts, m } = await load("kept-loss-graph");
+    const f = findings(m).find((x) => x.id === "growth");
+    expect(f).toBeDefined();
+    const perStep = facts.allocated_after_step[3] - facts.allocated_after_step[2];
+    expect(f!.numbers.growth_per_step_bytes).toBe(perStep);
+    expect(f!.numbers.range).toBe("validation");
+    // nearly all of it in that range (the running total itself is added outside it)
+    expect(f!.numbers.range_growth_per_step_bytes as number).toBeGreaterThan(0.99 * perStep);
+    expect(f!.numbers.range_growth_per_step_bytes as number).toBeLessThanOrEqual(perStep);
+    // the same training without the kept graph does not trip it
+    expect(findings((await load("no-zero-grad")).m).find((x) => x.id === "growth")).toBeUndefined();
+  });
+
+  test("oom: the incident carries the request and the free memory torch reported", async () => {
+    const { facts, m } = await load("oom");
+    const f = findings(m)[0]!;
+    expect(f.id).toBe("oom");
+    const asked = /Tried to allocate ([\d.]+ GiB)/.exec(facts.oom_message)![1];
+    const free = /of which ([\d.]+ GiB) is free/.exec(facts.oom_message)![1];
+    expect(formatBytes(f.numbers.request_bytes as number)).toBe(asked!);
+    expect(formatBytes(f.numbers.device_free_bytes as number)).toBe(free!);
+    expect(f.numbers.range).toBe("huge_buffer");
+    expect((f.numbers.allocated_bytes as number) + facts.allocated_before_recording).toBeLessThanOrEqual(facts.max_memory_allocated);
+    expect(f.evidence).toContain(`asked for ${asked}`);
+  });
+
+  test("replay of a snapshot: states in time order, the last line final with the findings", async () => {
+    const { snap, facts } = await load("kept-loss-graph");
+    const conv = snapshotTraceToBatch(snap);
+    const lines: ReplayLine[] = [];
+    for await (const line of replay(batchSource(conv.header, [conv.batch]), { ranges: conv.ranges, state_every_us: 2_000, batch_size: 100 }))
+      lines.push(JSON.parse(JSON.stringify(line)));
+    const states = lines.filter((l) => l.type === "state");
+    // the recording lasts 34 ms: a state every 2 ms of it
+    expect(states.length).toBeGreaterThan(10);
+    const times = states.map((s) => s.time_us!);
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    const last = lines.at(-1)!;
+    expect(last.type).toBe("final");
+    if (last.type !== "final") return;
+    expect(last.findings.map((f) => f.id)).toContain("growth");
+    expect(last.summary.devices[0]!.allocated_bytes + facts.allocated_before_recording).toBe(facts.memory_allocated);
+    expect(last.devices[0]!.steps.filter((s) => s.complete).length).toBe(facts.steps);
+  });
+});
+
+describe("snapshot trace conversion", () => {
+  test("bad input gets a clear error", () => {
+    expect(() => snapshotTraceToBatch({} as never)).toThrow(/no device_traces/);
+    expect(() => snapshotTraceToBatch([[{ action: "malloc", addr: 1, size: 2, time_us: 3 }]])).toThrow(/device_traces\[0\]\[0\]: unknown action "malloc"/);
+    expect(() => snapshotTraceToBatch([[{ action: "alloc", addr: -1, size: 2, time_us: 3 }]])).toThrow(/addr must be a non-negative number/);
+  });
+
+  test("entries without time keep their order", () => {
+    const c = snapshotTraceToBatch([[{ action: "alloc", addr: 4096, size: 512 }, { action: "free_requested", addr: 4096, size: 512 }]]);
+    expect(c.time_source).toBe("order");
+    expect([...c.batch.action.subarray(0, 2)]).toEqual([0, 1]);
+  });
+});
