@@ -5,7 +5,7 @@
 
 import { ACTION, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { categoryCode } from "./categories";
-import { DeviceState } from "./device";
+import { DeviceState, MAX_OOMS } from "./device";
 import { largestFreeBlock } from "./segments";
 
 /** A tensor as the agent's `names` verb reports it (docs/protocol.md). */
@@ -48,6 +48,8 @@ export class ProfilerModel {
   private phase = 0;
   private range = 0;
   eventsIngested = 0;
+  /** Allocator records for a device outside 0..15 (skipped). */
+  invalidRecords = 0;
 
   /** Feed events [start, end) of a batch (default: all of it). `lost`: records the reader lost before them. */
   ingest(batch: EventBatch, lost = 0, start = 0, end = batch.count): void {
@@ -75,6 +77,11 @@ export class ProfilerModel {
       }
       const dev = device[i]!;
       if (dev !== lastDev) {
+        if (dev < 0 || dev >= MAX_DEVICES) {
+          // Not a record our writers make: count it, keep going (a view says so; nothing is lost silently).
+          this.invalidRecords++;
+          continue;
+        }
         d = this.deviceFor(dev, t);
         lastDev = dev;
       }
@@ -107,8 +114,8 @@ export class ProfilerModel {
         case 6: // segment_unmap
           ds.segmentFree(t, address[i]!, size[i]!, false);
           break;
-        case 8: // oom
-          ds.oom(t, size[i]!, batch.extra[i]!, largestFreeBlock(ds));
+        case 8: // oom (the segment sweep only for incidents the device still keeps)
+          ds.oom(t, size[i]!, batch.extra[i]!, ds.ooms.length < MAX_OOMS ? largestFreeBlock(ds) : 0);
           break;
         default: // snapshot, and codes this model does not know: nothing to account
           ds.lastTime_us = t;

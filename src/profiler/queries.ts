@@ -58,6 +58,8 @@ export interface Summary {
   closed: boolean;
   events: number;
   lost_records: number;
+  /** Allocator records naming a device outside 0..15, skipped. */
+  invalid_records: number;
   partial: boolean;
   devices: DeviceSummary[];
 }
@@ -165,7 +167,8 @@ export function summary(m: ProfilerModel): Summary {
     closed: m.closed,
     events: m.eventsIngested,
     lost_records: m.lostRecords,
-    partial: devices.some((d) => d.partial),
+    invalid_records: m.invalidRecords,
+    partial: devices.some((d) => d.partial) || m.invalidRecords > 0,
     devices,
   };
 }

@@ -79,6 +79,18 @@ describe("totals", () => {
     expect(d.totals_source).toBe("events");
   });
 
+  test("a record for a device outside 0..15 is counted and skipped, the rest still counts", () => {
+    const tr = new Trace().alloc(0x100, 1 * MiB);
+    tr.device = 40;
+    tr.alloc(0x100, 3 * MiB);
+    tr.device = 0;
+    tr.alloc(0x200000, 1 * MiB);
+    const s = summary(run(tr));
+    expect(s.invalid_records).toBe(1);
+    expect(s.partial).toBe(true);
+    expect(s.devices.map((d) => [d.device, d.allocated_bytes])).toEqual([[0, 2 * MiB]]);
+  });
+
   test("devices are kept apart", () => {
     const tr = new Trace().alloc(0x100, 1 * MiB);
     tr.device = 1;
