@@ -1,10 +1,12 @@
 // Live blocks of one device: address → slot in typed-array columns. The hot path allocates no
-// object per event: a Map from address to slot number, a free list of slots, and columns that grow
-// by doubling only when more blocks are alive at once than ever before.
+// object per event: a hash table from address to slot number, a free list of slots, and columns
+// that grow by doubling only when more blocks are alive at once than ever before.
+
+import { AddressMap } from "./address-map";
 
 export class BlockTable {
   /** address → slot */
-  readonly bySlot = new Map<number, number>();
+  readonly bySlot = new AddressMap();
   capacity: number;
   address: Float64Array;
   size: Float64Array;
@@ -100,9 +102,7 @@ export class BlockTable {
 
   /** Live slots sorted by address (for segment maps and name lookups; not on the hot path). */
   slotsByAddress(): Int32Array {
-    const slots = new Int32Array(this.bySlot.size);
-    let k = 0;
-    for (const slot of this.bySlot.values()) slots[k++] = slot;
+    const slots = this.bySlot.values();
     const addr = this.address;
     slots.sort((a, b) => addr[a]! - addr[b]!);
     return slots;
