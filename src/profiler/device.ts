@@ -34,6 +34,15 @@ export function blockSize(requested: number): number {
   return requested <= 0 ? 0 : requested <= 512 ? 512 : Math.ceil(requested / 512) * 512;
 }
 
+/** A segment as a PyTorch snapshot lists it (frames and other fields ignored). */
+export interface SnapshotSegment {
+  address: number;
+  total_size: number;
+  stream?: number;
+  device?: number;
+  blocks?: Array<{ address: number; size: number; state: string }>;
+}
+
 export interface OomIncident {
   time_us: number;
   step: number;
@@ -503,6 +512,55 @@ export class DeviceState {
     this.liveByCat[cat]! += size;
     this.liveCountByCat[cat]!++;
     this.liveByRange[0]! += size;
+  }
+
+  /**
+   * Replace block detail with a snapshot's segments (torch.cuda.memory._snapshot()["segments"] of
+   * this device): blocks the model holds at the same address and size keep their phase, step and
+   * category; blocks the snapshot lacks go; blocks only the snapshot has are added. Afterwards the
+   * detail is whole again (the loss counters restart).
+   */
+  resync(segments: ReadonlyArray<SnapshotSegment>, t: number): { kept: number; added: number; dropped: number } {
+    const want = new Map<number, number>();
+    let active = 0;
+    this.segSize.clear();
+    this.segStream.clear();
+    this.segTime.clear();
+    let reserved = 0;
+    for (const seg of segments) {
+      this.segSize.set(seg.address, seg.total_size);
+      this.segStream.set(seg.address, seg.stream ?? 0);
+      reserved += seg.total_size;
+      for (const b of seg.blocks ?? []) {
+        if (b.state === "active_allocated") want.set(b.address, b.size);
+        if (b.state === "active_allocated" || b.state === "active_awaiting_free") active += b.size;
+      }
+    }
+    const b = this.blocks;
+    let kept = 0;
+    let dropped = 0;
+    for (const slot of b.bySlot.values()) {
+      const size = want.get(b.address[slot]!);
+      if (size === b.size[slot]) {
+        want.delete(b.address[slot]!);
+        kept++;
+      } else {
+        this.forget(slot);
+        dropped++;
+      }
+    }
+    for (const [address, size] of want) this.insertResynced(address, size, CAT_OTHER, undefined, t);
+    let allocated = 0;
+    for (let c = 0; c < N_CAT; c++) allocated += this.liveByCat[c]!;
+    this.allocated = allocated;
+    this.reserved = reserved;
+    this.active = active;
+    this.lost = 0;
+    this.unknownFrees = 0;
+    this.unknownFreeBytes = 0;
+    this.replacedBlocks = 0;
+    this.segmentsApprox = false;
+    return { kept, added: want.size, dropped };
   }
 
   /** Exact totals from the ring header replace the event-derived ones (after lost records). */

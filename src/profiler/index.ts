@@ -1,5 +1,6 @@
 // The profiler's public surface: a model fed with events, and pure queries over it.
-export { createModel, ProfilerModel, type NamedTensor, type SetHeaderOptions } from "./model";
+export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
+export type { SnapshotSegment } from "./device";
 export { summary, timeline, breakdown, steps, categories, blocks, deviceSummary } from "./queries";
 export type { Summary, DeviceSummary, StepBreakdown, PhaseBreakdown, RangeBreakdown, StepLine, Categories, BlocksView, BlockLine } from "./queries";
 export { segmentMap as segments, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";

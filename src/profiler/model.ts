@@ -5,7 +5,7 @@
 
 import { ACTION, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { categoryCode } from "./categories";
-import { DeviceState, MAX_OOMS } from "./device";
+import { DeviceState, MAX_OOMS, type SnapshotSegment } from "./device";
 import { largestFreeBlock } from "./segments";
 
 /** A tensor as the agent's `names` verb reports it (docs/protocol.md). */
@@ -135,7 +135,8 @@ export class ProfilerModel {
     }
   }
 
-  private deviceFor(dev: number, t: number): DeviceState {
+  /** The device's state, created on first use (throws for an index outside 0..15). */
+  deviceFor(dev: number, t: number): DeviceState {
     if (dev < 0 || dev >= MAX_DEVICES) throw new RangeError(`event for device ${dev}: devices are 0..${MAX_DEVICES - 1}`);
     let d = this.byIndex[dev];
     if (!d) {
@@ -251,6 +252,37 @@ export class ProfilerModel {
     }
     return { matched, added, unknown };
   }
+}
+
+/**
+ * Resynchronize block detail from a PyTorch snapshot's `segments` (parsed from the pickle the
+ * agent's dump_snapshot writes): per device, the snapshot's live blocks and segments replace what
+ * lost records left behind. `at_us`: the snapshot's time (stamped on blocks the model had not seen).
+ */
+export function resyncFromSnapshot(
+  m: ProfilerModel,
+  segments: SnapshotSegment[],
+  at_us: number,
+): Array<{ device: number; kept: number; added: number; dropped: number }> {
+  if (!Array.isArray(segments)) throw new TypeError("a snapshot's segments must be a list");
+  const byDevice = new Map<number, SnapshotSegment[]>();
+  segments.forEach((seg, k) => {
+    if (typeof seg?.address !== "number" || typeof seg.total_size !== "number")
+      throw new TypeError(`segments[${k}]: a segment needs numeric address and total_size`);
+    for (const [j, b] of (seg.blocks ?? []).entries())
+      if (typeof b?.address !== "number" || typeof b.size !== "number" || typeof b.state !== "string")
+        throw new TypeError(`segments[${k}].blocks[${j}]: a block needs numeric address and size and a state`);
+    const dev = seg.device ?? 0;
+    let list = byDevice.get(dev);
+    if (!list) byDevice.set(dev, (list = []));
+    list.push(seg);
+  });
+  const out = [];
+  for (const [dev, list] of [...byDevice].sort((a, b) => a[0] - b[0])) {
+    const d = m.deviceFor(dev, at_us);
+    out.push({ device: dev, ...d.resync(list, at_us) });
+  }
+  return out;
 }
 
 function parseDevice(dev: number | string | undefined): number {

@@ -9,6 +9,7 @@ import {
   createModel,
   findings,
   replay,
+  resyncFromSnapshot,
   snapshotTraceToBatch,
   steps,
   summary,
@@ -115,5 +116,26 @@ describe("snapshot trace conversion", () => {
     const c = snapshotTraceToBatch([[{ action: "alloc", addr: 4096, size: 512 }, { action: "free_requested", addr: 4096, size: 512 }]]);
     expect(c.time_source).toBe("order");
     expect([...c.batch.action.subarray(0, 2)]).toEqual([0, 1]);
+  });
+});
+
+describe("resynchronizing block detail from a snapshot's segments", () => {
+  test("half the trace lost: the snapshot's segments make block detail whole and equal to torch's", async () => {
+    const { snap, facts } = await load("kept-loss-graph");
+    const conv = snapshotTraceToBatch(snap);
+    const m = createModel();
+    // the reader lost the first half of the records (the ring lapped)
+    const half = Math.floor(conv.batch.count / 2);
+    m.ingest(conv.batch, half, half, conv.batch.count);
+    expect(summary(m).devices[0]!.partial).toBe(true);
+    const r = resyncFromSnapshot(m, snap.segments, conv.batch.time_us[conv.batch.count - 1]!);
+    expect(r[0]!.added).toBeGreaterThan(0);
+    const d = summary(m).devices[0]!;
+    expect(d.partial).toBe(false);
+    expect(d.allocated_bytes).toBe(facts.memory_allocated);
+    expect(d.reserved_bytes).toBe(facts.memory_reserved);
+    const active = snap.segments.flatMap((s: { blocks: { state: string; size: number }[] }) => s.blocks).filter((b: { state: string }) => b.state === "active_allocated");
+    expect(d.live_blocks).toBe(active.length);
+    expect(() => resyncFromSnapshot(m, [{ address: "x" } as never], 0)).toThrow(/segments\[0\]: a segment needs numeric address/);
   });
 });
