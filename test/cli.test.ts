@@ -71,6 +71,16 @@ describe("gpumem-tui --json with an agent", () => {
       expect(p.used_bytes).toBeNull();
       expect(p.name).toBe("sleep");
       expect(p.pytorch).toMatchObject({ hook_mode: "hook", allocated_bytes: 3072, alloc_count: 6, rank: 3, torch_version: "2.11.0", non_pytorch_bytes: null });
+      expect(doc.warnings).toEqual([]);
+      // A second agent whose ring is of another ABI: skipped, and the document says why.
+      const other = Bun.spawn(["sleep", "30"]);
+      produce(join(dir, `${other.pid}.ring`), 64, 1, "--abi", "7", "--pid", other.pid);
+      writeFileSync(join(dir, `${other.pid}.json`), JSON.stringify({ ...manifest, pid: other.pid, ring: join(dir, `${other.pid}.ring`) }));
+      const again = DocumentSchema.parse(JSON.parse(run(["--json", "--once"], { GPUMEM_TUI_DIR: dir }).out));
+      other.kill();
+      expect(again.processes.map((x) => x.pid)).toEqual([proc.pid]);
+      expect(again.warnings).toHaveLength(1);
+      expect(again.warnings[0]).toMatch(new RegExp(`^agent of pid ${other.pid}: ring .* has ABI version 7, this monitor reads version 1`));
     } finally {
       proc.kill();
     }

@@ -45,6 +45,10 @@ export class SystemCollector {
       previous: this.previous,
       processInfo: infos,
       agents: agents.map((a) => ({ pid: a.pid, manifest: a.manifest, header: a.header, exited: a.exited })),
+      warnings: [
+        ...this.agents.problems,
+        ...agents.filter((a) => a.problem && !a.exited).map((a) => `agent of pid ${a.pid}: ${a.problem}`),
+      ],
     });
     this.previous = new Map(samples.map((s) => [s.index, s]));
     return doc;

@@ -24,6 +24,7 @@ export interface DocumentInput {
   previous: Map<number, NvmlDeviceSample>;
   processInfo: Map<number, ProcessInfo>;
   agents: AgentView[];
+  warnings: string[];
 }
 
 /** Bytes per second between two cumulative counters; null where a counter is missing or wrapped. */
@@ -150,5 +151,6 @@ export function buildDocument(input: DocumentInput): Document {
     reason: input.reason,
     devices: input.samples.map((s) => device(s, input.previous.get(s.index))),
     processes,
+    warnings: input.warnings,
   };
 }

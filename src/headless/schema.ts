@@ -78,6 +78,7 @@ export const DocumentSchema = z.object({
   reason: z.string().nullable().describe("why devices is empty (no driver, NVML failed), else null"),
   devices: z.array(DeviceSchema),
   processes: z.array(ProcessSchema),
+  warnings: z.array(z.string()).describe("what was skipped and why: an unsafe agent directory, a manifest that lies, a ring of another version"),
 });
 
 export type Device = z.infer<typeof DeviceSchema>;
