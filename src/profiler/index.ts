@@ -1,4 +1,27 @@
 // The profiler's public surface: a model fed with events, and pure queries over it.
+//
+//   const m = createModel();                 // one process (one ring); devices inside
+//   m.setRanges(manifest.ranges);            // range id → name
+//   m.ingest(batch, lost);                   // columns from src/ffi (ring reader or converted snapshot)
+//   m.setHeader(reader.header());            // exact totals win; after lost records they re-anchor
+//   m.setNvml(pid, device, usedBytes, nowUs);
+//   m.setNames(reply.tensors);               // the agent's `names` verb: names and categories
+//   resyncFromSnapshot(m, snapshot.segments, nowUs);
+//
+//   summary(m)                     totals per device, peaks, counts, NVML used, non-PyTorch bytes
+//   timeline(m, {resolution_us})   min/max/last of allocated, reserved, NVML used per bucket
+//   breakdown(m, {step})           per phase and range: allocated during, temporaries, held at end,
+//                                  peak, share of the step's peak; the peak's composition in words
+//   steps(m)                       one line per kept step
+//   categories(m)                  live bytes by category
+//   blocks(m, {limit, sort})       live blocks with phase, step, range, name, category
+//   segments(m.device(0)!)         segments with their blocks and free ranges
+//   findings(m)                    OOM incidents, growth, gradients kept, fragmentation, …
+//   replay(source, {speed, clock}) async NDJSON-ready states, the final one with the findings
+//   snapshotTraceToBatch(snapshot) a PyTorch snapshot's device_traces as an EventBatch
+//
+// Every output is a plain JSON-able object: bytes as integers (`*_bytes`), times in µs (`*_us`),
+// null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
 export type { SnapshotSegment } from "./device";
 export { summary, timeline, breakdown, steps, categories, blocks, deviceSummary } from "./queries";
