@@ -68,6 +68,9 @@ typedef struct gpumem_nvml_sample {
 /* 0 on success; otherwise a negative code and `err` holds why, in NVML's words where NVML spoke:
  *  -1 libnvidia-ml.so.1 could not be loaded (no driver), -2 nvmlInit failed. Idempotent. */
 int gpumem_nvml_init(char *err, int errlen);
+/* Start nvmlInit and a first, throw-away sample of every device on a thread of its own; a later
+ * gpumem_nvml_init waits for it. For start-up paths that have other work to do meanwhile. */
+int gpumem_nvml_init_async(void);
 void gpumem_nvml_shutdown(void);
 /* Device count, or -1 (see gpumem_nvml_last_error). */
 int gpumem_nvml_device_count(void);
@@ -77,7 +80,8 @@ const char *gpumem_nvml_version(void);
 int gpumem_nvml_cuda_driver_version(void);
 /* Fill one sample of device `index`: 0, or -1 when the device cannot be reached at all
  * (then sample->error says why). Fields the device does not support are -1. */
-int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *sample);
+enum { GPUMEM_SAMPLE_NO_PCIE = 1 }; /* skip the PCIe byte counters (one-shot samples) */
+int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *sample, uint32_t flags);
 /* The field names, comma-separated, in the order of `fields`. */
 const char *gpumem_nvml_field_names(void);
 uint32_t gpumem_nvml_sample_size(void);

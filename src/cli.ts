@@ -1,8 +1,8 @@
 #!/usr/bin/env bun
 // Argument parsing and wiring, nothing else.
+// Static imports are kept to the few that parsing needs: NVML's start-up runs on a native thread
+// while the rest loads (see warmUp), which is most of what `--json --once` costs.
 import { parseArgs } from "node:util";
-import { SystemCollector } from "./collect/system";
-import { streamJson } from "./headless/stream";
 import pkg from "../package.json";
 
 const USAGE = `gpumem-tui ${pkg.version} — GPU memory, and what PyTorch does with it
@@ -122,6 +122,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "serve": {
       const { startServer } = await import("./headless/serve");
+      const { SystemCollector } = await import("./collect/system");
       const collector = new SystemCollector();
       let server;
       try {
@@ -155,16 +156,20 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     case "monitor": {
+      const { warmUp } = await import("./ffi/nvml");
+      warmUp();
+      const { SystemCollector } = await import("./collect/system");
       const collector = new SystemCollector();
       try {
         if (opts.json) {
+          const { streamJson } = await import("./headless/stream");
           await streamJson(collector, { once: opts.once, intervalMs: opts.intervalMs });
           return 0;
         }
         const { runMonitor } = await import("./tui/main");
         return await runMonitor(collector, opts);
       } finally {
-        collector.close();
+        collector.close({ fast: opts.once });
       }
     }
   }

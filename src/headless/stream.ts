@@ -22,7 +22,7 @@ export async function streamJson(collector: SystemCollector, opts: { once: boole
     throw e;
   });
   if (opts.once) {
-    await write(serialize(collector.sample()));
+    await write(serialize(collector.sample(Date.now(), { oneShot: true })));
     return;
   }
   let stop = false;
