@@ -12,13 +12,12 @@ export class BlockTable {
   size: Float64Array;
   stream: Float64Array;
   time_us: Float64Array;
-  /** Serial number of the allocation (unique over the run); tells a reused slot from its past. */
+  /** Serial number of the allocation (unique over the run, increasing); tells a reused slot from
+   *  its past, and whether a block was allocated in the running phase or range (serial above the
+   *  serial at its start). 0 for blocks added by a resync. */
   serial: Float64Array;
   step: Uint32Array;
   range: Uint32Array;
-  /** Phase instance and range instance the block was allocated in (see DeviceState). */
-  phaseInst: Float64Array;
-  rangeInst: Float64Array;
   phase: Uint8Array;
   category: Uint8Array;
   /** 1 = category came from the agent's names, 2 = block inserted by a resync (no alloc seen). */
@@ -38,8 +37,6 @@ export class BlockTable {
     this.serial = new Float64Array(initial);
     this.step = new Uint32Array(initial);
     this.range = new Uint32Array(initial);
-    this.phaseInst = new Float64Array(initial);
-    this.rangeInst = new Float64Array(initial);
     this.phase = new Uint8Array(initial);
     this.category = new Uint8Array(initial);
     this.flags = new Uint8Array(initial);
@@ -89,8 +86,6 @@ export class BlockTable {
     this.serial = f64(this.serial);
     this.step = u32(this.step);
     this.range = u32(this.range);
-    this.phaseInst = f64(this.phaseInst);
-    this.rangeInst = f64(this.rangeInst);
     this.phase = u8(this.phase);
     this.category = u8(this.category);
     this.flags = u8(this.flags);

@@ -91,8 +91,11 @@ export class DeviceState {
   step = 0;
   phase = 0;
   range = 0;
+  /** Counts phase instances (a phase entered, or a step begun); the step's peak remembers which. */
   phaseInst = 0;
-  rangeInst = 0;
+  /** Serial of the last block allocated before the running phase instance / range instance began. */
+  phaseStartSerial = 0;
+  rangeStartSerial = 0;
   phaseStart_us = NaN;
   serial = 0;
   lastTime_us = NaN;
@@ -183,8 +186,6 @@ export class DeviceState {
     blocks.step[slot] = this.step;
     blocks.range[slot] = this.range;
     blocks.phase[slot] = this.phase;
-    blocks.phaseInst[slot] = this.phaseInst;
-    blocks.rangeInst[slot] = this.rangeInst;
     blocks.category[slot] = CAT_UNRESOLVED;
     this.liveByCat[CAT_UNRESOLVED]! += size;
     this.liveCountByCat[CAT_UNRESOLVED]!++;
@@ -252,7 +253,7 @@ export class DeviceState {
     if (rs !== null) rs.freed_bytes += size;
     if (slot !== undefined) {
       const b = this.blocks;
-      if (b.phaseInst[slot] === this.phaseInst) {
+      if (b.serial[slot]! > this.phaseStartSerial) {
         cur.phFreedWithin[ph]! += b.size[slot]!;
         if (
           cur.peakPhaseInst === this.phaseInst &&
@@ -261,7 +262,7 @@ export class DeviceState {
         )
           cur.peakTemp += b.size[slot]!;
       }
-      if (rs !== null && b.rangeInst[slot] === this.rangeInst) rs.freed_within_bytes += b.size[slot]!;
+      if (rs !== null && b.serial[slot]! > this.rangeStartSerial) rs.freed_within_bytes += b.size[slot]!;
       this.forget(slot);
     } else {
       this.unknownFrees++;
@@ -369,7 +370,8 @@ export class DeviceState {
     this.phase = phase;
     this.range = range;
     this.phaseInst++;
-    this.rangeInst++;
+    this.phaseStartSerial = this.serial;
+    this.rangeStartSerial = this.serial;
     this.phaseStart_us = t;
     this.cur = new StepRecord(step, t, this.allocated, this.reserved);
     this.cur.phEntries[phase]!++;
@@ -383,6 +385,7 @@ export class DeviceState {
     this.endPhaseInstance(t);
     this.phase = phase;
     this.phaseInst++;
+    this.phaseStartSerial = this.serial;
     this.phaseStart_us = t;
     this.cur.phEntries[phase]!++;
     if (this.allocated > this.cur.phPeak[phase]!) this.cur.phPeak[phase] = this.allocated;
@@ -399,7 +402,7 @@ export class DeviceState {
 
   private rangeChange(range: number): void {
     this.range = range;
-    this.rangeInst++;
+    this.rangeStartSerial = this.serial;
     this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
     if (this.curRange) {
       this.curRange.entries++;
@@ -500,12 +503,10 @@ export class DeviceState {
     b.size[slot] = size;
     b.stream[slot] = 0;
     b.time_us[slot] = t;
-    b.serial[slot] = ++this.serial;
+    b.serial[slot] = 0;
     b.step[slot] = RESYNCED_STEP;
     b.range[slot] = 0;
     b.phase[slot] = 0;
-    b.phaseInst[slot] = -1;
-    b.rangeInst[slot] = -1;
     b.category[slot] = cat;
     b.flags[slot] = 2;
     b.names[slot] = name;
