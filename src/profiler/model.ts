@@ -86,7 +86,9 @@ export class ProfilerModel {
         lastDev = dev;
       }
       const ds = d!;
-      if (st !== ds.step || ph !== ds.phase || rg !== ds.range) {
+      // A record stamped with an older step was stamped just before a mark from another thread
+      // (allocator and agent write concurrently): it belongs to the step the marks say.
+      if ((st !== ds.step || ph !== ds.phase || rg !== ds.range) && st >= ds.step) {
         ds.sync(t, st, ph, rg);
         this.step = st;
         this.phase = ph;

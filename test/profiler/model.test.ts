@@ -359,3 +359,19 @@ describe("timeline", () => {
     expect(b.allocated_max_bytes).toBe(1 * MiB);
   });
 });
+
+describe("records from concurrent writers", () => {
+  test("a record stamped with the step before the last step mark does not reopen that step", () => {
+    const tr = new Trace().alloc(0x100000, 1 * MiB).nextStep();
+    tr.step = 0; // the allocator thread read the old step just before the mark landed
+    tr.alloc(0x200000, 1 * MiB);
+    tr.step = 1;
+    tr.alloc(0x300000, 1 * MiB);
+    const m = run(tr);
+    expect(steps(m).steps.map((s) => [s.step, s.complete])).toEqual([
+      [0, true],
+      [1, false],
+    ]);
+    expect(breakdown(m, { step: 1 }).alloc_bytes).toBe(2 * MiB);
+  });
+});
