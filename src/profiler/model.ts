@@ -72,7 +72,7 @@ export class ProfilerModel {
       const ph = phase[i]!;
       const rg = rangeCol[i]!;
       if (a >= ACTION.phase) {
-        this.mark(t, st, ph, rg);
+        this.mark(t, st, ph, a === ACTION.range_enter ? this.enterRange(rg) : a === ACTION.range_exit ? this.exitRange(rg) : this.keepRange(rg));
         continue;
       }
       const dev = device[i]!;
@@ -124,6 +124,28 @@ export class ProfilerModel {
       }
     }
     this.eventsIngested += end - start;
+  }
+
+  // The record_function ranges open, innermost last. A range_exit record names the range it left
+  // (gpumem_ring.h); the range current after it is the one below on this stack.
+  private rangeStack: number[] = [];
+
+  private enterRange(id: number): number {
+    if (this.rangeStack.length >= 256) this.rangeStack.shift(); // exits were lost: keep it bounded
+    this.rangeStack.push(id);
+    return id;
+  }
+
+  private exitRange(id: number): number {
+    const at = this.rangeStack.lastIndexOf(id);
+    if (at >= 0) this.rangeStack.splice(at, 1);
+    return this.rangeStack.length ? this.rangeStack[this.rangeStack.length - 1]! : 0;
+  }
+
+  /** Phase and step marks carry the current range: no range open means the stack is empty. */
+  private keepRange(id: number): number {
+    if (id === 0) this.rangeStack.length = 0;
+    return id;
   }
 
   /** A mark from the agent (phase, step, range): the loop's state for every device. */

@@ -136,6 +136,8 @@ export function snapshotTraceToBatch(input: SnapshotLike | SnapshotTraceEntry[][
       }
       batch.action[n] = r.ann.stage === "START" ? ACTION.range_enter : ACTION.range_exit;
       batch.device[n] = r.device;
+      // As the hook writes them (gpumem_ring.h): an enter or exit record names its range.
+      batch.range[n] = id;
     } else {
       const e = r.entry!;
       const where = `device_traces[${r.device}]`;
@@ -149,7 +151,7 @@ export function snapshotTraceToBatch(input: SnapshotLike | SnapshotTraceEntry[][
       devices.add(r.device);
     }
     batch.time_us[n] = r.t;
-    batch.range[n] = stack.length ? stack[stack.length - 1]! : 0;
+    if (!r.ann) batch.range[n] = stack.length ? stack[stack.length - 1]! : 0;
     batch.step[n] = step;
     batch.phase[n] = inOptimizer > 0 ? PHASE_OPTIMIZER : 0;
     n++;

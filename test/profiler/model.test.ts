@@ -375,3 +375,18 @@ describe("records from concurrent writers", () => {
     expect(breakdown(m, { step: 1 }).alloc_bytes).toBe(2 * MiB);
   });
 });
+
+describe("record_function ranges", () => {
+  test("nested ranges: an exit record names the range left, the outer one is current again", () => {
+    const tr = new Trace().enter(1).alloc(0x100000, 1 * MiB).enter(2).alloc(0x200000, 2 * MiB).exit();
+    tr.alloc(0x300000, 4 * MiB).exit().alloc(0x400000, 8 * MiB);
+    const m = run(tr);
+    m.setRanges({ "1": "outer", "2": "inner" });
+    const r = Object.fromEntries(breakdown(m, { step: 0 }).ranges.map((x) => [x.name, x]));
+    expect(r.outer!.alloc_bytes).toBe(5 * MiB);
+    expect(r.outer!.entries).toBe(2); // entered, and current again after inner
+    expect(r.inner!.alloc_bytes).toBe(2 * MiB);
+    expect(r.inner!.entries).toBe(1);
+    expect(summary(m).devices[0]!.range).toBe(0);
+  });
+});

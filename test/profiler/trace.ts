@@ -17,6 +17,7 @@ export class Trace {
   phase = 0;
   range = 0;
   device = 0;
+  private ranges: number[] = [];
   dt = 10;
 
   private push(action: number, address = 0, size = 0, extra = 0, stream = 7): this {
@@ -49,13 +50,18 @@ export class Trace {
     this.phase = OTHER;
     return this.push(ACTION.step);
   }
+  /** As the hook writes them: enter and exit records name their range; others carry the innermost. */
   enter(range: number): this {
+    this.ranges.push(range);
     this.range = range;
     return this.push(ACTION.range_enter);
   }
   exit(): this {
-    this.range = 0;
-    return this.push(ACTION.range_exit);
+    const left = this.ranges.pop() ?? 0;
+    this.range = left;
+    this.push(ACTION.range_exit);
+    this.range = this.ranges.at(-1) ?? 0;
+    return this;
   }
   wait(us: number): this {
     this.t += us;
