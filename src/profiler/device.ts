@@ -478,9 +478,11 @@ export class DeviceState {
     }
   }
 
-  /** Give a live block the agent's category (and name). */
+  /** Give a live block the agent's category (cat < 0: a name only, the lifetime category stays). */
   setCategory(slot: number, cat: number, name: string | undefined): void {
     const b = this.blocks;
+    if (name !== undefined) b.names[slot] = name;
+    if (cat < 0) return;
     const old = b.category[slot]!;
     if (old !== cat) {
       const size = b.size[slot]!;
@@ -491,7 +493,6 @@ export class DeviceState {
       b.category[slot] = cat;
     }
     b.flags[slot] = 1;
-    if (name !== undefined) b.names[slot] = name;
   }
 
   /** A block the agent names but the model never saw allocated (records were lost): add it. */

@@ -29,10 +29,10 @@ const GiB = 1024 * MiB;
 /** Thresholds, exported so a test or a view can say what they are. */
 export const THRESHOLDS = {
   /** Step boundaries the growth detector needs (after warm-up), and the share of them that must grow. */
-  growthMinIntervals: 4,
+  growthMinIntervals: 3,
   growthPositiveShare: 0.75,
   /** Steps at the start whose boundaries are warm-up (optimizer state, cuBLAS workspaces). */
-  warmupSteps: 2,
+  warmupSteps: 1,
   /** Steps whose backward must see gradients from earlier steps, and their share of the steps with a backward. */
   gradientsMinSteps: 2,
   gradientsShare: 0.5,
@@ -136,17 +136,27 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const perStep = growth / nSteps;
   // A drop as large as the growth of a whole step means the memory comes and goes: no leak.
   if (maxDrop >= perStep) return null;
+  // Which category and which range grow: the median of their per-boundary growth, so that one
+  // reclassification (blocks named, or found to be parameters) does not pass for a trend.
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   let topCat = 0;
-  for (let c = 1; c < N_CAT; c++)
-    if (last.liveByCatAtEnd[c]! - first.liveByCatAtEnd[c]! > last.liveByCatAtEnd[topCat]! - first.liveByCatAtEnd[topCat]!) topCat = c;
-  const catGrowth = (last.liveByCatAtEnd[topCat]! - first.liveByCatAtEnd[topCat]!) / nSteps;
-  const firstByRange = new Map(first.liveByRangeAtEnd);
+  let catGrowth = -Infinity;
+  for (let c = 0; c < N_CAT; c++) {
+    const g = median(s.slice(1).map((r, k) => r.liveByCatAtEnd[c]! - s[k]!.liveByCatAtEnd[c]!));
+    if (g > catGrowth) {
+      catGrowth = g;
+      topCat = c;
+    }
+  }
+  const ids = new Set<number>();
+  for (const r of s) for (const [id] of r.liveByRangeAtEnd) ids.add(id);
+  const maps = s.map((r) => new Map(r.liveByRangeAtEnd));
   let topRange = -1;
   let topRangeGrowth = 0;
-  for (const [r, v] of last.liveByRangeAtEnd) {
-    const g = v - (firstByRange.get(r) ?? 0);
+  for (const id of ids) {
+    const g = median(maps.slice(1).map((mp, k) => (mp.get(id) ?? 0) - (maps[k]!.get(id) ?? 0)));
     if (g > topRangeGrowth) {
-      topRange = r;
+      topRange = id;
       topRangeGrowth = g;
     }
   }
@@ -156,7 +166,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
     `(allocated at the boundary from ${formatBytes(first.allocated_at_end)} to ${formatBytes(last.allocated_at_end)}; ` +
     `${positive} of ${intervals} boundaries grew).`;
   evidence += ` The growth is in ${CATEGORIES[topCat]!.replace("_", " ")} memory (+${formatBytes(catGrowth)} per step)`;
-  evidence += rangeName ? `, allocated in range ${rangeName} (+${formatBytes(topRangeGrowth / nSteps)} per step).` : ".";
+  evidence += rangeName ? `, allocated in range ${rangeName} (+${formatBytes(topRangeGrowth)} per step).` : ".";
   evidence +=
     " Something keeps tensors of every step alive: e.g. a running loss that keeps its autograd graph " +
     "(total_loss += loss instead of loss.item()), or outputs appended to a list.";
@@ -177,7 +187,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
       category: CATEGORIES[topCat]!,
       category_growth_per_step_bytes: Math.round(catGrowth),
       range: rangeName,
-      range_growth_per_step_bytes: topRange > 0 ? Math.round(topRangeGrowth / nSteps) : null,
+      range_growth_per_step_bytes: topRange > 0 ? Math.round(topRangeGrowth) : null,
     },
   };
 }

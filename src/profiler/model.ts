@@ -12,8 +12,8 @@ import { largestFreeBlock } from "./segments";
 export interface NamedTensor {
   address: number;
   size: number;
-  name?: string;
-  category?: string;
+  name?: string | null;
+  category?: string | null;
   shape?: number[];
   dtype?: string;
   /** CUDA device index, or "cuda:N". */
@@ -259,17 +259,19 @@ export class ProfilerModel {
       const sorted = d.blocks.slotsByAddress();
       const partial = d.lost > 0 || d.unknownFrees > 0;
       for (const t of list) {
-        const cat = t.category !== undefined ? categoryCode(t.category) : -1;
+        // "other" from the agent means "found, not known" (a scan): it names, it does not classify.
+        const cat = t.category !== undefined && t.category !== null && t.category !== "other" ? categoryCode(t.category) : -1;
+        const tname = typeof t.name === "string" ? t.name : undefined;
         const slot = d.blocks.containing(sorted, t.address);
         if (slot >= 0) {
           const b = d.blocks;
           // Several tensors can share a block (views, flat buffers): the first name stays, a
           // known category wins over "other".
-          const name = b.names[slot] === undefined ? t.name : undefined;
-          d.setCategory(slot, cat >= 0 ? cat : b.category[slot]!, name);
+          const name = b.names[slot] === undefined ? tname : undefined;
+          d.setCategory(slot, cat, name);
           matched++;
         } else if (partial && t.size > 0) {
-          d.insertResynced(t.address, t.size, cat >= 0 ? cat : 0, t.name, d.lastTime_us);
+          d.insertResynced(t.address, t.size, cat >= 0 ? cat : 0, tname, d.lastTime_us);
           added++;
         } else unknown++;
       }

@@ -267,7 +267,7 @@ describe("detectors", () => {
     expect(f!.numbers.category).toBe("activation");
     expect(f!.evidence).toContain("512.00 KiB per step");
     // few steps: not enough evidence yet
-    expect(findings(train(5, { keep: 512 * 1024 }).m).find((x) => x.id === "growth")).toBeUndefined();
+    expect(findings(train(4, { keep: 512 * 1024 }).m).find((x) => x.id === "growth")).toBeUndefined();
   });
 
   test("OOM incident: request, free, allocated, reserved, phase, range, step; fragmentation when it would have fit", () => {
@@ -388,5 +388,14 @@ describe("record_function ranges", () => {
     expect(r.inner!.alloc_bytes).toBe(2 * MiB);
     expect(r.inner!.entries).toBe(1);
     expect(summary(m).devices[0]!.range).toBe(0);
+  });
+});
+
+describe("names from a scan", () => {
+  test('a scanned tensor (category "other", name null) keeps the lifetime category', () => {
+    const { m } = train(3);
+    m.setNames([{ address: 0x3000_0000, size: 8 * MiB, name: null, category: "other", device: 0 }]);
+    const b = blocks(m, { sort: "address" }).blocks.find((x) => x.address === 0x3000_0000)!;
+    expect(b).toMatchObject({ category: "optimizer_state", category_source: "lifetime", name: null });
   });
 });
