@@ -83,6 +83,9 @@ typedef struct gpumem_record {
 
 /* Running totals of one device, in bytes and counts. Written with relaxed atomics by the writer;
  * a reader's copy may mix two moments by one event, never more. */
+/* The trace carries each block's requested size, not its rounded block size, so the hook keeps
+ * `requested` exactly from events alone, and `allocated`/`active` (block sizes) between the agent's
+ * copies from torch.cuda.memory_stats() as requested-size deltas. Segment sizes are exact. */
 typedef struct gpumem_totals {
   int64_t allocated;      /* == torch.cuda.memory_allocated(device) */
   int64_t reserved;       /* == torch.cuda.memory_reserved(device) */
@@ -95,8 +98,9 @@ typedef struct gpumem_totals {
   int64_t n_segment_alloc;
   int64_t n_segment_free;
   int64_t n_oom;
-  int64_t n_retries;      /* allocation retries (polled from memory_stats; 0 in hook mode) */
-  int64_t reserved_fields[4];
+  int64_t n_retries;      /* allocation retries (copied from memory_stats by the agent) */
+  int64_t requested;      /* bytes the program asked for, live: == memory_stats' requested_bytes */
+  int64_t reserved_fields[3];
 } gpumem_totals; /* 128 bytes */
 
 typedef struct gpumem_header {
@@ -180,11 +184,13 @@ static inline void gpumem_peak_update(int64_t *peak, int64_t value) {
 static inline void gpumem_totals_apply(gpumem_totals *t, uint8_t action, int64_t size) {
   switch (action) {
   case GPUMEM_ACTION_ALLOC:
+    __atomic_add_fetch(&t->requested, size, __ATOMIC_RELAXED);
     gpumem_peak_update(&t->peak_allocated, __atomic_add_fetch(&t->allocated, size, __ATOMIC_RELAXED));
     gpumem_peak_update(&t->peak_active, __atomic_add_fetch(&t->active, size, __ATOMIC_RELAXED));
     __atomic_add_fetch(&t->n_alloc, 1, __ATOMIC_RELAXED);
     break;
   case GPUMEM_ACTION_FREE_REQUESTED:
+    __atomic_sub_fetch(&t->requested, size, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&t->allocated, size, __ATOMIC_RELAXED);
     __atomic_add_fetch(&t->n_free, 1, __ATOMIC_RELAXED);
     break;

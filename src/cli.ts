@@ -13,6 +13,8 @@ usage:
   gpumem-tui --json [--interval MS]          one JSON document per line (NDJSON) until interrupted
   gpumem-tui schema                          the JSON document's JSON Schema
   gpumem-tui serve [--port 9464] [--host H]  Prometheus metrics at http://H:PORT/metrics
+  gpumem-tui run [--json --output F] -- CMD  start CMD (e.g. python train.py) with the agent injected,
+                                             then the monitor on it, or NDJSON samples into F
   gpumem-tui replay FILE [--speed N] --json  a recorded ring through the model: NDJSON states, then
                                              the final state with the findings
 
@@ -20,6 +22,7 @@ options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50)
   --ascii         plain-ASCII charts (no braille)
   --speed N       replay: N times the recorded pace (default: as fast as it goes)
+  --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
   --port N        serve: the port (default 9464)
   --host H        serve: the address to listen on (default 0.0.0.0)
   -h, --help      this help
@@ -29,7 +32,7 @@ options:
 export class UsageError extends Error {}
 
 export interface Options {
-  command: "monitor" | "schema" | "serve" | "replay" | "help" | "version";
+  command: "monitor" | "schema" | "serve" | "replay" | "run" | "help" | "version";
   json: boolean;
   once: boolean;
   intervalMs: number;
@@ -37,10 +40,15 @@ export interface Options {
   port: number;
   host: string;
   speed: number | undefined;
+  output: string | undefined;
   rest: string[];
 }
 
 export function parseCli(argv: string[]): Options {
+  // `run -- CMD ARGS`: everything after `--` is the program's, never ours.
+  const dashes = argv.indexOf("--");
+  const program = dashes >= 0 ? argv.slice(dashes + 1) : [];
+  if (dashes >= 0) argv = argv.slice(0, dashes);
   let parsed;
   try {
     parsed = parseArgs({
@@ -54,6 +62,7 @@ export function parseCli(argv: string[]): Options {
         ascii: { type: "boolean", default: false },
         port: { type: "string" },
         speed: { type: "string" },
+        output: { type: "string" },
         host: { type: "string", default: "0.0.0.0" },
         help: { type: "boolean", short: "h", default: false },
         version: { type: "boolean", short: "v", default: false },
@@ -84,6 +93,7 @@ export function parseCli(argv: string[]): Options {
   else if (first === "schema") command = "schema";
   else if (first === "serve") command = "serve";
   else if (first === "replay") command = "replay";
+  else if (first === "run") command = "run";
   else if (first !== undefined) throw new UsageError(`unknown command "${first}"`);
   if ((values.port !== undefined || argv.includes("--host")) && command !== "serve") throw new UsageError("--port and --host go with serve");
   let speed: number | undefined;
@@ -93,8 +103,15 @@ export function parseCli(argv: string[]): Options {
     if (!(speed > 0) || !Number.isFinite(speed)) throw new UsageError(`--speed takes a positive number (got "${values.speed}")`);
   }
   if (command === "replay" && rest.length !== 1) throw new UsageError("replay takes one FILE (a recorded .ring)");
+  if (command === "run") {
+    if (rest.length > 0 || program.length === 0) throw new UsageError("run takes its program after --: gpumem-tui run -- python train.py");
+    if (values.once) throw new UsageError("--once does not go with run");
+  } else if (program.length > 0) {
+    throw new UsageError("only run takes a program after --");
+  }
+  if (values.output !== undefined && !(command === "run" && values.json)) throw new UsageError("--output goes with run --json");
   if (command !== "replay" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, port, host: values.host, speed, rest };
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, port, host: values.host, speed, output: values.output, rest: command === "run" ? program : rest };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -139,6 +156,23 @@ async function main(argv: string[]): Promise<number> {
       server.stop(true);
       collector.close();
       return 0;
+    }
+    case "run": {
+      const { startChild } = await import("./collect/child");
+      if (opts.json) {
+        // The program keeps the terminal (stdin, stdout, stderr untouched); samples go to a file.
+        const { SystemCollector } = await import("./collect/system");
+        const { runJson } = await import("./headless/run");
+        const child = startChild(opts.rest, { stdin: "inherit", stdout: "inherit", stderr: "inherit" });
+        const collector = new SystemCollector();
+        try {
+          return await runJson(collector, child, { output: opts.output ?? "gpumem-tui-run.ndjson", intervalMs: opts.intervalMs });
+        } finally {
+          collector.close();
+        }
+      }
+      const { runMonitorOnChild } = await import("./tui/main");
+      return await runMonitorOnChild(opts, startChild);
     }
     case "replay": {
       const { openRecording } = await import("./collect/recording");

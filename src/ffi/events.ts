@@ -82,6 +82,8 @@ export interface DeviceTotals {
   n_segment_free: number;
   n_oom: number;
   n_retries: number;
+  /** Live bytes as requested by the program (the trace's sizes): torch's requested_bytes. */
+  requested: number;
 }
 
 export type HookMode = "none" | "hook" | "polling";

@@ -39,6 +39,7 @@ const TOTALS_FIELDS = [
   "n_segment_free",
   "n_oom",
   "n_retries",
+  "requested",
 ] as const;
 
 export type RingErrorKind = "open" | "truncated" | "format" | "version";

@@ -1,0 +1,320 @@
+"""The agent inside a training process: its files, the hook or the polling fallback, phases,
+names, the OOM observer and the control socket. See docs/protocol.md.
+
+Nothing here runs per allocator event. The agent starts when CUDA initializes (or at once, if it
+already has), so that processes that never touch the GPU (data-loader workers) leave no trace.
+"""
+import atexit
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+from . import build, names, paths, ring
+from .control import ControlServer
+from .phases import Phases
+
+SYNC_SECONDS = 0.25
+
+
+def _log(msg):
+    if os.environ.get("GPUMEM_TUI_VERBOSE") == "1":
+        sys.stderr.write("gpumem-agent: %s\n" % msg)
+
+
+def _env_int(name):
+    v = os.environ.get(name)
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+class Agent:
+    def __init__(self, torch, directory=None):
+        self.torch = torch
+        self.pid = os.getpid()
+        self.dir = directory or paths.agent_dir()
+        self.ring = None
+        self.hook = None
+        self.hook_error = None
+        self.mode = "none"
+        self.server = None
+        self.phases = None
+        self.started = False
+        self.active = True
+        self.oom_snapshot = None
+        self.range_count = 0
+        self.lock = threading.Lock()
+        self._built = None
+        # Build (or find in the cache) the hook now, off the main thread: by the time CUDA
+        # initializes it is usually ready.
+        self._builder = threading.Thread(target=self._build, name="gpumem-agent-build", daemon=True)
+        self._builder.start()
+
+    # -- start-up -------------------------------------------------------------------------------
+
+    def _build(self):
+        if os.environ.get("GPUMEM_TUI_POLLING") == "1":
+            self._built = (None, "the hook is turned off (GPUMEM_TUI_POLLING=1)")
+            return
+        try:
+            self._built = (build.hook_library(self.torch, log=_log), None)
+        except Exception as e:  # a failed build is a mode, not an error of the program
+            self._built = (None, str(e))
+
+    def start(self):
+        """Create the files and begin: called once CUDA is initialized. Never raises."""
+        with self.lock:
+            if self.started:
+                return
+            self.started = True
+        try:
+            self._start()
+        except Exception as e:
+            _log("not attached: %s: %s" % (type(e).__name__, e))
+            self.active = False
+
+    def _start(self):
+        torch = self.torch
+        paths.ensure_private_dir(self.dir)
+        n = max(1, torch.cuda.device_count())
+        self.ring_path = os.path.join(self.dir, "%d.ring" % self.pid)
+        self.sock_path = os.path.join(self.dir, "%d.sock" % self.pid)
+        self.manifest_path = os.path.join(self.dir, "%d.json" % self.pid)
+        capacity = int(os.environ.get("GPUMEM_TUI_RING_CAPACITY", ring.DEFAULT_CAPACITY))
+        self.ring = ring.Ring(self.ring_path, capacity=capacity, n_devices=n)
+        self.n_devices = min(n, ring.MAX_DEVICES)
+        self.sync()  # seed the totals from the allocator's statistics
+        self._builder.join()
+        lib, err = self._built
+        if lib:
+            try:
+                self.hook = ctypes.CDLL(lib)
+                self.hook.gpumem_hook_attach.argtypes = [ctypes.c_char_p, ctypes.c_int]
+                self.hook.gpumem_hook_mark.argtypes = [ctypes.c_uint8, ctypes.c_uint8, ctypes.c_uint32]
+                self.hook.gpumem_hook_range_name.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_int]
+                self.hook.gpumem_hook_range_count.restype = ctypes.c_uint32
+                ticks, ns, ratio = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_double()
+                self.hook.gpumem_hook_calibrate(20, ctypes.byref(ticks), ctypes.byref(ns), ctypes.byref(ratio))
+                self.ring.set_calibration(ticks.value, ns.value, ratio.value)
+                exact = 1 if os.environ.get("GPUMEM_TUI_EXACT") == "1" else 0
+                rc = self.hook.gpumem_hook_attach(self.ring_path.encode(), exact)
+                if rc != 0:
+                    raise OSError(-rc, "attaching the hook: %s" % os.strerror(-rc))
+                self.mode = "hook"
+            except Exception as e:
+                self.hook = None
+                err = "%s: %s" % (type(e).__name__, e)
+        if not self.hook:
+            self.hook_error = err
+            self.mode = "polling"
+            self.ring.set("<I", "mode", ring.MODE_POLLING)
+        self.phases = Phases(self._mark)
+        self.phases.install(torch)
+        self.server = ControlServer(self.sock_path, self.handlers()).start()
+        self._attach_oom_observer()
+        self.write_manifest()
+        threading.Thread(target=self._sync_loop, name="gpumem-agent-sync", daemon=True).start()
+        atexit.register(self.close)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self):
+        # A forked child shares the parent's mapping but must never write it or remove its files.
+        self.active = False
+        self.hook = None
+        self.server = None
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def _mark(self, action, phase, step):
+        if not self.active:
+            return
+        if self.hook:
+            self.hook.gpumem_hook_mark(action, phase, step)
+        else:
+            self.ring.set("<I", "cur_step", step)
+            self.ring.set("<B", "cur_phase", phase)
+
+    def sync(self):
+        """Copy the allocator's own statistics into the header: block-size figures and retries (the
+        trace carries requested sizes), and everything in polling mode."""
+        torch = self.torch
+        for d in range(self.n_devices if self.ring else 0):
+            s = torch.cuda.memory_stats(d)
+            if not s:
+                continue
+            values = dict(
+                allocated=s.get("allocated_bytes.all.current", 0),
+                reserved=s.get("reserved_bytes.all.current", 0),
+                active=s.get("active_bytes.all.current", 0),
+                peak_allocated=s.get("allocated_bytes.all.peak", 0),
+                peak_reserved=s.get("reserved_bytes.all.peak", 0),
+                peak_active=s.get("active_bytes.all.peak", 0),
+                n_retries=s.get("num_alloc_retries", 0),
+            )
+            if self.mode != "hook":
+                values["requested"] = s.get("requested_bytes.all.current", 0)
+            if self.mode != "hook":
+                values.update(
+                    n_alloc=s.get("allocation.all.allocated", 0),
+                    n_free=s.get("allocation.all.freed", 0),
+                    n_segment_alloc=s.get("segment.all.allocated", 0),
+                    n_segment_free=s.get("segment.all.freed", 0),
+                    n_oom=s.get("num_ooms", 0),
+                )
+            self.ring.set_totals(d, **values)
+        if self.ring:
+            self.ring.set("<Q", "updated_ns", time.time_ns())
+
+    def _sync_loop(self):
+        while self.active and self.ring:
+            time.sleep(SYNC_SECONDS)
+            try:
+                self.sync()
+                if self.hook:
+                    n = self.hook.gpumem_hook_range_count()
+                    if n != self.range_count:
+                        self.range_count = n
+                        self.write_manifest()
+            except Exception as e:
+                _log("sync: %s" % e)
+
+    def ranges(self):
+        out = {}
+        if not self.hook:
+            return out
+        buf = ctypes.create_string_buffer(1024)
+        for i in range(1, self.hook.gpumem_hook_range_count() + 1):
+            if self.hook.gpumem_hook_range_name(i, buf, len(buf)) == 0:
+                out[str(i)] = buf.value.decode(errors="replace")
+        return out
+
+    def manifest(self):
+        return {
+            "version": 1,
+            "pid": self.pid,
+            "cmdline": list(sys.argv if sys.argv and sys.argv[0] else ["python"]),
+            "rank": _env_int("RANK"),
+            "local_rank": _env_int("LOCAL_RANK"),
+            "world_size": _env_int("WORLD_SIZE"),
+            "devices": list(range(self.n_devices)),
+            "torch_version": self.torch.__version__,
+            "hook_mode": self.mode,
+            "hook_error": self.hook_error,
+            "ring": self.ring_path,
+            "socket": self.sock_path,
+            "ranges": self.ranges(),
+            "oom_snapshot": self.oom_snapshot,
+            "nvml_used_bytes": None,
+            "started_unix_ns": self.ring.get("<Q", "attach_ns"),
+        }
+
+    def write_manifest(self):
+        if self.active:
+            paths.write_private(self.manifest_path, json.dumps(self.manifest()).encode())
+
+    # -- OOM ------------------------------------------------------------------------------------
+
+    def _attach_oom_observer(self):
+        observer = getattr(self.torch._C, "_cuda_attach_out_of_memory_observer", None)
+        if observer is None:
+            return
+
+        def on_oom(device, alloc, device_allocated, device_free):
+            if self.oom_snapshot or not self.active:
+                return
+            try:
+                self.oom_snapshot = self._dump("oom")
+                self.write_manifest()
+            except Exception as e:
+                _log("OOM snapshot failed: %s" % e)
+
+        observer(on_oom)
+
+    def _dump(self, tag):
+        path = os.path.join(self.dir, "%d-%s-%d.pickle" % (self.pid, tag, time.time_ns() // 1000000))
+        tmp = path + ".tmp"
+        self.torch.cuda.memory._dump_snapshot(tmp)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+        return path
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def handlers(self):
+        torch = self.torch
+
+        def reserved():
+            return [torch.cuda.memory_reserved(d) for d in range(self.n_devices)]
+
+        def info():
+            m = self.manifest()
+            m["totals"] = [self.ring.totals(d) for d in range(self.n_devices)]
+            m["step"] = self.phases.step
+            return m
+
+        def names_(scan=False):
+            if scan:
+                tensors, ms = names.scan(torch, self.phases.models, self.phases.optimizers)
+            else:
+                t0 = time.perf_counter()
+                tensors = list(names.known_names(self.phases.models, self.phases.optimizers).values())
+                ms = (time.perf_counter() - t0) * 1000
+            return {"tensors": tensors, "scan_ms": round(ms, 3), "scan": bool(scan)}
+
+        def empty_cache():
+            before = reserved()
+            torch.cuda.empty_cache()
+            self.sync()
+            return {"reserved_before": before, "reserved_after": reserved()}
+
+        def dump_snapshot():
+            path = self._dump("snapshot")
+            return {"path": path, "size": os.path.getsize(path)}
+
+        def history(enabled):
+            if not isinstance(enabled, bool):
+                raise TypeError('"enabled" must be true or false')
+            torch.cuda.memory._record_memory_history("all" if enabled else None)
+            return {"enabled": enabled}
+
+        def reset_peaks():
+            for d in range(self.n_devices):
+                torch.cuda.reset_peak_memory_stats(d)
+            self.sync()
+            return {}
+
+        return {"info": info, "names": names_, "empty_cache": empty_cache, "dump_snapshot": dump_snapshot, "history": history, "reset_peaks": reset_peaks}
+
+    # -- exit -----------------------------------------------------------------------------------
+
+    def close(self):
+        """At exit: exact final totals, then the files go (unless GPUMEM_TUI_KEEP=1)."""
+        if not self.active or os.getpid() != self.pid:
+            return
+        try:
+            self.torch.cuda.synchronize()
+            self.sync()
+        except Exception:
+            pass
+        keep = os.environ.get("GPUMEM_TUI_KEEP") == "1"
+        if keep:
+            self.write_manifest()
+        self.active = False
+        if self.server:
+            self.server.stop()
+        if self.hook:
+            self.hook.gpumem_hook_detach()
+        if self.ring:
+            self.ring.set("<B", "closed", 1)
+            self.ring.close()
+        if not keep:
+            for p in (self.ring_path, self.manifest_path):
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass

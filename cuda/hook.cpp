@@ -1,0 +1,242 @@
+// hook.cpp — the in-process writer of the event ring (layout: gpumem_ring.h).
+//
+// Built by the Python agent (agent/gpumem_agent/build.py) against the torch the process imported,
+// loaded with ctypes, and driven through the extern "C" functions at the bottom. Per allocator
+// event: no Python, no allocation, no syscall, no lock of its own — the allocator calls us under its
+// per-device lock, with the GIL possibly held, so we only do arithmetic and stores.
+#include <ATen/record_function.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/util/ApproximateClock.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "gpumem_ring.h"
+
+namespace cca = c10::cuda::CUDACachingAllocator;
+
+namespace {
+
+std::atomic<gpumem_header*> g_header{nullptr};
+size_t g_map_size = 0;
+std::once_flag g_tracker_once;
+std::atomic<bool> g_exact{false};  // read the allocator's own stats at each event (see on_trace)
+
+template <typename T>
+uint64_t as_u64(T v) {
+  if constexpr (std::is_pointer_v<T>) return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v));
+  else return static_cast<uint64_t>(v);
+}
+
+int64_t unix_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Exact totals straight from the allocator's statistics. Safe here: its mutex is recursive and
+// already held by this thread. Costs a copy of the stats; used only where the caller asked for it.
+void copy_exact(gpumem_totals* t, c10::DeviceIndex device) {
+  using c10::CachingDeviceAllocator::StatType;
+  auto s = cca::getDeviceStats(device);
+  const auto all = static_cast<size_t>(StatType::AGGREGATE);
+  __atomic_store_n(&t->allocated, int64_t(s.allocated_bytes[all].current), __ATOMIC_RELAXED);
+  __atomic_store_n(&t->reserved, int64_t(s.reserved_bytes[all].current), __ATOMIC_RELAXED);
+  __atomic_store_n(&t->active, int64_t(s.active_bytes[all].current), __ATOMIC_RELAXED);
+  __atomic_store_n(&t->peak_allocated, int64_t(s.allocated_bytes[all].peak), __ATOMIC_RELAXED);
+  __atomic_store_n(&t->peak_reserved, int64_t(s.reserved_bytes[all].peak), __ATOMIC_RELAXED);
+  __atomic_store_n(&t->peak_active, int64_t(s.active_bytes[all].peak), __ATOMIC_RELAXED);
+  __atomic_store_n(&t->n_retries, int64_t(s.num_alloc_retries), __ATOMIC_RELAXED);
+}
+
+// Allocated and active in bytes of whole blocks need the block's size, which the trace does not
+// carry (it carries the requested size). Segment sizes, counts and requested bytes are exact from
+// the events alone; the agent's thread copies the block-size figures from memory_stats() often.
+void on_trace(const cca::TraceEntry& te) {
+  gpumem_header* h = g_header.load(std::memory_order_acquire);
+  if (!h) return;
+  gpumem_record r;
+  std::memset(&r, 0, sizeof r);
+  r.action = static_cast<uint8_t>(te.action_);
+  r.device = static_cast<int8_t>(te.device_);
+  r.time = static_cast<uint64_t>(te.time_.approx_t_);
+  r.stream = as_u64(te.stream_);
+  r.size = te.size_;
+  if (te.action_ == cca::TraceEntry::OOM) {
+    r.extra = te.addr_;  // for OOM PyTorch stores the device's free bytes in addr_
+  } else {
+    r.address = te.addr_;
+  }
+  r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+  r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
+  r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+  const auto dev = static_cast<uint32_t>(te.device_);
+  if (dev < GPUMEM_MAX_DEVICES) {
+    gpumem_totals* t = &h->totals[dev];
+    gpumem_totals_apply(t, r.action, static_cast<int64_t>(te.size_));
+    if (g_exact.load(std::memory_order_relaxed)) copy_exact(t, te.device_);
+  }
+  gpumem_ring_push(h, &r);
+}
+
+// record_function ranges: ids interned under a small mutex (ranges are rare next to allocator
+// events, and this never runs inside the allocator). A process-wide stack, so that allocations made
+// by autograd's threads inside a user range are tagged with it too.
+std::mutex g_ranges_mutex;
+std::unordered_map<std::string, uint32_t> g_range_ids;
+std::vector<std::string> g_range_names;  // id - 1 → name
+std::vector<uint32_t> g_range_stack;
+
+void push_mark(gpumem_header* h, uint8_t action, uint32_t range) {
+  gpumem_record r;
+  std::memset(&r, 0, sizeof r);
+  r.action = action;
+  r.time = static_cast<uint64_t>(c10::getApproximateTime());
+  r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+  r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
+  r.range = range;
+  r.device = -1;
+  gpumem_ring_push(h, &r);
+}
+
+std::unique_ptr<at::ObserverContext> on_range_enter(const at::RecordFunction& fn) {
+  gpumem_header* h = g_header.load(std::memory_order_acquire);
+  if (!h) return nullptr;
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(g_ranges_mutex);
+    std::string name(fn.name());
+    auto it = g_range_ids.find(name);
+    if (it == g_range_ids.end()) {
+      g_range_names.push_back(name);
+      id = static_cast<uint32_t>(g_range_names.size());
+      g_range_ids.emplace(std::move(name), id);
+    } else {
+      id = it->second;
+    }
+    g_range_stack.push_back(id);
+  }
+  __atomic_store_n(&h->cur_range, id, __ATOMIC_RELAXED);
+  push_mark(h, GPUMEM_ACTION_RANGE_ENTER, id);
+  return nullptr;
+}
+
+void on_range_exit(const at::RecordFunction& fn, at::ObserverContext*) {
+  gpumem_header* h = g_header.load(std::memory_order_acquire);
+  if (!h) return;
+  uint32_t left = 0, now = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_ranges_mutex);
+    auto it = g_range_ids.find(std::string(fn.name()));
+    if (it == g_range_ids.end()) return;
+    left = it->second;
+    // Ranges close in order on one thread; across threads, remove the innermost of this name.
+    for (auto s = g_range_stack.rbegin(); s != g_range_stack.rend(); ++s) {
+      if (*s == left) {
+        g_range_stack.erase(std::next(s).base());
+        break;
+      }
+    }
+    now = g_range_stack.empty() ? 0 : g_range_stack.back();
+  }
+  __atomic_store_n(&h->cur_range, now, __ATOMIC_RELAXED);
+  push_mark(h, GPUMEM_ACTION_RANGE_EXIT, left);
+}
+
+at::CallbackHandle g_range_callback = 0;
+
+}  // namespace
+
+extern "C" {
+
+// Map the ring the agent created and start receiving the allocator's events. The caller (the
+// agent) has filled the header and seeded the totals. 0, or -errno.
+int gpumem_hook_attach(const char* ring_path, int exact) {
+  if (g_header.load()) return 0;
+  int fd = open(ring_path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  void* map = mmap(nullptr, size_t(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return -errno;
+  auto* h = static_cast<gpumem_header*>(map);
+  if (h->magic != GPUMEM_RING_MAGIC || h->abi_version != GPUMEM_RING_ABI_VERSION) {
+    munmap(map, size_t(st.st_size));
+    return -EINVAL;
+  }
+  g_map_size = size_t(st.st_size);
+  g_exact.store(exact != 0);
+  h->mode = GPUMEM_MODE_HOOK;
+  g_header.store(h, std::memory_order_release);
+  std::call_once(g_tracker_once, [] {
+    cca::attachAllocatorTraceTracker(on_trace);
+    g_range_callback = at::addGlobalCallback(
+        at::RecordFunctionCallback(on_range_enter, on_range_exit).scopes({at::RecordScope::USER_SCOPE}).needsInputs(false));
+  });
+  return 0;
+}
+
+// Stop writing (the tracker stays registered with the allocator but finds no header).
+void gpumem_hook_detach(void) {
+  gpumem_header* h = g_header.exchange(nullptr);
+  if (!h) return;
+  h->closed = 1;
+  if (g_range_callback) {
+    at::removeCallback(g_range_callback);
+    g_range_callback = 0;
+  }
+  munmap(h, g_map_size);
+}
+
+// The allocator's clock against unix time, measured over `ms` milliseconds: two readings of each.
+void gpumem_hook_calibrate(int ms, int64_t* base_ticks, int64_t* base_ns, double* ns_per_tick) {
+  int64_t t0 = c10::getApproximateTime(), n0 = unix_ns();
+  timespec pause{0, long(ms) * 1000000L};
+  nanosleep(&pause, nullptr);
+  int64_t t1 = c10::getApproximateTime(), n1 = unix_ns();
+  *base_ticks = t1;
+  *base_ns = n1;
+  *ns_per_tick = (t1 != t0) ? double(n1 - n0) / double(t1 - t0) : 1.0;
+}
+
+// A phase or step mark from the agent: updates the state stamped on every event and records it.
+void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
+  gpumem_header* h = g_header.load(std::memory_order_acquire);
+  if (!h) return;
+  __atomic_store_n(&h->cur_phase, phase, __ATOMIC_RELAXED);
+  __atomic_store_n(&h->cur_step, step, __ATOMIC_RELAXED);
+  push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED));
+}
+
+// Range names: count, and name of id (1-based) copied into buf. For the agent's manifest.
+uint32_t gpumem_hook_range_count(void) {
+  std::lock_guard<std::mutex> lock(g_ranges_mutex);
+  return static_cast<uint32_t>(g_range_names.size());
+}
+
+int gpumem_hook_range_name(uint32_t id, char* buf, int len) {
+  std::lock_guard<std::mutex> lock(g_ranges_mutex);
+  if (id == 0 || id > g_range_names.size() || len <= 0) return -1;
+  std::snprintf(buf, size_t(len), "%s", g_range_names[id - 1].c_str());
+  return 0;
+}
+
+}  // extern "C"

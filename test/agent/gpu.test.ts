@@ -1,0 +1,111 @@
+// The agent in real training processes on a GPU (`bun run test:gpu`): every scenario of
+// test/agent/gpu_run.sh, then what torch said against what the ring's header said.
+import { beforeAll, describe, expect } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gpuTest, onGpu } from "../support/gpu";
+
+const out = mkdtempSync(join(tmpdir(), "gpumem-agent-gpu-"));
+// biome-ignore lint: reports are plain JSON
+type Report = any;
+const report = (name: string): Report => JSON.parse(readFileSync(join(out, `${name}.json`), "utf8"));
+
+beforeAll(() => {
+  if (!onGpu) return;
+  const p = Bun.spawnSync(["bash", join(import.meta.dir, "gpu_run.sh"), out], { stdout: "pipe", stderr: "pipe" });
+  if (p.stdout.toString().trim()) console.log(p.stdout.toString());
+}, 600_000);
+
+describe("agent on a GPU", () => {
+  for (const name of ["normal", "no-zero-grad", "kept-loss-graph", "expandable", "injected", "polling", "many-1", "many-4"]) {
+    gpuTest(`${name}: the header's totals equal torch.cuda.memory_allocated / memory_reserved / peaks`, () => {
+      const r = report(name);
+      const t = r.header.totals;
+      expect(t.allocated).toBe(r.torch.memory_allocated);
+      expect(t.reserved).toBe(r.torch.memory_reserved);
+      expect(t.active).toBe(r.torch.active);
+      expect(t.peak_allocated).toBe(r.torch.max_memory_allocated);
+      expect(t.peak_reserved).toBe(r.torch.max_memory_reserved);
+    });
+  }
+
+  for (const name of ["normal", "no-zero-grad", "kept-loss-graph", "expandable", "commands", "oom"]) {
+    gpuTest(`${name}: from allocator events alone (never copied from memory_stats), requested bytes and counts equal torch's`, () => {
+      const r = report(name);
+      const t = r.header.totals;
+      expect(r.header.mode).toBe("hook");
+      expect(t.requested).toBe(r.torch.requested_bytes);
+      expect(t.n_alloc).toBe(r.torch.allocation_count);
+      expect(t.n_free).toBe(r.torch.free_count);
+      expect(t.n_segment_alloc).toBe(r.torch.segment_alloc_count);
+      expect(t.n_segment_free).toBe(r.torch.segment_free_count);
+    });
+  }
+
+  gpuTest("the hook is built, cached, and attached in every process; injection needs no code change", () => {
+    for (const name of ["normal", "expandable", "injected", "many-1", "many-2", "many-3", "many-4"]) {
+      expect({ name, mode: report(name).header.mode }).toEqual({ name, mode: "hook" });
+    }
+    expect(report("expandable").torch.expandable_segments).toBe(true);
+    // Four processes on an empty cache built one library.
+    const built = Bun.spawnSync(["bash", "-c", `ls ${out}/shared-cache/gpumem-tui/*.so | wc -l`]).stdout.toString().trim();
+    expect(built).toBe("1");
+  });
+
+  gpuTest("phases, ranges and steps attribute allocations on a model of known structure", () => {
+    const h = report("normal").header;
+    expect(h.cur_step).toBe(6);
+    for (const phase of ["forward", "backward", "optimizer"]) expect(h.alloc_bytes_by_phase[phase]).toBeGreaterThan(0);
+    const ids = Object.fromEntries(Object.entries(h.ranges as Record<string, string>).map(([id, n]) => [n, id]));
+    expect(Object.keys(ids)).toEqual(expect.arrayContaining(["train_step", "mlp_block", "Optimizer.step#AdamW.step"]));
+    // The MLP's activations are allocated inside mlp_block; AdamW's state inside its step range.
+    expect(h.alloc_bytes_by_range[ids.mlp_block!]).toBeGreaterThan(0);
+    expect(h.alloc_bytes_by_range[ids["Optimizer.step#AdamW.step"]!]).toBe(h.alloc_bytes_by_phase.optimizer);
+    // Backward allocates the gradients: more than forward on this model.
+    expect(h.alloc_bytes_by_phase.backward).toBeGreaterThan(h.alloc_bytes_by_phase.forward);
+  });
+
+  gpuTest("names: parameters, their gradients and AdamW state; the scan finds every live tensor and says its cost", () => {
+    const r = report("names");
+    const names = (r.names.tensors as { name: string; category: string }[]).map((t) => `${t.category}:${t.name}`);
+    expect(names).toEqual(expect.arrayContaining(["parameter:0.mlp.0.weight", "gradient:0.mlp.0.weight.grad", "optimizer_state:exp_avg of 0.mlp.0.weight", "optimizer_state:exp_avg_sq of 0.mlp.0.weight"]));
+    expect(r.scan.tensors.length).toBeGreaterThan(r.names.tensors.length);
+    expect(r.scan.scan_ms).toBeGreaterThan(0);
+    const addresses = (r.scan.tensors as { address: number }[]).map((t) => t.address);
+    expect(new Set(addresses).size).toBe(addresses.length); // storages counted once
+  });
+
+  gpuTest("commands: empty_cache releases, dump_snapshot opens in torch.cuda._memory_viz, bad input gets an error", () => {
+    const r = report("commands");
+    expect(r.empty_cache.ok).toBe(true);
+    expect(r.empty_cache.reserved_after[0]).toBeLessThan(r.empty_cache.reserved_before[0]);
+    expect(r.dump.ok).toBe(true);
+    expect(r.dump.size).toBeGreaterThan(1000);
+    expect(r.dump_loaded.segments).toBeGreaterThan(0);
+    expect(r.dump_loaded.traces).toBeGreaterThan(0); // history was turned on through the socket
+    expect(r.dump_loaded.html_bytes).toBeGreaterThan(10000);
+    expect(r.bad_verb.error).toMatch(/unknown command 'frobnicate'/);
+    expect(r.bad_args.error).toMatch(/"enabled" must be true or false/);
+    expect(r.info.hook_mode).toBe("hook");
+  });
+
+  gpuTest("OOM: an oom record with the request and the free bytes, and a snapshot dumped at once", () => {
+    const r = report("oom");
+    expect(r.oom_raised).toBe(true);
+    expect(r.header.oom_records).toHaveLength(1);
+    expect(r.header.oom_records[0].size).toBe(2 ** 44);
+    expect(r.header.oom_records[0].free).toBeGreaterThan(0);
+    expect(r.header.totals.n_oom).toBe(1);
+    expect(r.oom_snapshot).toMatch(/-oom-\d+\.pickle$/);
+    expect(existsSync(r.oom_snapshot)).toBe(true);
+  });
+
+  gpuTest("a compiler that fails: polling mode, the manifest says why with the command, totals still right", () => {
+    const r = report("polling");
+    expect(r.header.mode).toBe("polling");
+    expect(r.manifest.hook_mode).toBe("polling");
+    expect(r.manifest.hook_error).toMatch(/^building the hook failed \(\/bin\/false .*hook\.cpp/);
+    expect(r.header.records).toBe(0);
+  });
+});

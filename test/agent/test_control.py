@@ -1,0 +1,146 @@
+"""The agent's parts that need no torch: control protocol, security checks, files. Standard
+library only, run by `bun test` (test/agent/python.test.ts) on any machine."""
+import json
+import os
+import socket
+import stat
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
+
+from gpumem_agent import paths, ring  # noqa: E402
+from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
+
+
+def client(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(path)
+    return s
+
+
+def ask(s, line):
+    s.sendall(line if isinstance(line, bytes) else line.encode())
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return json.loads(buf) if buf else None
+
+
+class Protocol(unittest.TestCase):
+    handlers = {"echo": lambda **kw: {"args": kw}, "boom": lambda: 1 / 0}
+
+    def test_requests(self):
+        self.assertEqual(parse_request(b'{"id": 3, "cmd": "info"}'), (3, "info", {}))
+        for bad, why in [(b"{", "not JSON"), (b"[1]", "JSON object"), (b'{"id": 1}', '"cmd"'), (b'{"cmd": "x", "id": [1]}', '"id"')]:
+            with self.assertRaises(ValueError) as e:
+                parse_request(bad)
+            self.assertIn(why, str(e.exception))
+
+    def test_replies(self):
+        self.assertEqual(handle_line(b'{"id": 1, "cmd": "echo", "a": 2}', self.handlers), {"id": 1, "ok": True, "args": {"a": 2}})
+        r = handle_line(b'{"id": 2, "cmd": "nope"}', self.handlers)
+        self.assertEqual((r["ok"], r["id"]), (False, 2))
+        self.assertIn("unknown command 'nope'; known: boom, echo", r["error"])
+        self.assertIn("ZeroDivisionError", handle_line(b'{"cmd": "boom"}', self.handlers)["error"])
+        self.assertIn("bad arguments", handle_line(b'{"cmd": "boom", "x": 1}', self.handlers)["error"])
+        self.assertIn("longer than", handle_line(b"x" * (MAX_LINE + 1), self.handlers)["error"])
+
+
+class Server(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.path = os.path.join(self.dir, "1.sock")
+
+    def test_socket_is_private_and_answers(self):
+        srv = ControlServer(self.path, {"echo": lambda **kw: kw}).start()
+        try:
+            self.assertEqual(stat.S_IMODE(os.stat(self.path).st_mode), 0o600)
+            s = client(self.path)
+            self.assertEqual(ask(s, '{"id": 9, "cmd": "echo", "x": 1}\n'), {"id": 9, "ok": True, "x": 1})
+            s.close()
+        finally:
+            srv.stop()
+        self.assertFalse(os.path.exists(self.path))
+
+    def test_peer_of_another_uid_is_refused(self):
+        srv = ControlServer(self.path, {"echo": lambda **kw: kw}, uid=os.getuid() + 4242).start()
+        try:
+            reply = ask(client(self.path), '{"cmd": "echo"}\n')
+            self.assertFalse(reply["ok"])
+            self.assertIn("refused: peer uid %d is not this process's" % os.getuid(), reply["error"])
+        finally:
+            srv.stop()
+
+    def test_flood_of_bad_lines_then_a_good_one(self):
+        calls = []
+        srv = ControlServer(self.path, {"echo": lambda **kw: calls.append(kw) or {}}).start()
+        try:
+            s = client(self.path)
+            for bad in [b"garbage\n", b"{\n", b'{"cmd": 5}\n', b"\xff\xfe\n", b'{"cmd":"nope"}\n'] * 40:
+                self.assertFalse(ask(s, bad)["ok"])
+            self.assertTrue(ask(s, '{"cmd": "echo", "n": 1}\n')["ok"])
+            self.assertEqual(calls, [{"n": 1}])
+            # A line past the bound: answered with an error and the connection closed, others fine.
+            s2 = client(self.path)
+            reply = ask(s2, b"x" * (MAX_LINE + 10))
+            self.assertIn("connection closed", reply["error"])
+            self.assertTrue(ask(client(self.path), '{"cmd": "echo"}\n')["ok"])
+        finally:
+            srv.stop()
+
+    def test_a_slow_client_does_not_stall_the_others(self):
+        srv = ControlServer(self.path, {"echo": lambda **kw: kw}).start()
+        try:
+            idle = client(self.path)
+            idle.sendall(b'{"cmd": "ec')  # half a line, never finished
+            t = time.time()
+            self.assertTrue(ask(client(self.path), '{"cmd": "echo"}\n')["ok"])
+            self.assertLess(time.time() - t, 2)
+        finally:
+            srv.stop()
+
+
+class Files(unittest.TestCase):
+    def test_private_dir(self):
+        d = os.path.join(tempfile.mkdtemp(), "agents")
+        paths.ensure_private_dir(d)
+        self.assertEqual(stat.S_IMODE(os.stat(d).st_mode), 0o700)
+        os.chmod(d, 0o777)
+        with self.assertRaises(paths.UnsafeDirectory) as e:
+            paths.ensure_private_dir(d)
+        self.assertIn("open to other users (mode 777)", str(e.exception))
+
+    def test_manifest_written_whole_and_private(self):
+        d = tempfile.mkdtemp()
+        p = os.path.join(d, "1.json")
+        paths.write_private(p, b'{"a": 1}')
+        self.assertEqual(stat.S_IMODE(os.stat(p).st_mode), 0o600)
+        self.assertEqual(os.listdir(d), ["1.json"])
+
+    def test_ring_round_trip_and_compact_copy(self):
+        d = tempfile.mkdtemp()
+        r = ring.Ring(os.path.join(d, "a.ring"), capacity=8, n_devices=2)
+        self.assertEqual(stat.S_IMODE(os.stat(r.path).st_mode), 0o600)
+        r.set_totals(1, allocated=512, reserved=2 << 20)
+        self.assertEqual((r.totals(1)["allocated"], r.totals(1)["reserved"]), (512, 2 << 20))
+        # Ten records written the way the hook does (seq = index + 1) into 8 slots: 2 lapped.
+        for i in range(10):
+            ring.RECORD.pack_into(r.map, ring.HEADER_SIZE + (i % 8) * ring.RECORD_SIZE, i + 1, i, 0x1000 + i, 512, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        r.set("<Q", "write_index", 10)
+        self.assertEqual([x[2] for x in r.records()], [0x1000 + i for i in range(2, 10)])
+        n = ring.save_compact(r.path, os.path.join(d, "b.ring"))
+        c = ring.Ring(os.path.join(d, "b.ring"), create=False)
+        self.assertEqual((n, c.capacity, c.get("<Q", "write_index")), (8, 8, 8))
+        self.assertEqual([x[0] for x in c.records()], list(range(1, 9)))
+        self.assertEqual(c.totals(1)["reserved"], 2 << 20)
+
+
+if __name__ == "__main__":
+    unittest.main()
