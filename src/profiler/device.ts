@@ -21,6 +21,8 @@ export const MAX_STEPS = 512;
 export const MAX_OOMS = 16;
 
 const PHASE_BACKWARD = 2;
+/** The caching allocator's small-pool limit (kSmallSize): requests above it come from large segments. */
+export const LARGE = 1024 * 1024;
 /** The step stamped on blocks inserted by a resync (their step is unknown). */
 export const RESYNCED_STEP = 0xffffffff;
 const PHASE_FORWARD = 1;
@@ -75,6 +77,10 @@ export class DeviceState {
   /** Live bytes and blocks by category code. */
   readonly liveByCat = new Float64Array(N_CAT);
   readonly liveCountByCat = new Float64Array(N_CAT);
+  /** Live blocks above 1 MiB (the allocator's large pool). Such a block may be up to 1 MiB larger
+   *  than the request the trace carries (a free block is not split for a remainder ≤ 1 MiB), so
+   *  allocated from the events may fall short of the allocator's by at most 1 MiB for each. */
+  liveLarge = 0;
   /** Live bytes by the range (id) they were allocated in. */
   liveByRange = new Float64Array(64);
   /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
@@ -115,6 +121,10 @@ export class DeviceState {
   carryGrad = 0;
   carryGradN = 0;
   private firstForwardSerial = -1;
+  /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
+   *  that outlives backward is a gradient when a parameter of its size exists, else it is a cache
+   *  the backward pass made (the cuBLAS workspace of autograd's thread, for one). */
+  private paramSizes = new Set<number>();
   private boundariesSinceFirstForward = 0;
 
   readonly ooms: OomIncident[] = [];
@@ -161,7 +171,7 @@ export class DeviceState {
     this.cur.phEntries[this.phase]!++;
     this.phaseStart_us = t;
     this.firstTime_us = t;
-    if (this.phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.firstForwardSerial = this.serial;
+    if (this.phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.noteFirstForward();
     this.curRange = this.range !== 0 ? this.cur.rangeStats(this.range) : null;
     if (this.curRange) this.curRange.entries++;
   }
@@ -187,6 +197,7 @@ export class DeviceState {
     blocks.range[slot] = this.range;
     blocks.phase[slot] = this.phase;
     blocks.category[slot] = CAT_UNRESOLVED;
+    if (size > LARGE) this.liveLarge++;
     this.liveByCat[CAT_UNRESOLVED]! += size;
     this.liveCountByCat[CAT_UNRESOLVED]!++;
     if (this.range >= this.liveByRange.length) this.growRanges(this.range);
@@ -280,6 +291,7 @@ export class DeviceState {
     const cat = b.category[slot]!;
     this.liveByCat[cat]! -= size;
     this.liveCountByCat[cat]!--;
+    if (size > LARGE) this.liveLarge--;
     this.liveByRange[b.range[slot]!]! -= size;
     if (b.step[slot] === this.step) {
       this.liveStepByPhase[b.phase[slot]!]! -= size;
@@ -393,7 +405,7 @@ export class DeviceState {
   }
 
   private enterPhase(phase: number): void {
-    if (phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.firstForwardSerial = this.serial;
+    if (phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.noteFirstForward();
     if (phase === PHASE_BACKWARD && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
       this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
       this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
@@ -410,40 +422,62 @@ export class DeviceState {
     }
   }
 
+  private noteFirstForward(): void {
+    this.firstForwardSerial = this.serial;
+    const b = this.blocks;
+    for (const slot of b.bySlot.values()) this.paramSizes.add(b.size[slot]!);
+  }
+
   /** The running phase instance ends: its surviving blocks get their category. */
   private endPhaseInstance(t: number): void {
     const promoted = survivorCategory(this.phase);
+    const backward = promoted === CAT_GRADIENT;
     const b = this.blocks;
     const cat = b.category;
     let bytes = 0;
     let n = 0;
+    let otherBytes = 0;
+    let otherN = 0;
     for (let k = 0; k < this.pendLen; k++) {
       const slot = this.pendSlot[k]!;
       if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
-        cat[slot] = promoted;
-        bytes += b.size[slot]!;
-        n++;
+        if (backward && !this.paramSizes.has(b.size[slot]!)) {
+          cat[slot] = CAT_OTHER;
+          otherBytes += b.size[slot]!;
+          otherN++;
+        } else {
+          cat[slot] = promoted;
+          bytes += b.size[slot]!;
+          n++;
+        }
       }
     }
     this.pendLen = 0;
-    this.liveByCat[CAT_UNRESOLVED]! -= bytes;
-    this.liveCountByCat[CAT_UNRESOLVED]! -= n;
+    this.liveByCat[CAT_UNRESOLVED]! -= bytes + otherBytes;
+    this.liveCountByCat[CAT_UNRESOLVED]! -= n + otherN;
     this.liveByCat[promoted]! += bytes;
     this.liveCountByCat[promoted]! += n;
+    this.liveByCat[CAT_OTHER]! += otherBytes;
+    this.liveCountByCat[CAT_OTHER]! += otherN;
     const cur = this.cur;
     cur.phAllocatedAtEnd[this.phase] = this.allocated;
     if (this.phaseStart_us === this.phaseStart_us) cur.phDuration[this.phase]! += t - this.phaseStart_us;
-    if (cur.peakPhaseInst === this.phaseInst && !cur.peakResolved) this.resolvePeak(promoted);
+    if (cur.peakPhaseInst === this.phaseInst && !cur.peakResolved)
+      this.resolvePeak(promoted, bytes + otherBytes > 0 ? bytes / (bytes + otherBytes) : 1);
   }
 
-  /** Split the bytes that were unresolved at the step's peak into temporaries and survivors. */
-  resolvePeak(promoted: number): void {
+  /** Split the bytes that were unresolved at the step's peak into temporaries and survivors
+   *  (survivors as the phase's survivors split: `share` of them in `promoted`, the rest other). */
+  resolvePeak(promoted: number, share = 1): void {
     const cur = this.cur;
     const unresolved = cur.peakComp[CAT_UNRESOLVED]!;
     const temp = Math.min(cur.peakTemp, unresolved);
+    const survived = unresolved - temp;
+    const main = Math.round(survived * share);
     cur.peakComp[CAT_UNRESOLVED] = 0;
     cur.peakComp[CAT_TEMPORARY]! += temp;
-    cur.peakComp[promoted]! += unresolved - temp;
+    cur.peakComp[promoted]! += main;
+    cur.peakComp[CAT_OTHER]! += survived - main;
     cur.peakResolved = true;
   }
 
@@ -511,6 +545,7 @@ export class DeviceState {
     b.category[slot] = cat;
     b.flags[slot] = 2;
     b.names[slot] = name;
+    if (size > LARGE) this.liveLarge++;
     this.liveByCat[cat]! += size;
     this.liveCountByCat[cat]!++;
     this.liveByRange[0]! += size;

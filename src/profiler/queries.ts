@@ -4,7 +4,7 @@
 
 import { PHASES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT, survivorCategory } from "./categories";
-import { RESYNCED_STEP, type DeviceState } from "./device";
+import { LARGE, RESYNCED_STEP, type DeviceState } from "./device";
 import { formatBytes, formatShare } from "./format";
 import type { ProfilerModel } from "./model";
 import type { StepRecord } from "./steps";
@@ -39,7 +39,8 @@ export interface DeviceSummary {
   live_blocks: number;
   live_block_bytes: number;
   segments: number;
-  /** Bytes the header counts as allocated that no live block of the model accounts for. */
+  /** Bytes the header counts as allocated that no live block of the model accounts for (up to
+   *  1 MiB per live block above 1 MiB is the allocator not splitting a block: detail stays whole). */
   unaccounted_bytes: number;
   /** Block detail is incomplete (records lost, frees of blocks never seen, or unaccounted bytes). */
   partial: boolean;
@@ -80,7 +81,9 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
   const reserved = h ? h.reserved : d.reserved;
   const live = liveBytes(d);
   const unaccounted = allocated - live;
-  const partial = d.lost > 0 || d.unknownFrees > 0 || d.replacedBlocks > 0 || unaccounted !== 0;
+  // Up to 1 MiB per large block is the allocator's rounding, not missing detail (see DeviceState.liveLarge).
+  const rounding = unaccounted >= 0 && unaccounted <= d.liveLarge * LARGE;
+  const partial = d.lost > 0 || d.unknownFrees > 0 || d.replacedBlocks > 0 || !rounding;
   return {
     device: d.device,
     allocated_bytes: allocated,

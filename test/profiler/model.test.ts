@@ -23,7 +23,8 @@ function run(tr: Trace) {
 
 function train(n: number, opts: { zeroGrad?: boolean; keep?: number } = {}) {
   const tr = new Trace();
-  tr.alloc(0x5000_0000, 16 * MiB); // parameters, loaded before training
+  // parameters, loaded before training: two of the gradients' size, one larger
+  tr.alloc(0x5000_0000, 4 * MiB).alloc(0x5040_0000, 4 * MiB).alloc(0x5080_0000, 8 * MiB);
   for (let s = 0; s < n; s++) trainingStep(tr, { ...opts, firstStep: s === 0 });
   return { tr, m: run(tr) };
 }
@@ -240,9 +241,10 @@ describe("categories of live memory", () => {
     const { m } = train(2);
     m.setRanges({ "1": "encoder" });
     const v = blocks(m, { limit: 2 });
-    expect(v.total_blocks).toBe(4);
-    expect(v.blocks.map((b) => b.size_bytes)).toEqual([16 * MiB, 8 * MiB]);
-    expect(v.blocks[1]).toMatchObject({ step: 0, phase: "optimizer", category: "optimizer_state", stream: 7 });
+    expect(v.total_blocks).toBe(6);
+    expect(v.blocks.map((b) => b.size_bytes)).toEqual([8 * MiB, 8 * MiB]);
+    expect(v.blocks[0]).toMatchObject({ step: 0, phase: "optimizer", category: "optimizer_state", stream: 7 });
+    expect(v.blocks[1]).toMatchObject({ phase: "other", category: "parameter", step: 0 }); // known two steps in
   });
 });
 
@@ -388,6 +390,25 @@ describe("record_function ranges", () => {
     expect(r.inner!.alloc_bytes).toBe(2 * MiB);
     expect(r.inner!.entries).toBe(1);
     expect(summary(m).devices[0]!.range).toBe(0);
+  });
+});
+
+describe("lifetimes without names", () => {
+  test("a block that outlives backward without a parameter of its size is no gradient (a workspace)", () => {
+    const tr = new Trace();
+    tr.alloc(0x5000_0000, 4 * MiB).alloc(0x5040_0000, 4 * MiB);
+    for (let s = 0; s < 4; s++) {
+      trainingStep(tr, { firstStep: s === 0 });
+      if (s === 0) {
+        // autograd's thread makes its cuBLAS workspace in the first backward and keeps it
+        tr.setPhase(BWD).alloc(0x6000_0000, 32 * MiB).setPhase(0);
+      }
+    }
+    const m = run(tr);
+    const c = Object.fromEntries(categories(m).categories.map((x) => [x.category, x.bytes]));
+    expect(c.gradient).toBe(8 * MiB);
+    expect(c.other).toBe(32 * MiB);
+    expect(findings(m).map((f) => f.id)).toEqual([]);
   });
 });
 
