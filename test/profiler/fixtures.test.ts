@@ -1,0 +1,121 @@
+// The model on rings recorded on an H100 by the agent (test/agent/scenarios.py SCENARIO --save:
+// the hook in a real training process, its ring saved with the manifest and, in <name>.facts.json,
+// what torch itself reported at the end). Replayed through src/ffi's reader, as `replay` does.
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { openRing } from "../../src/ffi/ring";
+import { replay, type ReplayFinalLine } from "../../src/profiler";
+
+const DIR = join(import.meta.dir, "fixtures", "rings");
+const SCENARIOS = ["normal", "no-zero-grad", "kept-loss-graph", "oom"] as const;
+const MiB = 1024 * 1024;
+
+async function replayed(name: (typeof SCENARIOS)[number]) {
+  const facts = await Bun.file(join(DIR, `${name}.facts.json`)).json();
+  const manifest = await Bun.file(join(DIR, `${name}.json`)).json();
+  const r = openRing(join(DIR, `${name}.ring`));
+  let final: ReplayFinalLine | null = null;
+  try {
+    for await (const line of replay(r, { ranges: manifest.ranges })) if (line.type === "final") final = line;
+  } finally {
+    r.close();
+  }
+  return { facts, final: final!, d: final!.summary.devices[0]!, dev: final!.devices[0]! };
+}
+
+describe("rings recorded on a GPU", () => {
+  for (const name of SCENARIOS) {
+    test(`${name}: totals equal what torch reported; the records account for them`, async () => {
+      const { facts, final, d, dev } = await replayed(name);
+      expect(final.lost_records).toBe(0);
+      expect(d.totals_source).toBe("header");
+      expect(d.allocated_bytes).toBe(facts.memory_allocated);
+      expect(d.reserved_bytes).toBe(facts.memory_reserved);
+      expect(d.active_bytes).toBe(facts.active);
+      expect(d.peak_allocated_bytes).toBe(facts.max_memory_allocated);
+      expect(d.n_alloc).toBe(facts.allocation_count);
+      expect(d.n_free).toBe(facts.free_count);
+      expect(d.n_oom).toBe(facts.num_ooms);
+      // from the records alone: reserved exactly; allocated up to 1 MiB short per large block
+      // (the allocator hands out an unsplit block for a remainder ≤ 1 MiB; the trace has the request)
+      expect(d.reserved_events_bytes).toBe(facts.memory_reserved);
+      expect(d.unaccounted_bytes).toBeGreaterThanOrEqual(0);
+      expect(d.unaccounted_bytes).toBeLessThanOrEqual(d.live_blocks * MiB);
+      expect(d.partial).toBe(false);
+      expect(dev.steps.filter((s) => s.complete).length).toBe(facts.steps);
+    });
+  }
+
+  test("normal: the records alone give torch's allocated exactly, every step holds the same at its end, nothing to report", async () => {
+    const { facts, final, d, dev } = await replayed("normal");
+    expect(d.allocated_events_bytes).toBe(facts.memory_allocated);
+    const held = dev.steps.filter((s) => s.complete).map((s) => s.held_at_end_bytes);
+    expect(new Set(held).size).toBe(1);
+    expect(final.findings).toEqual([]);
+    // the peak is reached in backward, inside the user's train_step range
+    expect(dev.peak_step.peak.phase).toBe("backward");
+    expect(dev.peak_step.peak.range_name).toBe("train_step");
+    expect(dev.peak_step.peak.allocated_bytes).toBe(Math.max(...dev.steps.map((s) => s.peak_allocated_bytes)));
+  });
+
+  test("per-phase numbers add up to the step's totals", async () => {
+    for (const name of SCENARIOS) {
+      const { dev } = await replayed(name);
+      for (const b of [dev.last_step, dev.peak_step]) {
+        const sum = (k: "alloc_bytes" | "freed_bytes" | "n_alloc") => b.phases.reduce((s, p) => s + p[k], 0);
+        expect({ name, step: b.step, alloc: sum("alloc_bytes"), freed: sum("freed_bytes"), n: sum("n_alloc") }).toEqual({
+          name,
+          step: b.step,
+          alloc: b.alloc_bytes,
+          freed: b.freed_bytes,
+          n: b.n_alloc,
+        });
+        expect(b.allocated_at_start_bytes + b.alloc_bytes - b.freed_bytes).toBe(b.held_at_end_bytes);
+        expect(Math.max(...b.phases.map((p) => p.peak_allocated_bytes ?? 0))).toBe(b.peak.allocated_bytes);
+        // what the step's phases hold at the peak, plus what earlier steps left, is the peak
+        const atPeak = b.phases.reduce((s, p) => s + p.held_at_step_peak_bytes, 0);
+        expect(atPeak + b.peak.from_earlier_steps_bytes).toBe(b.peak.allocated_bytes);
+        const byCat = Object.values(b.peak.by_category_bytes).reduce((s, v) => s + v, 0);
+        expect(byCat).toBe(b.peak.allocated_bytes);
+      }
+    }
+  });
+
+  test("forgotten zero_grad: gradients held across steps, nothing else", async () => {
+    const { final, dev } = await replayed("no-zero-grad");
+    expect(final.findings.map((f) => f.id)).toEqual(["gradients_kept"]);
+    const f = final.findings[0]!;
+    // every step after the first finds the previous step's gradients when its backward begins
+    const held = dev.steps.filter((s) => s.step > 0 && s.gradient_held_from_earlier_steps_bytes !== null);
+    expect(held.length).toBe(dev.steps.filter((s) => s.complete).length - 1);
+    for (const s of held) expect(s.gradient_held_from_earlier_steps_bytes).toBe(f.numbers.held_bytes as number);
+    // as many bytes as the parameters, which the model also found
+    expect(f.numbers.held_bytes).toBe(dev.categories.categories.find((c) => c.category === "parameter")!.bytes);
+    // with zero_grad, the same training holds none
+    const normal = await replayed("normal");
+    for (const s of normal.dev.steps) expect(s.gradient_held_from_earlier_steps_bytes ?? 0).toBe(0);
+  });
+
+  test("kept loss graph: the growth detector trips on activation memory", async () => {
+    const { final, dev } = await replayed("kept-loss-graph");
+    const f = final.findings.find((x) => x.id === "growth");
+    expect(f).toBeDefined();
+    expect(f!.numbers.category).toBe("activation");
+    const held = dev.steps.filter((s) => s.complete).map((s) => s.held_at_end_bytes);
+    expect(f!.numbers.growth_per_step_bytes).toBe(Math.round((held.at(-1)! - held[1]!) / (held.length - 2)));
+    expect(final.findings.map((x) => x.id)).not.toContain("gradients_kept");
+  });
+
+  test("OOM: the incident with request, free memory, totals, phase and step", async () => {
+    const { facts, final } = await replayed("oom");
+    const f = final.findings[0]!;
+    expect(f.id).toBe("oom");
+    // scenarios.py asks for 16 TiB after two steps, outside any phase
+    expect(f.numbers.request_bytes).toBe(2 ** 44);
+    expect(f.numbers.step).toBe(facts.steps);
+    expect(f.numbers.phase).toBe("other");
+    expect(f.numbers.device_free_bytes as number).toBeGreaterThan(0);
+    expect(f.numbers.allocated_bytes as number).toBeLessThanOrEqual(facts.max_memory_allocated);
+    expect(f.evidence).toContain("asked for 16.00 TiB");
+  });
+});
