@@ -130,8 +130,15 @@ export class ProfilerModel {
   // (gpumem_ring.h); the range current after it is the one below on this stack.
   private rangeStack: number[] = [];
 
+  /** The range each range was first entered from (0: at top level), for inclusive range figures. */
+  readonly rangeParent = new Map<number, number>();
+
   private enterRange(id: number): number {
     if (this.rangeStack.length >= 256) this.rangeStack.shift(); // exits were lost: keep it bounded
+    if (!this.rangeParent.has(id)) {
+      const parent = this.rangeStack.length ? this.rangeStack[this.rangeStack.length - 1]! : 0;
+      if (parent !== id) this.rangeParent.set(id, parent);
+    }
     this.rangeStack.push(id);
     return id;
   }

@@ -227,6 +227,11 @@ export interface PhaseBreakdown {
 export interface RangeBreakdown {
   range: number;
   name: string | null;
+  /** The range it runs inside (null at top level), and figures with the ranges inside it included. */
+  parent: string | null;
+  inclusive_alloc_bytes: number;
+  inclusive_peak_allocated_bytes: number;
+  /** The figures below count allocations while this range was the innermost one. */
   entries: number;
   alloc_bytes: number;
   freed_bytes: number;
@@ -310,9 +315,13 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
   const ranges: RangeBreakdown[] = [];
   for (const [id, s] of r.ranges) {
     const atPeak = id < r.peakByRange.length ? r.peakByRange[id]! : 0;
+    const parent = m.rangeParent.get(id) ?? 0;
     ranges.push({
       range: id,
       name: m.rangeName(id),
+      parent: m.rangeName(parent),
+      inclusive_alloc_bytes: s.alloc_bytes,
+      inclusive_peak_allocated_bytes: s.peak_allocated_bytes,
       entries: s.entries,
       alloc_bytes: s.alloc_bytes,
       freed_bytes: s.freed_bytes,
@@ -324,7 +333,19 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
       share_of_step_peak: share(atPeak),
     });
   }
-  ranges.sort((a, b) => b.peak_allocated_bytes - a.peak_allocated_bytes || b.alloc_bytes - a.alloc_bytes);
+  // Inclusive figures: each range's own, plus its descendants' (a range is added to every ancestor).
+  const byId = new Map(ranges.map((x) => [x.range, x]));
+  for (const x of ranges) {
+    const seen = new Set<number>([x.range]);
+    for (let p = m.rangeParent.get(x.range) ?? 0; p !== 0 && !seen.has(p); p = m.rangeParent.get(p) ?? 0) {
+      seen.add(p);
+      const anc = byId.get(p);
+      if (!anc) continue;
+      anc.inclusive_alloc_bytes += x.alloc_bytes;
+      if (x.peak_allocated_bytes > anc.inclusive_peak_allocated_bytes) anc.inclusive_peak_allocated_bytes = x.peak_allocated_bytes;
+    }
+  }
+  ranges.sort((a, b) => b.inclusive_peak_allocated_bytes - a.inclusive_peak_allocated_bytes || b.inclusive_alloc_bytes - a.inclusive_alloc_bytes);
   const peakPhase = r.peak_phase >= 0 ? (PHASES[r.peak_phase] ?? null) : null;
   const peakRangeName = m.rangeName(r.peak_range);
   let topCat = "other";

@@ -56,6 +56,13 @@ describe("rings recorded on a GPU", () => {
     expect(dev.peak_step.peak.phase).toBe("backward");
     expect(dev.peak_step.peak.range_name).toBe("train_step");
     expect(dev.peak_step.peak.allocated_bytes).toBe(Math.max(...dev.steps.map((s) => s.peak_allocated_bytes)));
+    // the whole step runs inside train_step: with the ranges inside it, it allocates all but what
+    // the loop does outside it (the batch), and its peak is the step's
+    const ts = dev.peak_step.ranges.find((r) => r.name === "train_step")!;
+    const mlp = dev.peak_step.ranges.find((r) => r.name === "mlp_block")!;
+    expect(mlp.parent).toBe("train_step");
+    expect(ts.inclusive_alloc_bytes).toBe(dev.peak_step.ranges.reduce((s, r) => s + r.alloc_bytes, 0));
+    expect(ts.inclusive_peak_allocated_bytes).toBe(dev.peak_step.peak.allocated_bytes);
   });
 
   test("per-phase numbers add up to the step's totals", async () => {

@@ -389,6 +389,10 @@ describe("record_function ranges", () => {
     expect(r.outer!.entries).toBe(2); // entered, and current again after inner
     expect(r.inner!.alloc_bytes).toBe(2 * MiB);
     expect(r.inner!.entries).toBe(1);
+    expect(r.inner!.parent).toBe("outer");
+    expect(r.outer!.parent).toBeNull();
+    expect(r.outer!.inclusive_alloc_bytes).toBe(7 * MiB);
+    expect(r.outer!.inclusive_peak_allocated_bytes).toBe(7 * MiB);
     expect(summary(m).devices[0]!.range).toBe(0);
   });
 });
