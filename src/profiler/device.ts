@@ -64,6 +64,8 @@ export class DeviceState {
   readonly blocks = new BlockTable();
   readonly timeline = new Timeline();
   allocated = 0;
+  /** Live bytes as the program asked for them (the trace's sizes): torch's requested_bytes. */
+  requested = 0;
   reserved = 0;
   active = 0;
   peakAllocated = 0;
@@ -178,6 +180,7 @@ export class DeviceState {
 
   alloc(t: number, address: number, requested: number, stream: number): void {
     const size = blockSize(requested);
+    this.requested += requested;
     const blocks = this.blocks;
     const old = blocks.bySlot.get(address);
     if (old !== undefined) {
@@ -250,6 +253,7 @@ export class DeviceState {
   }
 
   freeRequested(t: number, address: number, requested: number): void {
+    this.requested -= requested;
     const slot = this.blocks.bySlot.get(address);
     // The block's own size where the model holds it: a free's requested size may differ by rounding.
     const size = slot !== undefined ? this.blocks.size[slot]! : blockSize(requested);

@@ -19,6 +19,7 @@
 //   findings(m)                    OOM incidents, growth, gradients kept, fragmentation, …
 //   replay(source, {speed, clock}) async NDJSON-ready states, the final one with the findings
 //   snapshotTraceToBatch(snapshot) a PyTorch snapshot's device_traces as an EventBatch
+//   snapshotSource(snapshot)       the same as a replay source, with its range names
 //
 // Every output is a plain JSON-able object: bytes as integers (`*_bytes`), times in µs (`*_us`),
 // null for "not available".
@@ -31,4 +32,4 @@ export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
 export { replay, batchSource, stateLine, finalLine, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
-export { snapshotTraceToBatch, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";
+export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";

@@ -13,6 +13,8 @@ import type { TimelineView } from "./timeline";
 export interface DeviceSummary {
   device: number;
   allocated_bytes: number;
+  /** Live bytes as requested by the program (allocated minus the allocator's rounding). */
+  requested_bytes: number;
   reserved_bytes: number;
   active_bytes: number;
   peak_allocated_bytes: number;
@@ -87,6 +89,7 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
   return {
     device: d.device,
     allocated_bytes: allocated,
+    requested_bytes: h && typeof h.requested === "number" ? h.requested : d.requested,
     reserved_bytes: reserved,
     active_bytes: h ? h.active : d.active,
     peak_allocated_bytes: h ? h.peak_allocated : d.peakAllocated,
@@ -130,6 +133,7 @@ export function summary(m: ProfilerModel): Summary {
     devices.push({
       device: dev,
       allocated_bytes: h.allocated,
+      requested_bytes: h.requested,
       reserved_bytes: h.reserved,
       active_bytes: h.active,
       peak_allocated_bytes: h.peak_allocated,

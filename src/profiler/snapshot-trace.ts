@@ -6,6 +6,7 @@
 // next step. Forward and backward cannot be told apart from a snapshot: they stay "other".
 
 import { ACTION, newEventBatch, type EventBatch, type RingHeader } from "../ffi/events";
+import { batchSource, type EventSource } from "./replay";
 
 /** One entry of device_traces[device] as PyTorch writes it. */
 export interface SnapshotTraceEntry {
@@ -179,4 +180,10 @@ export function snapshotTraceToBatch(input: SnapshotLike | SnapshotTraceEntry[][
       totals: [],
     },
   };
+}
+
+/** A snapshot as a replay source (with its range names for ReplayOptions.ranges). */
+export function snapshotSource(input: SnapshotLike | SnapshotTraceEntry[][]): { source: EventSource; ranges: Record<string, string>; time_source: "recorded" | "order" } {
+  const c = snapshotTraceToBatch(input);
+  return { source: batchSource(c.header, [c.batch]), ranges: c.ranges, time_source: c.time_source };
 }

@@ -36,6 +36,7 @@ describe("rings recorded on a GPU", () => {
       expect(d.n_alloc).toBe(facts.allocation_count);
       expect(d.n_free).toBe(facts.free_count);
       expect(d.n_oom).toBe(facts.num_ooms);
+      expect(d.requested_bytes).toBe(facts.requested_bytes);
       // from the records alone: reserved exactly; allocated up to 1 MiB short per large block
       // (the allocator hands out an unsplit block for a remainder ≤ 1 MiB; the trace has the request)
       expect(d.reserved_events_bytes).toBe(facts.memory_reserved);

@@ -57,6 +57,7 @@ function header(pid: number, totals: Partial<RingHeader["totals"][number]>[]): R
       n_segment_free: 0,
       n_oom: 0,
       n_retries: 0,
+      requested: 0,
       ...t,
     })),
   };

@@ -34,6 +34,7 @@ function header(allocated: number): RingHeader {
         n_segment_free: 0,
         n_oom: 0,
         n_retries: 0,
+      requested: 0,
       },
     ],
   };

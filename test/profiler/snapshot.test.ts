@@ -4,12 +4,12 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import {
-  batchSource,
   breakdown,
   createModel,
   findings,
   replay,
   resyncFromSnapshot,
+  snapshotSource,
   snapshotTraceToBatch,
   steps,
   summary,
@@ -87,9 +87,9 @@ describe("PyTorch snapshots recorded on a GPU", () => {
 
   test("replay of a snapshot: states in time order, the last line final with the findings", async () => {
     const { snap, facts } = await load("kept-loss-graph");
-    const conv = snapshotTraceToBatch(snap);
+    const { source, ranges } = snapshotSource(snap);
     const lines: ReplayLine[] = [];
-    for await (const line of replay(batchSource(conv.header, [conv.batch]), { ranges: conv.ranges, state_every_us: 2_000, batch_size: 100 }))
+    for await (const line of replay(source, { ranges, state_every_us: 2_000, batch_size: 100 }))
       lines.push(JSON.parse(JSON.stringify(line)));
     const states = lines.filter((l) => l.type === "state");
     // the recording lasts 34 ms: a state every 2 ms of it
