@@ -314,26 +314,66 @@ export class DeviceState {
     this.lastTime_us = t;
   }
 
+  /** segment_alloc (counted) or segment_map (expandable segments: pages mapped onto the end of a
+   *  reserved range, so a map right after a mapped range extends it into one segment). */
   segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean): void {
     this.reserved += size;
     if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
     if (counted) this.nSegmentAlloc++;
+    else {
+      for (const [start, len] of this.segSize) {
+        if (start + len === address && this.segStream.get(start) === stream) {
+          this.segSize.set(start, len + size);
+          this.observeSegment(t);
+          return;
+        }
+      }
+    }
     this.segSize.set(address, size);
     this.segStream.set(address, stream);
     this.segTime.set(address, t);
-    this.timeline.observe(t, this.allocated, this.reserved);
-    this.lastTime_us = t;
+    this.observeSegment(t);
   }
 
+  /** segment_free (counted), or segment_unmap: pages unmapped from the end, the start or the
+   *  middle of a mapped range, which then shrinks or splits in two. */
   segmentFree(t: number, address: number, size: number, counted: boolean): void {
     this.reserved -= size;
     if (counted) this.nSegmentFree++;
     const had = this.segSize.get(address);
-    if (had === size) {
-      this.segSize.delete(address);
-      this.segStream.delete(address);
-      this.segTime.delete(address);
-    } else this.segmentsApprox = true;
+    if (had === size) this.dropSegment(address);
+    else if (counted) this.segmentsApprox = true;
+    else {
+      let found = false;
+      for (const [start, len] of this.segSize) {
+        if (address < start || address + size > start + len) continue;
+        found = true;
+        const stream = this.segStream.get(start) ?? 0;
+        const time = this.segTime.get(start) ?? t;
+        this.dropSegment(start);
+        if (address > start) this.putSegment(start, address - start, stream, time);
+        const tail = start + len - (address + size);
+        if (tail > 0) this.putSegment(address + size, tail, stream, time);
+        break;
+      }
+      if (!found) this.segmentsApprox = true;
+    }
+    this.observeSegment(t);
+  }
+
+  private putSegment(address: number, size: number, stream: number, t: number): void {
+    this.segSize.set(address, size);
+    this.segStream.set(address, stream);
+    this.segTime.set(address, t);
+  }
+
+  private dropSegment(address: number): void {
+    this.segSize.delete(address);
+    this.segStream.delete(address);
+    this.segTime.delete(address);
+  }
+
+  private observeSegment(t: number): void {
     this.timeline.observe(t, this.allocated, this.reserved);
     this.lastTime_us = t;
   }

@@ -425,3 +425,24 @@ describe("names from a scan", () => {
     expect(b).toMatchObject({ category: "optimizer_state", category_source: "lifetime", name: null });
   });
 });
+
+describe("expandable segments", () => {
+  test("pages mapped onto a range extend it; unmapping from the middle splits it", () => {
+    const tr = new Trace();
+    tr.rows.push([tr.t += 10, 5, 0, 0, 0x1000_0000, 2 * MiB, 7, 0, 0, 0]); // segment_map
+    tr.rows.push([tr.t += 10, 5, 0, 0, 0x1020_0000, 4 * MiB, 7, 0, 0, 0]); // mapped right after
+    tr.alloc(0x1000_0000, 1 * MiB);
+    let s = segments(run(tr).device(0)!);
+    expect(s.segments.map((x) => [x.address, x.size_bytes])).toEqual([[0x1000_0000, 6 * MiB]]);
+    tr.rows.push([tr.t += 10, 6, 0, 0, 0x1020_0000, 2 * MiB, 7, 0, 0, 0]); // segment_unmap in the middle
+    const m = run(tr);
+    s = segments(m.device(0)!);
+    expect(s.approximate).toBe(false);
+    expect(s.segments.map((x) => [x.address, x.size_bytes])).toEqual([
+      [0x1000_0000, 2 * MiB],
+      [0x1040_0000, 2 * MiB],
+    ]);
+    expect(summary(m).devices[0]!.reserved_bytes).toBe(4 * MiB);
+    expect(summary(m).devices[0]!.n_segment_alloc).toBe(0);
+  });
+});
