@@ -5,6 +5,8 @@
 Modes, each in a fresh process (a recorder cannot be fully removed once attached), interleaved
 across repetitions so that drift in the machine hits every mode alike:
   none          no monitoring
+  tracker-empty the agent with a trace tracker that returns at once: what PyTorch itself spends to
+                call any allocator trace tracker (the floor for this design)
   agent         gpumem_agent.attach(): the allocator hook, phase hooks, sync thread
   history-state torch.cuda.memory._record_memory_history(enabled="state")
   history-all   torch.cuda.memory._record_memory_history()  (the default: all, with stacks)
@@ -22,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MODES = ["none", "agent", "history-state", "history-all"]
+MODES = ["none", "tracker-empty", "agent", "history-state", "history-all"]
 
 CHILD = r"""
 import os, sys, time, json
@@ -30,7 +32,9 @@ import torch
 mode = sys.argv[1]
 dev = torch.device("cuda:0")
 torch.zeros(1, device=dev)
-if mode == "agent":
+if mode == "tracker-empty":
+    os.environ["GPUMEM_TUI_HOOK"] = "empty"
+if mode in ("agent", "tracker-empty"):
     import gpumem_agent
     a = gpumem_agent.attach()
     assert a.mode == "hook", a.hook_error

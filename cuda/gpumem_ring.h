@@ -173,44 +173,53 @@ static inline void gpumem_ring_push(gpumem_header *h, const gpumem_record *r) {
   __atomic_store_n(&slot->seq, i + 1, __ATOMIC_RELEASE);
 }
 
-/* Writer side: keep the running totals of one device (relaxed atomics: one writer per device in
- * practice, but the agent's seeding and a polling thread may touch them too). */
-static inline void gpumem_peak_update(int64_t *peak, int64_t value) {
-  int64_t p = __atomic_load_n(peak, __ATOMIC_RELAXED);
-  while (value > p && !__atomic_compare_exchange_n(peak, &p, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
+/* Writer side: keep the running totals of one device. One writer per device (the allocator calls
+ * its trackers under the device's lock), so plain relaxed loads and stores: no lock-prefixed
+ * read-modify-write on the allocator's hot path. The agent's periodic copy from memory_stats may
+ * overwrite a value between a load and a store here; the next copy puts it right. */
+#define GPUMEM_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define GPUMEM_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+static inline int64_t gpumem_add(int64_t *field, int64_t delta) {
+  int64_t v = GPUMEM_LOAD(field) + delta;
+  GPUMEM_STORE(field, v);
+  return v;
+}
+
+static inline void gpumem_peak(int64_t *peak, int64_t value) {
+  if (value > GPUMEM_LOAD(peak)) GPUMEM_STORE(peak, value);
 }
 
 static inline void gpumem_totals_apply(gpumem_totals *t, uint8_t action, int64_t size) {
   switch (action) {
   case GPUMEM_ACTION_ALLOC:
-    __atomic_add_fetch(&t->requested, size, __ATOMIC_RELAXED);
-    gpumem_peak_update(&t->peak_allocated, __atomic_add_fetch(&t->allocated, size, __ATOMIC_RELAXED));
-    gpumem_peak_update(&t->peak_active, __atomic_add_fetch(&t->active, size, __ATOMIC_RELAXED));
-    __atomic_add_fetch(&t->n_alloc, 1, __ATOMIC_RELAXED);
+    gpumem_add(&t->requested, size);
+    gpumem_peak(&t->peak_allocated, gpumem_add(&t->allocated, size));
+    gpumem_peak(&t->peak_active, gpumem_add(&t->active, size));
+    gpumem_add(&t->n_alloc, 1);
     break;
   case GPUMEM_ACTION_FREE_REQUESTED:
-    __atomic_sub_fetch(&t->requested, size, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&t->allocated, size, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&t->n_free, 1, __ATOMIC_RELAXED);
+    gpumem_add(&t->requested, -size);
+    gpumem_add(&t->allocated, -size);
+    gpumem_add(&t->n_free, 1);
     break;
   case GPUMEM_ACTION_FREE_COMPLETED:
-    __atomic_sub_fetch(&t->active, size, __ATOMIC_RELAXED);
+    gpumem_add(&t->active, -size);
     break;
   case GPUMEM_ACTION_SEGMENT_ALLOC:
-    __atomic_add_fetch(&t->n_segment_alloc, 1, __ATOMIC_RELAXED);
+    gpumem_add(&t->n_segment_alloc, 1);
     /* fall through */
   case GPUMEM_ACTION_SEGMENT_MAP:
-    gpumem_peak_update(&t->peak_reserved, __atomic_add_fetch(&t->reserved, size, __ATOMIC_RELAXED));
+    gpumem_peak(&t->peak_reserved, gpumem_add(&t->reserved, size));
     break;
   case GPUMEM_ACTION_SEGMENT_FREE:
-    __atomic_add_fetch(&t->n_segment_free, 1, __ATOMIC_RELAXED);
+    gpumem_add(&t->n_segment_free, 1);
     /* fall through */
   case GPUMEM_ACTION_SEGMENT_UNMAP:
-    __atomic_sub_fetch(&t->reserved, size, __ATOMIC_RELAXED);
+    gpumem_add(&t->reserved, -size);
     break;
   case GPUMEM_ACTION_OOM:
-    __atomic_add_fetch(&t->n_oom, 1, __ATOMIC_RELAXED);
+    gpumem_add(&t->n_oom, 1);
     break;
   default:
     break;

@@ -100,7 +100,9 @@ class Agent:
                 ticks, ns, ratio = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_double()
                 self.hook.gpumem_hook_calibrate(20, ctypes.byref(ticks), ctypes.byref(ns), ctypes.byref(ratio))
                 self.ring.set_calibration(ticks.value, ns.value, ratio.value)
-                exact = 1 if os.environ.get("GPUMEM_TUI_EXACT") == "1" else 0
+                # GPUMEM_TUI_HOOK: "exact" copies the allocator's stats at every event; "empty"
+                # registers a tracker that does nothing (benchmarks: torch's own cost of one).
+                exact = {"exact": 1, "empty": 2}.get(os.environ.get("GPUMEM_TUI_HOOK", ""), 0)
                 rc = self.hook.gpumem_hook_attach(self.ring_path.encode(), exact)
                 if rc != 0:
                     raise OSError(-rc, "attaching the hook: %s" % os.strerror(-rc))

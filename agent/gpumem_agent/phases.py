@@ -1,6 +1,10 @@
-"""Phases and steps without a change to user code: global module forward hooks (outermost calls
-only), torch.autograd.backward/grad wrapped, global optimizer step hooks. Each transition is one
-call into the hook (a mark in the ring); nothing happens per allocator event here.
+"""Phases and steps without a change to user code: module forward hooks (outermost calls only),
+torch.autograd.backward/grad wrapped, global optimizer step hooks. Each transition is one call
+into the hook (a mark in the ring); nothing happens per allocator event here.
+
+Global module hooks send every module call in the process down PyTorch's slow path, so they stay
+only until the first optimizer step: by then the outermost modules (the models) are known, and
+hooks on those alone take over. A model first called after that step has no forward phase.
 """
 import functools
 import threading
@@ -43,8 +47,16 @@ class Phases:
             if d == 0 and self.phase == FORWARD:
                 self.set(OTHER)
 
-        self.handles.append(nn_module.register_module_forward_pre_hook(pre))
-        self.handles.append(nn_module.register_module_forward_hook(post))
+        global_hooks = [nn_module.register_module_forward_pre_hook(pre), nn_module.register_module_forward_hook(post)]
+        self.handles += global_hooks
+
+        def narrow():
+            for h in global_hooks:
+                h.remove()
+                self.handles.remove(h)
+            for model in list(self.models):
+                self.handles.append(model.register_forward_pre_hook(pre))
+                self.handles.append(model.register_forward_hook(post))
 
         def opt_pre(opt, args, kwargs):
             self.optimizers.add(opt)
@@ -52,6 +64,8 @@ class Phases:
 
         def opt_post(opt, args, kwargs):
             self.step += 1
+            if global_hooks[0] in self.handles and len(self.models) > 0:
+                narrow()
             self.set(OTHER, ACTION_STEP)
 
         self.handles.append(optim.register_optimizer_step_pre_hook(opt_pre))

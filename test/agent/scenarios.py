@@ -159,7 +159,10 @@ def main():
             report["oom_raised"] = True
         report["oom_snapshot"] = gpumem_agent.current().oom_snapshot
     elif args.scenario == "names":
-        keep.append(train(2))
+        m, opt, _ = train(2)
+        x, y = batch()
+        torch.nn.CrossEntropyLoss()(m(x).reshape(-1, 10), y.reshape(-1)).backward()  # gradients live
+        keep.append((m, opt))
         report["names"] = control("names")
         report["scan"] = control("names", scan=True)
     elif args.scenario == "commands":
