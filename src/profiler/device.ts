@@ -4,6 +4,7 @@
 
 import { BlockTable } from "./blocks";
 import {
+  CAT_ACTIVATION,
   CAT_GRADIENT,
   CAT_OTHER,
   CAT_PARAMETER,
@@ -123,6 +124,7 @@ export class DeviceState {
   carryGrad = 0;
   carryGradN = 0;
   private firstForwardSerial = -1;
+  private firstForwardStep = -1;
   /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
    *  that outlives backward is a gradient when a parameter of its size exists, else it is a cache
    *  the backward pass made (the cuBLAS workspace of autograd's thread, for one). */
@@ -468,6 +470,7 @@ export class DeviceState {
 
   private noteFirstForward(): void {
     this.firstForwardSerial = this.serial;
+    this.firstForwardStep = this.step;
     const b = this.blocks;
     for (const slot of b.bySlot.values()) this.paramSizes.add(b.size[slot]!);
   }
@@ -541,18 +544,24 @@ export class DeviceState {
   /**
    * Two steps after the first forward: blocks allocated before it (outside any phase) and still
    * alive are the model's parameters and buffers (input batches of the first step are gone by now).
+   * And "activations" of that first step that no later step freed are caches made on first use
+   * (the cuBLAS workspace of the forward's thread, for one), not activations: they become other.
    */
   private promoteParameters(): void {
     const b = this.blocks;
     for (const slot of b.bySlot.values()) {
-      if (b.category[slot] === CAT_OTHER && b.flags[slot] === 0 && b.serial[slot]! <= this.firstForwardSerial) {
-        const size = b.size[slot]!;
-        b.category[slot] = CAT_PARAMETER;
-        this.liveByCat[CAT_OTHER]! -= size;
-        this.liveCountByCat[CAT_OTHER]!--;
-        this.liveByCat[CAT_PARAMETER]! += size;
-        this.liveCountByCat[CAT_PARAMETER]!++;
-      }
+      if (b.flags[slot] !== 0) continue;
+      const cat = b.category[slot]!;
+      let to = -1;
+      if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
+      else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;
+      if (to < 0) continue;
+      const size = b.size[slot]!;
+      b.category[slot] = to;
+      this.liveByCat[cat]! -= size;
+      this.liveCountByCat[cat]!--;
+      this.liveByCat[to]! += size;
+      this.liveCountByCat[to]!++;
     }
   }
 

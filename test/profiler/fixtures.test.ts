@@ -4,23 +4,25 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openRing } from "../../src/ffi/ring";
-import { replay, type ReplayFinalLine } from "../../src/profiler";
+import { blockSize } from "../../src/profiler/device";
+import { blocks, categories, createModel, findings, replay, segments, summary, type NamedTensor, type ReplayFinalLine } from "../../src/profiler";
 
 const DIR = join(import.meta.dir, "fixtures", "rings");
 const SCENARIOS = ["normal", "no-zero-grad", "kept-loss-graph", "oom"] as const;
 const MiB = 1024 * 1024;
 
-async function replayed(name: (typeof SCENARIOS)[number]) {
+async function replayed(name: (typeof SCENARIOS)[number] | "names" | "expandable" | "lapped") {
   const facts = await Bun.file(join(DIR, `${name}.facts.json`)).json();
   const manifest = await Bun.file(join(DIR, `${name}.json`)).json();
   const r = openRing(join(DIR, `${name}.ring`));
+  const model = createModel();
   let final: ReplayFinalLine | null = null;
   try {
-    for await (const line of replay(r, { ranges: manifest.ranges })) if (line.type === "final") final = line;
+    for await (const line of replay(r, { ranges: manifest.ranges, model })) if (line.type === "final") final = line;
   } finally {
     r.close();
   }
-  return { facts, final: final!, d: final!.summary.devices[0]!, dev: final!.devices[0]! };
+  return { facts, final: final!, d: final!.summary.devices[0]!, dev: final!.devices[0]!, model };
 }
 
 describe("rings recorded on a GPU", () => {
@@ -125,5 +127,46 @@ describe("rings recorded on a GPU", () => {
     expect(f.numbers.device_free_bytes as number).toBeGreaterThan(0);
     expect(f.numbers.allocated_bytes as number).toBeLessThanOrEqual(facts.max_memory_allocated);
     expect(f.evidence).toContain("asked for 16.00 TiB");
+  });
+});
+
+describe("more recordings: names, expandable segments, a lapped ring", () => {
+  test("lifetimes classify what the agent names exactly as the agent does; names then name the blocks", async () => {
+    const { model } = await replayed("names");
+    const { names } = (await Bun.file(join(DIR, "names.names.json")).json()) as { names: NamedTensor[] };
+    const byLifetime = new Map(blocks(model, { limit: Infinity }).blocks.map((b) => [b.address, b.category]));
+    const disagree = names.filter((t) => byLifetime.get(t.address) !== t.category).map((t) => `${t.name}: ${t.category} vs ${byLifetime.get(t.address)}`);
+    expect(disagree).toEqual([]);
+    expect(new Set(names.map((t) => t.category))).toEqual(new Set(["parameter", "optimizer_state"]));
+    expect(model.setNames(names)).toEqual({ matched: names.length, added: 0, unknown: 0 });
+    const named = blocks(model, { limit: Infinity }).blocks.filter((b) => b.category_source === "names");
+    expect(named.length).toBe(names.length);
+    expect(named.find((b) => b.name === "0.norm.weight")?.category).toBe("parameter");
+    const c = Object.fromEntries(categories(model).categories.map((x) => [x.category, x.bytes]));
+    // the blocks hold the named bytes rounded up to the allocator's 512-byte blocks
+    expect(c.parameter).toBe(names.filter((t) => t.category === "parameter").reduce((s, t) => s + blockSize(t.size), 0));
+  });
+
+  test("expandable segments: totals equal torch's, mapped pages make whole segments", async () => {
+    const { facts, d, model } = await replayed("expandable");
+    expect(facts.expandable_segments).toBe(true);
+    expect(d.allocated_events_bytes).toBe(facts.memory_allocated);
+    expect(d.reserved_events_bytes).toBe(facts.memory_reserved);
+    const map = segments(model.device(0)!);
+    expect(map.approximate).toBe(false);
+    expect(map.unplaced_bytes).toBe(0);
+    expect(map.segments.reduce((s, x) => s + x.size_bytes, 0)).toBe(facts.memory_reserved);
+    expect(findings(model)).toEqual([]);
+  });
+
+  test("a ring that lapped: totals exact from the header, block detail partial and said so", async () => {
+    const { facts, d, model } = await replayed("lapped");
+    expect(d.allocated_bytes).toBe(facts.memory_allocated);
+    expect(d.reserved_bytes).toBe(facts.memory_reserved);
+    expect(d.partial).toBe(true);
+    expect(d.unaccounted_bytes).toBeGreaterThan(0);
+    const f = findings(model).find((x) => x.id === "partial")!;
+    expect(f.evidence).toContain("frees of blocks allocated before the recording");
+    expect(summary(model).partial).toBe(true);
   });
 });
