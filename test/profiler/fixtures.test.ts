@@ -1,17 +1,21 @@
 // The model on rings recorded on an H100 by the agent (test/agent/scenarios.py SCENARIO --save:
 // the hook in a real training process, its ring saved with the manifest and, in <name>.facts.json,
 // what torch itself reported at the end). Replayed through src/ffi's reader, as `replay` does.
+// The four scenarios are the team's fixtures (test/fixtures); names, expandable segments and a
+// lapped ring were recorded for these tests (test/profiler/fixtures/rings, see its README).
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openRing } from "../../src/ffi/ring";
 import { blockSize } from "../../src/profiler/device";
 import { blocks, categories, createModel, findings, replay, segments, summary, type NamedTensor, type ReplayFinalLine } from "../../src/profiler";
 
-const DIR = join(import.meta.dir, "fixtures", "rings");
+const TEAM = join(import.meta.dir, "..", "fixtures");
+const OWN = join(import.meta.dir, "fixtures", "rings");
 const SCENARIOS = ["normal", "no-zero-grad", "kept-loss-graph", "oom"] as const;
 const MiB = 1024 * 1024;
 
 async function replayed(name: (typeof SCENARIOS)[number] | "names" | "expandable" | "lapped") {
+  const DIR = (SCENARIOS as readonly string[]).includes(name) ? TEAM : OWN;
   const facts = await Bun.file(join(DIR, `${name}.facts.json`)).json();
   const manifest = await Bun.file(join(DIR, `${name}.json`)).json();
   const r = openRing(join(DIR, `${name}.ring`));
@@ -133,7 +137,7 @@ describe("rings recorded on a GPU", () => {
 describe("more recordings: names, expandable segments, a lapped ring", () => {
   test("lifetimes classify what the agent names exactly as the agent does; names then name the blocks", async () => {
     const { model } = await replayed("names");
-    const { names } = (await Bun.file(join(DIR, "names.names.json")).json()) as { names: NamedTensor[] };
+    const { names } = (await Bun.file(join(OWN, "names.names.json")).json()) as { names: NamedTensor[] };
     const byLifetime = new Map(blocks(model, { limit: Infinity }).blocks.map((b) => [b.address, b.category]));
     const disagree = names.filter((t) => byLifetime.get(t.address) !== t.category).map((t) => `${t.name}: ${t.category} vs ${byLifetime.get(t.address)}`);
     expect(disagree).toEqual([]);
