@@ -21,6 +21,7 @@ export const MAX_STEPS = 512;
 /** How many OOM incidents a device keeps (the first ones: later ones are usually the same story). */
 export const MAX_OOMS = 16;
 
+const PHASE_OTHER = 0;
 const PHASE_BACKWARD = 2;
 /** The caching allocator's small-pool limit (kSmallSize): requests above it come from large segments. */
 export const LARGE = 1024 * 1024;
@@ -403,7 +404,7 @@ export class DeviceState {
   // ---- boundaries ----
 
   private stepChange(t: number, step: number, phase: number, range: number): void {
-    this.endPhaseInstance(t);
+    this.endPhaseInstance(t, phase);
     const cur = this.cur;
     cur.end_us = t;
     cur.allocated_at_end = this.allocated;
@@ -440,7 +441,7 @@ export class DeviceState {
   }
 
   private phaseChange(t: number, phase: number): void {
-    this.endPhaseInstance(t);
+    this.endPhaseInstance(t, phase);
     this.phase = phase;
     this.phaseInst++;
     this.phaseStartSerial = this.serial;
@@ -475,9 +476,11 @@ export class DeviceState {
     for (const slot of b.bySlot.values()) this.paramSizes.add(b.size[slot]!);
   }
 
-  /** The running phase instance ends: its surviving blocks get their category. */
-  private endPhaseInstance(t: number): void {
-    const promoted = survivorCategory(this.phase);
+  /** The running phase instance ends (`next` begins): its surviving blocks get their category.
+   *  Outside any module's forward but right before backward is where the loss is computed: what
+   *  it keeps for backward is activation too. */
+  private endPhaseInstance(t: number, next: number): void {
+    const promoted = this.phase === PHASE_OTHER && next === PHASE_BACKWARD ? CAT_ACTIVATION : survivorCategory(this.phase);
     const backward = promoted === CAT_GRADIENT;
     const b = this.blocks;
     const cat = b.category;

@@ -82,7 +82,7 @@ export class ProfilerModel {
           this.invalidRecords++;
           continue;
         }
-        d = this.deviceFor(dev, t);
+        d = this.deviceFor(dev, t, st, ph, rg);
         lastDev = dev;
       }
       const ds = d!;
@@ -166,12 +166,13 @@ export class ProfilerModel {
     }
   }
 
-  /** The device's state, created on first use (throws for an index outside 0..15). */
-  deviceFor(dev: number, t: number): DeviceState {
+  /** The device's state, created on first use (throws for an index outside 0..15). A new device
+   *  starts where its first record says the loop is (or where the marks say, without a record). */
+  deviceFor(dev: number, t: number, step = this.step, phase = this.phase, range = this.range): DeviceState {
     if (dev < 0 || dev >= MAX_DEVICES) throw new RangeError(`event for device ${dev}: devices are 0..${MAX_DEVICES - 1}`);
     let d = this.byIndex[dev];
     if (!d) {
-      d = new DeviceState(dev, this.step, this.phase, this.range);
+      d = new DeviceState(dev, step, phase, range);
       this.byIndex[dev] = d;
       this.devices.push(d);
       this.devices.sort((x, y) => x.device - y.device);
