@@ -446,3 +446,21 @@ describe("expandable segments", () => {
     expect(summary(m).devices[0]!.n_segment_alloc).toBe(0);
   });
 });
+
+describe("more lifetime rules", () => {
+  test("what the loss keeps for backward (allocated outside modules, right before backward) is activation", () => {
+    const tr = new Trace();
+    tr.setPhase(FWD).alloc(0x100000, 4 * MiB).setPhase(0).alloc(0x600000, 2 * MiB).setPhase(BWD);
+    const c = Object.fromEntries(categories(run(tr)).categories.map((x) => [x.category, x.bytes]));
+    expect(c.activation).toBe(6 * MiB);
+  });
+
+  test("a polling-mode ring (header, no records): totals from the header, block detail said to be missing", () => {
+    const m = createModel();
+    m.setHeader({ ...header(5, [{ allocated: 3 * MiB, reserved: 8 * MiB }]), mode: "polling" });
+    const s = summary(m);
+    expect(s.mode).toBe("polling");
+    expect(s.devices[0]).toMatchObject({ allocated_bytes: 3 * MiB, reserved_bytes: 8 * MiB, live_blocks: 0, partial: true, totals_source: "header" });
+    expect(() => breakdown(m)).toThrow(/no events yet/);
+  });
+});
