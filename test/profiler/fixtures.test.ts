@@ -50,6 +50,8 @@ describe("rings recorded on a GPU", () => {
       expect(d.unaccounted_bytes).toBeLessThanOrEqual(d.live_blocks * MiB);
       expect(d.partial).toBe(false);
       expect(dev.steps.filter((s) => s.complete).length).toBe(facts.steps);
+      // the final state is plain JSON (no NaN, no typed arrays): what `replay --json` prints
+      expect(JSON.parse(JSON.stringify(final))).toEqual(final);
     });
   }
 
