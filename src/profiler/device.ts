@@ -187,7 +187,10 @@ export class DeviceState {
     const blocks = this.blocks;
     const old = blocks.bySlot.get(address);
     if (old !== undefined) {
-      // Its free was lost (ring lapped): forget the old block, keep the totals event-exact.
+      // Its free was lost (ring lapped): it was freed, or the allocator could not hand the address out again.
+      const oldSize = blocks.size[old]!;
+      this.allocated -= oldSize;
+      this.active -= oldSize;
       this.forget(old);
       this.replacedBlocks++;
     }

@@ -464,3 +464,14 @@ describe("more lifetime rules", () => {
     expect(() => breakdown(m)).toThrow(/no events yet/);
   });
 });
+
+describe("a lost free", () => {
+  test("an allocation at an address still held means its free was lost: the old block goes, detail is partial", () => {
+    const tr = new Trace().alloc(0x100000, 4 * MiB).alloc(0x100000, 1 * MiB);
+    const m = run(tr);
+    const d = summary(m).devices[0]!;
+    expect(d.allocated_bytes).toBe(1 * MiB);
+    expect(d.live_blocks).toBe(1);
+    expect(d.partial).toBe(true);
+  });
+});
