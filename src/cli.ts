@@ -21,6 +21,7 @@ usage:
 options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50)
   --ascii         plain-ASCII charts (no braille)
+  --demo          the monitor with a replay of a real training run recorded on an H100
   --speed N       replay: N times the recorded pace (default: as fast as it goes)
   --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
   --port N        serve: the port (default 9464)
@@ -37,6 +38,7 @@ export interface Options {
   once: boolean;
   intervalMs: number;
   ascii: boolean;
+  demo: boolean;
   port: number;
   host: string;
   speed: number | undefined;
@@ -60,6 +62,7 @@ export function parseCli(argv: string[]): Options {
         once: { type: "boolean", default: false },
         interval: { type: "string" },
         ascii: { type: "boolean", default: false },
+        demo: { type: "boolean", default: false },
         port: { type: "string" },
         speed: { type: "string" },
         output: { type: "string" },
@@ -99,7 +102,7 @@ export function parseCli(argv: string[]): Options {
   let speed: number | undefined;
   if (values.speed !== undefined) {
     speed = Number(values.speed);
-    if (command !== "replay") throw new UsageError("--speed goes with replay");
+    if (command !== "replay" && !values.demo) throw new UsageError("--speed goes with replay or --demo");
     if (!(speed > 0) || !Number.isFinite(speed)) throw new UsageError(`--speed takes a positive number (got "${values.speed}")`);
   }
   if (command === "replay" && rest.length !== 1) throw new UsageError("replay takes one FILE (a recorded .ring)");
@@ -111,7 +114,8 @@ export function parseCli(argv: string[]): Options {
   }
   if (values.output !== undefined && !(command === "run" && values.json)) throw new UsageError("--output goes with run --json");
   if (command !== "replay" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, port, host: values.host, speed, output: values.output, rest: command === "run" ? program : rest };
+  if (values.demo && (command !== "monitor" || values.json)) throw new UsageError("--demo goes with the monitor");
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, rest: command === "run" ? program : rest };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -201,7 +205,7 @@ async function main(argv: string[]): Promise<number> {
           return 0;
         }
         const { runMonitor } = await import("./tui/main");
-        return await runMonitor(collector, opts);
+        return await runMonitor(collector, { ...opts, speed: opts.speed });
       } finally {
         collector.close({ fast: opts.once });
       }

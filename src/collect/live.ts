@@ -1,0 +1,78 @@
+// Feeding the model: one ProfilerModel per agent process, fed from its ring at most once per
+// tick (bounded work per tick, so keys and drawing never wait on a busy process), or from a
+// recording for `replay` and `--demo`.
+import { newEventBatch, type EventBatch } from "../ffi/events";
+import { createModel, type ProfilerModel } from "../profiler";
+import { replay, type ReplayClock } from "../profiler/replay";
+import type { Document } from "../headless/schema";
+import type { Agent } from "./agents";
+import type { Recording } from "./recording";
+
+/** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
+const MAX_EVENTS_PER_TICK = 1 << 20;
+
+export interface ProcessModel {
+  pid: number;
+  model: ProfilerModel;
+  /** "live" agents read their ring; "replay" models are fed by a recording. */
+  source: "live" | "replay";
+  socket: string | null;
+  title: string;
+  ended: boolean;
+}
+
+export class LiveModels {
+  readonly byPid = new Map<number, ProcessModel>();
+  private readonly batch: EventBatch = newEventBatch(1 << 16);
+
+  /** Read new events of every agent and anchor totals to their headers and to NVML. */
+  update(agents: Agent[], doc: Document | null, nowUs: number): void {
+    for (const a of agents) {
+      let pm = this.byPid.get(a.pid);
+      if (!pm) {
+        pm = { pid: a.pid, model: createModel(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false };
+        this.byPid.set(a.pid, pm);
+      }
+      pm.model.setRanges(a.manifest.ranges);
+      pm.ended = a.exited;
+      if (a.ring) {
+        let n = 0;
+        while (n < MAX_EVENTS_PER_TICK) {
+          const { count, lost } = a.ring.read(this.batch);
+          if (count === 0 && lost === 0) break;
+          pm.model.ingest(this.batch, lost);
+          n += count;
+        }
+      }
+      if (a.header) pm.model.setHeader(a.header);
+      for (const p of doc?.processes ?? []) {
+        if (p.pid === a.pid && p.used_bytes !== null && p.nvml_visible) pm.model.setNvml(p.pid, 0, p.used_bytes, nowUs);
+      }
+    }
+  }
+}
+
+/** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
+export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null }): { pm: ProcessModel; stop: () => void } {
+  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false };
+  let stopped = false;
+  const clock: ReplayClock = { now_us: () => performance.now() * 1000, sleep: (us) => Bun.sleep(us / 1000) };
+  (async () => {
+    let rec: Recording | null = recording;
+    while (rec && !stopped) {
+      pm.model = createModel();
+      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, model: pm.model, state_every_us: 100_000 })) {
+        if (stopped) return;
+        opts.onUpdate();
+      }
+      pm.ended = true;
+      opts.onUpdate();
+      rec = opts.loop ? opts.loop() : null;
+      if (rec) {
+        await Bun.sleep(1500);
+        pm.ended = false;
+      }
+    }
+  })();
+  return { pm, stop: () => (stopped = true) };
+}

@@ -1,0 +1,117 @@
+// The monitor's frame: a header, one screen, and a status line; every key is handled here.
+import { Box, Text, useApp, useInput, useWindowSize } from "ink";
+import { useEffect, useState } from "react";
+import type { Controller } from "./controller";
+import { color, pad } from "./format";
+import { HelpScreen } from "./screens/help";
+import { Overview, PROCESS_SORTS, sortProcesses, type ProcessSort } from "./screens/overview";
+import { ProcessScreen } from "./screens/process";
+import { SegmentsScreen } from "./screens/segments";
+import { TENSOR_SORTS, TensorsScreen, type TensorSort } from "./screens/tensors";
+
+export const SCREENS = ["Overview", "Process", "Tensors", "Segments", "Help"] as const;
+
+export interface AppProps {
+  ctl: Controller;
+  ascii: boolean;
+  initialScreen?: number;
+  /** Start the demo replay (D); absent where there is none to offer. */
+  onDemo?: () => void;
+  /** Fixed size, for tests; otherwise the terminal's. */
+  size?: { columns: number; rows: number };
+}
+
+export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
+  const { exit } = useApp();
+  const win = useWindowSize();
+  const columns = size?.columns ?? win.columns ?? 80;
+  const rows = size?.rows ?? win.rows ?? 24;
+  const [, setVersion] = useState(0);
+  const [screen, setScreen] = useState(initialScreen);
+  const [selected, setSelected] = useState([0, 0, 0, 0, 0]);
+  const [pid, setPid] = useState<number | null>(null);
+  const [procSort, setProcSort] = useState<ProcessSort>("memory");
+  const [tensorSort, setTensorSort] = useState<TensorSort>("size");
+  const [filter, setFilter] = useState("");
+  const [typing, setTyping] = useState(false);
+  const [confirm, setConfirm] = useState(false);
+  useEffect(() => ctl.subscribe(() => setVersion(ctl.version)), [ctl]);
+
+  const models = ctl.processModels();
+  const pm = models.find((m) => m.pid === pid) ?? models[0];
+  const procs = ctl.doc ? sortProcesses(ctl.doc.processes, procSort, filter) : [];
+  const move = (delta: number) =>
+    setSelected((s) => s.map((v, i) => (i === screen ? Math.max(0, v + delta) : v)));
+
+  useInput((input, key) => {
+    if (typing) {
+      if (key.return) setTyping(false);
+      else if (key.escape) (setTyping(false), setFilter(""));
+      else if (key.backspace || key.delete) setFilter((f) => f.slice(0, -1));
+      else if (input && !key.ctrl && !key.meta) setFilter((f) => f + input);
+      return;
+    }
+    if (confirm) {
+      setConfirm(false);
+      if (input === "y" || input === "Y") void ctl.run(pm, "empty_cache");
+      else ctl.say("empty_cache cancelled");
+      return;
+    }
+    if (input === "q" || (key.ctrl && input === "c")) return exit();
+    if (key.tab) return setScreen((s) => (s + (key.shift ? SCREENS.length - 1 : 1)) % SCREENS.length);
+    if (/^[1-5]$/.test(input)) return setScreen(Number(input) - 1);
+    if (input === "?") return setScreen(4);
+    if (key.downArrow || input === "j") return move(1);
+    if (key.upArrow || input === "k") return move(-1);
+    if (key.pageDown) return move(10);
+    if (key.pageUp) return move(-10);
+    if (key.return && screen === 0) {
+      const p = procs[selected[0]!];
+      if (p) setPid(p.pid);
+      return setScreen(1);
+    }
+    if (input === "s") {
+      if (screen === 0) setProcSort((s) => PROCESS_SORTS[(PROCESS_SORTS.indexOf(s) + 1) % PROCESS_SORTS.length]!);
+      else if (screen === 2) setTensorSort((s) => TENSOR_SORTS[(TENSOR_SORTS.indexOf(s) + 1) % TENSOR_SORTS.length]!);
+      return;
+    }
+    if (input === "/") return (setTyping(true), setFilter(""));
+    if (input === " " || input === "p") {
+      ctl.paused = !ctl.paused;
+      return ctl.say(ctl.paused ? "paused (space to resume)" : "resumed");
+    }
+    if (input === "+") return ctl.setInterval(ctl.intervalMs * 2);
+    if (input === "-") return ctl.setInterval(ctl.intervalMs / 2);
+    const target = screen === 0 ? models.find((m) => m.pid === procs[selected[0]!]?.pid) : pm;
+    if (input === "d") return void ctl.run(target, "dump_snapshot");
+    if (input === "r") return void ctl.run(target, "reset_peaks");
+    if (input === "e") {
+      if (!target?.socket) return void ctl.run(target, "empty_cache"); // says why not
+      if (target.pid !== pm?.pid) setPid(target.pid);
+      setConfirm(true);
+      return ctl.say(`empty the cache of pid ${target.pid}? y / n`);
+    }
+    if (input === "D" && onDemo) return onDemo();
+  });
+
+  // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
+  // whole screen (the flicker full-screen Ink apps are known for).
+  const body = rows - 3;
+  const tabs = SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} ${s} `)).join("");
+  const status = typing ? `filter: ${filter}▏ (Enter keeps, Esc clears)` : ctl.status || `${ctl.paused ? "PAUSED  " : ""}every ${ctl.intervalMs} ms  ? help  q quit`;
+  return (
+    <Box flexDirection="column" width={columns} height={rows - 1}>
+      <Text>
+        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, Math.max(10, columns - 22))} <Text dimColor>{columns}x{rows}</Text>
+      </Text>
+      <Box flexDirection="column" height={body} overflow="hidden">
+        {screen === 0 ? <Overview doc={ctl.doc} history={ctl.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} /> : null}
+        {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
+        {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
+        {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
+        {screen === 4 ? <HelpScreen /> : null}
+      </Box>
+      <Text inverse={!!ctl.status}>{pad(status, columns - 1)}</Text>
+    </Box>
+  );
+}

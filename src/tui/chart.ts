@@ -1,0 +1,90 @@
+// Text charts: area charts in braille (2×4 dots a cell) or plain ASCII, and bars. Pure functions:
+// numbers in, lines of text out, so they are tested without a terminal.
+
+const LEFT = [0x40, 0x04, 0x02, 0x01]; // dots of the left column, bottom to top
+const RIGHT = [0x80, 0x20, 0x10, 0x08];
+
+/** Fit `values` to `n` points, keeping each point's maximum: a spike is never averaged away. */
+export function resample(values: readonly number[], n: number): number[] {
+  if (n <= 0) return [];
+  if (values.length <= n) return [...Array(n - values.length).fill(Number.NaN), ...values];
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const a = Math.floor((i * values.length) / n);
+    const b = Math.max(a + 1, Math.floor(((i + 1) * values.length) / n));
+    let m = -Infinity;
+    for (let j = a; j < b; j++) m = Math.max(m, values[j]!);
+    out.push(m);
+  }
+  return out;
+}
+
+/**
+ * An area chart `width` cells wide and `height` rows tall of the newest values (right-aligned),
+ * scaled to `max`. NaN is "no data" (blank). Braille gives 2 points a cell and 4 levels a row;
+ * ASCII one point a cell and 2 levels a row (':' half, '#' full).
+ */
+export function areaChart(values: readonly number[], opts: { width: number; height: number; max: number; ascii?: boolean }): string[] {
+  const { width, height, ascii } = opts;
+  const max = opts.max > 0 ? opts.max : 1;
+  if (ascii) {
+    const pts = resample(values, width);
+    const rows: string[] = [];
+    for (let r = height - 1; r >= 0; r--) {
+      let line = "";
+      for (const v of pts) {
+        const level = Number.isNaN(v) ? 0 : Math.round((Math.min(v, max) / max) * height * 2);
+        const inRow = level - r * 2;
+        line += inRow >= 2 ? "#" : inRow === 1 ? ":" : " ";
+      }
+      rows.push(line);
+    }
+    return rows;
+  }
+  const pts = resample(values, width * 2);
+  const levels = pts.map((v) => (Number.isNaN(v) ? 0 : Math.round((Math.min(v, max) / max) * height * 4)));
+  const rows: string[] = [];
+  for (let r = height - 1; r >= 0; r--) {
+    let line = "";
+    for (let c = 0; c < width; c++) {
+      let bits = 0;
+      for (const [k, dots] of [[0, LEFT], [1, RIGHT]] as const) {
+        const inRow = levels[c * 2 + k]! - r * 4;
+        for (let d = 0; d < Math.min(4, inRow); d++) bits |= dots[d]!;
+      }
+      line += String.fromCharCode(0x2800 + bits);
+    }
+    rows.push(line);
+  }
+  return rows;
+}
+
+/** A horizontal bar: `fraction` of `width` filled. */
+export function bar(fraction: number, width: number, ascii = false): string {
+  const f = Math.max(0, Math.min(1, Number.isFinite(fraction) ? fraction : 0));
+  const full = Math.round(f * width);
+  return (ascii ? "#" : "█").repeat(full) + (ascii ? "." : "░").repeat(Math.max(0, width - full));
+}
+
+/**
+ * Buckets of a timeline (sparse: only where something happened) laid on a uniform time axis of
+ * `n` points from `fromUs` to `toUs`. A point takes the highest value of the buckets in it; a point
+ * with none carries the last value before it forward (memory stays allocated between events).
+ */
+export function onTimeAxis(buckets: readonly { start_us: number; max: number; last: number }[], fromUs: number, toUs: number, n: number): number[] {
+  const out = new Array<number>(n).fill(Number.NaN);
+  const span = Math.max(1, toUs - fromUs);
+  const lastIn = new Array<number>(n).fill(Number.NaN);
+  for (const b of buckets) {
+    // A bucket that began before the window but reaches into it lands in the first point.
+    const i = Math.max(0, Math.min(n - 1, Math.floor(((b.start_us - fromUs) / span) * n)));
+    out[i] = Number.isNaN(out[i]!) ? b.max : Math.max(out[i]!, b.max);
+    lastIn[i] = b.last;
+  }
+  let carry = Number.NaN;
+  for (let i = 0; i < n; i++) {
+    if (Number.isNaN(out[i]!)) out[i] = carry;
+    else carry = lastIn[i]!;
+  }
+  return out;
+}

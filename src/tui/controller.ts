@@ -1,0 +1,114 @@
+// What the screens show, kept up to date: samples the machine on an interval (never on the path
+// that handles keys), feeds the process models, keeps short histories for the GPU charts, and
+// runs the agent commands behind d / e / r. Views read it; they never call NVML or sockets.
+import { command } from "../collect/control";
+import { LiveModels, type ProcessModel } from "../collect/live";
+import type { SystemCollector } from "../collect/system";
+import type { Document } from "../headless/schema";
+import { formatBytes } from "./format";
+
+const HISTORY = 600;
+
+export interface DeviceHistory {
+  util: number[];
+  memUsed: number[];
+}
+
+export class Controller {
+  doc: Document | null = null;
+  readonly models = new LiveModels();
+  readonly history = new Map<number, DeviceHistory>();
+  replay: ProcessModel | null = null;
+  paused = false;
+  status = "";
+  busy = false;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private readonly listeners = new Set<() => void>();
+  version = 0;
+
+  constructor(
+    readonly collector: SystemCollector | null,
+    public intervalMs: number,
+  ) {}
+
+  subscribe(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  notify(): void {
+    this.version++;
+    for (const fn of this.listeners) fn();
+  }
+
+  start(): void {
+    const loop = () => {
+      if (!this.paused) this.tick();
+      this.timer = setTimeout(loop, this.intervalMs);
+    };
+    loop();
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  tick(now = Date.now()): void {
+    if (!this.collector) return this.notify();
+    try {
+      this.doc = this.collector.sample(now);
+      this.models.update(this.collector.agents.refresh(), this.doc, now * 1000);
+      for (const d of this.doc.devices) {
+        let h = this.history.get(d.index);
+        if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));
+        h.util.push(d.gpu_utilization_percent ?? Number.NaN);
+        h.memUsed.push(d.memory_used_bytes ?? Number.NaN);
+        if (h.util.length > HISTORY) h.util.shift(), h.memUsed.shift();
+      }
+    } catch (e) {
+      this.status = `sampling failed: ${(e as Error).message}`;
+    }
+    this.notify();
+  }
+
+  setInterval(ms: number): void {
+    this.intervalMs = Math.max(100, Math.min(10_000, ms));
+    this.status = `interval ${this.intervalMs} ms`;
+    this.notify();
+  }
+
+  /** Every process the screens can open: agents' models first, then a replay. */
+  processModels(): ProcessModel[] {
+    const out = [...this.models.byPid.values()];
+    if (this.replay) out.unshift(this.replay);
+    return out;
+  }
+
+  /** Run an agent command without blocking the screen; its outcome lands in the status line. */
+  async run(pm: ProcessModel | undefined, cmd: "dump_snapshot" | "empty_cache" | "reset_peaks"): Promise<void> {
+    if (!pm) return this.say("select a process with the agent first (Overview: j/k, Enter)");
+    if (!pm.socket) return this.say(`${cmd}: pid ${pm.pid} is a replay: there is no process to ask`);
+    if (pm.ended) return this.say(`${cmd}: pid ${pm.pid} has exited`);
+    if (this.busy) return this.say("a command is still running");
+    this.busy = true;
+    this.say(`${cmd}: asking pid ${pm.pid}…`);
+    const r = await command(pm.socket, cmd);
+    this.busy = false;
+    if (!r.ok) return this.say(`${cmd} failed: ${r.error}`);
+    if (cmd === "dump_snapshot") {
+      this.say(`snapshot: ${r.path} (${formatBytes(Number(r.size))}); open it at https://pytorch.org/memory_viz`);
+    } else if (cmd === "empty_cache") {
+      const before = (r.reserved_before as number[]).reduce((a, b) => a + b, 0);
+      const after = (r.reserved_after as number[]).reduce((a, b) => a + b, 0);
+      this.say(`empty_cache released ${formatBytes(before - after)} (reserved ${formatBytes(before)} → ${formatBytes(after)})`);
+    } else {
+      this.say(`peaks reset for pid ${pm.pid}`);
+    }
+  }
+
+  say(msg: string): void {
+    this.status = msg;
+    this.notify();
+  }
+}

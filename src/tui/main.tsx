@@ -1,0 +1,111 @@
+// Starting and ending the monitor: the alternate screen, a terminal that is always given back
+// (q, Ctrl-C, SIGTERM, an uncaught error), the demo, replay, and `run`.
+import { closeSync, openSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { render } from "ink";
+import type { Child } from "../collect/child";
+import { startReplay } from "../collect/live";
+import { openRecording, type Recording } from "../collect/recording";
+import { SystemCollector } from "../collect/system";
+import { App } from "./app";
+import { Controller } from "./controller";
+
+export interface MonitorOptions {
+  intervalMs: number;
+  ascii: boolean;
+  demo?: boolean;
+  speed?: number;
+}
+
+/** The recording the demo replays: a real training run recorded on an H100, shipped in the package. */
+export const DEMO_RECORDING = join(import.meta.dir, "..", "..", "test", "fixtures", "normal.ring");
+
+async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: number; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
+  const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {
+    alternateScreen: true,
+    incrementalRendering: process.env.GPUMEM_TUI_INCREMENTAL !== "0",
+    maxFps: 20,
+    exitOnCtrlC: false,
+    patchConsole: true,
+  });
+  const quit = () => ink.unmount();
+  const crash = (e: unknown) => {
+    ink.unmount(); // the terminal first, then the words
+    process.stderr.write(`gpumem-tui: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  };
+  process.on("SIGTERM", quit);
+  process.on("SIGHUP", quit);
+  process.on("uncaughtException", crash);
+  process.on("unhandledRejection", crash);
+  try {
+    await ink.waitUntilExit();
+  } finally {
+    process.off("SIGTERM", quit);
+    process.off("SIGHUP", quit);
+    process.off("uncaughtException", crash);
+    process.off("unhandledRejection", crash);
+    ctl.stop();
+    extra.onExit?.();
+  }
+}
+
+function demoStarter(ctl: Controller, speed: number) {
+  let handle: ReturnType<typeof startReplay> | null = null;
+  return {
+    start: () => {
+      if (handle) return ctl.say("the demo is already running: 2 shows it");
+      let rec: Recording;
+      try {
+        rec = openRecording(DEMO_RECORDING);
+      } catch (e) {
+        return ctl.say(`no demo: ${(e as Error).message}`);
+      }
+      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRecording(DEMO_RECORDING) });
+      ctl.replay = handle.pm;
+      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}× (2 Process, 3 Tensors, 4 Segments)`);
+    },
+    stop: () => handle?.stop(),
+  };
+}
+
+export async function runMonitor(collector: SystemCollector, opts: MonitorOptions): Promise<number> {
+  const ctl = new Controller(collector, opts.intervalMs);
+  const demo = demoStarter(ctl, opts.speed ?? 0.5);
+  if (opts.demo) demo.start();
+  ctl.start();
+  await show(ctl, opts, { initialScreen: opts.demo ? 1 : 0, onDemo: demo.start, onExit: demo.stop });
+  return 0;
+}
+
+export async function runReplay(recording: Recording, opts: MonitorOptions): Promise<number> {
+  const ctl = new Controller(null, opts.intervalMs);
+  const r = startReplay(recording, { speed: opts.speed ?? 1, onUpdate: () => ctl.notify() });
+  ctl.replay = r.pm;
+  ctl.status = `replay of ${recording.path} at ${opts.speed ?? 1}×`;
+  await show(ctl, opts, { initialScreen: 1, onExit: r.stop });
+  return 0;
+}
+
+/** `run -- CMD`: the program's output goes to a log (the monitor has the terminal). */
+export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] }, start: (argv: string[], stdio: Parameters<typeof import("../collect/child").startChild>[1]) => Child): Promise<number> {
+  const log = join(tmpdir(), `gpumem-tui-run-${process.pid}.log`);
+  const fd = openSync(log, "w", 0o600);
+  const child = start(opts.rest, { stdin: "ignore", stdout: fd, stderr: fd });
+  const collector = new SystemCollector();
+  const ctl = new Controller(collector, opts.intervalMs);
+  ctl.status = `pid ${child.pid}: ${opts.rest.join(" ")} (output: ${log})`;
+  let code: number | null = null;
+  void child.exited.then((c) => {
+    code = c;
+    ctl.say(`pid ${child.pid} exited with status ${c}; its output is in ${log}; q quits`);
+  });
+  ctl.start();
+  await show(ctl, opts);
+  collector.close();
+  if (code === null) process.stderr.write(`gpumem-tui: monitor closed; waiting for pid ${child.pid} (Ctrl-C stops it); output: ${log}\n`);
+  const result = await child.exited;
+  closeSync(fd);
+  return result;
+}

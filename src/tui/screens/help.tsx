@@ -1,0 +1,33 @@
+// Help: every key, one key away.
+import { Box, Text } from "ink";
+
+export const KEYS: [string, string][] = [
+  ["1 … 5, Tab", "screens: Overview, Process, Tensors, Segments, Help"],
+  ["↑ ↓  j k", "move the selection"],
+  ["Enter", "open the selected process"],
+  ["s", "change the sort order"],
+  ["/", "filter (type, Enter to keep, Esc to clear)"],
+  ["space  p", "pause / resume sampling"],
+  ["+ -", "sampling interval"],
+  ["d", "dump a memory snapshot of the selected process (for pytorch.org/memory_viz)"],
+  ["e", "empty the selected process's cache (asks first)"],
+  ["r", "reset the selected process's peaks"],
+  ["D", "replay a real training run recorded on an H100 (the demo)"],
+  ["?", "this help"],
+  ["q  Ctrl-C", "quit"],
+];
+
+export function HelpScreen() {
+  return (
+    <Box flexDirection="column">
+      <Text bold>gpumem-tui keys</Text>
+      {KEYS.map(([k, v]) => (
+        <Text key={k}>
+          {"  "}
+          <Text bold>{k.padEnd(12)}</Text> {v}
+        </Text>
+      ))}
+      <Text dimColor>Numbers come from NVML for every process, and from the gpumem agent inside PyTorch processes (gpumem-tui run -- python train.py).</Text>
+    </Box>
+  );
+}

@@ -1,0 +1,75 @@
+// Process: a PyTorch process's allocator over time, its headline numbers, what is wrong in words,
+// and where the last step's memory went, by phase and by record_function range.
+import { Box, Text } from "ink";
+import type { ProcessModel } from "../../collect/live";
+import { breakdown, findings, summary, timeline } from "../../profiler";
+import { areaChart, onTimeAxis } from "../chart";
+import { color, formatBytes, pad } from "../format";
+
+export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean }) {
+  if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
+  const m = pm.model;
+  if (m.devices.length === 0) return <Text dimColor>pid {pm.pid}: no allocator events yet ({pm.title})</Text>;
+  const s = summary(m).devices[0]!;
+  // The whole run while it is under ten minutes, then the last ten, on a uniform time axis.
+  const chartRows = Math.max(3, Math.min(10, Math.floor((height - 22) / 2)));
+  const chartWidth = Math.max(20, width - 2);
+  const points = ascii ? chartWidth : chartWidth * 2;
+  const toUs = s.last_time_us ?? 0;
+  const fromUs = Math.max(s.first_time_us ?? toUs, toUs - 600e6);
+  const tl = timeline(m, { device: s.device, resolution_us: (toUs - fromUs) / points, since_us: fromUs });
+  const buckets = tl.buckets;
+  const reservedMax = Math.max(1, ...buckets.map((b) => b.reserved_max_bytes), ...buckets.map((b) => b.nvml_used_max_bytes ?? 0));
+  const series = (pick: (b: (typeof buckets)[number]) => [number, number]) =>
+    onTimeAxis(buckets.map((b) => ({ start_us: b.start_us, max: pick(b)[0], last: pick(b)[1] })), fromUs, toUs, points);
+  const alloc = areaChart(series((b) => [b.allocated_max_bytes, b.allocated_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii });
+  const resv = areaChart(series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii });
+  const f = findings(m).slice(0, 3);
+  const b = breakdown(m, { device: s.device });
+  const state = pm.ended ? (pm.source === "replay" ? "replay finished" : "exited") : pm.source === "replay" ? "replaying" : "live";
+  return (
+    <Box flexDirection="column">
+      <Text>
+        <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {pad(pm.title, Math.max(10, width - 30))}</Text>
+      </Text>
+      <Text>
+        allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
+      </Text>
+      <Text>
+        fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{s.phase}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? "  (block detail partial: records lost)" : ""}
+      </Text>
+      <Text dimColor>reserved (top {formatBytes(reservedMax)}, last {((toUs - fromUs) / 1e6).toFixed(1)} s; each column keeps its maximum)</Text>
+      {resv.map((line, i) => (
+        <Text key={i}>
+          <Text color={color("yellow")}>{line}</Text>
+        </Text>
+      ))}
+      <Text dimColor>allocated</Text>
+      {alloc.map((line, i) => (
+        <Text key={i} color={color("green")}>{line}</Text>
+      ))}
+      <Text bold>Findings</Text>
+      {f.length === 0 ? <Text dimColor>  nothing wrong found</Text> : null}
+      {f.map((x, i) => (
+        <Text key={i} color={color(x.severity === "error" ? "red" : x.severity === "warning" ? "yellow" : "white")}>
+          {pad(`  ${x.title}: ${x.evidence}`, width - 1)}
+        </Text>
+      ))}
+      <Text bold>
+        Step {b.step}{b.complete ? "" : " (running)"}: peak {formatBytes(b.peak.allocated_bytes)} {b.peak.phase ? `in ${b.peak.phase}` : ""}
+      </Text>
+      <Text dimColor>{pad(b.peak.words, width - 1)}</Text>
+      <Text inverse>{pad("PHASE", 12)}{pad("ALLOCATED", 12, true)}{pad("TEMPORARY", 12, true)}{pad("HELD AT END", 13, true)}{pad("PEAK", 12, true)}{pad("SHARE OF PEAK", 15, true)}</Text>
+      {b.phases.map((p) => (
+        <Text key={p.phase}>
+          {pad(p.phase, 12)}{pad(formatBytes(p.alloc_bytes), 12, true)}{pad(formatBytes(p.temporary_bytes), 12, true)}{pad(formatBytes(p.held_at_end_bytes), 13, true)}{pad(p.peak_allocated_bytes === null ? "-" : formatBytes(p.peak_allocated_bytes), 12, true)}{pad(`${Math.round(p.share_of_step_peak * 100)}%`, 15, true)}
+        </Text>
+      ))}
+      {b.ranges.slice(0, Math.max(0, height - 24 - chartRows * 2)).map((r) => (
+        <Text key={r.range} dimColor>
+          {pad(`  ${r.name ?? `range ${r.range}`}`, 40)}{pad(formatBytes(r.alloc_bytes), 12, true)}
+        </Text>
+      ))}
+    </Box>
+  );
+}

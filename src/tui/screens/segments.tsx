@@ -1,0 +1,43 @@
+// Segments: each cudaMalloc'd segment as a strip of its blocks, used and free, so that
+// fragmentation shows at a glance.
+import { Box, Text } from "ink";
+import type { ProcessModel } from "../../collect/live";
+import { segments } from "../../profiler";
+import { color, formatBytes, pad } from "../format";
+
+export function segmentStrip(size: number, used: { offset: number; size: number }[], width: number, ascii: boolean): string {
+  const cells = new Array(width).fill(false);
+  for (const u of used) {
+    const a = Math.floor((u.offset / size) * width);
+    const b = Math.max(a + 1, Math.ceil(((u.offset + u.size) / size) * width));
+    for (let i = a; i < Math.min(b, width); i++) cells[i] = true;
+  }
+  return cells.map((c) => (c ? (ascii ? "#" : "█") : ascii ? "." : "░")).join("");
+}
+
+export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean; selected: number }) {
+  const d = pm?.model.devices[0];
+  if (!pm || !d) return <Text dimColor>No PyTorch process with allocator events selected.</Text>;
+  const map = segments(d, { withBlocks: true });
+  const room = Math.max(3, height - 4);
+  const segs = [...map.segments].sort((a, b) => b.size_bytes - a.size_bytes);
+  const first = Math.max(0, Math.min(selected - room + 1, segs.length - room));
+  const stripWidth = Math.max(10, width - 44);
+  return (
+    <Box flexDirection="column">
+      <Text>
+        <Text bold>{map.segments.length} segments</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)}, free inside segments{" "}
+        <Text color={color(map.reserved_unallocated_bytes > map.reserved_bytes * 0.3 ? "yellow" : "white")}>{formatBytes(map.reserved_unallocated_bytes)}</Text>, largest free block {formatBytes(map.largest_free_bytes)}, {map.n_inactive_splits} inactive splits{map.approximate ? " (placement approximate)" : ""}
+      </Text>
+      <Text inverse>{pad("ADDRESS", 16)}{pad("SIZE", 11, true)}{pad("USED", 6, true)}  {pad("BLOCKS (█ used, ░ free)", stripWidth)}</Text>
+      {segs.slice(first, first + room).map((s, i) => {
+        const used = (s.blocks ?? []).map((b) => ({ offset: b.address - s.address, size: b.size_bytes }));
+        return (
+          <Text key={s.address} inverse={first + i === selected}>
+            {pad(`0x${s.address.toString(16)}`, 16)}{pad(formatBytes(s.size_bytes), 11, true)}{pad(`${Math.round((s.allocated_bytes / (s.size_bytes || 1)) * 100)}%`, 6, true)}  <Text color={color("green")}>{segmentStrip(s.size_bytes, used, stripWidth, ascii)}</Text>
+          </Text>
+        );
+      })}
+    </Box>
+  );
+}
