@@ -39,13 +39,14 @@ beforeAll(() => {
 }, 120_000);
 
 describe("the packed tarball", () => {
-  offlineTest("holds the sources, the agent, the native sources and a prebuilt libgpumem.so", () => {
+  offlineTest("holds the sources, the agent, the native sources, the demo recording and a prebuilt libgpumem.so", () => {
     const files = sh(["find", ".", "-type", "f"], installed).out;
     for (const f of ["./src/cli.ts", "./cuda/gpumem_ring.h", "./cuda/nvml.c", "./cuda/hook.cpp", "./agent/gpumem_agent/__init__.py", "./agent/gpumem_agent/_inject/sitecustomize.py", "./prebuilt/linux-x64/libgpumem.so", "./prebuilt/linux-x64/build-id", "./README.md"]) {
       expect(files).toContain(f);
     }
     expect(files).not.toContain("./cuda/build/");
-    expect(files).not.toContain("./test/");
+    expect(files).toContain("./test/fixtures/normal.ring"); // the demo: a run recorded on an H100
+    expect(files).not.toContain(".test.ts");
   });
 
   offlineTest("`bunx gpumem-tui --json --once` works on a machine with no C compiler", () => {
