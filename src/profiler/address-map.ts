@@ -42,13 +42,19 @@ export class AddressMap {
   }
 
   set(address: number, slot: number): void {
+    this.put(address, slot);
+  }
+
+  /** Store `slot` for `address`; the slot it replaces, or -1 (one probe for both). */
+  put(address: number, slot: number): number {
     const keys = this.keys;
     let i = this.home(address);
     for (;;) {
       const k = keys[i]!;
       if (k === address) {
+        const old = this.vals[i]!;
         this.vals[i] = slot;
-        return;
+        return old;
       }
       if (k === EMPTY) break;
       i = (i + 1) & this.mask;
@@ -56,18 +62,25 @@ export class AddressMap {
     keys[i] = address;
     this.vals[i] = slot;
     if (++this.size * 2 > this.mask) this.grow();
+    return -1;
   }
 
   delete(address: number): boolean {
+    return this.remove(address) >= 0;
+  }
+
+  /** Remove `address`; the slot it had, or -1 (one probe for both). */
+  remove(address: number): number {
     const keys = this.keys;
     const mask = this.mask;
     let i = this.home(address);
     for (;;) {
       const k = keys[i]!;
-      if (k === EMPTY) return false;
+      if (k === EMPTY) return -1;
       if (k === address) break;
       i = (i + 1) & mask;
     }
+    const removed = this.vals[i]!;
     // Backward shift: move later entries of the probe run into the hole when their home allows.
     let hole = i;
     let j = i;
@@ -85,7 +98,7 @@ export class AddressMap {
     }
     keys[hole] = EMPTY;
     this.size--;
-    return true;
+    return removed;
   }
 
   private grow(): void {

@@ -185,18 +185,18 @@ export class DeviceState {
     const size = blockSize(requested);
     this.requested += requested;
     const blocks = this.blocks;
-    const old = blocks.bySlot.get(address);
-    if (old !== undefined) {
+    const slot = blocks.take();
+    const old = blocks.bySlot.put(address, slot);
+    if (old >= 0) {
       // Its free was lost (ring lapped): it was freed, or the allocator could not hand the address out again.
       const oldSize = blocks.size[old]!;
       this.allocated -= oldSize;
       this.active -= oldSize;
-      this.forget(old);
+      this.drop(old);
+      blocks.release(old);
       this.replacedBlocks++;
     }
-    const slot = blocks.take();
     const serial = ++this.serial;
-    blocks.bySlot.set(address, slot);
     blocks.address[slot] = address;
     blocks.size[slot] = size;
     blocks.stream[slot] = stream;
@@ -260,9 +260,9 @@ export class DeviceState {
 
   freeRequested(t: number, address: number, requested: number): void {
     this.requested -= requested;
-    const slot = this.blocks.bySlot.get(address);
+    const slot = this.blocks.bySlot.remove(address);
     // The block's own size where the model holds it: a free's requested size may differ by rounding.
-    const size = slot !== undefined ? this.blocks.size[slot]! : blockSize(requested);
+    const size = slot >= 0 ? this.blocks.size[slot]! : blockSize(requested);
     const allocated = (this.allocated -= size);
     this.nFree++;
     const cur = this.cur;
@@ -272,7 +272,7 @@ export class DeviceState {
     cur.phFreed[ph]! += size;
     const rs = this.curRange;
     if (rs !== null) rs.freed_bytes += size;
-    if (slot !== undefined) {
+    if (slot >= 0) {
       const b = this.blocks;
       if (b.serial[slot]! > this.phaseStartSerial) {
         cur.phFreedWithin[ph]! += b.size[slot]!;
@@ -284,7 +284,8 @@ export class DeviceState {
           cur.peakTemp += b.size[slot]!;
       }
       if (rs !== null && b.serial[slot]! > this.rangeStartSerial) rs.freed_within_bytes += b.size[slot]!;
-      this.forget(slot);
+      this.drop(slot);
+      b.release(slot);
     } else {
       this.unknownFrees++;
       this.unknownFreeBytes += size;
@@ -296,6 +297,13 @@ export class DeviceState {
 
   /** Remove a live block from the table and from the live counters. */
   private forget(slot: number): void {
+    this.drop(slot);
+    this.blocks.bySlot.delete(this.blocks.address[slot]!);
+    this.blocks.release(slot);
+  }
+
+  /** Take a block out of the live counters (the caller removes it from the table). */
+  private drop(slot: number): void {
     const b = this.blocks;
     const size = b.size[slot]!;
     const cat = b.category[slot]!;
@@ -311,8 +319,6 @@ export class DeviceState {
       this.carryGrad -= size;
       this.carryGradN--;
     }
-    b.bySlot.delete(b.address[slot]!);
-    b.release(slot);
   }
 
   freeCompleted(t: number, requested: number): void {
