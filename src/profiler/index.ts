@@ -15,7 +15,7 @@
 //   steps(m)                       one line per kept step
 //   categories(m)                  live bytes by category
 //   blocks(m, {limit, sort})       live blocks with phase, step, range, name, category
-//   segments(m.device(0)!)         segments with their blocks and free ranges
+//   segments(m, {withBlocks})      segments with their blocks and free ranges
 //   findings(m)                    OOM incidents, growth, gradients kept, fragmentation, …
 //   replay(source, {speed, clock}) async NDJSON-ready states, the final one with the findings
 //   snapshotTraceToBatch(snapshot) a PyTorch snapshot's device_traces as an EventBatch
@@ -25,9 +25,9 @@
 // null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
 export type { SnapshotSegment } from "./device";
-export { summary, timeline, breakdown, steps, categories, blocks, deviceSummary } from "./queries";
+export { summary, timeline, breakdown, steps, categories, blocks, segments, deviceSummary } from "./queries";
 export type { Summary, DeviceSummary, StepBreakdown, PhaseBreakdown, RangeBreakdown, StepLine, Categories, BlocksView, BlockLine } from "./queries";
-export { segmentMap as segments, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";
+export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";
 export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";

@@ -9,6 +9,7 @@ import { formatBytes, formatShare } from "./format";
 import type { ProfilerModel } from "./model";
 import type { StepRecord } from "./steps";
 import type { TimelineView } from "./timeline";
+import { segmentMap, type SegmentMap } from "./segments";
 
 export interface DeviceSummary {
   device: number;
@@ -551,4 +552,11 @@ export function blocks(
     sort,
     blocks: out,
   };
+}
+
+// ---- segments ----
+
+/** The segment map of a device: segments with their blocks (withBlocks) and the free ranges. */
+export function segments(m: ProfilerModel, opts: { device?: number; withBlocks?: boolean } = {}): SegmentMap {
+  return segmentMap(requireDevice(m, opts.device), { withBlocks: opts.withBlocks });
 }

@@ -158,7 +158,7 @@ describe("more recordings: names, expandable segments, a lapped ring", () => {
     expect(facts.expandable_segments).toBe(true);
     expect(d.allocated_events_bytes).toBe(facts.memory_allocated);
     expect(d.reserved_events_bytes).toBe(facts.memory_reserved);
-    const map = segments(model.device(0)!);
+    const map = segments(model);
     expect(map.approximate).toBe(false);
     expect(map.unplaced_bytes).toBe(0);
     expect(map.segments.reduce((s, x) => s + x.size_bytes, 0)).toBe(facts.memory_reserved);

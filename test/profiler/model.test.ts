@@ -306,7 +306,7 @@ describe("detectors", () => {
   test("segments() map the blocks inside each segment and the holes between them", () => {
     const tr = new Trace().segment(0x1000, 8 * MiB).alloc(0x1000, 2 * MiB).alloc(0x1000 + 4 * MiB, 1 * MiB);
     tr.segment(0x4000_0000, 2 * MiB).segment(0x5000_0000, 2 * MiB).segmentFree(0x5000_0000, 2 * MiB);
-    const s = segments(run(tr).device(0)!, { withBlocks: true });
+    const s = segments(run(tr), { withBlocks: true });
     expect(s.segments.length).toBe(2);
     expect(s.segments[0]).toMatchObject({ allocated_bytes: 3 * MiB, free_bytes: 5 * MiB, largest_free_bytes: 3 * MiB, n_free_ranges: 2, n_blocks: 2 });
     expect(s.segments[0]!.blocks!.map((b) => b.size_bytes)).toEqual([2 * MiB, 1 * MiB]);
@@ -432,11 +432,11 @@ describe("expandable segments", () => {
     tr.rows.push([tr.t += 10, 5, 0, 0, 0x1000_0000, 2 * MiB, 7, 0, 0, 0]); // segment_map
     tr.rows.push([tr.t += 10, 5, 0, 0, 0x1020_0000, 4 * MiB, 7, 0, 0, 0]); // mapped right after
     tr.alloc(0x1000_0000, 1 * MiB);
-    let s = segments(run(tr).device(0)!);
+    let s = segments(run(tr));
     expect(s.segments.map((x) => [x.address, x.size_bytes])).toEqual([[0x1000_0000, 6 * MiB]]);
     tr.rows.push([tr.t += 10, 6, 0, 0, 0x1020_0000, 2 * MiB, 7, 0, 0, 0]); // segment_unmap in the middle
     const m = run(tr);
-    s = segments(m.device(0)!);
+    s = segments(m);
     expect(s.approximate).toBe(false);
     expect(s.segments.map((x) => [x.address, x.size_bytes])).toEqual([
       [0x1000_0000, 2 * MiB],
