@@ -4,7 +4,7 @@
 
 import { PHASES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT, survivorCategory } from "./categories";
-import { LARGE, RESYNCED_STEP, type DeviceState } from "./device";
+import { DeviceState, LARGE, RESYNCED_STEP } from "./device";
 import { formatBytes, formatShare } from "./format";
 import type { ProfilerModel } from "./model";
 import type { StepRecord } from "./steps";
@@ -556,7 +556,9 @@ export function blocks(
 
 // ---- segments ----
 
-/** The segment map of a device: segments with their blocks (withBlocks) and the free ranges. */
-export function segments(m: ProfilerModel, opts: { device?: number; withBlocks?: boolean } = {}): SegmentMap {
-  return segmentMap(requireDevice(m, opts.device), { withBlocks: opts.withBlocks });
+/** The segment map of a device: segments with their blocks (withBlocks) and the free ranges.
+ *  Takes the model (and a device index) like the other queries, or a device's state directly. */
+export function segments(m: ProfilerModel | DeviceState, opts: { device?: number; withBlocks?: boolean } = {}): SegmentMap {
+  const d = m instanceof DeviceState ? m : requireDevice(m, opts.device);
+  return segmentMap(d, { withBlocks: opts.withBlocks });
 }

@@ -312,6 +312,7 @@ describe("detectors", () => {
     expect(s.segments[0]!.blocks!.map((b) => b.size_bytes)).toEqual([2 * MiB, 1 * MiB]);
     expect(s.largest_free_bytes).toBe(3 * MiB);
     expect(s.reserved_bytes).toBe(10 * MiB);
+    expect(segments(run(tr).device(0)!)).toEqual(segments(run(tr)));
   });
 });
 
