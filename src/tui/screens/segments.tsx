@@ -16,9 +16,8 @@ export function segmentStrip(size: number, used: { offset: number; size: number 
 }
 
 export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean; selected: number }) {
-  const d = pm?.model.devices[0];
-  if (!pm || !d) return <Text dimColor>No PyTorch process with allocator events selected.</Text>;
-  const map = segments(d, { withBlocks: true });
+  if (!pm || pm.model.devices.length === 0) return <Text dimColor>No PyTorch process with allocator events selected.</Text>;
+  const map = segments(pm.model, { withBlocks: true });
   const room = Math.max(3, height - 4);
   const segs = [...map.segments].sort((a, b) => b.size_bytes - a.size_bytes);
   const first = Math.max(0, Math.min(selected - room + 1, segs.length - room));

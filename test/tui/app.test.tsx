@@ -1,0 +1,120 @@
+// The screens as a user sees them, rendered by Ink (ink-testing-library), on a model fed with a
+// training run recorded on an H100 (test/fixtures/normal.ring).
+import { describe, expect, test } from "bun:test";
+import { render } from "ink-testing-library";
+import { join } from "node:path";
+import { createModel } from "../../src/profiler";
+import { replay } from "../../src/profiler/replay";
+import { openRecording } from "../../src/collect/recording";
+import { App } from "../../src/tui/app";
+import { Controller } from "../../src/tui/controller";
+import type { Document } from "../../src/headless/schema";
+import training from "../fixtures/h100-training.json";
+
+async function replayed(name: string) {
+  const rec = openRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
+  const model = createModel();
+  for await (const _ of replay(rec.source, { ranges: rec.ranges, model })) {
+    // to the end
+  }
+  rec.close();
+  return { pid: 4242, model, source: "replay" as const, socket: null, title: `${name}.ring`, ended: true };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 30));
+const SIZE = { columns: 120, rows: 40 };
+
+describe("screens", () => {
+  test("Overview of a recorded H100 document: GPU panel and the PyTorch process with its allocator", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.doc = training as unknown as Document;
+    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
+    await tick();
+    const frame = ui.lastFrame()!;
+    expect(frame).toContain("GPU 0");
+    expect(frame).toContain("NVIDIA H100 80GB HBM3");
+    const p = ctl.doc.processes[0]!;
+    expect(frame).toContain(String(p.pid));
+    expect(frame).toContain("64.02 MiB"); // allocated by the agent's totals
+    expect(frame.split("\n").length).toBeLessThan(SIZE.rows); // never a full-height frame
+    ui.unmount();
+  });
+
+  test("number keys and Tab switch screens; ? is help", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.replay = await replayed("normal");
+    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
+    await tick();
+    ui.stdin.write("2");
+    await tick();
+    expect(ui.lastFrame()).toContain("[2 Process]");
+    expect(ui.lastFrame()).toContain("allocated 83.10 MiB");
+    expect(ui.lastFrame()).toContain("step 20  phase other");
+    expect(ui.lastFrame()).toMatch(/Step 19: peak 125\.22 MiB in backward/);
+    ui.stdin.write("\t");
+    await tick();
+    expect(ui.lastFrame()).toContain("[3 Tensors]");
+    expect(ui.lastFrame()).toContain("Live memory by category");
+    ui.stdin.write("4");
+    await tick();
+    expect(ui.lastFrame()).toMatch(/\d+ segments/);
+    ui.stdin.write("?");
+    await tick();
+    expect(ui.lastFrame()).toContain("gpumem-tui keys");
+    ui.unmount();
+  });
+
+  test("the tensor table sorts by size, then by time, then by address", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.replay = await replayed("normal");
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={2} />);
+    await tick();
+    const sizes = () =>
+      ui.lastFrame()!.split("\n").filter((l) => /^\s*[\d.]+ (B|KiB|MiB|GiB) /.test(l) && !l.includes("blocks")).map((l) => l.trim().split(/\s+/).slice(0, 2).join(" "));
+    const bySize = sizes();
+    const toBytes = (s: string) => Number(s.split(" ")[0]) * { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }[s.split(" ")[1] as "B"];
+    expect(bySize.length).toBeGreaterThan(5);
+    expect(bySize.map(toBytes)).toEqual([...bySize.map(toBytes)].sort((a, b) => b - a));
+    ui.stdin.write("s");
+    await tick();
+    expect(ui.lastFrame()).toContain("sort: time");
+    ui.stdin.write("s");
+    await tick();
+    expect(ui.lastFrame()).toContain("sort: address");
+    ui.unmount();
+  });
+
+  test("the forgotten zero_grad run says so on the Process screen", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.replay = await replayed("no-zero-grad");
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={1} />);
+    await tick();
+    expect(ui.lastFrame()!.toLowerCase()).toContain("gradient");
+    expect(ui.lastFrame()).not.toContain("nothing wrong found");
+    ui.unmount();
+  });
+
+  test("commands on a replay explain why they cannot run; the filter narrows the table", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.replay = await replayed("normal");
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={2} />);
+    await tick();
+    ui.stdin.write("d");
+    await tick();
+    expect(ui.lastFrame()).toContain("dump_snapshot: pid 4242 is a replay: there is no process to ask");
+    const tableRows = () => ui.lastFrame()!.split("\n").filter((l) => / (forward|backward|optimizer|other) +\d+ /.test(l));
+    const before = tableRows().length;
+    ui.stdin.write("/");
+    await tick();
+    for (const c of "backward") ui.stdin.write(c);
+    await tick();
+    ui.stdin.write("\r");
+    await tick();
+    const rows = tableRows();
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.length).toBeLessThan(before);
+    for (const r of rows) expect(r).toContain("backward");
+    expect(ui.lastFrame()).toContain("(filter: backward)");
+    ui.unmount();
+  });
+});

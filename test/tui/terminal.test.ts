@@ -1,0 +1,87 @@
+// End to end in a real terminal: tmux runs the monitor on the demo recording (a training run
+// recorded on an H100), keys are sent, and the pane is read as a user would read it.
+import { afterAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+
+const tmux = Bun.which("tmux");
+const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
+const session = `gpumem-e2e-${process.pid}`;
+const e2e = (name: string, fn: () => Promise<void>) =>
+  tmux ? test(name, fn, 30_000) : test.skip(`${name} (needs tmux: \`apt install tmux\`; .ci/run installs it)`, fn);
+
+function sh(...args: string[]) {
+  return Bun.spawnSync([tmux!, ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
+}
+const pane = () => sh("capture-pane", "-p", "-t", session);
+
+async function until(what: string | RegExp, timeoutMs = 10_000): Promise<string> {
+  const t0 = Date.now();
+  for (;;) {
+    const text = pane();
+    if (typeof what === "string" ? text.includes(what) : what.test(text)) return text;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`never saw ${what} in:\n${text}`);
+    await Bun.sleep(100);
+  }
+}
+
+function start(cols: number, rows: number, args = "--demo") {
+  sh("kill-session", "-t", session);
+  // A line before the monitor, and the exit status after it: both must be on screen once it ends.
+  const script = `echo before-the-monitor; NO_COLOR=1 bun ${CLI} ${args}; echo "exit status $?"; sleep 60`;
+  sh("new-session", "-d", "-s", session, "-x", String(cols), "-y", String(rows), script);
+}
+
+afterAll(() => tmux && sh("kill-session", "-t", session));
+
+describe("the monitor in a real terminal", () => {
+  e2e("screens switch, the tensor table sorts, q quits and gives the terminal back", async () => {
+    start(120, 40);
+    await until("demo: a training run recorded on an H100");
+    expect(pane()).not.toContain("before-the-monitor"); // the alternate screen
+    sh("send-keys", "-t", session, "3");
+    await until("[3 Tensors]");
+    await until("Live memory by category");
+    sh("send-keys", "-t", session, "s");
+    await until("sort: time");
+    sh("send-keys", "-t", session, "4");
+    await until(/\d+ segments/);
+    sh("send-keys", "-t", session, "?");
+    await until("gpumem-tui keys");
+    sh("send-keys", "-t", session, "q");
+    const after = await until("exit status 0");
+    expect(after).toContain("before-the-monitor");
+    expect(after).not.toContain("gpumem-tui keys");
+  });
+
+  e2e("at 80×24 every line fits and the frame stays below the terminal's height", async () => {
+    start(80, 24);
+    await until("demo: a training run");
+    sh("send-keys", "-t", session, "1");
+    const text = await until("[1 Overview]");
+    const lines = text.split("\n");
+    for (const l of lines) expect([...l].length).toBeLessThanOrEqual(80);
+    expect(text).toContain("PID");
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
+  });
+
+  e2e("SIGTERM and Ctrl-C also give the terminal back", async () => {
+    start(100, 30);
+    await until("demo: a training run");
+    sh("send-keys", "-t", session, "C-c");
+    expect(await until("exit status 0")).toContain("before-the-monitor");
+    start(100, 30);
+    await until("demo: a training run");
+    Bun.spawnSync(["pkill", "-TERM", "-f", `^bun ${CLI} --demo`]); // the monitor, not the shell around it
+    expect(await until(/exit status \d+/)).toContain("before-the-monitor");
+  });
+
+  e2e("the terminal is resized live", async () => {
+    start(120, 40);
+    await until("120x40");
+    sh("resize-window", "-t", session, "-x", "90", "-y", "30");
+    await until("90x30");
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
+  });
+});
