@@ -24,6 +24,8 @@ export class BlockTable {
   flags: Uint8Array;
   /** Tensor names from the agent, by slot (undefined where unknown). */
   names: (string | undefined)[] = [];
+  /** Counts every block added or removed: queries that sort blocks reuse their work while it stands still. */
+  changes = 0;
   private freeSlots: Int32Array;
   private nFree = 0;
   private used = 0;
@@ -49,6 +51,7 @@ export class BlockTable {
 
   /** A slot for a new block (its columns are the caller's to fill). */
   take(): number {
+    this.changes++;
     if (this.nFree > 0) return this.freeSlots[--this.nFree]!;
     if (this.used === this.capacity) this.grow();
     return this.used++;
@@ -56,6 +59,7 @@ export class BlockTable {
 
   /** Give a slot back once its block is gone. */
   release(slot: number): void {
+    this.changes++;
     this.names[slot] = undefined;
     this.flags[slot] = 0;
     this.serial[slot] = -1;

@@ -96,6 +96,13 @@ export class DeviceState {
   readonly segTime = new Map<number, number>();
   /** A segment_unmap that matched no mapped range: the segment map is approximate. */
   segmentsApprox = false;
+  /** Counts changes to segments and to block categories (see `version`). */
+  private otherChanges = 0;
+
+  /** Changes whenever a block, a segment or a category changes: a key for queries' caches. */
+  get version(): number {
+    return this.blocks.changes + this.otherChanges;
+  }
 
   // Where the training loop is (from the records' stamps).
   step = 0;
@@ -336,14 +343,13 @@ export class DeviceState {
       for (const [start, len] of this.segSize) {
         if (start + len === address && this.segStream.get(start) === stream) {
           this.segSize.set(start, len + size);
+          this.otherChanges++;
           this.observeSegment(t);
           return;
         }
       }
     }
-    this.segSize.set(address, size);
-    this.segStream.set(address, stream);
-    this.segTime.set(address, t);
+    this.putSegment(address, size, stream, t);
     this.observeSegment(t);
   }
 
@@ -374,12 +380,14 @@ export class DeviceState {
   }
 
   private putSegment(address: number, size: number, stream: number, t: number): void {
+    this.otherChanges++;
     this.segSize.set(address, size);
     this.segStream.set(address, stream);
     this.segTime.set(address, t);
   }
 
   private dropSegment(address: number): void {
+    this.otherChanges++;
     this.segSize.delete(address);
     this.segStream.delete(address);
     this.segTime.delete(address);
@@ -512,6 +520,7 @@ export class DeviceState {
       }
     }
     this.pendLen = 0;
+    this.otherChanges++;
     this.liveByCat[CAT_UNRESOLVED]! -= bytes + otherBytes;
     this.liveCountByCat[CAT_UNRESOLVED]! -= n + otherN;
     this.liveByCat[promoted]! += bytes;
@@ -560,6 +569,7 @@ export class DeviceState {
    * (the cuBLAS workspace of the forward's thread, for one), not activations: they become other.
    */
   private promoteParameters(): void {
+    this.otherChanges++;
     const b = this.blocks;
     for (const slot of b.bySlot.values()) {
       if (b.flags[slot] !== 0) continue;
@@ -579,6 +589,7 @@ export class DeviceState {
 
   /** Give a live block the agent's category (cat < 0: a name only, the lifetime category stays). */
   setCategory(slot: number, cat: number, name: string | undefined): void {
+    this.otherChanges++;
     const b = this.blocks;
     if (name !== undefined) b.names[slot] = name;
     if (cat < 0) return;
@@ -625,6 +636,7 @@ export class DeviceState {
   resync(segments: ReadonlyArray<SnapshotSegment>, t: number): { kept: number; added: number; dropped: number } {
     const want = new Map<number, number>();
     let active = 0;
+    this.otherChanges++;
     this.segSize.clear();
     this.segStream.clear();
     this.segTime.clear();

@@ -512,6 +512,23 @@ export interface BlocksView {
   blocks: BlockLine[];
 }
 
+// The last order per device and sort key, reused while no block came or went (views ask every frame).
+const orderMemo = new WeakMap<DeviceState, Map<string, { version: number; slots: Int32Array }>>();
+
+function sortedSlots(d: DeviceState, sort: "size" | "time" | "address"): Int32Array {
+  let m = orderMemo.get(d);
+  if (!m) orderMemo.set(d, (m = new Map()));
+  const hit = m.get(sort);
+  if (hit && hit.version === d.blocks.changes) return hit.slots;
+  const b = d.blocks;
+  const slots = b.bySlot.values();
+  if (sort === "size") slots.sort((x, y) => b.size[y]! - b.size[x]! || b.address[x]! - b.address[y]!);
+  else if (sort === "time") slots.sort((x, y) => b.serial[y]! - b.serial[x]! || b.address[x]! - b.address[y]!);
+  else slots.sort((x, y) => b.address[x]! - b.address[y]!);
+  m.set(sort, { version: d.blocks.changes, slots });
+  return slots;
+}
+
 /** Live blocks, largest first by default, at most `limit` of them (default 500). */
 export function blocks(
   m: ProfilerModel,
@@ -521,10 +538,7 @@ export function blocks(
   const b = d.blocks;
   const sort = opts.sort ?? "size";
   const limit = opts.limit ?? 500;
-  const slots: number[] = [...b.bySlot.values()];
-  if (sort === "size") slots.sort((x, y) => b.size[y]! - b.size[x]! || b.address[x]! - b.address[y]!);
-  else if (sort === "time") slots.sort((x, y) => b.serial[y]! - b.serial[x]!);
-  else slots.sort((x, y) => b.address[x]! - b.address[y]!);
+  const slots = sortedSlots(d, sort);
   const into = survivorCategory(d.phase);
   const out: BlockLine[] = [];
   for (let k = 0; k < slots.length && k < limit; k++) {

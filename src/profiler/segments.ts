@@ -116,11 +116,27 @@ function blockOf(d: DeviceState, s: number): SegmentBlock {
 
 /** The largest free range inside any segment (what a request can get without a new cudaMalloc). */
 export function largestFreeBlock(d: DeviceState): number {
-  return sweep(d, false, false).largest;
+  return cachedSweep(d, false, false).largest;
 }
 
+// The last sweep per device and kind, reused while the device has not changed (views ask every
+// frame; a sweep sorts every live block).
+const memo = new WeakMap<DeviceState, Map<string, { version: number; s: Sweep }>>();
+
+function cachedSweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Sweep {
+  let m = memo.get(d);
+  if (!m) memo.set(d, (m = new Map()));
+  const key = `${withSegments}:${withBlocks}`;
+  const hit = m.get(key);
+  if (hit && hit.version === d.version) return hit.s;
+  const s = sweep(d, withSegments, withBlocks);
+  m.set(key, { version: d.version, s });
+  return s;
+}
+
+/** The segment map (its arrays are shared with the next call while nothing changes: read-only). */
 export function segmentMap(d: DeviceState, opts: { withBlocks?: boolean } = {}): SegmentMap {
-  const s = sweep(d, true, opts.withBlocks ?? false);
+  const s = cachedSweep(d, true, opts.withBlocks ?? false);
   return {
     device: d.device,
     approximate: d.segmentsApprox,

@@ -476,3 +476,20 @@ describe("a lost free", () => {
     expect(d.partial).toBe(true);
   });
 });
+
+describe("queries asked every frame", () => {
+  test("segments() and blocks() reuse their sorting only while nothing changed", () => {
+    const tr = new Trace().segment(0x1000, 8 * MiB).alloc(0x1000, 2 * MiB);
+    const m = createModel();
+    m.ingest(tr.batch());
+    expect(segments(m).largest_free_bytes).toBe(6 * MiB);
+    expect(blocks(m).blocks.length).toBe(1);
+    const n = tr.rows.length;
+    tr.alloc(0x1000 + 2 * MiB, 4 * MiB);
+    m.ingest(tr.batch(n, tr.rows.length));
+    expect(segments(m).largest_free_bytes).toBe(2 * MiB);
+    expect(blocks(m).blocks.map((b) => b.size_bytes)).toEqual([4 * MiB, 2 * MiB]);
+    m.setNames([{ address: 0x1000, size: 2 * MiB, name: "w", category: "parameter", device: 0 }]);
+    expect(segments(m, { withBlocks: true }).segments[0]!.blocks![0]).toMatchObject({ name: "w", category: "parameter" });
+  });
+});
