@@ -104,8 +104,17 @@ function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
       largest_free_block_bytes: o.largest_free_block_bytes,
       nvml_used_bytes: o.nvml_used_bytes,
       non_pytorch_bytes: nonPytorch,
+      ...liveByCategory(o.live_by_category_bytes),
     },
   };
+}
+
+/** live_<category>_bytes for each category (blocks of the phase that was running count as not yet classified). */
+function liveByCategory(live: Float64Array): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (let c = 0; c < CATEGORIES.length; c++) out[`live_${CATEGORIES[c]}_bytes`] = live[c]!;
+  out.live_unclassified_bytes = live[CAT_UNRESOLVED]!;
+  return out;
 }
 
 /** Steps after warm-up (complete ones only). */

@@ -133,6 +133,9 @@ describe("rings recorded on a GPU", () => {
     expect(f.numbers.device_free_bytes as number).toBeGreaterThan(0);
     expect(f.numbers.allocated_bytes as number).toBeLessThanOrEqual(facts.max_memory_allocated);
     expect(f.evidence).toContain("asked for 16.00 TiB");
+    // what was live at the OOM, by category, adds up to what was allocated
+    const live = Object.entries(f.numbers).filter(([k]) => k.startsWith("live_")).reduce((s, [, v]) => s + (v as number), 0);
+    expect(live).toBe(f.numbers.allocated_bytes as number);
   });
 });
 
