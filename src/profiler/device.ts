@@ -18,6 +18,8 @@ import { Timeline } from "./timeline";
 
 /** How many finished steps a device keeps (older ones are dropped; the growth detector needs ~dozens). */
 export const MAX_STEPS = 512;
+/** How many recent finished steps keep their per-range breakdown. */
+export const RANGE_DETAIL_STEPS = 64;
 /** How many OOM incidents a device keeps (the first ones: later ones are usually the same story). */
 export const MAX_OOMS = 16;
 
@@ -435,6 +437,13 @@ export class DeviceState {
     cur.liveByRangeAtEnd = byRange;
     this.steps.push(cur);
     if (this.steps.length > MAX_STEPS) this.steps.shift();
+    // Per-range detail is what grows with a big range table: only recent steps keep it.
+    const aged = this.steps[this.steps.length - 1 - RANGE_DETAIL_STEPS];
+    if (aged && aged.ranges.size > 0) {
+      aged.ranges.clear();
+      aged.peakByRange = new Float64Array(0);
+      aged.rangeDetailDropped = true;
+    }
     // Every gradient alive now came from this step or earlier: count what the next steps still hold.
     this.carryGrad = this.liveByCat[CAT_GRADIENT]!;
     this.carryGradN = this.liveCountByCat[CAT_GRADIENT]!;

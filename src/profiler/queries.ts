@@ -278,7 +278,9 @@ export interface StepBreakdown {
     words: string;
   };
   phases: PhaseBreakdown[];
+  /** Empty with ranges_dropped for steps older than the last 64 (per-range detail is not kept). */
   ranges: RangeBreakdown[];
+  ranges_dropped: boolean;
   /** Gradients from earlier steps still alive when this step's backward began (null: no backward). */
   gradient_held_from_earlier_steps_bytes: number | null;
   live_by_category_at_end_bytes: Record<string, number> | null;
@@ -389,6 +391,7 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
     },
     phases,
     ranges,
+    ranges_dropped: r.rangeDetailDropped,
     gradient_held_from_earlier_steps_bytes: num(r.gradHeldBytes),
     live_by_category_at_end_bytes: complete ? catRecord(r.liveByCatAtEnd, 0) : null,
   };

@@ -49,6 +49,8 @@ export class StepRecord {
   readonly phNAlloc = new Float64Array(N_PHASE);
   readonly phEntries = new Float64Array(N_PHASE);
   readonly ranges = new Map<number, RangeStats>();
+  /** The step is old enough that its per-range detail was dropped (see RANGE_DETAIL_STEPS). */
+  rangeDetailDropped = false;
   /** Live bytes by category at the step's end (boundary). */
   readonly liveByCatAtEnd = new Float64Array(N_CAT);
   /** [range id, live bytes allocated in it] at the step's end, for ranges holding anything. */

@@ -493,3 +493,20 @@ describe("queries asked every frame", () => {
     expect(segments(m, { withBlocks: true }).segments[0]!.blocks![0]).toMatchObject({ name: "w", category: "parameter" });
   });
 });
+
+describe("bounded per-step detail", () => {
+  test("old steps keep their phase figures but drop per-range detail; at most MAX_STEPS steps are kept", () => {
+    const tr = new Trace();
+    for (let s = 0; s < 600; s++) tr.enter(1).alloc(0x100000, 1 * MiB).free(0x100000, 1 * MiB).exit().nextStep();
+    const m = run(tr);
+    const kept = steps(m).steps;
+    expect(kept.length).toBe(513); // 512 finished and the running one
+    expect(kept[0]!.step).toBe(600 - 512);
+    const old = breakdown(m, { step: 100 });
+    expect(old.ranges_dropped).toBe(true);
+    expect(old.alloc_bytes).toBe(1 * MiB);
+    const recent = breakdown(m, { step: 590 });
+    expect(recent.ranges_dropped).toBe(false);
+    expect(recent.ranges[0]!.alloc_bytes).toBe(1 * MiB);
+  });
+});
