@@ -65,14 +65,24 @@ export class ProfilerModel {
     const rangeCol = batch.range;
     let lastDev = -1000;
     let d: DeviceState | undefined;
+    // The current device's step, phase and range, in locals: most records match them.
+    let cs = -1;
+    let cp = -1;
+    let cr = -1;
     for (let i = start; i < end; i++) {
       const a = action[i]!;
       const t = time[i]!;
       const st = stepCol[i]!;
       const ph = phase[i]!;
       const rg = rangeCol[i]!;
-      if (a >= ACTION.phase) {
-        this.mark(t, st, ph, a === ACTION.range_enter ? this.enterRange(rg) : a === ACTION.range_exit ? this.exitRange(rg) : this.keepRange(rg));
+      if (a >= 16) {
+        // phase, step, range_enter (18), range_exit (19): marks for every device
+        this.mark(t, st, ph, a === 18 ? this.enterRange(rg) : a === 19 ? this.exitRange(rg) : this.keepRange(rg));
+        if (d !== undefined) {
+          cs = d.step;
+          cp = d.phase;
+          cr = d.range;
+        }
         continue;
       }
       const dev = device[i]!;
@@ -84,15 +94,21 @@ export class ProfilerModel {
         }
         d = this.deviceFor(dev, t, st, ph, rg);
         lastDev = dev;
+        cs = d.step;
+        cp = d.phase;
+        cr = d.range;
       }
       const ds = d!;
       // A record stamped with an older step was stamped just before a mark from another thread
       // (allocator and agent write concurrently): it belongs to the step the marks say.
-      if ((st !== ds.step || ph !== ds.phase || rg !== ds.range) && st >= ds.step) {
+      if ((st !== cs || ph !== cp || rg !== cr) && st >= cs) {
         ds.sync(t, st, ph, rg);
         this.step = st;
         this.phase = ph;
         this.range = rg;
+        cs = st;
+        cp = ph;
+        cr = rg;
       }
       switch (a) {
         case 0: // alloc
