@@ -355,13 +355,15 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
   ranges.sort((a, b) => b.inclusive_peak_allocated_bytes - a.inclusive_peak_allocated_bytes || b.inclusive_alloc_bytes - a.inclusive_alloc_bytes);
   const peakPhase = r.peak_phase >= 0 ? (PHASES[r.peak_phase] ?? null) : null;
   const peakRangeName = m.rangeName(r.peak_range);
-  let topCat = "other";
-  for (const [k, v] of Object.entries(byCat)) if (v > byCat[topCat]!) topCat = k;
+  // The categories that make up the peak, largest first: those with at least a tenth of it (three at most).
+  const parts = Object.entries(byCat)
+    .filter(([, v]) => peak > 0 && v / peak >= 0.1)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([k, v]) => `${formatShare(share(v))} ${k.replace("_", " ")}`);
   const where = peakPhase ? `in ${peakPhase} of step ${r.step}` : `in step ${r.step}`;
   const words =
-    `peak ${formatBytes(peak)} reached ${where}` +
-    (peakRangeName ? ` (range ${peakRangeName})` : "") +
-    (peak > 0 ? `, ${formatShare(share(byCat[topCat]!))} of it ${topCat.replace("_", " ")}` : "");
+    `peak ${formatBytes(peak)} reached ${where}` + (peakRangeName ? ` (range ${peakRangeName})` : "") + (parts.length ? `: ${parts.join(", ")}` : "");
   const endAlloc = complete ? r.allocated_at_end : d.allocated;
   return {
     device: d.device,

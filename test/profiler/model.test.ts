@@ -172,7 +172,7 @@ describe("breakdown per step", () => {
     expect(b.peak.by_category_bytes.optimizer_state).toBe(8 * MiB);
     expect(b.peak.by_category_bytes.gradient).toBe(4 * MiB);
     expect(b.peak.by_category_bytes.other).toBe(1 * MiB);
-    expect(b.peak.words).toBe("peak 45.00 MiB reached in backward of step 2, 36% of it parameter");
+    expect(b.peak.words).toBe("peak 45.00 MiB reached in backward of step 2: 36% parameter, 36% activation, 18% optimizer state");
     // the forward of this step holds 16 MiB at the peak, its gradient 4, the rest is older
     expect(b.phases[FWD]!.held_at_step_peak_bytes).toBe(16 * MiB);
     expect(b.phases[BWD]!.held_at_step_peak_bytes).toBe(4 * MiB);
