@@ -25,8 +25,9 @@
 // null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
 export type { SnapshotSegment } from "./device";
-export { summary, timeline, breakdown, steps, categories, blocks, segments, deviceSummary } from "./queries";
-export type { Summary, DeviceSummary, StepBreakdown, PhaseBreakdown, RangeBreakdown, StepLine, Categories, BlocksView, BlockLine } from "./queries";
+export { summary, timeline, categories, blocks, segments, deviceSummary } from "./queries";
+export type { Summary, DeviceSummary, Categories, BlocksView, BlockLine } from "./queries";
+export { breakdown, steps, type StepBreakdown, type PhaseBreakdown, type RangeBreakdown, type StepLine } from "./breakdown";
 export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";
 export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";

@@ -6,7 +6,8 @@
 import { newEventBatch, type EventBatch, type RingHeader } from "../ffi/events";
 import { findings, type Finding } from "./findings";
 import { createModel, type ProfilerModel } from "./model";
-import { breakdown, categories, steps, summary, type Categories, type StepBreakdown, type StepLine, type Summary } from "./queries";
+import { breakdown, steps, type StepBreakdown, type StepLine } from "./breakdown";
+import { categories, summary, type Categories, type Summary } from "./queries";
 import { segmentMap, type SegmentMap } from "./segments";
 
 /** What replay reads: the ring reader (src/ffi/ring.ts) or a batch list (batchSource). */
