@@ -27,6 +27,8 @@ export interface SetHeaderOptions {
 }
 
 const MAX_DEVICES = 16;
+/** Range ids index the model's per-range arrays: more distinct ranges than this is not a real run. */
+const MAX_RANGE_ID = 1 << 16;
 
 export class ProfilerModel {
   pid: number | null = null;
@@ -74,7 +76,12 @@ export class ProfilerModel {
       const t = time[i]!;
       const st = stepCol[i]!;
       const ph = phase[i]!;
-      const rg = rangeCol[i]!;
+      let rg = rangeCol[i]!;
+      if (rg >= MAX_RANGE_ID) {
+        // The hook numbers ranges from 1 as it meets them: an id this large is a damaged record.
+        this.invalidRecords++;
+        rg = 0;
+      }
       if (a >= 16) {
         // phase, step, range_enter (18), range_exit (19): marks for every device
         this.mark(t, st, ph, a === 18 ? this.enterRange(rg) : a === 19 ? this.exitRange(rg) : this.keepRange(rg));

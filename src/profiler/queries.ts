@@ -60,7 +60,7 @@ export interface Summary {
   closed: boolean;
   events: number;
   lost_records: number;
-  /** Allocator records naming a device outside 0..15, skipped. */
+  /** Records naming a device outside 0..15 (skipped) or a range id beyond 65535 (taken as no range). */
   invalid_records: number;
   partial: boolean;
   devices: DeviceSummary[];

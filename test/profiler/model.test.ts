@@ -93,6 +93,16 @@ describe("totals", () => {
     expect(s.devices.map((d) => [d.device, d.allocated_bytes])).toEqual([[0, 2 * MiB]]);
   });
 
+  test("a damaged range id does not make the model allocate for it", () => {
+    const tr = new Trace().alloc(0x100000, 1 * MiB);
+    tr.range = 0xfffffff0;
+    tr.alloc(0x200000, 1 * MiB);
+    const m = run(tr);
+    expect(summary(m).invalid_records).toBe(1);
+    expect(summary(m).devices[0]!.allocated_bytes).toBe(2 * MiB);
+    expect(m.device(0)!.liveByRange.length).toBeLessThan(1024);
+  });
+
   test("devices are kept apart", () => {
     const tr = new Trace().alloc(0x100, 1 * MiB);
     tr.device = 1;
