@@ -517,7 +517,8 @@ export class DeviceState {
     for (let k = 0; k < this.pendLen; k++) {
       const slot = this.pendSlot[k]!;
       if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
-        if (backward && !this.paramSizes.has(b.size[slot]!)) {
+        // (Attached after the model was built, the model knows no parameter: survivors stay gradients.)
+        if (backward && this.paramSizes.size > 0 && !this.paramSizes.has(b.size[slot]!)) {
           cat[slot] = CAT_OTHER;
           otherBytes += b.size[slot]!;
           otherN++;

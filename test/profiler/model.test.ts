@@ -520,3 +520,12 @@ describe("bounded per-step detail", () => {
     expect(recent.ranges[0]!.alloc_bytes).toBe(1 * MiB);
   });
 });
+
+describe("attached after the model was built", () => {
+  test("no parameter seen before the first forward: backward survivors are still taken for gradients", () => {
+    const tr = new Trace();
+    for (let s = 0; s < 4; s++) trainingStep(tr, { zeroGrad: false, firstStep: s === 0 });
+    const m = run(tr);
+    expect(findings(m).find((f) => f.id === "gradients_kept")?.numbers.held_bytes).toBe(8 * MiB);
+  });
+});
