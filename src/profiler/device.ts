@@ -444,10 +444,10 @@ export class DeviceState {
       aged.peakByRange = new Float64Array(0);
       aged.rangeDetailDropped = true;
     }
+    if (this.firstForwardSerial >= 0 && ++this.boundariesSinceFirstForward === 2) this.promoteParameters();
     // Every gradient alive now came from this step or earlier: count what the next steps still hold.
     this.carryGrad = this.liveByCat[CAT_GRADIENT]!;
     this.carryGradN = this.liveCountByCat[CAT_GRADIENT]!;
-    if (this.firstForwardSerial >= 0 && ++this.boundariesSinceFirstForward === 2) this.promoteParameters();
 
     this.liveStepByPhase.fill(0);
     this.liveStepByRange.fill(0);
@@ -517,7 +517,6 @@ export class DeviceState {
     for (let k = 0; k < this.pendLen; k++) {
       const slot = this.pendSlot[k]!;
       if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
-        // (Attached after the model was built, the model knows no parameter: survivors stay gradients.)
         if (backward && this.paramSizes.size > 0 && !this.paramSizes.has(b.size[slot]!)) {
           cat[slot] = CAT_OTHER;
           otherBytes += b.size[slot]!;
@@ -581,6 +580,7 @@ export class DeviceState {
   private promoteParameters(): void {
     this.otherChanges++;
     const b = this.blocks;
+    let parameters = 0;
     for (const slot of b.bySlot.values()) {
       if (b.flags[slot] !== 0) continue;
       const cat = b.category[slot]!;
@@ -588,13 +588,24 @@ export class DeviceState {
       if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
       else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;
       if (to < 0) continue;
-      const size = b.size[slot]!;
-      b.category[slot] = to;
-      this.liveByCat[cat]! -= size;
-      this.liveCountByCat[cat]!--;
-      this.liveByCat[to]! += size;
-      this.liveCountByCat[to]!++;
+      this.move(slot, cat, to);
+      if (to === CAT_PARAMETER) parameters++;
     }
+    if (parameters > 0) return;
+    // No parameter was allocated while the model watched (it attached after the model was built):
+    // sizes cannot tell gradients from caches, so what outlived backward is taken for gradients.
+    this.paramSizes.clear();
+    for (const slot of b.bySlot.values())
+      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE_BACKWARD) this.move(slot, CAT_OTHER, CAT_GRADIENT);
+  }
+
+  private move(slot: number, from: number, to: number): void {
+    const size = this.blocks.size[slot]!;
+    this.blocks.category[slot] = to;
+    this.liveByCat[from]! -= size;
+    this.liveCountByCat[from]!--;
+    this.liveByCat[to]! += size;
+    this.liveCountByCat[to]!++;
   }
 
   /** Give a live block the agent's category (cat < 0: a name only, the lifetime category stays). */
