@@ -1,6 +1,7 @@
 // Starting a program with the agent injected: `gpumem-tui run -- python train.py`.
 // The agent's sitecustomize goes first on PYTHONPATH; it attaches once the program imports torch
 // and then runs any sitecustomize of the program's own. GPUMEM_TUI_DISABLE=1 turns it off.
+// Nothing else changes: argv, stdin, stdout, stderr and the exit code are the program's.
 import { join, resolve } from "node:path";
 
 export const AGENT_ROOT = resolve(import.meta.dir, "..", "agent");
@@ -14,4 +15,15 @@ export function agentEnv(env: Record<string, string | undefined> = process.env):
   const rest = out.PYTHONPATH ? `:${out.PYTHONPATH}` : "";
   out.PYTHONPATH = `${INJECT_DIR}:${AGENT_ROOT}${rest}`;
   return out;
+}
+
+export interface Launch {
+  argv: string[];
+  env: Record<string, string>;
+}
+
+/** What to spawn for `gpumem-tui run -- ARGV`: the program's own argv, the agent's environment. */
+export function launchSpec(argv: string[], env: Record<string, string | undefined> = process.env): Launch {
+  if (argv.length === 0 || argv[0] === "") throw new Error("run needs a program: gpumem-tui run -- python train.py");
+  return { argv: [...argv], env: agentEnv(env) };
 }

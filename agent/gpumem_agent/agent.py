@@ -142,8 +142,10 @@ class Agent:
             self.ring.set("<B", "cur_phase", phase)
 
     def sync(self):
-        """Copy the allocator's own statistics into the header: block-size figures and retries (the
-        trace carries requested sizes), and everything in polling mode."""
+        """Copy the allocator's own statistics into the header: the block-size figures (allocated,
+        active and their peaks: the trace carries requested sizes, not block sizes) and retries;
+        everything before the hook runs and in polling mode. With the hook, reserved, requested
+        and the counts come from the events alone and are never copied."""
         torch = self.torch
         for d in range(self.n_devices if self.ring else 0):
             s = torch.cuda.memory_stats(d)
@@ -151,17 +153,16 @@ class Agent:
                 continue
             values = dict(
                 allocated=s.get("allocated_bytes.all.current", 0),
-                reserved=s.get("reserved_bytes.all.current", 0),
                 active=s.get("active_bytes.all.current", 0),
                 peak_allocated=s.get("allocated_bytes.all.peak", 0),
-                peak_reserved=s.get("reserved_bytes.all.peak", 0),
                 peak_active=s.get("active_bytes.all.peak", 0),
                 n_retries=s.get("num_alloc_retries", 0),
             )
             if self.mode != "hook":
-                values["requested"] = s.get("requested_bytes.all.current", 0)
-            if self.mode != "hook":
                 values.update(
+                    reserved=s.get("reserved_bytes.all.current", 0),
+                    peak_reserved=s.get("reserved_bytes.all.peak", 0),
+                    requested=s.get("requested_bytes.all.current", 0),
                     n_alloc=s.get("allocation.all.allocated", 0),
                     n_free=s.get("allocation.all.freed", 0),
                     n_segment_alloc=s.get("segment.all.allocated", 0),
@@ -287,6 +288,8 @@ class Agent:
         def reset_peaks():
             for d in range(self.n_devices):
                 torch.cuda.reset_peak_memory_stats(d)
+                if self.mode == "hook":  # the hook keeps this peak itself: restart it from now
+                    self.ring.set_totals(d, peak_reserved=self.ring.totals(d)["reserved"])
             self.sync()
             return {}
 

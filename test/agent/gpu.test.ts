@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gpuTest, onGpu } from "../support/gpu";
 
-const out = mkdtempSync(join(tmpdir(), "gpumem-agent-gpu-"));
+// GPUMEM_AGENT_REPORTS keeps the scenarios' reports (bench/agent_evidence.sh brings them back).
+const out = process.env.GPUMEM_AGENT_REPORTS ?? mkdtempSync(join(tmpdir(), "gpumem-agent-gpu-"));
 // biome-ignore lint: reports are plain JSON
 type Report = any;
 const report = (name: string): Report => JSON.parse(readFileSync(join(out, `${name}.json`), "utf8"));
@@ -30,11 +31,13 @@ describe("agent on a GPU", () => {
     });
   }
 
-  for (const name of ["normal", "no-zero-grad", "kept-loss-graph", "expandable", "commands", "oom"]) {
-    gpuTest(`${name}: from allocator events alone (never copied from memory_stats), requested bytes and counts equal torch's`, () => {
+  for (const name of ["normal", "no-zero-grad", "kept-loss-graph", "expandable", "commands", "oom", "injected"]) {
+    gpuTest(`${name}: from allocator events alone (never copied from memory_stats), reserved, its peak, requested bytes and counts equal torch's`, () => {
       const r = report(name);
       const t = r.header.totals;
       expect(r.header.mode).toBe("hook");
+      expect(t.reserved).toBe(r.torch.memory_reserved);
+      expect(t.peak_reserved).toBe(r.torch.max_memory_reserved);
       expect(t.requested).toBe(r.torch.requested_bytes);
       expect(t.n_alloc).toBe(r.torch.allocation_count);
       expect(t.n_free).toBe(r.torch.free_count);

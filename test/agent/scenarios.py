@@ -6,7 +6,8 @@ Scenarios: normal, no-zero-grad, kept-loss-graph, oom, names, commands, idle.
 The agent is attached the way `gpumem-tui run` does it (GPUMEM_TUI_INJECT=1: through the
 sitecustomize on PYTHONPATH) or explicitly. The report holds what torch itself says, next to what
 the ring's header says, so the tests compare the two. `--save DIR` keeps a compact copy of the
-ring (DIR/SCENARIO.ring, .json manifest, .facts.json) as a test fixture.
+ring (DIR/SCENARIO.ring, .json manifest, .facts.json) as a test fixture; `--snapshot FILE` also
+records PyTorch's memory history over the run and dumps it (torch.cuda.memory._dump_snapshot).
 """
 import argparse
 import json
@@ -140,8 +141,11 @@ def main():
     ap.add_argument("scenario")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--save")
+    ap.add_argument("--snapshot", help="record memory history (Python stacks) and dump a snapshot pickle here at the end")
     args = ap.parse_args()
     torch.zeros(1, device=dev)  # CUDA up: the agent starts here
+    if args.snapshot:
+        torch.cuda.memory._record_memory_history(context="all", stacks="python", max_entries=100000)
     report = {"scenario": args.scenario, "pid": os.getpid()}
     keep = []
     if args.scenario == "normal":
@@ -189,6 +193,10 @@ def main():
         keep.append((m, opt))
     elif args.scenario == "idle":
         pass
+    if args.snapshot:
+        torch.cuda.memory._dump_snapshot(args.snapshot)
+        torch.cuda.memory._record_memory_history(None)
+        report["snapshot_bytes"] = os.path.getsize(args.snapshot)
     a = gpumem_agent.current()
     a.sync()
     report["header"] = header_report()
