@@ -32,6 +32,33 @@ def _env_int(name):
         return None
 
 
+def totals_from_stats(s, mode):
+    """The header's totals to copy from torch.cuda.memory_stats() `s`. With the hook: only the
+    block-size figures (allocated, active and their peaks: the trace carries requested sizes, not
+    block sizes) and retries (no event for them); reserved, its peak, requested and the counts come
+    from the events alone and are never overwritten. Before the hook runs (the seed) and in polling
+    mode: everything."""
+    values = dict(
+        allocated=s.get("allocated_bytes.all.current", 0),
+        active=s.get("active_bytes.all.current", 0),
+        peak_allocated=s.get("allocated_bytes.all.peak", 0),
+        peak_active=s.get("active_bytes.all.peak", 0),
+        n_retries=s.get("num_alloc_retries", 0),
+    )
+    if mode != "hook":
+        values.update(
+            reserved=s.get("reserved_bytes.all.current", 0),
+            peak_reserved=s.get("reserved_bytes.all.peak", 0),
+            requested=s.get("requested_bytes.all.current", 0),
+            n_alloc=s.get("allocation.all.allocated", 0),
+            n_free=s.get("allocation.all.freed", 0),
+            n_segment_alloc=s.get("segment.all.allocated", 0),
+            n_segment_free=s.get("segment.all.freed", 0),
+            n_oom=s.get("num_ooms", 0),
+        )
+    return values
+
+
 class Agent:
     def __init__(self, torch, directory=None):
         self.torch = torch
@@ -142,34 +169,12 @@ class Agent:
             self.ring.set("<B", "cur_phase", phase)
 
     def sync(self):
-        """Copy the allocator's own statistics into the header: the block-size figures (allocated,
-        active and their peaks: the trace carries requested sizes, not block sizes) and retries;
-        everything before the hook runs and in polling mode. With the hook, reserved, requested
-        and the counts come from the events alone and are never copied."""
+        """Copy the allocator's own statistics into the header (see totals_from_stats)."""
         torch = self.torch
         for d in range(self.n_devices if self.ring else 0):
             s = torch.cuda.memory_stats(d)
-            if not s:
-                continue
-            values = dict(
-                allocated=s.get("allocated_bytes.all.current", 0),
-                active=s.get("active_bytes.all.current", 0),
-                peak_allocated=s.get("allocated_bytes.all.peak", 0),
-                peak_active=s.get("active_bytes.all.peak", 0),
-                n_retries=s.get("num_alloc_retries", 0),
-            )
-            if self.mode != "hook":
-                values.update(
-                    reserved=s.get("reserved_bytes.all.current", 0),
-                    peak_reserved=s.get("reserved_bytes.all.peak", 0),
-                    requested=s.get("requested_bytes.all.current", 0),
-                    n_alloc=s.get("allocation.all.allocated", 0),
-                    n_free=s.get("allocation.all.freed", 0),
-                    n_segment_alloc=s.get("segment.all.allocated", 0),
-                    n_segment_free=s.get("segment.all.freed", 0),
-                    n_oom=s.get("num_ooms", 0),
-                )
-            self.ring.set_totals(d, **values)
+            if s:
+                self.ring.set_totals(d, **totals_from_stats(s, self.mode))
         if self.ring:
             self.ring.set("<Q", "updated_ns", time.time_ns())
 

@@ -93,9 +93,12 @@ class ControlServer:
         self.buffers.pop(conn, None)
         try:
             self.sel.unregister(conn)
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, OSError):
             pass
-        conn.close()
+        try:
+            conn.close()
+        except OSError:
+            pass
 
     def _send(self, conn, reply):
         data = (json.dumps(reply) + "\n").encode()
@@ -103,10 +106,9 @@ class ControlServer:
         conn.settimeout(2.0)  # a client that does not read its answers is dropped, not waited for
         try:
             conn.sendall(data)
+            conn.setblocking(False)
         except OSError:
             self._close(conn)
-            return
-        conn.setblocking(False)
 
     def _run(self):
         while not self.stopping:
@@ -115,10 +117,16 @@ class ControlServer:
             except OSError:
                 return
             for key, _ in events:
-                if key.fileobj is self.sock:
-                    self._accept()
-                else:
-                    self._read(key.fileobj)
+                try:
+                    if key.fileobj is self.sock:
+                        self._accept()
+                    else:
+                        self._read(key.fileobj)
+                except Exception:  # one connection's trouble (or stop() closing it) never ends the server
+                    if self.stopping:
+                        return
+                    if key.fileobj is not self.sock:
+                        self._close(key.fileobj)
 
     def _accept(self):
         try:

@@ -64,8 +64,25 @@ class Ring:
             os.replace(tmp, path)  # published only once its header is whole
         else:
             fd = os.open(path, os.O_RDWR)
-            self.map = mmap.mmap(fd, os.fstat(fd).st_size)
-            os.close(fd)
+            try:
+                size = os.fstat(fd).st_size
+                if size < HEADER_SIZE:
+                    raise ValueError("%s is not a gpumem ring: %d bytes, shorter than its header" % (path, size))
+                self.map = mmap.mmap(fd, size)
+            finally:
+                os.close(fd)
+            magic, abi = struct.unpack_from("<QI", self.map, 0)
+            cap = struct.unpack_from("<Q", self.map, OFF["capacity"])[0]
+            why = None
+            if magic != MAGIC:
+                why = "not a gpumem ring (magic %#x)" % magic
+            elif abi != ABI_VERSION:
+                why = "a ring of ABI %d; this agent reads ABI %d" % (abi, ABI_VERSION)
+            elif cap == 0 or cap & (cap - 1) or HEADER_SIZE + cap * RECORD_SIZE > size:
+                why = "a ring whose capacity (%d) does not match its size (%d bytes)" % (cap, size)
+            if why:
+                self.map.close()
+                raise ValueError("%s is %s" % (path, why))
         self.capacity = struct.unpack_from("<Q", self.map, OFF["capacity"])[0]
 
     def set(self, fmt, field, *values):
@@ -129,3 +146,27 @@ def save_compact(src_path, dst_path):
     finally:
         os.close(fd)
     return len(recs)
+
+
+def main(argv=None):
+    """python3 -m gpumem_agent.ring compact SRC DST: a fixture-sized copy of a ring (see save_compact)."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python3 -m gpumem_agent.ring", description="Tools for gpumem-tui ring files.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compact", help="copy a ring keeping only its valid records, in the smallest power-of-two ring")
+    c.add_argument("src")
+    c.add_argument("dst")
+    args = ap.parse_args(argv)
+    try:
+        n = save_compact(args.src, args.dst)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("gpumem_agent.ring: %s\n" % e)
+        return 2
+    print("%d records -> %s" % (n, args.dst))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

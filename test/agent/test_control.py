@@ -11,7 +11,10 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
+import subprocess  # noqa: E402
+
 from gpumem_agent import paths, ring  # noqa: E402
+from gpumem_agent.agent import totals_from_stats  # noqa: E402
 from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
 
 
@@ -23,7 +26,8 @@ def client(path):
 
 
 def ask(s, line):
-    s.sendall(line if isinstance(line, bytes) else line.encode())
+    if line:
+        s.sendall(line if isinstance(line, bytes) else line.encode())
     buf = b""
     while not buf.endswith(b"\n"):
         chunk = s.recv(65536)
@@ -72,7 +76,8 @@ class Server(unittest.TestCase):
     def test_peer_of_another_uid_is_refused(self):
         srv = ControlServer(self.path, {"echo": lambda **kw: kw}, uid=os.getuid() + 4242).start()
         try:
-            reply = ask(client(self.path), '{"cmd": "echo"}\n')
+            # The refusal comes at once, before the client says anything (and nothing it sends is read).
+            reply = ask(client(self.path), b"")
             self.assertFalse(reply["ok"])
             self.assertIn("refused: peer uid %d is not this process's" % os.getuid(), reply["error"])
         finally:
@@ -140,6 +145,81 @@ class Files(unittest.TestCase):
         self.assertEqual((n, c.capacity, c.get("<Q", "write_index")), (8, 8, 8))
         self.assertEqual([x[0] for x in c.records()], list(range(1, 9)))
         self.assertEqual(c.totals(1)["reserved"], 2 << 20)
+
+
+# The shape of torch.cuda.memory_stats() (the keys the agent reads, with made-up figures).
+STATS = {
+    "allocated_bytes.all.current": 5120, "allocated_bytes.all.peak": 9216,
+    "active_bytes.all.current": 6144, "active_bytes.all.peak": 9728,
+    "reserved_bytes.all.current": 2 << 20, "reserved_bytes.all.peak": 4 << 20,
+    "requested_bytes.all.current": 5000, "num_alloc_retries": 1, "num_ooms": 2,
+    "allocation.all.allocated": 30, "allocation.all.freed": 20,
+    "segment.all.allocated": 3, "segment.all.freed": 1,
+}
+
+
+class Totals(unittest.TestCase):
+    def setUp(self):
+        self.r = ring.Ring(os.path.join(tempfile.mkdtemp(), "t.ring"), capacity=8)
+
+    def test_polling_copies_every_figure(self):
+        self.r.set_totals(0, **totals_from_stats(STATS, "polling"))
+        t = self.r.totals(0)
+        self.assertEqual(
+            [t[k] for k in ("allocated", "reserved", "active", "peak_allocated", "peak_reserved", "peak_active", "requested", "n_alloc", "n_free", "n_segment_alloc", "n_segment_free", "n_oom", "n_retries")],
+            [5120, 2 << 20, 6144, 9216, 4 << 20, 9728, 5000, 30, 20, 3, 1, 2, 1],
+        )
+
+    def test_with_the_hook_only_block_size_figures_are_copied(self):
+        # What the hook counted from events stays; allocated/active (block sizes) are corrected.
+        self.r.set_totals(0, allocated=4999, reserved=6 << 20, peak_reserved=6 << 20, requested=4999, n_alloc=31, n_oom=0)
+        self.r.set_totals(0, **totals_from_stats(STATS, "hook"))
+        t = self.r.totals(0)
+        self.assertEqual((t["allocated"], t["active"], t["peak_allocated"], t["n_retries"]), (5120, 6144, 9216, 1))
+        self.assertEqual((t["reserved"], t["peak_reserved"], t["requested"], t["n_alloc"], t["n_oom"]), (6 << 20, 6 << 20, 4999, 31, 0))
+
+    def test_an_allocator_without_figures_reads_as_zero(self):
+        self.r.set_totals(0, **totals_from_stats({}, "polling"))
+        self.assertEqual(set(self.r.totals(0).values()), {0})
+
+
+class RingFiles(unittest.TestCase):
+    def run_tool(self, *args):
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
+        return subprocess.run([sys.executable, "-m", "gpumem_agent.ring", *args], env=env, capture_output=True, text=True)
+
+    def test_files_that_are_not_rings_are_refused_in_words(self):
+        d = tempfile.mkdtemp()
+        cases = {
+            "short": (b"x" * 100, "shorter than its header"),
+            "magic": (b"\0" * (ring.HEADER_SIZE + 64), "not a gpumem ring (magic 0x0)"),
+        }
+        good = ring.Ring(os.path.join(d, "good.ring"), capacity=8)
+        good.set("<I", "abi_version", 99)
+        good.map.flush()
+        for name, (data, why) in cases.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+        for name, why in [("short", "shorter than its header"), ("magic", "not a gpumem ring (magic 0x0)"), ("good.ring", "a ring of ABI 99; this agent reads ABI 1")]:
+            with self.assertRaises(ValueError) as e:
+                ring.Ring(os.path.join(d, name), create=False)
+            self.assertIn(why, str(e.exception))
+            p = self.run_tool("compact", os.path.join(d, name), os.path.join(d, "out.ring"))
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(why, p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "out.ring")))
+
+    def test_compact_tool(self):
+        d = tempfile.mkdtemp()
+        r = ring.Ring(os.path.join(d, "a.ring"), capacity=16)
+        for i in range(5):
+            ring.RECORD.pack_into(r.map, ring.HEADER_SIZE + i * ring.RECORD_SIZE, i + 1, i, 0x1000 + i, 512, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        r.set("<Q", "write_index", 5)
+        p = self.run_tool("compact", r.path, os.path.join(d, "b.ring"))
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "5 records -> %s" % os.path.join(d, "b.ring")))
+        c = ring.Ring(os.path.join(d, "b.ring"), create=False)
+        self.assertEqual((c.capacity, [x[2] for x in c.records()]), (8, [0x1000 + i for i in range(5)]))
+        self.assertEqual(os.path.getsize(c.path), ring.HEADER_SIZE + 8 * ring.RECORD_SIZE)
 
 
 if __name__ == "__main__":
