@@ -17,6 +17,7 @@ from .control import ControlServer
 from .phases import Phases
 
 SYNC_SECONDS = 0.25
+HISTORY_ENTRIES = 100000  # the `history` command's default bound on recorded allocator events
 
 
 def _log(msg):
@@ -284,11 +285,20 @@ class Agent:
             path = self._dump("snapshot")
             return {"path": path, "size": os.path.getsize(path)}
 
-        def history(enabled):
+        def history(enabled, stacks="python", max_entries=HISTORY_ENTRIES):
+            # Python stacks by default: C++ stacks cost per allocation and seconds to symbolize at
+            # dump time. A bounded trace: history forgotten on does not grow without end.
             if not isinstance(enabled, bool):
                 raise TypeError('"enabled" must be true or false')
-            torch.cuda.memory._record_memory_history("all" if enabled else None)
-            return {"enabled": enabled}
+            if stacks not in ("python", "all"):
+                raise TypeError('"stacks" must be "python" or "all"')
+            if not isinstance(max_entries, int) or isinstance(max_entries, bool) or max_entries < 1:
+                raise TypeError('"max_entries" must be a positive integer')
+            if enabled:
+                torch.cuda.memory._record_memory_history("all", stacks=stacks, max_entries=max_entries)
+            else:
+                torch.cuda.memory._record_memory_history(None)
+            return {"enabled": enabled, "stacks": stacks, "max_entries": max_entries} if enabled else {"enabled": False}
 
         def reset_peaks():
             for d in range(self.n_devices):

@@ -95,9 +95,34 @@ def hook_library(torch, env=os.environ, log=None):
         cmd = build_command(torch, tmp, cxx)
         if log:
             log("building the allocator hook: %s" % " ".join(shlex.quote(c) for c in cmd))
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if p.returncode != 0:
-            tail = "\n".join(p.stdout.strip().splitlines()[-15:])
-            raise BuildError("building the hook failed (%s):\n%s" % (" ".join(shlex.quote(c) for c in cmd), tail))
-        os.replace(tmp, out)
+        compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.log" % key))
+    return out
+
+
+def compile_to(cmd, tmp, out, log_path):
+    """Run the compiler command `cmd` (which writes `tmp`) and publish `tmp` as `out`. On failure:
+    the command and the compiler's whole output go to `log_path`, and BuildError says the command,
+    the last lines, and where the log is."""
+    line = " ".join(shlex.quote(c) for c in cmd)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        output, code = p.stdout, p.returncode
+    except OSError as e:  # the compiler itself cannot be started
+        output, code = str(e), -1
+    if code == 0 and not os.path.exists(tmp):
+        output, code = output + "\n(the compiler succeeded but wrote no %s)" % tmp, -1
+    if code != 0:
+        try:
+            with open(log_path, "w") as f:
+                f.write("$ %s\nexit status %d\n%s" % (line, code, output))
+            where = "; full log: %s" % log_path
+        except OSError:
+            where = ""
+        tail = "\n".join(output.strip().splitlines()[-15:])
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise BuildError("building the hook failed (%s)%s:\n%s" % (line, where, tail))
+    os.replace(tmp, out)
     return out

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
 import subprocess  # noqa: E402
 
-from gpumem_agent import paths, ring  # noqa: E402
+from gpumem_agent import build, paths, ring  # noqa: E402
 from gpumem_agent.agent import totals_from_stats  # noqa: E402
 from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
 
@@ -220,6 +220,40 @@ class RingFiles(unittest.TestCase):
         c = ring.Ring(os.path.join(d, "b.ring"), create=False)
         self.assertEqual((c.capacity, [x[2] for x in c.records()]), (8, [0x1000 + i for i in range(5)]))
         self.assertEqual(os.path.getsize(c.path), ring.HEADER_SIZE + 8 * ring.RECORD_SIZE)
+
+
+class Build(unittest.TestCase):
+    """The compile step of the hook's build, with stand-in commands (the real one needs torch)."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+        self.tmp, self.out, self.log = (os.path.join(self.d, n) for n in ("hook.so.1.tmp", "hook.so", "hook.log"))
+
+    def test_a_failed_build_says_the_command_the_error_and_where_the_log_is(self):
+        cmd = ["/bin/sh", "-c", "echo 'hook.cpp:7: error: no member named attachAllocatorTraceTracker'; exit 1"]
+        with self.assertRaises(build.BuildError) as e:
+            build.compile_to(cmd, self.tmp, self.out, self.log)
+        msg = str(e.exception)
+        self.assertTrue(msg.startswith("building the hook failed (/bin/sh -c 'echo "), msg)
+        self.assertIn("full log: %s" % self.log, msg)
+        self.assertTrue(msg.endswith("error: no member named attachAllocatorTraceTracker"), msg)
+        with open(self.log) as f:
+            log = f.read()
+        self.assertTrue(log.startswith("$ /bin/sh -c "))
+        self.assertIn("exit status 1\nhook.cpp:7: error", log)
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_a_compiler_that_cannot_start(self):
+        with self.assertRaises(build.BuildError) as e:
+            build.compile_to(["/nonexistent/g++", "hook.cpp"], self.tmp, self.out, self.log)
+        self.assertIn("No such file or directory", str(e.exception))
+
+    def test_a_build_is_published_whole(self):
+        self.assertEqual(build.compile_to(["/bin/sh", "-c", "printf ELF > %s" % self.tmp], self.tmp, self.out, self.log), self.out)
+        self.assertEqual(sorted(os.listdir(self.d)), ["hook.so"])
+        with self.assertRaises(build.BuildError) as e:  # exit 0 but no library: still a failure
+            build.compile_to(["/bin/true"], self.tmp, self.out + "2", self.log)
+        self.assertIn("the compiler succeeded but wrote no", str(e.exception))
 
 
 if __name__ == "__main__":
