@@ -222,6 +222,52 @@ class RingFiles(unittest.TestCase):
         self.assertEqual(os.path.getsize(c.path), ring.HEADER_SIZE + 8 * ring.RECORD_SIZE)
 
 
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+
+
+class RecordedRings(unittest.TestCase):
+    """The rings the agent recorded on an H100 (test/fixtures): the events alone add up to what
+    torch itself reported at the end of each run, so no event was lost or counted twice."""
+
+    def check(self, name):
+        r = ring.Ring(os.path.join(FIXTURES, name + ".ring"), create=False)
+        with open(os.path.join(FIXTURES, name + ".facts.json")) as f:
+            facts = json.load(f)
+        with open(os.path.join(FIXTURES, name + ".json")) as f:
+            manifest = json.load(f)
+        recs = r.records()
+        self.assertEqual([x[0] for x in recs], list(range(1, len(recs) + 1)))
+        self.assertEqual(len(recs), facts["records"])
+        by = {a: [x for x in recs if x[8] == n] for a, n in ring.ACTIONS.items()}
+        total = lambda a: sum(x[3] for x in by[a])  # noqa: E731
+        self.assertEqual(total("alloc") - total("free_requested"), facts["requested_bytes"])
+        self.assertEqual(total("segment_alloc") - total("segment_free"), facts["memory_reserved"])
+        self.assertEqual((len(by["alloc"]), len(by["free_requested"])), (facts["allocation_count"], facts["free_count"]))
+        t = r.totals(0)
+        self.assertEqual((t["allocated"], t["reserved"], t["requested"]), (facts["memory_allocated"], facts["memory_reserved"], facts["requested_bytes"]))
+        self.assertEqual([x[6] for x in by["step"]], list(range(1, facts["steps"] + 1)))
+        self.assertEqual(manifest["hook_mode"], "hook")
+        # Every range a record names is in the manifest; enters and exits pair up.
+        used = {x[7] for x in recs if x[7]}
+        self.assertTrue(used <= {int(k) for k in manifest["ranges"]}, used)
+        self.assertEqual(len(by["range_enter"]), len(by["range_exit"]))
+        return by, facts
+
+    def test_normal_runs(self):
+        for name in ("normal", "normal-history", "no-zero-grad", "kept-loss-graph"):
+            with self.subTest(name):
+                by, facts = self.check(name)
+                self.assertEqual(len(by["oom"]), 0)
+
+    def test_oom(self):
+        by, facts = self.check("oom")
+        self.assertEqual(facts["num_ooms"], 1)
+        [oom] = by["oom"]
+        self.assertEqual(oom[3], 1 << 44)  # the request: 16 TiB
+        self.assertGreater(oom[5], 0)  # free bytes on the device at that moment
+        self.assertLess(oom[5], 100 << 30)
+
+
 class Build(unittest.TestCase):
     """The compile step of the hook's build, with stand-in commands (the real one needs torch)."""
 
