@@ -31,7 +31,6 @@ namespace cca = c10::cuda::CUDACachingAllocator;
 namespace {
 
 std::atomic<gpumem_header*> g_header{nullptr};
-size_t g_map_size = 0;
 std::once_flag g_tracker_once;
 std::atomic<bool> g_exact{false};  // read the allocator's own stats at each event (see on_trace)
 std::atomic<bool> g_empty{false};  // benchmark only: a tracker that returns at once (torch's own cost)
@@ -184,7 +183,6 @@ int gpumem_hook_attach(const char* ring_path, int exact) {  // exact: the mode a
     munmap(map, size_t(st.st_size));
     return -EINVAL;
   }
-  g_map_size = size_t(st.st_size);
   g_exact.store(exact == 1);
   g_empty.store(exact == 2);
   h->mode = GPUMEM_MODE_HOOK;
@@ -197,7 +195,10 @@ int gpumem_hook_attach(const char* ring_path, int exact) {  // exact: the mode a
   return 0;
 }
 
-// Stop writing (the tracker stays registered with the allocator but finds no header).
+// Stop writing (the tracker stays registered with the allocator but finds no header). The mapping
+// stays until the process ends: another thread (autograd's) may be inside on_trace with the old
+// pointer right now, and unmapping under it would crash the exit. The file is already unlinked or
+// about to be, so the pages go with the process.
 void gpumem_hook_detach(void) {
   gpumem_header* h = g_header.exchange(nullptr);
   if (!h) return;
@@ -206,7 +207,6 @@ void gpumem_hook_detach(void) {
     at::removeCallback(g_range_callback);
     g_range_callback = 0;
   }
-  munmap(h, g_map_size);
 }
 
 // The allocator's clock against unix time, measured over `ms` milliseconds: two readings of each.
