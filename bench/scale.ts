@@ -4,7 +4,7 @@
 //   bun bench/scale.ts [OUT_DIR]
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openRecording } from "../src/collect/recording";
+import { openRingRecording as openRecording } from "../src/collect/recording";
 import { ACTION, newEventBatch, type EventBatch } from "../src/ffi/events";
 import { createModel } from "../src/profiler";
 

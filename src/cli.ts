@@ -15,8 +15,11 @@ usage:
   gpumem-tui serve [--port 9464] [--host H]  Prometheus metrics at http://H:PORT/metrics
   gpumem-tui run [--json --output F] -- CMD  start CMD (e.g. python train.py) with the agent injected,
                                              then the monitor on it, or NDJSON samples into F
-  gpumem-tui replay FILE [--speed N] --json  a recorded ring through the model: NDJSON states, then
-                                             the final state with the findings
+  gpumem-tui replay FILE [--speed N] [--json] a recorded ring (or a PyTorch snapshot's trace) through
+                                             the model: the screens, or NDJSON states and a final
+                                             state with the findings
+  gpumem-tui view FILE [--json]              a PyTorch memory snapshot (.pickle, optionally gzip):
+                                             the screens, or its summary
 
 options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50)
@@ -33,7 +36,7 @@ options:
 export class UsageError extends Error {}
 
 export interface Options {
-  command: "monitor" | "schema" | "serve" | "replay" | "run" | "help" | "version";
+  command: "monitor" | "schema" | "serve" | "replay" | "view" | "run" | "help" | "version";
   json: boolean;
   once: boolean;
   intervalMs: number;
@@ -97,6 +100,7 @@ export function parseCli(argv: string[]): Options {
   else if (first === "serve") command = "serve";
   else if (first === "replay") command = "replay";
   else if (first === "run") command = "run";
+  else if (first === "view") command = "view";
   else if (first !== undefined) throw new UsageError(`unknown command "${first}"`);
   if ((values.port !== undefined || argv.includes("--host")) && command !== "serve") throw new UsageError("--port and --host go with serve");
   let speed: number | undefined;
@@ -105,7 +109,8 @@ export function parseCli(argv: string[]): Options {
     if (command !== "replay" && !values.demo) throw new UsageError("--speed goes with replay or --demo");
     if (!(speed > 0) || !Number.isFinite(speed)) throw new UsageError(`--speed takes a positive number (got "${values.speed}")`);
   }
-  if (command === "replay" && rest.length !== 1) throw new UsageError("replay takes one FILE (a recorded .ring)");
+  if (command === "replay" && rest.length !== 1) throw new UsageError("replay takes one FILE (a recorded .ring or a snapshot)");
+  if (command === "view" && rest.length !== 1) throw new UsageError("view takes one FILE (a PyTorch memory snapshot)");
   if (command === "run") {
     if (rest.length > 0 || program.length === 0) throw new UsageError("run takes its program after --: gpumem-tui run -- python train.py");
     if (values.once) throw new UsageError("--once does not go with run");
@@ -113,7 +118,7 @@ export function parseCli(argv: string[]): Options {
     throw new UsageError("only run takes a program after --");
   }
   if (values.output !== undefined && !(command === "run" && values.json)) throw new UsageError("--output goes with run --json");
-  if (command !== "replay" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  if (command !== "replay" && command !== "view" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   if (values.demo && (command !== "monitor" || values.json)) throw new UsageError("--demo goes with the monitor");
   return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, rest: command === "run" ? program : rest };
 }
@@ -178,9 +183,18 @@ async function main(argv: string[]): Promise<number> {
       const { runMonitorOnChild } = await import("./tui/main");
       return await runMonitorOnChild(opts, startChild);
     }
+    case "view": {
+      if (opts.json) {
+        const { viewJson } = await import("./snapshot/view");
+        process.stdout.write(`${JSON.stringify(await viewJson(opts.rest[0]!))}\n`);
+        return 0;
+      }
+      const { runView } = await import("./tui/main");
+      return await runView(opts.rest[0]!, opts);
+    }
     case "replay": {
       const { openRecording } = await import("./collect/recording");
-      const recording = openRecording(opts.rest[0]!);
+      const recording = await openRecording(opts.rest[0]!);
       try {
         if (!opts.json) {
           const { runReplay } = await import("./tui/main");

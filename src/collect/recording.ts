@@ -1,16 +1,21 @@
-// Opening a recording for replay: a ring file (a live one, or a fixture saved by the agent), with
-// its manifest beside it (`x.ring` → `x.json`) for the range names.
+// Opening a recording for replay: a ring file (a live one, or a fixture saved by the agent, with
+// its manifest beside it: `x.ring` → `x.json`, for the range names), or a PyTorch memory snapshot
+// (pickle, optionally gzip), whose device_traces play through the same model.
 import { closeSync, existsSync, openSync, readFileSync, readSync } from "node:fs";
 import { openRing } from "../ffi/ring";
 import type { EventSource } from "../profiler/replay";
+import { snapshotSource } from "../profiler/snapshot-trace";
+import type { SnapshotSegment } from "../profiler/device";
 import type { Manifest } from "./manifest";
 
 export interface Recording {
   path: string;
-  kind: "ring";
+  kind: "ring" | "snapshot";
   source: EventSource;
   manifest: Manifest | null;
   ranges: Record<string, string>;
+  /** A snapshot's segments: the block detail at its end, for resynchronizing the model. */
+  segments: SnapshotSegment[] | null;
   close(): void;
 }
 
@@ -27,10 +32,10 @@ function head(path: string, n: number): Buffer {
   }
 }
 
-export function openRecording(path: string): Recording {
+/** A ring recording (synchronous: what the demo opens). */
+export function openRingRecording(path: string): Recording {
   if (!existsSync(path)) throw new Error(`${path}: no such file`);
-  const magic = head(path, 8);
-  if (magic.toString("latin1") !== RING_MAGIC) {
+  if (head(path, 8).toString("latin1") !== RING_MAGIC) {
     throw new Error(`${path} is not a gpumem-tui ring recording (its first bytes are not the ring magic)`);
   }
   const ring = openRing(path);
@@ -40,5 +45,18 @@ export function openRecording(path: string): Recording {
     const { parseManifest } = require("./manifest") as typeof import("./manifest");
     manifest = parseManifest(readFileSync(manifestPath, "utf8"), manifestPath);
   }
-  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, close: () => ring.close() };
+  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, close: () => ring.close() };
+}
+
+/** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */
+export async function openRecording(path: string): Promise<Recording> {
+  if (!existsSync(path)) throw new Error(`${path}: no such file`);
+  if (head(path, 8).toString("latin1") === RING_MAGIC) return openRingRecording(path);
+  const { readSnapshot } = await import("../snapshot/view");
+  const snap = (await readSnapshot(path)) as { device_traces?: unknown; segments?: SnapshotSegment[] };
+  if (!snap || typeof snap !== "object" || !Array.isArray(snap.device_traces)) {
+    throw new Error(`${path} is neither a gpumem-tui ring nor a PyTorch memory snapshot with a trace (device_traces)`);
+  }
+  const { source, ranges } = snapshotSource(snap as Parameters<typeof snapshotSource>[0]);
+  return { path, kind: "snapshot", source, manifest: null, ranges, segments: Array.isArray(snap.segments) ? snap.segments : null, close: () => {} };
 }

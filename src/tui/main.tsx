@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { render } from "ink";
 import type { Child } from "../collect/child";
 import { startReplay } from "../collect/live";
-import { openRecording, type Recording } from "../collect/recording";
+import { openRingRecording, type Recording } from "../collect/recording";
 import { SystemCollector } from "../collect/system";
 import { App } from "./app";
 import { Controller } from "./controller";
@@ -58,11 +58,11 @@ function demoStarter(ctl: Controller, speed: number) {
       if (handle) return ctl.say("the demo is already running: 2 shows it");
       let rec: Recording;
       try {
-        rec = openRecording(DEMO_RECORDING);
+        rec = openRingRecording(DEMO_RECORDING);
       } catch (e) {
         return ctl.say(`no demo: ${(e as Error).message}`);
       }
-      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRecording(DEMO_RECORDING) });
+      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING) });
       ctl.replay = handle.pm;
       ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}× (2 Process, 3 Tensors, 4 Segments)`);
     },
@@ -85,6 +85,32 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
   ctl.replay = r.pm;
   ctl.status = `replay of ${recording.path} at ${opts.speed ?? 1}×`;
   await show(ctl, opts, { initialScreen: 1, onExit: r.stop });
+  return 0;
+}
+
+/** `view FILE`: a snapshot's trace through the model at full speed, then its segments as they were
+ * at the end; the Process, Tensors and Segments screens show the result. */
+export async function runView(path: string, opts: MonitorOptions): Promise<number> {
+  const { readSnapshot } = await import("../snapshot/view");
+  const { snapshotSource } = await import("../profiler/snapshot-trace");
+  const { createModel, resyncFromSnapshot } = await import("../profiler");
+  const { replay } = await import("../profiler/replay");
+  const snap = (await readSnapshot(path)) as { device_traces?: unknown[]; segments?: unknown[] };
+  if (!snap || typeof snap !== "object" || !Array.isArray(snap.segments)) throw new Error(`${path} is not a PyTorch memory snapshot (no segments)`);
+  const model = createModel();
+  let end = 0;
+  if (Array.isArray(snap.device_traces) && snap.device_traces.some((t) => Array.isArray(t) && t.length)) {
+    const { source, ranges } = snapshotSource(snap as Parameters<typeof snapshotSource>[0]);
+    for await (const _ of replay(source, { ranges, model })) {
+      // to the end
+    }
+    end = Math.max(0, ...model.devices.map((d) => d.lastTime_us));
+  }
+  resyncFromSnapshot(model, snap.segments as Parameters<typeof resyncFromSnapshot>[1], end);
+  const ctl = new Controller(null, opts.intervalMs);
+  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
+  ctl.status = `snapshot ${path}: 2 Process, 3 Tensors, 4 Segments`;
+  await show(ctl, opts, { initialScreen: 3 });
   return 0;
 }
 

@@ -5,14 +5,14 @@ import { render } from "ink-testing-library";
 import { join } from "node:path";
 import { createModel } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
-import { openRecording } from "../../src/collect/recording";
+import { openRingRecording } from "../../src/collect/recording";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import type { Document } from "../../src/headless/schema";
 import training from "../fixtures/h100-training.json";
 
 async function replayed(name: string) {
-  const rec = openRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
+  const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
   const model = createModel();
   for await (const _ of replay(rec.source, { ranges: rec.ranges, model })) {
     // to the end

@@ -1,0 +1,317 @@
+// A safe reader for the pickles PyTorch writes as memory snapshots (torch.cuda.memory._dump_snapshot).
+//
+// Snapshots are plain data: dicts, lists, tuples, strings, numbers, booleans, None. Only the
+// opcodes that build such data are read; any opcode that would import or call something
+// (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ, persistent ids…) is refused, so no code
+// in a file ever runs. Every length is checked against the bytes that remain, and the number of
+// objects and the stack are bounded, so a hostile or truncated file costs bounded memory and ends
+// in a SnapshotError that says where.
+
+export class SnapshotError extends Error {
+  override name = "SnapshotError";
+}
+
+export type PickleValue = null | boolean | number | string | Uint8Array | PickleValue[] | { [key: string]: PickleValue };
+
+const MARK = Symbol("mark");
+type StackItem = PickleValue | typeof MARK;
+
+export interface PickleLimits {
+  /** Objects created at most (strings, numbers and containers all count). */
+  maxObjects: number;
+  /** Items on the stack at most. */
+  maxStack: number;
+}
+
+const DEFAULT_LIMITS: PickleLimits = { maxObjects: 50_000_000, maxStack: 10_000_000 };
+
+const REFUSED: Record<number, string> = {
+  0x63: "GLOBAL",
+  0x93: "STACK_GLOBAL",
+  0x52: "REDUCE",
+  0x62: "BUILD",
+  0x69: "INST",
+  0x6f: "OBJ",
+  0x81: "NEWOBJ",
+  0x92: "NEWOBJ_EX",
+  0x50: "PERSID",
+  0x51: "BINPERSID",
+  0x82: "EXT1",
+  0x83: "EXT2",
+  0x84: "EXT4",
+  0x96: "BYTEARRAY8",
+  0x97: "NEXT_BUFFER",
+  0x98: "READONLY_BUFFER",
+};
+
+export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS): PickleValue {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const text = new TextDecoder("utf-8", { fatal: false });
+  const stack: StackItem[] = [];
+  const marks: number[] = [];
+  const memo = new Map<number, PickleValue>();
+  let pos = 0;
+  let objects = 0;
+
+  const fail = (why: string): never => {
+    throw new SnapshotError(`not a readable snapshot pickle: ${why} (at byte ${pos} of ${data.length})`);
+  };
+  const need = (n: number) => {
+    if (n < 0 || pos + n > data.length) fail(`truncated: ${n} more bytes needed, ${data.length - pos} left`);
+  };
+  const u8 = () => (need(1), data[pos++]!);
+  const u16 = () => (need(2), (pos += 2), view.getUint16(pos - 2, true));
+  const u32 = () => (need(4), (pos += 4), view.getUint32(pos - 4, true));
+  const i32 = () => (need(4), (pos += 4), view.getInt32(pos - 4, true));
+  const u64 = () => {
+    need(8);
+    const v = view.getBigUint64(pos, true);
+    pos += 8;
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) fail("a length past any real file");
+    return Number(v);
+  };
+  const bytes = (n: number) => {
+    need(n);
+    pos += n;
+    return data.subarray(pos - n, pos);
+  };
+  const push = (v: StackItem) => {
+    if (stack.length >= limits.maxStack) fail(`more than ${limits.maxStack} items on the stack`);
+    if (++objects > limits.maxObjects) fail(`more than ${limits.maxObjects} objects`);
+    stack.push(v);
+  };
+  const pop = (): PickleValue => {
+    const v = stack.pop();
+    if (v === undefined) fail("stack underflow");
+    if (v === MARK) fail("a mark where a value was expected");
+    return v as PickleValue;
+  };
+  const top = (): PickleValue => {
+    const v = stack[stack.length - 1];
+    if (v === undefined || v === MARK) fail("no value on the stack");
+    return v as PickleValue;
+  };
+  const popMark = (): PickleValue[] => {
+    const m = marks.pop();
+    if (m === undefined) fail("no mark to pop to");
+    const items = stack.splice(m!) as PickleValue[];
+    items.shift(); // the mark itself
+    return items;
+  };
+  const key = (k: PickleValue): string => (typeof k === "string" ? k : Array.isArray(k) ? `(${k.map(String).join(", ")})` : String(k));
+  const setItems = (target: PickleValue, items: PickleValue[]) => {
+    if (target === null || typeof target !== "object" || Array.isArray(target) || target instanceof Uint8Array) fail("SETITEM(S) on something that is not a dict");
+    if (items.length % 2) fail("SETITEMS with an odd number of items");
+    const obj = target as { [k: string]: PickleValue };
+    for (let i = 0; i < items.length; i += 2) obj[key(items[i]!)] = items[i + 1]!;
+  };
+  const appendTo = (target: PickleValue, items: PickleValue[]) => {
+    if (!Array.isArray(target)) fail("APPEND(S) on something that is not a list");
+    for (const it of items) (target as PickleValue[]).push(it);
+  };
+  // Little-endian two's complement. Addresses and sizes (under 2^53) come out exact; the
+  // arithmetic stays in doubles because BigInt per integer is most of a large file's parse time.
+  const long = (n: number): number => {
+    const b = bytes(n);
+    if (n === 0) return 0;
+    let v = 0;
+    for (let i = n - 1; i >= 0; i--) v = v * 256 + b[i]!;
+    if (b[n - 1]! & 0x80) v -= 2 ** (8 * n);
+    return v;
+  };
+  // Short ASCII strings (dict keys, file names, actions) skip the UTF-8 decoder.
+  const str = (b: Uint8Array): string => {
+    if (b.length <= 64) {
+      let ascii = true;
+      for (let i = 0; i < b.length; i++) if (b[i]! >= 0x80) (ascii = false), (i = b.length);
+      if (ascii) return String.fromCharCode.apply(null, b as unknown as number[]);
+    }
+    return text.decode(b);
+  };
+
+  for (;;) {
+    const op = u8();
+    switch (op) {
+      case 0x80: // PROTO
+        if (u8() > 5) fail("pickle protocol newer than 5");
+        break;
+      case 0x95: // FRAME: a length hint only
+        u64();
+        break;
+      case 0x2e: // STOP
+        if (stack.length !== 1) fail(`${stack.length} items left on the stack at the end`);
+        return pop();
+      case 0x28: // MARK
+        marks.push(stack.length);
+        push(MARK);
+        objects--;
+        break;
+      case 0x7d: // EMPTY_DICT
+        push({});
+        break;
+      case 0x5d: // EMPTY_LIST
+        push([]);
+        break;
+      case 0x29: // EMPTY_TUPLE
+        push([]);
+        break;
+      case 0x8f: // EMPTY_SET
+        push([]);
+        break;
+      case 0x74: // TUPLE
+        push(popMark());
+        break;
+      case 0x85: // TUPLE1
+        push([pop()]);
+        break;
+      case 0x86: {
+        // TUPLE2
+        const b = pop();
+        push([pop(), b]);
+        break;
+      }
+      case 0x87: {
+        // TUPLE3
+        const c = pop();
+        const b = pop();
+        push([pop(), b, c]);
+        break;
+      }
+      case 0x91: // FROZENSET
+        push(popMark());
+        break;
+      case 0x61: {
+        // APPEND
+        const v = pop();
+        appendTo(top(), [v]);
+        break;
+      }
+      case 0x65: {
+        // APPENDS
+        const items = popMark();
+        appendTo(top(), items);
+        break;
+      }
+      case 0x90: {
+        // ADDITEMS (sets become lists)
+        const items = popMark();
+        appendTo(top(), items);
+        break;
+      }
+      case 0x73: {
+        // SETITEM
+        const v = pop();
+        const k = pop();
+        setItems(top(), [k, v]);
+        break;
+      }
+      case 0x75: {
+        // SETITEMS
+        const items = popMark();
+        setItems(top(), items);
+        break;
+      }
+      case 0x4a: // BININT
+        push(i32());
+        break;
+      case 0x4b: // BININT1
+        push(u8());
+        break;
+      case 0x4d: // BININT2
+        push(u16());
+        break;
+      case 0x8a: // LONG1
+        push(long(u8()));
+        break;
+      case 0x8b: {
+        // LONG4
+        const n = i32();
+        if (n > 8) fail(`an integer of ${n} bytes: no snapshot holds one`);
+        push(long(n));
+        break;
+      }
+      case 0x47: // BINFLOAT (big-endian)
+        need(8);
+        push(view.getFloat64(pos, false));
+        pos += 8;
+        break;
+      case 0x4e: // NONE
+        push(null);
+        break;
+      case 0x88: // NEWTRUE
+        push(true);
+        break;
+      case 0x89: // NEWFALSE
+        push(false);
+        break;
+      case 0x8c: // SHORT_BINUNICODE
+        push(str(bytes(u8())));
+        break;
+      case 0x58: // BINUNICODE
+        push(str(bytes(u32())));
+        break;
+      case 0x8d: // BINUNICODE8
+        push(str(bytes(u64())));
+        break;
+      case 0x43: // SHORT_BINBYTES
+        push(bytes(u8()).slice());
+        break;
+      case 0x42: // BINBYTES
+        push(bytes(u32()).slice());
+        break;
+      case 0x8e: // BINBYTES8
+        push(bytes(u64()).slice());
+        break;
+      case 0x94: // MEMOIZE
+        memo.set(memo.size, top());
+        break;
+      case 0x71: // BINPUT
+        memo.set(u8(), top());
+        break;
+      case 0x72: // LONG_BINPUT
+        memo.set(u32(), top());
+        break;
+      case 0x68: // BINGET
+      case 0x6a: {
+        // LONG_BINGET
+        const i = op === 0x68 ? u8() : u32();
+        if (!memo.has(i)) fail(`memo ${i} read before it was written`);
+        push(memo.get(i)!);
+        break;
+      }
+      case 0x30: // POP
+        stack.pop();
+        break;
+      case 0x31: // POP_MARK
+        popMark();
+        break;
+      case 0x32: // DUP
+        push(top());
+        break;
+      default:
+        if (REFUSED[op]) fail(`it asks to run code (${REFUSED[op]}): refused, a memory snapshot never needs it`);
+        fail(`unknown or text-protocol opcode 0x${op.toString(16)}`);
+    }
+  }
+}
+
+const GZIP = [0x1f, 0x8b];
+const ZSTD = [0x28, 0xb5, 0x2f, 0xfd];
+const startsWith = (d: Uint8Array, magic: number[]) => magic.every((b, i) => d[i] === b);
+
+/** The bytes of a snapshot file, decompressed where it is gzip; other compressions are named. */
+export function decompress(data: Uint8Array, maxBytes = 4 * 1024 ** 3): Uint8Array {
+  if (startsWith(data, GZIP)) {
+    try {
+      const out = Bun.gunzipSync(data as Uint8Array<ArrayBuffer>);
+      if (out.length > maxBytes) throw new SnapshotError(`gzip expands past ${maxBytes} bytes`);
+      return out;
+    } catch (e) {
+      if (e instanceof SnapshotError) throw e;
+      throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
+    }
+  }
+  if (startsWith(data, ZSTD)) throw new SnapshotError("a zstd-compressed file: decompress it first (zstd -d FILE)");
+  if (data[0] !== 0x80) throw new SnapshotError("not a PyTorch memory snapshot: not a pickle (protocol 2 or later) and not gzip");
+  return data;
+}

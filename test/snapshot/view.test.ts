@@ -1,0 +1,121 @@
+// Reading PyTorch memory snapshots: a real one recorded on an H100 (test/fixtures/normal-history.pickle,
+// with what torch reported in normal-history.facts.json), checked against Python's own pickle;
+// then truncated, fuzzed and hostile files, which must end in a SnapshotError and nothing else.
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decompress, SnapshotError, unpickle } from "../../src/snapshot/pickle";
+import { summarize } from "../../src/snapshot/summary";
+
+const FIX = join(import.meta.dir, "..", "fixtures");
+const PICKLE = join(FIX, "normal-history.pickle");
+const data = new Uint8Array(readFileSync(PICKLE));
+const facts = JSON.parse(readFileSync(join(FIX, "normal-history.facts.json"), "utf8"));
+const dir = mkdtempSync(join(tmpdir(), "gpumem-snap-"));
+const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
+
+function python(code: string, input?: Uint8Array): string {
+  const p = Bun.spawnSync(["python3", "-c", code], { stdin: input ? Buffer.from(input) : undefined, stdout: "pipe", stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(p.stderr.toString());
+  return p.stdout.toString();
+}
+
+describe("a snapshot recorded on an H100", () => {
+  test("parses to exactly what Python's pickle module reads", () => {
+    const ours = unpickle(data);
+    const theirs = JSON.parse(python("import sys, pickle, json; print(json.dumps(pickle.load(sys.stdin.buffer)))", data));
+    expect(ours).toEqual(theirs);
+  });
+
+  test("its summary: torch's allocated and reserved, segments, trace counts, annotations, top allocations with frames", () => {
+    const s = summarize(unpickle(data));
+    expect(s.devices[0]!.allocated_bytes).toBe(facts.memory_allocated);
+    expect(s.devices[0]!.reserved_bytes).toBe(facts.memory_reserved);
+    const py = JSON.parse(python("import sys,pickle,json,collections; d=pickle.load(sys.stdin.buffer); print(json.dumps({'segments':len(d['segments']),'by':collections.Counter(e['action'] for t in d['device_traces'] for e in t),'ann':len(d['external_annotations'])}))", data));
+    expect(s.devices[0]!.segments).toBe(py.segments);
+    expect(s.trace!.by_action).toEqual(py.by);
+    expect(s.annotations.count).toBe(py.ann);
+    expect(s.annotations.names).toContain("train_step");
+    expect(s.top_allocations[0]!.size_bytes).toBeGreaterThanOrEqual(s.top_allocations[1]!.size_bytes);
+    expect(s.top_allocations.some((a) => a.frames.some((f) => /\.py:\d+ /.test(f)))).toBe(true);
+  });
+
+  test("gzip-compressed, it reads the same; zstd is named", () => {
+    expect(unpickle(decompress(Bun.gzipSync(data)))).toEqual(unpickle(data));
+    expect(() => decompress(new Uint8Array([0x28, 0xb5, 0x2f, 0xfd, 0]))).toThrow(/zstd-compressed file: decompress it first/);
+  });
+
+  test("`gpumem-tui view FILE --json` prints the summary; a file that is no snapshot gets status 1 and words", () => {
+    const ok = Bun.spawnSync(["bun", CLI, "view", PICKLE, "--json"], { stdout: "pipe", stderr: "pipe" });
+    expect(ok.exitCode).toBe(0);
+    expect(JSON.parse(ok.stdout.toString()).devices[0].allocated_bytes).toBe(facts.memory_allocated);
+    const bad = Bun.spawnSync(["bun", CLI, "view", join(FIX, "normal.json"), "--json"], { stdout: "pipe", stderr: "pipe" });
+    expect(bad.exitCode).toBe(1);
+    expect(bad.stderr.toString()).toContain("not a PyTorch memory snapshot: not a pickle");
+  });
+
+  test("`gpumem-tui replay` plays a snapshot's trace through the model", () => {
+    const p = Bun.spawnSync(["bun", CLI, "replay", PICKLE, "--json"], { stdout: "pipe", stderr: "pipe" });
+    expect(p.exitCode).toBe(0);
+    const final = JSON.parse(p.stdout.toString().trim().split("\n").at(-1)!);
+    expect(final.type).toBe("final");
+    expect(final.summary.devices[0].allocated_bytes).toBe(facts.memory_allocated);
+  });
+});
+
+describe("bad and hostile files", () => {
+  test("every truncation is a SnapshotError that says where", () => {
+    for (let k = 1; k < 60; k++) {
+      const cut = data.subarray(0, Math.floor((data.length * k) / 60));
+      expect(() => unpickle(cut)).toThrow(SnapshotError);
+    }
+    expect(() => unpickle(data.subarray(0, 1000))).toThrow(/truncated|at byte \d+ of 1000/);
+  });
+
+  test("a pickle that asks to run code is refused, and the code does not run", () => {
+    const marker = join(dir, "ran");
+    // What `pickle.loads` would turn into os.system("touch …"): made by Python, passed as hex.
+    const raw = Buffer.from(python(`import pickle, os, sys; print(pickle.dumps(type('E', (), {'__reduce__': lambda s: (os.system, ('touch ${marker}',))})(), protocol=4).hex())`).trim(), "hex");
+    expect(() => unpickle(raw)).toThrow(/asks to run code \((STACK_GLOBAL|GLOBAL)\): refused/);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("huge declared lengths, deep nesting and memo tricks end quickly in an error", () => {
+    const huge = new Uint8Array([0x80, 0x04, 0x8d, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00]);
+    expect(() => unpickle(huge)).toThrow(/length past any real file|truncated/);
+    const deep = new Uint8Array(2 + 200_000 + 1);
+    deep.set([0x80, 0x04]);
+    deep.fill(0x5d, 2, 2 + 200_000); // 200,000 empty lists, never closed
+    deep[deep.length - 1] = 0x2e;
+    expect(() => unpickle(deep)).toThrow(/items left on the stack/);
+    expect(() => unpickle(new Uint8Array([0x80, 0x04, 0x68, 0x07, 0x2e]))).toThrow(/memo 7 read before it was written/);
+    expect(() => unpickle(new Uint8Array([0x80, 0x04, 0x5d, 0x8c, 0x01, 0x61, 0x8c, 0x01, 0x62, 0x73, 0x2e]))).toThrow(/SETITEM\(S\) on something that is not a dict/);
+    expect(() => summarize(unpickle(new Uint8Array([0x80, 0x04, 0x5d, 0x2e])))).toThrow(/no `segments` list/);
+  });
+
+  test("1 s of random byte flips: a value or a SnapshotError, never anything else", () => {
+    let seed = 12345;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+    const deadline = performance.now() + 1000;
+    let errors = 0;
+    let parsed = 0;
+    while (performance.now() < deadline) {
+      const buf = data.slice();
+      for (let i = 0; i < 4; i++) buf[Math.floor(rand() * buf.length)] = Math.floor(rand() * 256);
+      try {
+        const v = unpickle(buf);
+        parsed++;
+        try {
+          summarize(v);
+        } catch (e) {
+          expect(e).toBeInstanceOf(SnapshotError);
+        }
+      } catch (e) {
+        if (!(e instanceof SnapshotError)) throw new Error(`seed ${seed}: ${e}`);
+        errors++;
+      }
+    }
+    expect(errors + parsed).toBeGreaterThan(10);
+  });
+});
