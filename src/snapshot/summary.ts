@@ -2,10 +2,16 @@
 //
 // Summary shape (what `gpumem-tui view FILE --json` prints):
 //   devices[]: { device, segments, blocks, reserved_bytes, allocated_bytes, active_bytes,
-//                inactive_bytes, largest_free_block_bytes, expandable_segments }
+//                inactive_bytes, largest_free_block_bytes, fragmentation, expandable_segments }
+//                (fragmentation = 1 - largest free block / all free bytes: 0 when the free bytes are
+//                one block or none, near 1 when they are many small holes)
+//   segments[]: { device, address, stream, segment_type, total_bytes, allocated_bytes, active_bytes,
+//                 blocks: [{ address, size_bytes, requested_bytes, state }] }  (address order)
 //   top_allocations[]: { device, address, size_bytes, requested_bytes, frames: ["file:line name"] }
 //   trace: { entries, by_action: {alloc: n, …}, first_time_us, last_time_us }, null without history
-//   annotations: { count, names: [distinct record_function names] }
+//   annotations: { count, names: [distinct record_function names],
+//                  ranges: [{ device, name, start_us, end_us }] } (START/END paired per device and
+//                  name, innermost first; end_us null when the snapshot was taken inside the range)
 //   oom: [{ device, requested_bytes, free_bytes, time_us }]
 import { SnapshotError, type PickleValue } from "./pickle";
 
@@ -28,14 +34,34 @@ export interface DeviceSummary {
   active_bytes: number;
   inactive_bytes: number;
   largest_free_block_bytes: number;
+  fragmentation: number;
   expandable_segments: number;
+}
+
+export interface SegmentSummary {
+  device: number;
+  address: number;
+  stream: number;
+  segment_type: string | null;
+  total_bytes: number;
+  allocated_bytes: number;
+  active_bytes: number;
+  blocks: { address: number; size_bytes: number; requested_bytes: number | null; state: string }[];
+}
+
+export interface AnnotationRange {
+  device: number;
+  name: string;
+  start_us: number;
+  end_us: number | null;
 }
 
 export interface SnapshotSummary {
   devices: DeviceSummary[];
+  segments: SegmentSummary[];
   top_allocations: { device: number; address: number; size_bytes: number; requested_bytes: number | null; frames: string[] }[];
   trace: { entries: number; by_action: Record<string, number>; first_time_us: number | null; last_time_us: number | null } | null;
-  annotations: { count: number; names: string[] };
+  annotations: { count: number; names: string[]; ranges: AnnotationRange[] };
   oom: { device: number; requested_bytes: number; free_bytes: number; time_us: number | null }[];
 }
 
@@ -52,18 +78,25 @@ export function summarize(snapshot: PickleValue, top = 10): SnapshotSummary {
   }
   const byDevice = new Map<number, DeviceSummary>();
   const live: SnapshotSummary["top_allocations"] = [];
+  const segments: SegmentSummary[] = [];
   for (const [i, seg] of snapshot.segments.entries()) {
     if (!isObj(seg)) throw new SnapshotError(`segments[${i}] is not a dict`);
     const device = num(seg.device);
     let d = byDevice.get(device);
-    if (!d) byDevice.set(device, (d = { device, segments: 0, blocks: 0, reserved_bytes: 0, allocated_bytes: 0, active_bytes: 0, inactive_bytes: 0, largest_free_block_bytes: 0, expandable_segments: 0 }));
+    if (!d) byDevice.set(device, (d = { device, segments: 0, blocks: 0, reserved_bytes: 0, allocated_bytes: 0, active_bytes: 0, inactive_bytes: 0, largest_free_block_bytes: 0, fragmentation: 0, expandable_segments: 0 }));
     d.segments++;
     d.reserved_bytes += num(seg.total_size);
     if (seg.is_expandable === true) d.expandable_segments++;
+    const out: SegmentSummary = { device, address: num(seg.address), stream: num(seg.stream), segment_type: typeof seg.segment_type === "string" ? seg.segment_type : null, total_bytes: num(seg.total_size), allocated_bytes: 0, active_bytes: 0, blocks: [] };
+    segments.push(out);
     for (const b of list(seg.blocks, `segments[${i}].blocks`)) {
       if (!isObj(b)) continue;
       d.blocks++;
       const size = num(b.size);
+      const state = typeof b.state === "string" ? b.state : "inactive";
+      out.blocks.push({ address: num(b.address), size_bytes: size, requested_bytes: typeof b.requested_size === "number" ? b.requested_size : null, state });
+      if (state !== "inactive") out.active_bytes += size;
+      if (state === "active_allocated") out.allocated_bytes += size;
       if (b.state === "active_allocated") {
         d.allocated_bytes += size;
         d.active_bytes += size;
@@ -77,6 +110,8 @@ export function summarize(snapshot: PickleValue, top = 10): SnapshotSummary {
     }
   }
   live.sort((a, b) => b.size_bytes - a.size_bytes);
+  segments.sort((a, b) => a.device - b.device || a.address - b.address);
+  for (const d of byDevice.values()) d.fragmentation = d.inactive_bytes > 0 ? 1 - d.largest_free_block_bytes / d.inactive_bytes : 0;
 
   let trace: SnapshotSummary["trace"] = null;
   const oom: SnapshotSummary["oom"] = [];
@@ -101,9 +136,37 @@ export function summarize(snapshot: PickleValue, top = 10): SnapshotSummary {
   const anns = list(snapshot.external_annotations, "external_annotations").filter(isObj);
   return {
     devices: [...byDevice.values()].sort((a, b) => a.device - b.device),
+    segments,
     top_allocations: live.slice(0, top),
     trace,
-    annotations: { count: anns.length, names: [...new Set(anns.map((a) => String(a.name)))] },
+    annotations: { count: anns.length, names: [...new Set(anns.map((a) => String(a.name)))], ranges: annotationRanges(anns) },
     oom,
   };
+}
+
+/**
+ * record_function START/END marks → ranges. Marks of one device and name nest (a function that
+ * recurses, a block run twice in a loop), so an END closes the latest open START of that name.
+ * An END without a START (the history's ring dropped it) is skipped; a START never closed stays
+ * open (end_us null). Ranges come out in start order.
+ */
+export function annotationRanges(anns: Obj[]): AnnotationRange[] {
+  const open = new Map<string, AnnotationRange[]>();
+  const out: AnnotationRange[] = [];
+  for (const a of anns) {
+    const device = num(a.device);
+    const name = String(a.name);
+    const time = typeof a.time_us === "number" ? a.time_us : null;
+    if (time === null) continue;
+    const key = `${device}\u0000${name}`;
+    if (a.stage === "START") {
+      const r: AnnotationRange = { device, name, start_us: time, end_us: null };
+      out.push(r);
+      (open.get(key) ?? open.set(key, []).get(key)!).push(r);
+    } else if (a.stage === "END") {
+      const r = open.get(key)?.pop();
+      if (r) r.end_us = time;
+    }
+  }
+  return out.sort((a, b) => a.start_us - b.start_us);
 }

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decompress, SnapshotError, unpickle } from "../../src/snapshot/pickle";
-import { summarize } from "../../src/snapshot/summary";
+import { annotationRanges, summarize } from "../../src/snapshot/summary";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
 const PICKLE = join(FIX, "normal-history.pickle");
@@ -39,6 +39,38 @@ describe("a snapshot recorded on an H100", () => {
     expect(s.annotations.names).toContain("train_step");
     expect(s.top_allocations[0]!.size_bytes).toBeGreaterThanOrEqual(s.top_allocations[1]!.size_bytes);
     expect(s.top_allocations.some((a) => a.frames.some((f) => /\.py:\d+ /.test(f)))).toBe(true);
+  });
+
+  test("segments with their blocks, fragmentation and record_function ranges agree with Python reading the same file", () => {
+    const s = summarize(unpickle(data));
+    const py = JSON.parse(python(`
+import sys, pickle, json
+d = pickle.load(sys.stdin.buffer)
+segs = sorted(d['segments'], key=lambda s: (s['device'], s['address']))
+free = [b['size'] for s in segs for b in s['blocks'] if b['state'] == 'inactive']
+opened, ranges = {}, []
+for a in d['external_annotations']:
+    k = (a['device'], a['name'])
+    if a['stage'] == 'START':
+        r = [a['device'], a['name'], a['time_us'], None]; ranges.append(r); opened.setdefault(k, []).append(r)
+    elif opened.get(k):
+        opened[k].pop()[3] = a['time_us']
+ranges.sort(key=lambda r: r[2])
+print(json.dumps({
+  'segs': [[s['address'], s['total_size'], s['allocated_size'], s['active_size'], s['segment_type'],
+            [[b['address'], b['size'], b['state']] for b in s['blocks']]] for s in segs],
+  'frag': (1 - max(free) / sum(free)) if free else 0,
+  'ranges': ranges}))`, data));
+    expect(s.segments.map((g) => [g.address, g.total_bytes, g.allocated_bytes, g.active_bytes, g.segment_type, g.blocks.map((b) => [b.address, b.size_bytes, b.state])])).toEqual(py.segs);
+    expect(s.devices[0]!.fragmentation).toBeCloseTo(py.frag, 12);
+    expect(s.annotations.ranges.map((r) => [r.device, r.name, r.start_us, r.end_us])).toEqual(py.ranges);
+    expect(s.annotations.ranges.filter((r) => r.name === "train_step").length).toBe(facts.steps);
+  });
+
+  test("record_function marks nest by name; a range still open at the snapshot has no end; a lone END is dropped", () => {
+    const m = (stage: string, name: string, time_us: number) => ({ stage, name, device: 0, time_us });
+    const r = annotationRanges([m("END", "x", 1), m("START", "f", 2), m("START", "f", 3), m("END", "f", 4), m("END", "f", 5), m("START", "g", 6)]);
+    expect(r.map((x) => [x.name, x.start_us, x.end_us])).toEqual([["f", 2, 5], ["f", 3, 4], ["g", 6, null]]);
   });
 
   test("gzip-compressed, it reads the same; zstd is named", () => {
