@@ -73,6 +73,22 @@ print(json.dumps({
     expect(r.map((x) => [x.name, x.start_us, x.end_us])).toEqual([["f", 2, 5], ["f", 3, 4], ["g", 6, null]]);
   });
 
+  test("an OOM in the trace is reported with the bytes asked for and the bytes the device had free", () => {
+    // The H100 snapshot with one OOM entry added at its end, in the allocator's trace format
+    // (action 'oom', size = bytes requested, device_free = bytes cudaMemGetInfo reported free).
+    const withOom = new Uint8Array(Buffer.from(python(`
+import sys, pickle
+d = pickle.load(sys.stdin.buffer)
+t = d['device_traces'][0]
+t.append({'action': 'oom', 'size': 1 << 47, 'device_free': 123456789, 'stream': 0, 'time_us': t[-1]['time_us'] + 1, 'frames': []})
+sys.stdout.write(pickle.dumps(d, protocol=2).hex())`, data), "hex"));
+    const s = summarize(unpickle(withOom));
+    const last = (unpickle(data) as { device_traces: { time_us: number }[][] }).device_traces[0]!.at(-1)!.time_us;
+    expect(s.oom).toEqual([{ device: 0, requested_bytes: 2 ** 47, free_bytes: 123456789, time_us: last + 1 }]);
+    expect(s.trace!.by_action.oom).toBe(1);
+    expect(summarize(unpickle(data)).oom).toEqual([]);
+  });
+
   test("gzip-compressed, it reads the same; zstd is named", () => {
     expect(unpickle(decompress(Bun.gzipSync(data)))).toEqual(unpickle(data));
     expect(() => decompress(new Uint8Array([0x28, 0xb5, 0x2f, 0xfd, 0]))).toThrow(/zstd-compressed file: decompress it first/);
