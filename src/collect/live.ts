@@ -53,14 +53,31 @@ export class LiveModels {
 }
 
 /** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
-export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null }): { pm: ProcessModel; stop: () => void } {
+/**
+ * A wall clock for replays whose waits are cut to `maxWaitUs`; the time cut is added to what the
+ * clock reads, so the schedule after a cut stays paced instead of rushing to catch up. A recording
+ * that sat idle for seconds (model loading, a first step's warm-up) then plays on at its speed.
+ */
+export function idleCuttingClock(maxWaitUs: number, base: ReplayClock): ReplayClock {
+  let cut = 0;
+  return {
+    now_us: () => base.now_us() + cut,
+    sleep: (us) => {
+      if (us > maxWaitUs) cut += us - maxWaitUs;
+      return base.sleep(Math.min(us, maxWaitUs));
+    },
+  };
+}
+
+export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number }): { pm: ProcessModel; stop: () => void } {
   const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false };
   let stopped = false;
-  const clock: ReplayClock = { now_us: () => performance.now() * 1000, sleep: (us) => Bun.sleep(us / 1000) };
+  const wall: ReplayClock = { now_us: () => performance.now() * 1000, sleep: (us) => Bun.sleep(us / 1000) };
   (async () => {
     let rec: Recording | null = recording;
     while (rec && !stopped) {
       pm.model = createModel();
+      const clock = opts.maxIdleMs === undefined ? wall : idleCuttingClock(opts.maxIdleMs * 1000, wall);
       for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, model: pm.model, state_every_us: 100_000 })) {
         if (stopped) return;
         opts.onUpdate();

@@ -62,9 +62,9 @@ function demoStarter(ctl: Controller, speed: number) {
       } catch (e) {
         return ctl.say(`no demo: ${(e as Error).message}`);
       }
-      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING) });
+      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING), maxIdleMs: 1000 });
       ctl.replay = handle.pm;
-      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}× (2 Process, 3 Tensors, 4 Segments)`);
+      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}×, idle stretches cut to 1 s (2 Process, 3 Tensors, 4 Segments)`);
     },
     stop: () => handle?.stop(),
   };
