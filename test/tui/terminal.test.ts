@@ -53,6 +53,15 @@ describe("the monitor in a real terminal", () => {
     expect(after).not.toContain("gpumem-tui keys");
   });
 
+  e2e("the demo moves on its own: steps advance on the Process screen with no key pressed", async () => {
+    start(120, 40);
+    await until("demo: a training run recorded on an H100");
+    // The recording sits idle 4.7 s after the model is built; the replay must not look frozen.
+    await until(/step [1-9]\d*/, 6_000);
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
+  });
+
   e2e("at 80×24 every line fits and the frame stays below the terminal's height", async () => {
     start(80, 24);
     await until("demo: a training run");
