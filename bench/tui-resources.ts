@@ -1,0 +1,69 @@
+// The monitor's own cost in a real terminal: time to the first frame, then CPU and memory over 20 s
+// at a 1-second interval. Here (no GPU) it runs the demo, which also replays a recording through
+// the model, so it is an upper bound for watching a machine with no agents.
+//   bun bench/tui-resources.ts [OUT_DIR]
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const outDir = process.argv[2] ?? join(import.meta.dir, "results");
+const tmux = Bun.which("tmux");
+if (!tmux) throw new Error("this bench needs tmux (apt install tmux)");
+const cli = join(import.meta.dir, "..", "src", "cli.ts");
+const s = `gpumem-bench-${process.pid}`;
+const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).stdout.toString();
+const TICK = 100; // clock ticks a second on Linux (getconf CLK_TCK)
+const SECONDS = 20;
+
+async function measure(args: string) {
+  sh("kill-session", "-t", s);
+  const t0 = performance.now();
+  sh("new-session", "-d", "-s", s, "-x", "200", "-y", "60", `exec bun ${cli} ${args}`);
+  let firstFrameMs = NaN;
+  while (performance.now() - t0 < 10_000) {
+    if (sh("capture-pane", "-p", "-t", s).includes("gpumem-tui")) {
+      firstFrameMs = performance.now() - t0;
+      break;
+    }
+    await Bun.sleep(5);
+  }
+  const pid = Number(sh("list-panes", "-t", s, "-F", "#{pane_pid}").trim());
+  const cpuTicks = () => {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return Number(f[11]) + Number(f[12]); // utime + stime
+  };
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
+  await Bun.sleep(2000); // past start-up
+  const c0 = cpuTicks();
+  const w0 = performance.now();
+  let maxRss = 0;
+  for (let i = 0; i < SECONDS; i++) {
+    await Bun.sleep(1000);
+    maxRss = Math.max(maxRss, rss());
+  }
+  const cpuPct = (((cpuTicks() - c0) / TICK) * 100_000) / (performance.now() - w0);
+  sh("send-keys", "-t", s, "q");
+  await Bun.sleep(500);
+  sh("kill-session", "-t", s);
+
+  return { args, first_frame_ms: Math.round(firstFrameMs), cpu_percent_of_a_core: +cpuPct.toFixed(2), max_rss_mb: +(maxRss / 2 ** 20).toFixed(1) };
+}
+const runs = [await measure("--interval 1000"), await measure("--demo --interval 1000")];
+const r = { date: new Date().toISOString(), seconds: SECONDS, runs };
+mkdirSync(outDir, { recursive: true });
+writeFileSync(join(outDir, "tui-resources.json"), `${JSON.stringify(r, null, 2)}\n`);
+const md = `# The monitor's own cost
+
+Command: \`bun bench/tui-resources.ts\` (${r.date}, this repository's 2-core machine, no GPU). The monitor in
+tmux at 200×60, two ways: watching this machine (no GPU, no agents: the Overview sampling every second),
+and \`--demo\` (a recorded H100 training run replayed through the model at 0.5×, looping, the screen
+redrawn at each replayed state: an upper bound). Measured from /proc over ${SECONDS} s after a 2 s start-up. First frame: from starting the
+process to the header on the pane (tmux polled every 5 ms; includes Bun's start-up).
+
+| run | first frame (target < 300 ms) | CPU, % of a core (target < 2 %) | max RSS (target < 150 MB) |
+| --- | --- | --- | --- |
+${runs.map((x) => `| \`${x.args}\` | ${x.first_frame_ms} ms | ${x.cpu_percent_of_a_core} % | ${x.max_rss_mb} MB |`).join("\n")}
+
+nvtop and nvidia-smi do not run on this machine (no GPU); the side-by-side with them is left for the device.
+`;
+writeFileSync(join(outDir, "tui-resources.md"), md);
+console.log(md);
