@@ -1,6 +1,6 @@
 // The monitor's own cost in a real terminal: time to the first frame, then CPU and memory over 20 s
-// at a 1-second interval. Here (no GPU) it runs the demo, which also replays a recording through
-// the model, so it is an upper bound for watching a machine with no agents.
+// at a 1-second interval: watching the machine, and running the demo (a recording replayed through
+// the model, redrawn at each replayed state: an upper bound).
 //   bun bench/tui-resources.ts [OUT_DIR]
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
