@@ -6,20 +6,43 @@ import { join } from "node:path";
 const tmux = Bun.which("tmux");
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const session = `gpumem-e2e-${process.pid}`;
-const e2e = (name: string, fn: () => Promise<void>) =>
-  tmux ? test(name, fn, 30_000) : test.skip(`${name} (needs tmux: \`apt install tmux\`; .ci/run installs it)`, fn);
+const BUN = process.execPath;
+const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-function sh(...args: string[]) {
-  return Bun.spawnSync([tmux!, ...args], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
+// A private server (-L) with no user config (-f /dev/null): nothing of the machine's tmux set-up,
+// nor its default shell (a CI user's may be nologin), decides what the test sees.
+const socket = `gpumem-e2e-${process.pid}`;
+function run(...args: string[]) {
+  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { stdout: "pipe", stderr: "pipe" });
+  return { ok: r.exitCode === 0, out: r.stdout.toString(), err: r.stderr.toString().trim() };
 }
+const sh = (...args: string[]) => run(...args).out;
 const pane = () => sh("capture-pane", "-p", "-t", session);
 
+// tmux needs a pseudo-terminal for its panes; a sandbox without /dev/pts has tmux but no way to run
+// these tests. Probe once: a pane that prints a word. If it cannot, the tests skip and say why.
+function probe(): string | null {
+  if (!tmux) return "needs tmux: `apt install tmux`; .ci/run installs it";
+  const r = run("new-session", "-d", "-s", "probe", "-x", "40", "-y", "5", "/bin/sh", "-c", "echo tmux-pane-ok; sleep 30");
+  if (!r.ok) return `tmux cannot open a pane here: ${r.err || "exit status non-zero"}`;
+  for (let i = 0; i < 50; i++) {
+    if (sh("capture-pane", "-p", "-t", "probe").includes("tmux-pane-ok")) return (sh("kill-session", "-t", "probe"), null);
+    Bun.sleepSync(100);
+  }
+  sh("kill-session", "-t", "probe");
+  return "tmux started a pane but /bin/sh printed nothing in it within 5 s";
+}
+const cannot = probe();
+const e2e = (name: string, fn: () => Promise<void>) =>
+  cannot === null ? test(name, fn, 30_000) : test.skip(`${name} (${cannot})`, fn);
+
+let lastStart = "";
 async function until(what: string | RegExp, timeoutMs = 10_000): Promise<string> {
   const t0 = Date.now();
   for (;;) {
     const text = pane();
     if (typeof what === "string" ? text.includes(what) : what.test(text)) return text;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`never saw ${what} in:\n${text}`);
+    if (Date.now() - t0 > timeoutMs) throw new Error(`never saw ${what} in:\n${text}\n(tmux new-session: ${lastStart})`);
     await Bun.sleep(100);
   }
 }
@@ -27,11 +50,14 @@ async function until(what: string | RegExp, timeoutMs = 10_000): Promise<string>
 function start(cols: number, rows: number, args = "--demo") {
   sh("kill-session", "-t", session);
   // A line before the monitor, and the exit status after it: both must be on screen once it ends.
-  const script = `echo before-the-monitor; NO_COLOR=1 bun ${CLI} ${args}; echo "exit status $?"; sleep 60`;
-  sh("new-session", "-d", "-s", session, "-x", String(cols), "-y", String(rows), script);
+  // The bun running this test runs the monitor, whatever PATH the tmux server has; /bin/sh runs
+  // the line, given as argv so tmux starts it directly instead of through a login shell.
+  const script = `echo before-the-monitor; NO_COLOR=1 ${q(BUN)} ${q(CLI)} ${args}; echo "exit status $?"; sleep 60`;
+  const r = run("new-session", "-d", "-s", session, "-x", String(cols), "-y", String(rows), "/bin/sh", "-c", script);
+  lastStart = r.ok ? "started" : `failed: ${r.err}`;
 }
 
-afterAll(() => tmux && sh("kill-session", "-t", session));
+afterAll(() => cannot === null && sh("kill-server"));
 
 describe("the monitor in a real terminal", () => {
   e2e("screens switch, the tensor table sorts, q quits and gives the terminal back", async () => {
@@ -81,7 +107,7 @@ describe("the monitor in a real terminal", () => {
     expect(await until("exit status 0")).toContain("before-the-monitor");
     start(100, 30);
     await until("demo: a training run");
-    Bun.spawnSync(["pkill", "-TERM", "-f", `^bun ${CLI} --demo`]); // the monitor, not the shell around it
+    Bun.spawnSync(["pkill", "-TERM", "-f", `^${`${BUN} ${CLI} --demo`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`]); // the monitor, not the shell around it
     expect(await until(/exit status \d+/)).toContain("before-the-monitor");
   });
 
