@@ -74,6 +74,9 @@ class Agent:
         self.started = False
         self.active = True
         self.oom_snapshot = None
+        # Whether the `history` verb turned torch's memory history on: a snapshot without it has
+        # segments but no trace, and the monitor then writes one from its own events beside it.
+        self.history_on = False
         self.range_count = 0
         self.lock = threading.Lock()
         self._built = None
@@ -283,7 +286,7 @@ class Agent:
 
         def dump_snapshot():
             path = self._dump("snapshot")
-            return {"path": path, "size": os.path.getsize(path)}
+            return {"path": path, "size": os.path.getsize(path), "history": self.history_on}
 
         def history(enabled, stacks="python", max_entries=HISTORY_ENTRIES):
             # Python stacks by default: C++ stacks cost per allocation and seconds to symbolize at
@@ -298,6 +301,7 @@ class Agent:
                 torch.cuda.memory._record_memory_history("all", stacks=stacks, max_entries=max_entries)
             else:
                 torch.cuda.memory._record_memory_history(None)
+            self.history_on = enabled
             return {"enabled": enabled, "stacks": stacks, "max_entries": max_entries} if enabled else {"enabled": False}
 
         def reset_peaks():

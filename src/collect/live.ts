@@ -30,7 +30,7 @@ export class LiveModels {
     for (const a of agents) {
       let pm = this.byPid.get(a.pid);
       if (!pm) {
-        pm = { pid: a.pid, model: createModel(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false };
+        pm = { pid: a.pid, model: createModel().keepTrace(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false };
         this.byPid.set(a.pid, pm);
       }
       pm.model.setRanges(a.manifest.ranges);
@@ -70,13 +70,13 @@ export function idleCuttingClock(maxWaitUs: number, base: ReplayClock): ReplayCl
 }
 
 export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number }): { pm: ProcessModel; stop: () => void } {
-  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false };
+  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false };
   let stopped = false;
   const wall: ReplayClock = { now_us: () => performance.now() * 1000, sleep: (us) => Bun.sleep(us / 1000) };
   (async () => {
     let rec: Recording | null = recording;
     while (rec && !stopped) {
-      pm.model = createModel();
+      pm.model = createModel().keepTrace();
       const clock = opts.maxIdleMs === undefined ? wall : idleCuttingClock(opts.maxIdleMs * 1000, wall);
       for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, model: pm.model, state_every_us: 100_000 })) {
         if (stopped) return;

@@ -7,6 +7,7 @@ import { ACTION, type EventBatch, type HookMode, type RingHeader, type DeviceTot
 import { categoryCode } from "./categories";
 import { DeviceState, MAX_OOMS, type SnapshotSegment } from "./device";
 import { largestFreeBlock } from "./segments";
+import { EventTail } from "./trace";
 
 /** A tensor as the agent's `names` verb reports it (docs/protocol.md). */
 export interface NamedTensor {
@@ -50,6 +51,8 @@ export class ProfilerModel {
   private phase = 0;
   private range = 0;
   eventsIngested = 0;
+  /** The newest records as they came (null unless keepTrace): a snapshot's trace when the process keeps none. */
+  tail: EventTail | null = null;
   /** Allocator records for a device outside 0..15 (skipped). */
   invalidRecords = 0;
 
@@ -147,6 +150,13 @@ export class ProfilerModel {
       }
     }
     this.eventsIngested += end - start;
+    if (this.tail) this.tail.push(batch, start, end);
+  }
+
+  /** Keep the last `entries` records for snapshots written from the model (snapshot/from-model.ts). */
+  keepTrace(entries?: number): this {
+    this.tail = new EventTail(entries);
+    return this;
   }
 
   // The record_function ranges open, innermost last. A range_exit record names the range it left
@@ -213,6 +223,7 @@ export class ProfilerModel {
 
   /** Records lost by the reader (the ring lapped): block detail becomes partial. */
   noteLost(n: number): void {
+    this.tail?.noteLost();
     this.lostRecords += n;
     this.lostSinceAnchor += n;
     for (const d of this.devices) {

@@ -1,10 +1,12 @@
 // What the screens show, kept up to date: samples the machine on an interval (never on the path
 // that handles keys), feeds the process models, keeps short histories for the GPU charts, and
 // runs the agent commands behind d / e / r. Views read it; they never call NVML or sockets.
+import { agentDir } from "../collect/agents";
 import { command } from "../collect/control";
 import { LiveModels, type ProcessModel } from "../collect/live";
 import type { SystemCollector } from "../collect/system";
 import type { Document } from "../headless/schema";
+import { writeModelSnapshot } from "../snapshot/write";
 import { formatBytes } from "./format";
 
 const HISTORY = 600;
@@ -25,6 +27,8 @@ export class Controller {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private readonly listeners = new Set<() => void>();
   version = 0;
+  /** Where `d` writes snapshots the monitor makes itself (beside the agents' own). */
+  snapshotDir = agentDir();
 
   constructor(
     readonly collector: SystemCollector | null,
@@ -88,6 +92,7 @@ export class Controller {
   /** Run an agent command without blocking the screen; its outcome lands in the status line. */
   async run(pm: ProcessModel | undefined, cmd: "dump_snapshot" | "empty_cache" | "reset_peaks"): Promise<void> {
     if (!pm) return this.say("select a process with the agent first (Overview: j/k, Enter)");
+    if (cmd === "dump_snapshot") return this.dump(pm);
     if (!pm.socket) return this.say(`${cmd}: pid ${pm.pid} is a replay: there is no process to ask`);
     if (pm.ended) return this.say(`${cmd}: pid ${pm.pid} has exited`);
     if (this.busy) return this.say("a command is still running");
@@ -96,15 +101,41 @@ export class Controller {
     const r = await command(pm.socket, cmd);
     this.busy = false;
     if (!r.ok) return this.say(`${cmd} failed: ${r.error}`);
-    if (cmd === "dump_snapshot") {
-      this.say(`snapshot: ${r.path} (${formatBytes(Number(r.size))}); open it at https://pytorch.org/memory_viz`);
-    } else if (cmd === "empty_cache") {
+    if (cmd === "empty_cache") {
       const before = (r.reserved_before as number[]).reduce((a, b) => a + b, 0);
       const after = (r.reserved_after as number[]).reduce((a, b) => a + b, 0);
       this.say(`empty_cache released ${formatBytes(before - after)} (reserved ${formatBytes(before)} → ${formatBytes(after)})`);
     } else {
       this.say(`peaks reset for pid ${pm.pid}`);
     }
+  }
+
+  /**
+   * `d`: the agent's own snapshot (torch.cuda.memory._dump_snapshot) where there is a live agent;
+   * the monitor writes one from its own events where there is none (a replay, an exited process,
+   * an agent that failed), and beside the agent's when the agent records no history (its file
+   * then has segments but no trace).
+   */
+  private async dump(pm: ProcessModel): Promise<void> {
+    const own = (why: string) => {
+      try {
+        const f = writeModelSnapshot(pm.model, this.snapshotDir, pm.pid);
+        const note = f.notes.length ? ` (${f.notes[0]})` : "";
+        return `${why}snapshot from the monitor's events: ${f.path} (${formatBytes(f.size)}, ${f.trace_entries} trace entries)${note}; open it at https://pytorch.org/memory_viz`;
+      } catch (e) {
+        return `${why}writing a snapshot failed: ${(e as Error).message}`;
+      }
+    };
+    if (!pm.socket || pm.ended) return this.say(own(pm.ended && pm.socket ? `pid ${pm.pid} has exited: ` : ""));
+    if (this.busy) return this.say("a command is still running");
+    this.busy = true;
+    this.say(`dump_snapshot: asking pid ${pm.pid}…`);
+    const r = await command(pm.socket, "dump_snapshot");
+    this.busy = false;
+    if (!r.ok) return this.say(own(`the agent's dump failed (${r.error}); `));
+    const theirs = `snapshot: ${r.path} (${formatBytes(Number(r.size))})`;
+    if (r.history === false) return this.say(own(`${theirs} has no trace (history off); `));
+    this.say(`${theirs}; open it at https://pytorch.org/memory_viz`);
   }
 
   say(msg: string): void {

@@ -87,6 +87,7 @@ describe("agent on a GPU", () => {
     expect(r.dump.size).toBeGreaterThan(1000);
     expect(r.dump_loaded.segments).toBeGreaterThan(0);
     expect(r.dump_loaded.traces).toBeGreaterThan(0); // history was turned on through the socket
+    expect(r.dump.history).toBe(true); // and the agent says so: the monitor need not write its own
     expect(r.dump_loaded.html_bytes).toBeGreaterThan(10000);
     expect(r.bad_verb.error).toMatch(/unknown command 'frobnicate'/);
     expect(r.bad_args.error).toMatch(/"enabled" must be true or false/);

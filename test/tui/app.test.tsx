@@ -2,7 +2,10 @@
 // training run recorded on an H100 (test/fixtures/normal.ring).
 import { describe, expect, test } from "bun:test";
 import { render } from "ink-testing-library";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { unpickle } from "../../src/snapshot/pickle";
 import { createModel } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
 import { openRingRecording } from "../../src/collect/recording";
@@ -13,7 +16,7 @@ import training from "../fixtures/h100-training.json";
 
 async function replayed(name: string) {
   const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
-  const model = createModel();
+  const model = createModel().keepTrace();
   for await (const _ of replay(rec.source, { ranges: rec.ranges, model })) {
     // to the end
   }
@@ -94,14 +97,24 @@ describe("screens", () => {
     ui.unmount();
   });
 
-  test("commands on a replay explain why they cannot run; the filter narrows the table", async () => {
+  test("d on a replay writes a snapshot from the monitor's events; e explains why it cannot run; the filter narrows the table", async () => {
     const ctl = new Controller(null, 1000);
+    ctl.snapshotDir = mkdtempSync(join(tmpdir(), "gpumem-app-"));
     ctl.replay = await replayed("normal");
-    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={2} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={{ columns: 200, rows: 40 }} initialScreen={2} />);
     await tick();
     ui.stdin.write("d");
     await tick();
-    expect(ui.lastFrame()).toContain("dump_snapshot: pid 4242 is a replay: there is no process to ask");
+    const path = join(ctl.snapshotDir, readdirSync(ctl.snapshotDir)[0]!);
+    expect(path).toMatch(/4242-gpumem-\d+\.pickle$/);
+    expect(ui.lastFrame()).toContain(`snapshot from the monitor's events: ${path}`);
+    expect(ui.lastFrame()).toContain("pytorch.org/memory_viz");
+    const snap = unpickle(new Uint8Array(readFileSync(path))) as { segments: unknown[]; device_traces: unknown[][] };
+    expect(snap.segments.length).toBeGreaterThan(0);
+    expect(snap.device_traces[0]!.length).toBeGreaterThan(1000);
+    ui.stdin.write("e");
+    await tick();
+    expect(ui.lastFrame()).toContain("empty_cache: pid 4242 is a replay: there is no process to ask");
     const tableRows = () => ui.lastFrame()!.split("\n").filter((l) => / (forward|backward|optimizer|other) +\d+ /.test(l));
     const before = tableRows().length;
     ui.stdin.write("/");

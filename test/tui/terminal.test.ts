@@ -1,6 +1,8 @@
 // End to end in a real terminal: tmux runs the monitor on the demo recording (a training run
 // recorded on an H100), keys are sent, and the pane is read as a user would read it.
 import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const tmux = Bun.which("tmux");
@@ -47,12 +49,12 @@ async function until(what: string | RegExp, timeoutMs = 10_000): Promise<string>
   }
 }
 
-function start(cols: number, rows: number, args = "--demo") {
+function start(cols: number, rows: number, args = "--demo", env = "") {
   sh("kill-session", "-t", session);
   // A line before the monitor, and the exit status after it: both must be on screen once it ends.
   // The bun running this test runs the monitor, whatever PATH the tmux server has; /bin/sh runs
   // the line, given as argv so tmux starts it directly instead of through a login shell.
-  const script = `echo before-the-monitor; NO_COLOR=1 ${q(BUN)} ${q(CLI)} ${args}; echo "exit status $?"; sleep 60`;
+  const script = `echo before-the-monitor; ${env} NO_COLOR=1 ${q(BUN)} ${q(CLI)} ${args}; echo "exit status $?"; sleep 60`;
   const r = run("new-session", "-d", "-s", session, "-x", String(cols), "-y", String(rows), "/bin/sh", "-c", script);
   lastStart = r.ok ? "started" : `failed: ${r.err}`;
 }
@@ -109,6 +111,27 @@ describe("the monitor in a real terminal", () => {
     await until("demo: a training run");
     Bun.spawnSync(["pkill", "-TERM", "-f", `^${`${BUN} ${CLI} --demo`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`]); // the monitor, not the shell around it
     expect(await until(/exit status \d+/)).toContain("before-the-monitor");
+  });
+
+  e2e("d writes a snapshot of the demo process from the monitor's events; view opens it; e says why not", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gpumem-e2e-"));
+    start(220, 40, "--demo", `GPUMEM_TUI_DIR=${q(dir)}`);
+    await until("demo: a training run recorded on an H100");
+    await until(/step [1-9]\d*/);
+    sh("send-keys", "-t", session, "d");
+    const text = await until("snapshot from the monitor's events:");
+    const path = /snapshot from the monitor's events: (\S+\.pickle)/.exec(text)![1]!;
+    expect(path.startsWith(dir)).toBe(true);
+    const v = Bun.spawnSync([BUN, CLI, "view", path, "--json"], { stdout: "pipe", stderr: "pipe" });
+    expect(v.stderr.toString()).toBe("");
+    const summary = JSON.parse(v.stdout.toString());
+    expect(summary.devices[0].reserved_bytes).toBeGreaterThan(0);
+    expect(summary.trace.entries).toBeGreaterThan(0);
+    sh("send-keys", "-t", session, "e");
+    await until("empty_cache: pid");
+    expect(pane()).toContain("is a replay: there is no process to ask");
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
   });
 
   e2e("the terminal is resized live", async () => {

@@ -1,0 +1,225 @@
+// Snapshots the monitor writes from its own events (`d` on a process that records no history, or
+// on a replay). The bridge to the real thing: normal-history.ring and normal-history.pickle were
+// recorded by the same H100 run, the ring by our hook and the pickle by torch's memory history.
+// Written from the ring, our snapshot must hold torch's segments, blocks and trace; Python must
+// load it; it must use only the pickle opcodes pytorch.org/memory_viz reads; and its trace must
+// add up to its segments the way memory_viz walks it.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openRing } from "../../src/ffi/ring";
+import { createModel, replay } from "../../src/profiler";
+import { checkTrace, snapshotFromModel, type WrittenSnapshot } from "../../src/snapshot/from-model";
+import { pickle, Tuple, type PickleData } from "../../src/snapshot/pickle-write";
+import { unpickle } from "../../src/snapshot/pickle";
+import { summarize } from "../../src/snapshot/summary";
+import { writeModelSnapshot } from "../../src/snapshot/write";
+
+const FIX = join(import.meta.dir, "..", "fixtures");
+const RINGS = join(import.meta.dir, "..", "profiler", "fixtures", "rings");
+const dir = mkdtempSync(join(tmpdir(), "gpumem-write-"));
+const python3 = Bun.which("python3");
+const withPython = (name: string, fn: () => void) => (python3 ? test(name, fn) : test.skip(`${name} (needs python3)`, fn));
+
+// The opcodes MemoryViz.js's unpickler handles (pytorch/torch/utils/viz/MemoryViz.js, `unpickle`);
+// anything else makes pytorch.org/memory_viz throw "UNKNOWN OPCODE".
+const MEMORY_VIZ_OPCODES = new Set([
+  "APPENDS", "BINGET", "BININT", "BININT1", "BININT2", "EMPTY_DICT", "EMPTY_LIST", "FRAME", "LONG1", "LONG_BINGET", "MARK", "MEMOIZE",
+  "PROTO", "SETITEMS", "SHORT_BINUNICODE", "STOP", "TUPLE2", "APPEND", "NEWFALSE", "BINPUT", "BINUNICODE", "EMPTY_TUPLE", "NEWTRUE",
+  "NONE", "BINFLOAT", "TUPLE", "TUPLE1", "TUPLE3", "LONG_BINPUT", "LIST", "DICT", "SETITEM",
+]);
+
+async function modelOf(dirName: string, name: string) {
+  const manifest = await Bun.file(join(dirName, `${name}.json`)).json();
+  const r = openRing(join(dirName, `${name}.ring`));
+  const model = createModel().keepTrace();
+  try {
+    for await (const _ of replay(r, { ranges: manifest.ranges, model })) {
+    }
+  } finally {
+    r.close();
+  }
+  return model;
+}
+
+function python(code: string, input: Uint8Array): string {
+  const p = Bun.spawnSync([python3!, "-c", code], { stdin: Buffer.from(input), stdout: "pipe", stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(p.stderr.toString());
+  return p.stdout.toString();
+}
+
+// biome-ignore lint: test data
+type Any = any;
+const torch: Any = unpickle(new Uint8Array(readFileSync(join(FIX, "normal-history.pickle"))));
+const facts = JSON.parse(readFileSync(join(FIX, "normal-history.facts.json"), "utf8"));
+const ours: WrittenSnapshot = snapshotFromModel(await modelOf(FIX, "normal-history"));
+const bytes = pickle(ours as unknown as PickleData);
+
+describe("a snapshot written from the monitor's events, beside torch's own of the same run", () => {
+  test("the same segments and the same live blocks, address for address, with the sizes asked for", () => {
+    const segs = (s: Any[]) => s.map((g) => `${g.device}:${g.address}:${g.total_size}`).sort();
+    expect(segs(ours.segments)).toEqual(segs(torch.segments));
+    const blocks = (s: Any[], withRequested: boolean) =>
+      s.flatMap((g) => g.blocks.map((b: Any) => `${b.address}:${b.size}:${b.state}${withRequested && b.state !== "inactive" ? `:${b.requested_size}` : ""}`)).sort();
+    expect(blocks(ours.segments, true)).toEqual(blocks(torch.segments, true));
+    // Every segment is tiled by its blocks, as memory_viz assumes (it places each block after the last).
+    for (const g of ours.segments) expect(g.blocks.reduce((x, b) => x + b.size, 0)).toBe(g.total_size);
+    const allocated = ours.segments.reduce((x, g) => x + g.allocated_size, 0);
+    expect(allocated).toBe(facts.memory_allocated);
+    expect(ours.segments.reduce((x, g) => x + g.total_size, 0)).toBe(facts.memory_reserved);
+  });
+
+  test("torch's whole trace, entry for entry, at the end of ours (ours also holds what came before history was on)", () => {
+    const key = (e: Any) => `${e.action}:${e.addr}:${e.size}`;
+    const theirs: Any[] = torch.device_traces[0];
+    const mine = ours.device_traces[0]!.filter((e) => e.action !== "snapshot"); // torch's dump marks itself in our ring
+    expect(mine.length).toBeGreaterThan(theirs.length);
+    const tail = mine.slice(mine.length - theirs.length);
+    expect(tail.map(key)).toEqual(theirs.map(key));
+    // Times agree within a millisecond (the ring's clock calibration against torch's).
+    for (let i = 0; i < theirs.length; i++) expect(Math.abs(tail[i]!.time_us - theirs[i].time_us)).toBeLessThan(1000);
+    expect(ours.external_annotations.map((a) => `${a.stage}:${a.name}`)).toEqual(torch.external_annotations.map((a: Any) => `${a.stage}:${a.name}`));
+    expect(ours.gpumem.trace_dropped).toBe(0);
+    expect(ours.gpumem.notes).toEqual([]);
+  });
+
+  test("blocks and allocations carry what the monitor knows in place of stack frames", () => {
+    const frames = ours.segments.flatMap((g) => g.blocks.filter((b) => b.state === "active_allocated").map((b) => b.frames[0]!.name));
+    expect(frames.every((f) => /^(.+ )?\((parameter|gradient|optimizer_state|buffer|activation|temporary|other)\) allocated step \d+ \w+/.test(f))).toBe(true);
+    const allocs = ours.device_traces[0]!.filter((e) => e.action === "alloc");
+    expect(allocs.some((e) => / in mlp_block$/.test(e.frames[0]!.name))).toBe(true);
+  });
+
+  test("gpumem-tui view reads it back to torch's totals", () => {
+    const s = summarize(unpickle(bytes));
+    expect(s.devices[0]!.allocated_bytes).toBe(facts.memory_allocated);
+    expect(s.devices[0]!.reserved_bytes).toBe(facts.memory_reserved);
+  });
+
+  withPython("Python's pickle loads it, and it uses only opcodes pytorch.org/memory_viz reads", () => {
+    const out = JSON.parse(
+      python(
+        `import sys, json, pickle, pickletools
+data = sys.stdin.buffer.read()
+s = pickle.loads(data)
+ops = sorted({op.name for op, _, _ in pickletools.genops(data)})
+print(json.dumps({"ops": ops, "segments": len(s["segments"]), "pool": list(s["segments"][0]["segment_pool_id"]), "pool_is_tuple": isinstance(s["segments"][0]["segment_pool_id"], tuple),
+  "traces": [len(t) for t in s["device_traces"]], "first": {k: v for k, v in s["device_traces"][0][0].items() if k != "frames"}}))`,
+        bytes,
+      ),
+    );
+    for (const op of out.ops) expect(MEMORY_VIZ_OPCODES.has(op)).toBe(true);
+    expect(out.segments).toBe(torch.segments.length);
+    expect(out.pool_is_tuple).toBe(true);
+    expect(out.traces).toEqual(ours.device_traces.map((t) => t.length));
+    const e = ours.device_traces[0]![0]!;
+    expect(out.first).toEqual({ action: e.action, addr: e.addr, size: e.size, stream: e.stream, time_us: e.time_us });
+  });
+
+  test("written to a file 0600 that gpumem-tui view opens", async () => {
+    const model = await modelOf(FIX, "normal-history");
+    const f = writeModelSnapshot(model, dir, 861, 1234);
+    expect(f.path).toBe(join(dir, "861-gpumem-1234.pickle"));
+    expect(statSync(f.path).mode & 0o777).toBe(0o600);
+    const p = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "..", "src", "cli.ts"), "view", f.path, "--json"], { stdout: "pipe", stderr: "pipe" });
+    expect(p.exitCode).toBe(0);
+    const v = JSON.parse(p.stdout.toString());
+    expect(v.devices[0].allocated_bytes).toBe(facts.memory_allocated);
+  });
+});
+
+describe("a trace must add up to its segments (memory_viz draws any moment by walking back from them)", () => {
+  test("torch's own snapshot adds up from its first entry, and so does ours", () => {
+    expect(checkTrace(torch.segments, torch.device_traces[0])).toBe(0);
+    expect(checkTrace(ours.segments, ours.device_traces[0]!)).toBe(0);
+  });
+
+  test("a free whose block is nowhere (its completion lost) cuts the trace after it", () => {
+    const t: Any[] = [...torch.device_traces[0]];
+    // The first free_completed whose block is allocated again later: drop it, leaving its
+    // free_requested pointing at a block memory_viz would not find.
+    const i = t.findIndex((e, k) => e.action === "free_completed" && t[k - 1]?.action === "free_requested");
+    const cut = [...t.slice(0, i), ...t.slice(i + 1)];
+    const start = checkTrace(torch.segments, cut);
+    expect(start).toBeGreaterThan(0);
+    expect(start).toBeLessThanOrEqual(i);
+    expect(checkTrace(torch.segments, cut.slice(start))).toBe(0);
+  });
+
+  test("a lapped ring (its oldest records overwritten): blocks from before them get a home, the whole trace adds up, the file says so", async () => {
+    const model = await modelOf(RINGS, "lapped");
+    const s = snapshotFromModel(model);
+    expect(s.gpumem.unplaced_blocks).toBeGreaterThan(0);
+    expect(s.gpumem.notes.join(" ")).toMatch(/live blocks lie in segments allocated before the monitor's records begin/);
+    expect(s.gpumem.trace_dropped).toBe(0);
+    expect(s.gpumem.trace_entries).toBe(model.eventsIngested - s.external_annotations.length - markCount(model));
+    for (const d of s.device_traces.keys()) expect(checkTrace(s.segments, s.device_traces[d]!)).toBe(0);
+    // Every live block the model holds is in the file.
+    const live = s.segments.flatMap((g) => g.blocks.filter((b) => b.state === "active_allocated"));
+    expect(live.length).toBe(model.devices[0]!.blocks.count);
+    const back = unpickle(pickle(s as unknown as PickleData)) as Any;
+    expect(back.segments.length).toBe(s.segments.length);
+  });
+
+  test("expandable segments: mapped pages as segments, marked expandable, trace adds up", async () => {
+    const model = await modelOf(RINGS, "expandable");
+    const facts = JSON.parse(readFileSync(join(RINGS, "expandable.facts.json"), "utf8"));
+    const s = snapshotFromModel(model);
+    expect(s.segments.every((g) => g.is_expandable)).toBe(true);
+    expect(s.segments.reduce((x, g) => x + g.total_size, 0)).toBe(facts.memory_reserved);
+    for (const d of s.device_traces.keys()) expect(checkTrace(s.segments, s.device_traces[d]!)).toBe(0);
+  });
+
+  test("a model that kept no trace still gives segments and blocks, and says the trace is missing", async () => {
+    const manifest = await Bun.file(join(FIX, "normal.json")).json();
+    const r = openRing(join(FIX, "normal.ring"));
+    const model = createModel();
+    for await (const _ of replay(r, { ranges: manifest.ranges, model })) {
+    }
+    r.close();
+    const s = snapshotFromModel(model);
+    expect(s.device_traces.every((t) => t.length === 0)).toBe(true);
+    expect(s.segments.length).toBeGreaterThan(0);
+    expect(s.gpumem.notes[0]).toMatch(/kept no trace/);
+  });
+});
+
+// Phase and step marks: records that are neither allocator events nor range marks.
+function markCount(model: Awaited<ReturnType<typeof modelOf>>): number {
+  const t = model.tail!;
+  let n = 0;
+  for (let k = t.first; k < t.total; k++) if (t.action[t.slot(k)] === 16 || t.action[t.slot(k)] === 17) n++;
+  return n;
+}
+
+test("records lost mid-run: the trace restarts after the loss and the file says so", async () => {
+  const manifest = await Bun.file(join(FIX, "normal-history.json")).json();
+  const r = openRing(join(FIX, "normal-history.ring"));
+  const { newEventBatch } = await import("../../src/ffi/events");
+  const batch = newEventBatch(1 << 16);
+  r.read(batch);
+  r.close();
+  const model = createModel().keepTrace();
+  model.setRanges(manifest.ranges);
+  const cutAt = 700;
+  model.ingest(batch, 0, 0, cutAt);
+  model.ingest(batch, 25, cutAt + 25, batch.count); // 25 records lost here
+  const s = snapshotFromModel(model);
+  expect(s.gpumem.notes.join(" ")).toMatch(/records were lost/);
+  expect(s.device_traces[0]!.length).toBeLessThanOrEqual(batch.count - cutAt - 25);
+  for (const d of s.device_traces.keys()) expect(checkTrace(s.segments, s.device_traces[d]!)).toBe(0);
+});
+
+describe("the pickle writer", () => {
+  test("what it writes, our reader and Python read back as written", () => {
+    const v = { a: [0, 255, 256, 65535, 65536, -1, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, 2 ** 47 + 3, -(2 ** 40)], s: "héllo ✓", f: 1.5, t: true, n: null, e: [], d: {} };
+    const b = pickle(v as PickleData);
+    expect(unpickle(b)).toEqual(v);
+    if (python3) expect(JSON.parse(python("import sys, json, pickle; print(json.dumps(pickle.loads(sys.stdin.buffer.read())))", b))).toEqual(v);
+    expect(unpickle(pickle(new Tuple([1, "x"])))).toEqual([1, "x"]);
+    // More than a batch of 1000 items or keys.
+    const big = Array.from({ length: 2500 }, (_, i) => i);
+    expect(unpickle(pickle(big))).toEqual(big);
+  });
+});
