@@ -33,4 +33,6 @@ export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
 export { replay, batchSource, stateLine, finalLine, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
+export { phaseBands, oomColumns } from "./bands";
+export { EventTail, DEFAULT_TRACE_ENTRIES } from "./trace";
 export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";

@@ -24,25 +24,30 @@ export function resample(values: readonly number[], n: number): number[] {
  * scaled to `max`. NaN is "no data" (blank). Braille gives 2 points a cell and 4 levels a row;
  * ASCII one point a cell and 2 levels a row (':' half, '#' full).
  */
-export function areaChart(values: readonly number[], opts: { width: number; height: number; max: number; ascii?: boolean }): string[] {
+export function areaChart(values: readonly number[], opts: { width: number; height: number; max: number; ascii?: boolean; line?: readonly number[] }): string[] {
   const { width, height, ascii } = opts;
   const max = opts.max > 0 ? opts.max : 1;
+  // `line`: a second series drawn as a dotted line over the area (NVML-used over reserved): the
+  // level of each of its points gets one dot, visible wherever it stands above the area.
+  const levelOf = (v: number, steps: number) => (Number.isNaN(v) ? 0 : Math.round((Math.min(v, max) / max) * height * steps));
   if (ascii) {
     const pts = resample(values, width);
+    const over = opts.line ? resample(opts.line, width).map((v) => levelOf(v, 2)) : null;
     const rows: string[] = [];
     for (let r = height - 1; r >= 0; r--) {
       let line = "";
-      for (const v of pts) {
-        const level = Number.isNaN(v) ? 0 : Math.round((Math.min(v, max) / max) * height * 2);
-        const inRow = level - r * 2;
-        line += inRow >= 2 ? "#" : inRow === 1 ? ":" : " ";
+      for (let c = 0; c < pts.length; c++) {
+        const inRow = levelOf(pts[c]!, 2) - r * 2;
+        const o = over ? over[c]! - r * 2 : 0;
+        line += inRow >= 2 ? "#" : (o === 1 || o === 2) && inRow < o ? "-" : inRow === 1 ? ":" : " ";
       }
       rows.push(line);
     }
     return rows;
   }
   const pts = resample(values, width * 2);
-  const levels = pts.map((v) => (Number.isNaN(v) ? 0 : Math.round((Math.min(v, max) / max) * height * 4)));
+  const levels = pts.map((v) => levelOf(v, 4));
+  const over = opts.line ? resample(opts.line, width * 2).map((v) => levelOf(v, 4)) : null;
   const rows: string[] = [];
   for (let r = height - 1; r >= 0; r--) {
     let line = "";
@@ -51,6 +56,10 @@ export function areaChart(values: readonly number[], opts: { width: number; heig
       for (const [k, dots] of [[0, LEFT], [1, RIGHT]] as const) {
         const inRow = levels[c * 2 + k]! - r * 4;
         for (let d = 0; d < Math.min(4, inRow); d++) bits |= dots[d]!;
+        if (over) {
+          const o = over[c * 2 + k]! - r * 4;
+          if (o >= 1 && o <= 4) bits |= dots[o - 1]!;
+        }
       }
       line += String.fromCharCode(0x2800 + bits);
     }
@@ -87,4 +96,43 @@ export function onTimeAxis(buckets: readonly { start_us: number; max: number; la
     else carry = lastIn[i]!;
   }
   return out;
+}
+
+const PHASE_LETTER = ["o", "F", "B", "O"]; // other, forward, backward, optimizer
+
+/**
+ * The phase band under a chart: runs of one phase as a letter then a rule ("F━━━B━━━━O━"), so it
+ * reads without color too; columns with no record stay blank. Returned as runs for coloring.
+ */
+export function phaseRuns(phases: ArrayLike<number>, ascii = false): { phase: number; text: string }[] {
+  const rule = ascii ? "-" : "━";
+  const runs: { phase: number; text: string }[] = [];
+  for (let c = 0; c < phases.length; c++) {
+    const p = phases[c]!;
+    const last = runs[runs.length - 1];
+    if (last && last.phase === p) last.text += p < 0 ? " " : rule;
+    else runs.push({ phase: p, text: p < 0 ? " " : PHASE_LETTER[p] ?? "?" });
+  }
+  return runs;
+}
+
+/**
+ * A line of `width` with marks under chart columns: `mark` at the column, then its label after it
+ * ("^ peak 1.2 GiB"), or before it where the line ends ("peak 1.2 GiB ^"). A mark whose label
+ * would overwrite an earlier one keeps only its mark character, where that cell is free.
+ */
+export function markLine(width: number, marks: { column: number; mark: string; label: string }[]): string {
+  const cells = new Array<string>(width).fill(" ");
+  for (const { column, mark, label } of marks) {
+    if (column < 0 || column >= width) continue;
+    const after = `${mark} ${label}`;
+    const before = `${label} ${mark}`;
+    const [start, text] = column + after.length <= width ? [column, after] : [column - before.length + 1, before];
+    if (start < 0 || cells.slice(start, start + text.length).some((x) => x !== " ")) {
+      if (cells[column] === " ") cells[column] = mark;
+      continue;
+    }
+    for (let k = 0; k < text.length; k++) cells[start + k] = text[k]!;
+  }
+  return cells.join("");
 }

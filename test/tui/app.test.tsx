@@ -97,6 +97,18 @@ describe("screens", () => {
     ui.unmount();
   });
 
+  test("the Process chart: phases as a band under the curves, the OOM marked where it happened", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.replay = await replayed("oom");
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={1} />);
+    await tick();
+    const lines = ui.lastFrame()!.split("\n");
+    const band = lines.find((l) => /^[ oFBO-]+$/.test(l) && /F-*/.test(l) && l.includes("B"));
+    expect(band).toBeDefined();
+    expect(lines.some((l) => /OOM X|X OOM/.test(l))).toBe(true);
+    ui.unmount();
+  });
+
   test("d on a replay writes a snapshot from the monitor's events; e explains why it cannot run; the filter narrows the table", async () => {
     const ctl = new Controller(null, 1000);
     ctl.snapshotDir = mkdtempSync(join(tmpdir(), "gpumem-app-"));

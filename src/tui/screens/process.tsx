@@ -2,9 +2,12 @@
 // and where the last step's memory went, by phase and by record_function range.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { breakdown, findings, summary, timeline } from "../../profiler";
-import { areaChart, onTimeAxis } from "../chart";
+import { breakdown, findings, oomColumns, phaseBands, summary, timeline } from "../../profiler";
+import { areaChart, markLine, onTimeAxis, phaseRuns } from "../chart";
 import { color, formatBytes, pad } from "../format";
+
+// Phase band colors: other, forward, backward, optimizer (letters carry them without color).
+const PHASE_COLORS = ["gray", "cyan", "magenta", "yellow"] as const;
 
 export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
@@ -12,7 +15,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   if (m.devices.length === 0) return <Text dimColor>pid {pm.pid}: no allocator events yet ({pm.title})</Text>;
   const s = summary(m).devices[0]!;
   // The whole run while it is under ten minutes, then the last ten, on a uniform time axis.
-  const chartRows = Math.max(3, Math.min(10, Math.floor((height - 22) / 2)));
+  const chartRows = Math.max(3, Math.min(10, Math.floor((height - 24) / 2)));
   const chartWidth = Math.max(20, width - 2);
   const points = ascii ? chartWidth : chartWidth * 2;
   const toUs = s.last_time_us ?? 0;
@@ -22,8 +25,21 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   const reservedMax = Math.max(1, ...buckets.map((b) => b.reserved_max_bytes), ...buckets.map((b) => b.nvml_used_max_bytes ?? 0));
   const series = (pick: (b: (typeof buckets)[number]) => [number, number]) =>
     onTimeAxis(buckets.map((b) => ({ start_us: b.start_us, max: pick(b)[0], last: pick(b)[1] })), fromUs, toUs, points);
-  const alloc = areaChart(series((b) => [b.allocated_max_bytes, b.allocated_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii });
-  const resv = areaChart(series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii });
+  const allocSeries = series((b) => [b.allocated_max_bytes, b.allocated_last_bytes]);
+  const withNvml = buckets.filter((b) => b.nvml_used_max_bytes !== null);
+  const nvml = withNvml.length
+    ? onTimeAxis(withNvml.map((b) => ({ start_us: b.start_us, max: b.nvml_used_max_bytes!, last: b.nvml_used_last_bytes! })), fromUs, toUs, points)
+    : undefined;
+  const alloc = areaChart(allocSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii });
+  const resv = areaChart(series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: nvml });
+  // Under the charts: the phase of each column, and where the window's peak and any OOM fall.
+  const bands = phaseRuns(phaseBands(m, s.device, fromUs, toUs, chartWidth), ascii);
+  let peakAt = -1;
+  for (let i = 0; i < allocSeries.length; i++) if (!Number.isNaN(allocSeries[i]!) && (peakAt < 0 || allocSeries[i]! > allocSeries[peakAt]!)) peakAt = i;
+  const marks = [
+    ...oomColumns(m, s.device, fromUs, toUs, chartWidth).map((column) => ({ column, mark: "X", label: "OOM" })),
+    ...(peakAt >= 0 ? [{ column: Math.floor((peakAt * chartWidth) / points), mark: "^", label: `max ${formatBytes(allocSeries[peakAt]!)}` }] : []),
+  ];
   const f = findings(m).slice(0, 3);
   const b = breakdown(m, { device: s.device });
   const state = pm.ended ? (pm.source === "replay" ? "replay finished" : "exited") : pm.source === "replay" ? "replaying" : "live";
@@ -32,13 +48,13 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
       <Text>
         <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {pad(pm.title, Math.max(10, width - 30))}</Text>
       </Text>
-      <Text>
+      <Text wrap="truncate-end">
         allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
       </Text>
-      <Text>
+      <Text wrap="truncate-end">
         fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{s.phase}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? "  (block detail partial: records lost)" : ""}
       </Text>
-      <Text dimColor>reserved (top {formatBytes(reservedMax)}, last {((toUs - fromUs) / 1e6).toFixed(1)} s; each column keeps its maximum)</Text>
+      <Text dimColor>reserved{nvml ? ", dotted: NVML used" : ""} (top {formatBytes(reservedMax)}, last {((toUs - fromUs) / 1e6).toFixed(1)} s; each column keeps its maximum)</Text>
       {resv.map((line, i) => (
         <Text key={i}>
           <Text color={color("yellow")}>{line}</Text>
@@ -48,6 +64,12 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
       {alloc.map((line, i) => (
         <Text key={i} color={color("green")}>{line}</Text>
       ))}
+      <Text>
+        {bands.map((r, i) => (
+          <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
+        ))}
+      </Text>
+      <Text color={color("red")}>{markLine(chartWidth, marks)}</Text>
       <Text bold>Findings</Text>
       {f.length === 0 ? <Text dimColor>  nothing wrong found</Text> : null}
       {f.map((x, i) => (
