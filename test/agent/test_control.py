@@ -100,6 +100,53 @@ class Server(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_a_second_of_fuzzed_lines(self):
+        # Mutations of real requests, random bytes and hostile JSON, for one second: every line
+        # gets one JSON reply with ok true or false, handlers see only keyword arguments, and the
+        # server still answers a good request after.
+        import random
+
+        rng = random.Random(1234)
+        seen = []
+
+        def echo(**kw):
+            seen.append(kw)
+            return {"n": len(kw)}
+
+        srv = ControlServer(self.path, {"echo": echo, "names": lambda scan=False: {"scan": scan}}).start()
+        good = [b'{"cmd": "echo", "a": 1}', b'{"cmd": "names", "scan": true}', b'{"cmd": "echo"}']
+        hostile = [b"[" * 5000, b'{"cmd": "echo", "a": ' + b"[" * 3000 + b"]" * 3000 + b"}", b'{"cmd": "__class__"}',
+                   b'{"cmd": "echo", "__proto__": {}}', b'{"cmd": "names", "scan": "yes", "x": 1}', b"1e999", b'"\ud800"', b"null"]
+        try:
+            s = client(self.path)
+            t0 = time.time()
+            n = 0
+            while time.time() - t0 < 1.0:
+                k = rng.random()
+                if k < 0.4:
+                    line = bytearray(rng.choice(good))
+                    for _ in range(rng.randint(1, 4)):
+                        i = rng.randrange(len(line))
+                        line[i] = rng.randrange(256) if rng.random() < 0.5 else rng.choice(b'{}[]":,\\ 0')
+                    line = bytes(line).replace(b"\n", b" ")
+                elif k < 0.7:
+                    line = bytes(rng.randrange(256) for _ in range(rng.randint(0, 200))).replace(b"\n", b" ")
+                else:
+                    line = rng.choice(hostile)
+                if not line.strip():
+                    continue  # blank lines are skipped without a reply (docs/protocol.md)
+                reply = ask(s, line + b"\n")
+                self.assertIsInstance(reply, dict)
+                self.assertIn(reply["ok"], (True, False))
+                if not reply["ok"]:
+                    self.assertIsInstance(reply["error"], str)
+                n += 1
+            self.assertGreater(n, 100)
+            self.assertTrue(all(isinstance(kw, dict) for kw in seen))
+            self.assertTrue(ask(client(self.path), b'{"cmd": "echo", "last": 1}\n')["ok"])
+        finally:
+            srv.stop()
+
     def test_a_slow_client_does_not_stall_the_others(self):
         srv = ControlServer(self.path, {"echo": lambda **kw: kw}).start()
         try:
