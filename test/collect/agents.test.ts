@@ -118,4 +118,24 @@ describe("agent discovery", () => {
     expect(w.problems[0]).toMatch(/is open to other users \(mode 777\): ignored/);
     s.kill();
   });
+  test("eight agents at once (a node of eight ranks): each read on its own, none mistaken for another", () => {
+    const dir = agentDir();
+    const ranks = Array.from({ length: 8 }, () => sleeper());
+    ranks.forEach((s, r) => {
+      produce(join(dir, `${s.pid}.ring`), 64, 11 + r, "--pid", s.pid);
+      manifest(dir, s.pid, { rank: r, local_rank: r, world_size: 8, devices: [r] });
+    });
+    const w = new AgentWatcher(dir);
+    const agents = w.refresh();
+    expect(agents).toHaveLength(8);
+    for (const a of agents) {
+      expect(a.problem).toBeNull();
+      const r = a.manifest.rank!;
+      expect(ranks[r]!.pid).toBe(a.pid);
+      // 11 + r events: allocs and frees alternate after the first allocations, per the producer.
+      expect(a.header!.totals[0]!.n_alloc + a.header!.totals[0]!.n_free).toBe(11 + r);
+    }
+    for (const s of ranks) s.kill();
+    w.close();
+  });
 });
