@@ -18,6 +18,8 @@ usage:
   gpumem-tui replay FILE [--speed N] [--json] a recorded ring (or a PyTorch snapshot's trace) through
                                              the model: the screens, or NDJSON states and a final
                                              state with the findings
+  gpumem-tui replay FILE --snapshot OUT      the recording as a PyTorch memory snapshot (.pickle)
+                                             that pytorch.org/memory_viz opens
   gpumem-tui view FILE [--json]              a PyTorch memory snapshot (.pickle, optionally gzip):
                                              the screens, or its summary
 
@@ -27,6 +29,7 @@ options:
   --demo          the monitor with a replay of a real training run recorded on an H100
   --speed N       replay: N times the recorded pace (default: as fast as it goes)
   --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
+  --snapshot OUT  replay: write the recording, played to its end, as a memory snapshot to OUT
   --port N        serve: the port (default 9464)
   --host H        serve: the address to listen on (default 0.0.0.0)
   -h, --help      this help
@@ -46,6 +49,7 @@ export interface Options {
   host: string;
   speed: number | undefined;
   output: string | undefined;
+  snapshot: string | undefined;
   rest: string[];
 }
 
@@ -69,6 +73,7 @@ export function parseCli(argv: string[]): Options {
         port: { type: "string" },
         speed: { type: "string" },
         output: { type: "string" },
+        snapshot: { type: "string" },
         host: { type: "string", default: "0.0.0.0" },
         help: { type: "boolean", short: "h", default: false },
         version: { type: "boolean", short: "v", default: false },
@@ -118,9 +123,12 @@ export function parseCli(argv: string[]): Options {
     throw new UsageError("only run takes a program after --");
   }
   if (values.output !== undefined && !(command === "run" && values.json)) throw new UsageError("--output goes with run --json");
+  if (values.snapshot !== undefined && command !== "replay") throw new UsageError("--snapshot goes with replay");
+  if (values.snapshot !== undefined && (values.json || speed !== undefined)) throw new UsageError("--snapshot replays to the end as fast as it goes: no --json, no --speed");
+  if (values.snapshot === "") throw new UsageError("--snapshot takes the path of the file to write");
   if (command !== "replay" && command !== "view" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   if (values.demo && (command !== "monitor" || values.json)) throw new UsageError("--demo goes with the monitor");
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, rest: command === "run" ? program : rest };
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, rest: command === "run" ? program : rest };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -196,6 +204,11 @@ async function main(argv: string[]): Promise<number> {
       const { openRecording } = await import("./collect/recording");
       const recording = await openRecording(opts.rest[0]!);
       try {
+        if (opts.snapshot) {
+          const { replaySnapshot } = await import("./headless/replay");
+          await replaySnapshot(recording, opts.snapshot);
+          return 0;
+        }
         if (!opts.json) {
           const { runReplay } = await import("./tui/main");
           return await runReplay(recording, opts);

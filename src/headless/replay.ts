@@ -17,3 +17,20 @@ export async function replayJson(recording: Recording, opts: { speed?: number })
     if (!process.stdout.write(`${JSON.stringify(line)}\n`)) await new Promise((r) => process.stdout.once("drain", r));
   }
 }
+
+/**
+ * `replay FILE --snapshot OUT`: the recording played to its end, as fast as it goes, then written
+ * as a PyTorch memory snapshot (pytorch.org/memory_viz opens it). Prints what was written.
+ */
+export async function replaySnapshot(recording: Recording, out: string): Promise<void> {
+  const { createModel, resyncFromSnapshot } = await import("../profiler");
+  const { writeSnapshotFile } = await import("../snapshot/write");
+  const model = createModel().keepTrace();
+  for await (const _ of replay(recording.source, { ranges: recording.ranges, model })) {
+    // to the end
+  }
+  // A snapshot's segments hold blocks from before its trace began: the model takes them too.
+  if (recording.segments) resyncFromSnapshot(model, recording.segments, Math.max(0, ...model.devices.map((d) => d.lastTime_us)));
+  const f = writeSnapshotFile(model, out);
+  process.stdout.write(`${JSON.stringify(f)}\n`);
+}

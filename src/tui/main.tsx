@@ -97,7 +97,7 @@ export async function runView(path: string, opts: MonitorOptions): Promise<numbe
   const { replay } = await import("../profiler/replay");
   const snap = (await readSnapshot(path)) as { device_traces?: unknown[]; segments?: unknown[] };
   if (!snap || typeof snap !== "object" || !Array.isArray(snap.segments)) throw new Error(`${path} is not a PyTorch memory snapshot (no segments)`);
-  const model = createModel();
+  const model = createModel().keepTrace();
   let end = 0;
   if (Array.isArray(snap.device_traces) && snap.device_traces.some((t) => Array.isArray(t) && t.length)) {
     const { source, ranges } = snapshotSource(snap as Parameters<typeof snapshotSource>[0]);

@@ -129,6 +129,32 @@ print(json.dumps({"ops": ops, "segments": len(s["segments"]), "pool": list(s["se
   });
 });
 
+describe("gpumem-tui replay FILE --snapshot OUT", () => {
+  const cli = (...args: string[]) => Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "..", "src", "cli.ts"), ...args], { stdout: "pipe", stderr: "pipe" });
+  test("a recorded ring becomes a snapshot with torch's segments; torch's own snapshot comes back as it was", () => {
+    for (const input of ["normal-history.ring", "normal-history.pickle"]) {
+      const out = join(dir, `${input}.out.pickle`);
+      const p = cli("replay", join(FIX, input), "--snapshot", out);
+      expect(p.stderr.toString()).toBe("");
+      expect(p.exitCode).toBe(0);
+      expect(JSON.parse(p.stdout.toString()).path).toBe(out);
+      const back = unpickle(new Uint8Array(readFileSync(out))) as Any;
+      const key = (g: Any) => `${g.address}:${g.total_size}:${g.blocks.map((b: Any) => `${b.size}${b.state[0]}`).join(",")}`;
+      expect(back.segments.map(key).sort()).toEqual(torch.segments.map(key).sort());
+      expect(checkTrace(back.segments, back.device_traces[0])).toBe(0);
+    }
+  });
+
+  test("bad uses say what is wrong and write nothing", () => {
+    const p = cli("replay", join(FIX, "normal.ring"), "--snapshot", join(dir, "no", "such", "dir.pickle"));
+    expect(p.exitCode).toBe(1);
+    expect(p.stderr.toString()).toContain("cannot write the snapshot to");
+    expect(p.stderr.toString()).toContain("its directory does not exist");
+    expect(cli("replay", join(FIX, "normal.ring"), "--snapshot", "x", "--json").stderr.toString()).toContain("--snapshot replays to the end");
+    expect(cli("--snapshot", "x").stderr.toString()).toContain("--snapshot goes with replay");
+  });
+});
+
 describe("a trace must add up to its segments (memory_viz draws any moment by walking back from them)", () => {
   test("torch's own snapshot adds up from its first entry, and so does ours", () => {
     expect(checkTrace(torch.segments, torch.device_traces[0])).toBe(0);
