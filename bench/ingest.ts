@@ -112,7 +112,8 @@ function shift(src: Template, dst: EventBatch, dt: number, dstep: number): void 
 
 const HEADER: RingHeader = {
   abi_version: 1, capacity: BATCH, pid: 1, mode: "hook", n_devices: 0, attach_unix_us: 0, updated_unix_us: 0,
-  current_step: 0, current_range: 0, current_phase: 0, closed: true, write_index: 0, totals: [],
+  current_step: 0, current_range: 0,
+  current_line: 0, current_phase: 0, closed: true, write_index: 0, totals: [],
 };
 
 function copyBatch(src: EventBatch, dst: EventBatch): void {

@@ -78,7 +78,7 @@ typedef struct gpumem_record {
   int8_t device;    /* CUDA device index */
   uint8_t phase;    /* enum gpumem_phase */
   uint8_t flags;    /* reserved, 0 */
-  uint32_t line;    /* reserved for the line profiler, 0 */
+  uint32_t line;    /* the line profiler's line id when the event happened (header cur_line); 0 = none */
 } gpumem_record;
 
 /* Running totals of one device, in bytes and counts. Written with relaxed atomics by the writer;
@@ -125,7 +125,8 @@ typedef struct gpumem_header {
   uint8_t closed;             /* 1 once the writer detached cleanly */
   uint8_t pad0[6];
   uint64_t updated_ns;        /* polling mode: last poll, unix ns */
-  uint8_t pad1[32];           /* write_index on its own cache line */
+  uint32_t cur_line;          /* offset 96: the line profiler's current line id (manifest's line table); 0 = none */
+  uint8_t pad1[28];           /* write_index on its own cache line */
   uint64_t write_index;       /* offset 128: next index to claim (atomic) */
   uint8_t pad2[56];
   gpumem_totals totals[GPUMEM_MAX_DEVICES]; /* offset 192 */

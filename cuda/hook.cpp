@@ -83,6 +83,7 @@ void on_trace(const cca::TraceEntry& te) {
   r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
   r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
   r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+  r.line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
   const auto dev = static_cast<uint32_t>(te.device_);
   if (dev < GPUMEM_MAX_DEVICES) {
     gpumem_totals* t = &h->totals[dev];

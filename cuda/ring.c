@@ -117,7 +117,7 @@ static inline double to_us(const gpumem_header *h, uint64_t t) {
 
 int64_t gpumem_ring_read(gpumem_reader *r, uint32_t max, double *time_us, uint8_t *action, int8_t *device,
                          uint8_t *phase, double *address, double *size, double *stream, double *extra,
-                         uint32_t *step, uint32_t *range, uint64_t *lost) {
+                         uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost) {
   const gpumem_header *h = r->h;
   const gpumem_record *recs = (const gpumem_record *)((const uint8_t *)h + GPUMEM_HEADER_SIZE);
   uint64_t w = __atomic_load_n(&h->write_index, __ATOMIC_ACQUIRE);
@@ -158,6 +158,7 @@ int64_t gpumem_ring_read(gpumem_reader *r, uint32_t max, double *time_us, uint8_
     extra[n] = (double)copy.extra;
     step[n] = copy.step;
     range[n] = copy.range;
+    line[n] = copy.line;
     n++;
     r->next++;
   }

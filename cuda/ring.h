@@ -24,6 +24,6 @@ uint64_t gpumem_ring_next(const gpumem_reader *r);
  * this call skipped because the writer lapped the reader (or abandoned them mid-write). */
 int64_t gpumem_ring_read(gpumem_reader *r, uint32_t max, double *time_us, uint8_t *action, int8_t *device,
                          uint8_t *phase, double *address, double *size, double *stream, double *extra,
-                         uint32_t *step, uint32_t *range, uint64_t *lost);
+                         uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost);
 
 #endif

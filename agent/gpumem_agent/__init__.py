@@ -7,9 +7,10 @@ after CUDA is initialized; GPUMEM_TUI_DISABLE=1 turns it off.
 """
 import os
 
-__all__ = ["attach", "current", "save_ring"]
+__all__ = ["attach", "current", "save_ring", "profile", "profile_every", "profile_stats", "print_profile", "report", "courtesy"]
 
 _agent = None
+_profiler = None
 
 
 def attach(directory=None):
@@ -54,3 +55,71 @@ def save_ring(path):
         m["ring"] = os.path.basename(path)
         json.dump(m, f, indent=1)
     return n
+
+
+def _lines():
+    global _profiler
+    if _profiler is None:
+        from .lines import Profiler
+
+        attach()
+        _profiler = Profiler(current)
+    return _profiler
+
+
+def profile(fn=None, *, every=1):
+    """Decorator: per line of `fn`, bytes allocated and freed, peak active and reserved bytes while
+    the line ran, and hits, from the allocator's events. Printed at exit (stderr; GPUMEM_PROFILE_QUIET=1
+    turns it off, GPUMEM_PROFILE_JSON=FILE also writes JSON), shown live on the monitor's Lines
+    screen, and returned by profile_stats(). Works on functions, methods and bound methods
+    (`model.forward = gpumem_agent.profile(model.forward)`)."""
+    if fn is None:
+        return lambda f: _lines().wrap(f, every)
+    return _lines().wrap(fn, every)
+
+
+def profile_every(n):
+    """Decorator: like profile, for every n-th call only (the others run untraced)."""
+    return lambda f: _lines().wrap(f, n)
+
+
+def profile_stats():
+    """What the line profiler has gathered: a list of functions, each with its lines."""
+    return _profiler.stats() if _profiler else []
+
+
+def print_profile(file=None):
+    """Print the line profiler's table now (pytorch_memlab's layout)."""
+    import sys
+
+    if _profiler:
+        (file or sys.stdout).write(_profiler.format())
+
+
+def line_names():
+    """Line id → "file.py:42: code", for the manifest (the monitor's Lines screen)."""
+    return dict(_profiler.line_names) if _profiler else {}
+
+
+def report(model=None, device=None, file=None):
+    """pytorch_memlab's MemReporter, from the allocator's side: every live CUDA tensor (named from
+    `model` and the optimizers the agent saw), storages shared between views counted once, totals
+    per device, and what memory_allocated() holds beyond them. Prints a table; returns the rows."""
+    from .report import report as _report
+
+    return _report(attach(), model=model, device=device, file=file)
+
+
+def courtesy(device=None):
+    """`with gpumem_agent.courtesy():` moves this process's CUDA tensors to host memory and releases
+    the cache for the block's duration, so another process can use the GPU; restores them after."""
+    from .report import Courtesy
+
+    return Courtesy(attach(), device)
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext gpumem_agent`: the %gpumem and %%gpumem magics (line profile a statement or a cell)."""
+    from .magics import register
+
+    register(ipython)

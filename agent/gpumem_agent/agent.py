@@ -220,10 +220,23 @@ class Agent:
             "ring": self.ring_path,
             "socket": self.sock_path,
             "ranges": self.ranges(),
+            "lines": self._line_names(),
             "oom_snapshot": self.oom_snapshot,
             "nvml_used_bytes": None,
             "started_unix_ns": self.ring.get("<Q", "attach_ns"),
         }
+
+    def _line_names(self):
+        from . import line_names
+
+        return line_names()
+
+    def lines_changed(self):
+        """The line profiler met new lines: the monitor reads their names from the manifest."""
+        n = len(self._line_names())
+        if n != getattr(self, "_lines_written", 0):
+            self._lines_written = n
+            self.write_manifest()
 
     def write_manifest(self):
         if self.active:
@@ -312,7 +325,12 @@ class Agent:
             self.sync()
             return {}
 
-        return {"info": info, "names": names_, "empty_cache": empty_cache, "dump_snapshot": dump_snapshot, "history": history, "reset_peaks": reset_peaks}
+        def lines():
+            from . import profile_stats
+
+            return {"functions": profile_stats()}
+
+        return {"info": info, "names": names_, "empty_cache": empty_cache, "dump_snapshot": dump_snapshot, "history": history, "reset_peaks": reset_peaks, "lines": lines}
 
     # -- exit -----------------------------------------------------------------------------------
 

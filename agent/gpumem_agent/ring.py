@@ -30,7 +30,7 @@ OFF = {
     "magic": 0, "abi_version": 8, "header_size": 12, "record_size": 16, "n_devices": 20,
     "capacity": 24, "pid": 32, "mode": 36, "clock_base_ticks": 40, "clock_base_ns": 48,
     "clock_ns_per_tick": 56, "attach_ns": 64, "cur_step": 72, "cur_range": 76, "cur_phase": 80,
-    "closed": 81, "updated_ns": 88, "write_index": 128, "totals": 192,
+    "closed": 81, "updated_ns": 88, "cur_line": 96, "write_index": 128, "totals": 192,
 }
 TOTALS = [
     "allocated", "reserved", "active", "peak_allocated", "peak_reserved", "peak_active",

@@ -49,6 +49,8 @@ export interface EventBatch {
   step: Uint32Array;
   /** Range id (see the manifest's `ranges`); 0 = none. */
   range: Uint32Array;
+  /** Line id of the line profiler (see the manifest's `lines`); 0 = none. */
+  line: Uint32Array;
 }
 
 export function newEventBatch(capacity: number): EventBatch {
@@ -64,6 +66,7 @@ export function newEventBatch(capacity: number): EventBatch {
     extra: new Float64Array(capacity),
     step: new Uint32Array(capacity),
     range: new Uint32Array(capacity),
+    line: new Uint32Array(capacity),
   };
 }
 
@@ -100,6 +103,8 @@ export interface RingHeader {
   updated_unix_us: number;
   current_step: number;
   current_range: number;
+  /** The line profiler's current line id (0 = none). */
+  current_line: number;
   current_phase: number;
   closed: boolean;
   write_index: number;

@@ -22,6 +22,7 @@ export const LAYOUT = {
   cur_phase: 80,
   closed: 81,
   updated_ns: 88,
+  cur_line: 96,
   write_index: 128,
   totals: 192,
   totals_size: 128,
@@ -63,7 +64,7 @@ const symbols = {
     args: [
       FFIType.ptr, FFIType.u32,
       FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
-      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
+      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
     ],
     returns: FFIType.i64_fast,
   },
@@ -128,6 +129,7 @@ class NativeRingReader implements RingReader {
       current_step: v.getUint32(L.cur_step, true),
       current_range: v.getUint32(L.cur_range, true),
       current_phase: v.getUint8(L.cur_phase),
+      current_line: v.getUint32(L.cur_line, true),
       closed: v.getUint8(L.closed) === 1,
       write_index: u64(L.write_index),
       totals,
@@ -140,7 +142,7 @@ class NativeRingReader implements RingReader {
     const n = native().gpumem_ring_read(
       this.handle!, capacity,
       ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
-      ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(this.lost),
+      ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
     );
     batch.count = Number(n);
     return { count: batch.count, lost: Number(this.lost[0]) };

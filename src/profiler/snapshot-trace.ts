@@ -174,6 +174,7 @@ export function snapshotTraceToBatch(input: SnapshotLike | SnapshotTraceEntry[][
       updated_unix_us: rows.length ? rows[rows.length - 1]!.t : 0,
       current_step: step,
       current_range: 0,
+      current_line: 0,
       current_phase: 0,
       closed: true,
       write_index: n,

@@ -112,4 +112,67 @@ describe("agent on a GPU", () => {
     expect(r.manifest.hook_error).toMatch(/^building the hook failed \(\/bin\/false .*hook\.cpp/);
     expect(r.header.records).toBe(0);
   });
+
+  gpuTest("line profiler: known allocations on known lines, exact bytes, from the allocator's events", () => {
+    const r = report("memlab-lines");
+    const MiB = 1 << 20;
+    expect(r.mode).toBe("hook");
+    expect([r.calls, r.lost]).toEqual([2, 0]);
+    expect([r.lines["KNOWN-A"].alloc_bytes, r.lines["KNOWN-A"].n_alloc, r.lines["KNOWN-A"].hits]).toEqual([6 * MiB, 2, 2]);
+    expect(r.lines["KNOWN-A"].peak_active).toBeGreaterThanOrEqual(3 * MiB);
+    expect(r.lines["KNOWN-B"].alloc_bytes).toBe(2 * MiB);
+    expect(r.lines["KNOWN-C"].freed_bytes).toBe(6 * MiB);
+    expect(r.lines["KNOWN-C"].alloc_bytes).toBe(0);
+    expect(r.lines["KNOWN-D"].alloc_bytes).toBe(2 * 5 * 1024);
+    expect(r.table).toContain("a = torch.empty(3 * MiB");
+    expect(Object.values(r.manifest_lines).some((n) => /memlab\.py:\d+: b = torch\.empty/.test(String(n)))).toBe(true);
+  });
+
+  gpuTest("report(): parameters, gradients and AdamW state by name, a view's storage once, the rest of memory_allocated explained", () => {
+    const r = report("memlab-report");
+    const names = r.rows.map((x: Report) => x.name);
+    expect(names.filter((n: string) => n === "0.weight")).toHaveLength(1);
+    expect(names).toContain("0.weight.grad");
+    expect(names).toContain("exp_avg of 0.weight");
+    expect(r.rows.find((x: Report) => x.name === "0.weight").category).toBe("parameter");
+    expect(r.text).toContain("memory_allocated()");
+    const named = r.rows.reduce((a: number, x: Report) => a + x.size, 0);
+    expect(named).toBeLessThanOrEqual(r.memory_allocated);
+  });
+
+  gpuTest("courtesy(): the GPU given back inside the block, the same parameters with the same values after, training goes on", () => {
+    const r = report("memlab-courtesy");
+    expect(r.during.params_on).toBe("cpu");
+    expect(r.during.allocated).toBeLessThan(r.before.allocated * 0.05);
+    expect(r.during.released_bytes).toBeGreaterThan(0);
+    expect(r.after.params_on).toBe("cuda:0");
+    expect(r.after.checksum_equal).toBe(true);
+    expect(r.after.same_parameter_objects).toBe(true);
+  });
+
+  gpuTest("%%gpumem: a notebook cell profiled by line (where IPython is installed)", () => {
+    const r = report("memlab-magics");
+    if (r.skipped) return void console.log(`%%gpumem not checked: ${r.skipped}`);
+    expect(r.table).toContain("x = torch.empty(2 * 1024 * 1024");
+    expect(r.table).toContain("2.00 MiB");
+    expect(r.x_in_namespace).toBe(true);
+  });
+
+  gpuTest("a snapshot the monitor writes from a ring recorded on an H100 opens in torch.cuda._memory_viz", () => {
+    const snap = join(out, "monitor-written.pickle");
+    const w = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "..", "src", "cli.ts"), "replay", join(import.meta.dir, "..", "fixtures", "normal-history.ring"), "--snapshot", snap]);
+    expect(w.exitCode).toBe(0);
+    const py = Bun.spawnSync(["python3", "-c", `import pickle, json
+from torch.cuda import _memory_viz as v
+d = pickle.load(open(${JSON.stringify(snap)}, "rb"))
+seg = v.segsum(d)
+tr = v.trace(d)
+html = v.trace_plot(d)
+print(json.dumps({"segsum": seg.splitlines()[-12:], "trace_lines": len(tr.splitlines()), "html": len(html), "segments_html": len(v.segment_plot(d))}))`], { stdout: "pipe", stderr: "pipe" });
+    expect(py.stderr.toString()).toBe("");
+    const r = JSON.parse(py.stdout.toString());
+    expect(r.segsum.join("\n")).toContain("total_reserved: 144.0MiB");
+    expect(r.trace_lines).toBeGreaterThan(1500);
+    expect(r.html).toBeGreaterThan(10_000);
+  });
 });

@@ -10,6 +10,10 @@ export GPUMEM_TUI_DIR=${GPUMEM_TUI_DIR:-$out/agents}
 for s in normal no-zero-grad kept-loss-graph oom names commands; do
   python3 test/agent/scenarios.py "$s" > "$out/$s.json" 2> "$out/$s.err" || echo "scenario $s failed: $(tail -3 "$out/$s.err")"
 done
+# pytorch_memlab's API: the line profiler, the reporter, courtesy, the IPython magics.
+for s in lines report courtesy magics; do
+  python3 test/agent/memlab.py "$s" > "$out/memlab-$s.json" 2> "$out/memlab-$s.err" || echo "memlab $s failed: $(tail -3 "$out/memlab-$s.err")"
+done
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 test/agent/scenarios.py normal > "$out/expandable.json" 2> "$out/expandable.err"
 GPUMEM_TUI_INJECT=1 PYTHONPATH=agent/gpumem_agent/_inject:$PYTHONPATH python3 test/agent/scenarios.py normal > "$out/injected.json" 2> "$out/injected.err"
 # A compiler that fails: the agent falls back to polling, and says why.

@@ -14,6 +14,42 @@ test("agent: control protocol, uid checks, private files, ring copies (python3 -
   expect(log).toContain("OK");
 });
 
+// The line profiler follows lines through sys.monitoring on Python 3.12+ and a trace function
+// before: the machine's python3 runs the tests, and one Python 3.12+ where one is installed (on
+// PATH, or pyenv's), so both ways are tested.
+function version(py: string): string | null {
+  const p = Bun.spawnSync([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { stdout: "pipe", stderr: "pipe" });
+  return p.exitCode === 0 ? p.stdout.toString().trim() : null;
+}
+const candidates = [
+  "python3",
+  "python3.13",
+  "python3.12",
+  ...new Bun.Glob("*/bin/python3").scanSync({ cwd: join(process.env.HOME ?? "/root", ".pyenv", "versions"), absolute: true, onlyFiles: false }),
+];
+const byVersion = new Map<string, string>();
+for (const c of candidates) {
+  const path = c.startsWith("/") ? c : Bun.which(c);
+  const v = path ? version(path) : null;
+  if (path && v && !byVersion.has(v)) byVersion.set(v, path);
+}
+const minor = (v: string) => Number(v.split(".")[1]);
+const system = version("python3");
+const modern = [...byVersion.keys()].filter((v) => v.startsWith("3.") && minor(v) >= 12).sort((a, b) => minor(b) - minor(a))[0];
+for (const v of [system, modern]) {
+  if (!v) continue;
+  const how = minor(v) >= 12 ? "sys.monitoring" : "a trace function";
+  test(`agent: the line profiler splits the allocator's records between lines (Python ${v}: ${how})`, () => {
+    const p = Bun.spawnSync([byVersion.get(v)!, join(import.meta.dir, "test_lines.py"), "-v"], { stdout: "pipe", stderr: "pipe" });
+    const log = p.stderr.toString();
+    if (p.exitCode !== 0) console.log(log);
+    expect(p.exitCode).toBe(0);
+    expect(log).toContain("OK");
+  });
+  if (v === modern) break;
+}
+if (!modern) test.skip("agent: the line profiler through sys.monitoring (needs a Python 3.12+: none found on PATH or in pyenv)", () => {});
+
 test("agent: gpumem_agent/ring.py uses the offsets of gpumem_ring.h", () => {
   const c = JSON.parse(Bun.spawnSync([buildTool("layout")]).stdout.toString());
   const py = Bun.spawnSync(
@@ -21,7 +57,7 @@ test("agent: gpumem_agent/ring.py uses the offsets of gpumem_ring.h", () => {
     { env: { ...process.env, PYTHONPATH: join(ROOT, "agent") } },
   );
   const o = JSON.parse(py.stdout.toString());
-  for (const k of ["write_index", "totals", "pid", "mode", "attach_ns", "updated_ns", "cur_step", "cur_range", "cur_phase", "closed", "n_devices", "capacity", "totals_size", "n_retries", "requested"]) {
+  for (const k of ["write_index", "totals", "pid", "mode", "attach_ns", "updated_ns", "cur_step", "cur_range", "cur_phase", "cur_line", "closed", "n_devices", "capacity", "totals_size", "n_retries", "requested"]) {
     expect({ k, v: o[k] }).toEqual({ k, v: c[k] });
   }
   expect([o.abi, o.header_size_const, o.record_size_const, o.record]).toEqual([c.abi, c.header_size, c.record_size, c.record_size]);

@@ -31,7 +31,7 @@ describe("ring layout", () => {
     expect(c.header_size).toBe(HEADER_SIZE);
     expect(c.record_size).toBe(RECORD_SIZE);
     expect(c.max_devices).toBe(MAX_DEVICES);
-    for (const key of ["write_index", "totals", "totals_size", "pid", "mode", "attach_ns", "updated_ns", "cur_step", "cur_range", "cur_phase", "closed", "n_devices", "capacity"] as const) {
+    for (const key of ["write_index", "totals", "totals_size", "pid", "mode", "attach_ns", "updated_ns", "cur_step", "cur_range", "cur_phase", "cur_line", "closed", "n_devices", "capacity"] as const) {
       expect({ key, offset: LAYOUT[key] }).toEqual({ key, offset: c[key] });
     }
   });
@@ -63,6 +63,8 @@ describe("ring reader", () => {
     const again = openRing(path);
     again.read(b);
     expect([b.action[0], b.action[1], b.size[0], b.device[0], b.stream[0]]).toEqual([ACTION.alloc, ACTION.free_requested, 512, 0, 7]);
+    // Phase, range and the line profiler's line come through as written (block % 4, % 3, % 5).
+    expect([b.phase[8], b.range[8], b.line[8]]).toEqual([0, 1, 4]);
     // Times are unix microseconds of the run, not raw ticks.
     expect(Math.abs(b.time_us[0]! / 1000 - Date.now())).toBeLessThan(60_000);
     r.close();

@@ -40,6 +40,7 @@ function header(pid: number, totals: Partial<RingHeader["totals"][number]>[]): R
     updated_unix_us: 0,
     current_step: 0,
     current_range: 0,
+  current_line: 0,
     current_phase: 0,
     closed: false,
     write_index: 0,

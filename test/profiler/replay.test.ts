@@ -16,6 +16,7 @@ function header(allocated: number): RingHeader {
     updated_unix_us: 0,
     current_step: 0,
     current_range: 0,
+  current_line: 0,
     current_phase: 0,
     closed: true,
     write_index: 3,

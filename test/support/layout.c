@@ -9,11 +9,12 @@ int main(void) {
   printf("\"write_index\":%zu,\"totals\":%zu,\"totals_size\":%zu,", offsetof(gpumem_header, write_index),
          offsetof(gpumem_header, totals), sizeof(gpumem_totals));
   printf("\"pid\":%zu,\"mode\":%zu,\"attach_ns\":%zu,\"updated_ns\":%zu,\"cur_step\":%zu,\"cur_range\":%zu,"
-         "\"cur_phase\":%zu,\"closed\":%zu,\"n_devices\":%zu,\"capacity\":%zu,\"n_retries\":%zu,\"requested\":%zu}\n",
+         "\"cur_phase\":%zu,\"closed\":%zu,\"n_devices\":%zu,\"capacity\":%zu,\"n_retries\":%zu,\"requested\":%zu,"
+         "\"cur_line\":%zu,\"record_line\":%zu}\n",
          offsetof(gpumem_header, pid), offsetof(gpumem_header, mode), offsetof(gpumem_header, attach_ns),
          offsetof(gpumem_header, updated_ns), offsetof(gpumem_header, cur_step), offsetof(gpumem_header, cur_range),
          offsetof(gpumem_header, cur_phase), offsetof(gpumem_header, closed), offsetof(gpumem_header, n_devices),
          offsetof(gpumem_header, capacity), offsetof(gpumem_totals, n_retries),
-         offsetof(gpumem_totals, requested));
+         offsetof(gpumem_totals, requested), offsetof(gpumem_header, cur_line), offsetof(gpumem_record, line));
   return 0;
 }

@@ -43,6 +43,7 @@ static void *writer(void *arg) {
     r.step = (uint32_t)(block / 100);
     r.phase = (uint8_t)(block % 4);
     r.range = (uint32_t)(block % 3);
+    r.line = (uint32_t)(block % 5);
     r.stream = 7;
     r.extra = r.address ^ r.size ^ r.step;
     r.time = now_ns();

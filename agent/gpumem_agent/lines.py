@@ -1,0 +1,383 @@
+"""The line profiler: which line of a decorated function allocated what, from the allocator's own
+events (the ring), not from memory_stats() sampled per line as pytorch_memlab does.
+
+    @gpumem_agent.profile            # every call
+    @gpumem_agent.profile_every(10)  # every 10th call
+    def train_step(batch): ...
+
+While a decorated function runs, Python tells us each line it starts (sys.monitoring LINE events
+on that code object only, Python 3.12+; a local trace function on older Pythons). At each line we
+note the ring's write index and put the line's id in the header (`cur_line`), which the hook
+stamps on every record. When the outermost decorated call returns, the records written during it
+are split at those indices: each line gets the bytes allocated and freed while it ran, the peak of
+active and reserved bytes while it ran, and its hit count. Code outside decorated functions runs
+with no callback at all.
+
+One decorated call at a time per process: the header holds one current line. Calls from several
+threads at once are profiled as one.
+"""
+import atexit
+import functools
+import json
+import linecache
+import os
+import struct
+import sys
+import threading
+
+from . import ring as ringmod
+
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+CUR_LINE = ringmod.OFF["cur_line"]
+WRITE_INDEX = ringmod.OFF["write_index"]
+A = ringmod.ACTIONS
+# RECORD fields: seq time address size stream extra step range action device phase flags line
+F_SIZE, F_ACTION, F_DEVICE = 3, 8, 9
+
+
+def block_size(n):
+    """The caching allocator's block for a request of n bytes (trace entries carry the request)."""
+    return 0 if n <= 0 else 512 if n <= 512 else (n + 511) // 512 * 512
+
+
+class LineStats:
+    __slots__ = ("hits", "alloc_bytes", "freed_bytes", "n_alloc", "n_free", "peak_active", "peak_reserved")
+
+    def __init__(self):
+        self.hits = 0
+        self.alloc_bytes = 0
+        self.freed_bytes = 0
+        self.n_alloc = 0
+        self.n_free = 0
+        self.peak_active = None
+        self.peak_reserved = None
+
+    def see(self, active, reserved):
+        if self.peak_active is None or active > self.peak_active:
+            self.peak_active = active
+        if self.peak_reserved is None or reserved > self.peak_reserved:
+            self.peak_reserved = reserved
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+def attribute(records, log, end_index, device, active, reserved, stats):
+    """Split `records` ((index, RECORD tuple), in index order) between the lines of `log`
+    ([(line key, write index when the line began)], in order) and add them into `stats`
+    ({line key: LineStats}). `active` and `reserved` are the device's bytes when the log began;
+    a line's peaks are the highest levels while it ran, its start included. Pure; returns the
+    levels at the end."""
+    k = 0
+    cur = None
+    for index, rec in records:
+        while k < len(log) and log[k][1] <= index:
+            cur = stats.setdefault(log[k][0], LineStats())
+            cur.hits += 1
+            cur.see(active, reserved)
+            k += 1
+        if rec[F_DEVICE] != device:
+            continue
+        action, size = rec[F_ACTION], rec[F_SIZE]
+        if action == A["alloc"]:
+            active += block_size(size)
+            if cur is not None:
+                cur.alloc_bytes += block_size(size)
+                cur.n_alloc += 1
+        elif action == A["free_requested"]:
+            if cur is not None:
+                cur.freed_bytes += block_size(size)
+                cur.n_free += 1
+        elif action == A["free_completed"]:
+            active -= block_size(size)
+        elif action in (A["segment_alloc"], A["segment_map"]):
+            reserved += size
+        elif action in (A["segment_free"], A["segment_unmap"]):
+            reserved -= size
+        if cur is not None:
+            cur.see(active, reserved)
+    while k < len(log) and log[k][1] <= end_index:
+        cur = stats.setdefault(log[k][0], LineStats())
+        cur.hits += 1
+        cur.see(active, reserved)
+        k += 1
+    return active, reserved
+
+
+class FunctionProfile:
+    def __init__(self, code, name):
+        self.code = code
+        self.name = name
+        self.calls = 0
+        self.profiled_calls = 0
+        self.lines = {}  # lineno -> LineStats
+        self.lost = 0
+
+    def as_dict(self):
+        return {
+            "function": self.name,
+            "filename": self.code.co_filename,
+            "first_line": self.code.co_firstlineno,
+            "calls": self.calls,
+            "profiled_calls": self.profiled_calls,
+            "lost_records": self.lost,
+            "lines": [dict(line=n, code=linecache.getline(self.code.co_filename, n).strip(), **s.as_dict()) for n, s in sorted(self.lines.items())],
+        }
+
+
+def _fmt(n):
+    if n is None:
+        return ""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return ("%d %s" % (n, unit)) if unit == "B" else ("%.2f %s" % (n, unit))
+        n /= 1024.0
+
+
+class Profiler:
+    """The process's line profiler (one; gpumem_agent.profile uses it)."""
+
+    def __init__(self, agent_getter):
+        self._agent = agent_getter
+        self.functions = {}  # code -> FunctionProfile
+        self.line_ids = {}  # (filename, lineno) -> id, for the header and the manifest
+        self.line_names = {}  # id -> "file:line"
+        self.depth = 0
+        self._active = None
+        self._outer = None
+        self.lock = threading.RLock()
+        self.warned = None
+        self._log = []
+        self._codes = set()
+        self._mon = None
+        self._printed = False
+        atexit.register(self._at_exit)
+
+    # -- decorating ----------------------------------------------------------------------------
+
+    def wrap(self, fn, every=1):
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise ValueError("profile_every(n): n must be a positive integer, got %r" % (every,))
+        code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__func__", None), "__code__", None)
+        if code is None:
+            raise TypeError("gpumem_agent.profile decorates Python functions and methods, not %r" % (fn,))
+        if code.co_flags & 0x2A0:  # generator, coroutine, async generator: lines run across resumes
+            raise TypeError("gpumem_agent.profile: %s is a generator or coroutine; decorate a plain function" % fn.__qualname__)
+        fp = self.functions.setdefault(code, FunctionProfile(code, getattr(fn, "__qualname__", code.co_name)))
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            fp.calls += 1
+            if (fp.calls - 1) % every:
+                return fn(*args, **kwargs)
+            return self._call(fp, fn, args, kwargs)
+
+        wrapper.gpumem_profile = fp
+        return wrapper
+
+    # -- a profiled call -----------------------------------------------------------------------
+
+    def _ready(self):
+        """The agent's ring when events can be attributed, else None (and why, said once)."""
+        a = self._agent()
+        why = None
+        if a is None:
+            why = "gpumem_agent is not attached (GPUMEM_TUI_DISABLE=1?)"
+        elif not a.started:
+            try:
+                a.torch.cuda.init()  # the agent starts with CUDA; a profiled function is about to use it
+            except Exception as e:
+                why = "CUDA could not start: %s" % e
+        if a is not None and why is None:
+            if a.ring is None or not a.active:
+                why = "the agent did not start (GPUMEM_TUI_VERBOSE=1 says why)"
+            elif a.mode != "hook":
+                why = "the allocator hook is not running (%s): lines cannot be attributed" % (a.hook_error or a.mode)
+        if why:
+            if self.warned != why:
+                self.warned = why
+                sys.stderr.write("gpumem_agent.profile: %s\n" % why)
+            return None
+        return a
+
+    def _call(self, fp, fn, args, kwargs):
+        with self.lock:
+            outer = self.depth == 0
+            a = self._ready() if outer else self._active
+            if a is None:
+                return fn(*args, **kwargs)
+            self.depth += 1
+            fp.profiled_calls += 1
+            if outer:
+                self._active = a
+                self._outer = fp
+                self._start(a)
+            self._codes.add(fp.code)
+            self._enable(fp.code)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with self.lock:
+                self.depth -= 1
+                if self.depth == 0:
+                    self._finish(a, fp)
+
+    def _start(self, a):
+        torch = a.torch
+        self._device = torch.cuda.current_device()
+        s = torch.cuda.memory_stats(self._device)
+        self._map = a.ring.map
+        self._start_index = _U64.unpack_from(self._map, WRITE_INDEX)[0]
+        self._active0 = s.get("active_bytes.all.current", 0)
+        self._reserved0 = s.get("reserved_bytes.all.current", 0)
+        self._log = []
+        self._calls = []
+
+    def _on_line(self, code, lineno):
+        key = (code, lineno)
+        lid = self.line_ids.get((code.co_filename, lineno))
+        if lid is None:
+            lid = self.line_ids[(code.co_filename, lineno)] = len(self.line_ids) + 1
+            text = linecache.getline(code.co_filename, lineno).strip()
+            self.line_names[str(lid)] = "%s:%d: %s" % (os.path.basename(code.co_filename), lineno, text[:80])
+        m = self._map
+        _U32.pack_into(m, CUR_LINE, lid)
+        self._log.append((key, _U64.unpack_from(m, WRITE_INDEX)[0]))
+
+    def _finish(self, a, fp):
+        m = self._map
+        _U32.pack_into(m, CUR_LINE, 0)
+        end = _U64.unpack_from(m, WRITE_INDEX)[0]
+        for code in self._codes:
+            self._disable(code)
+        self._codes = set()
+        log, self._log = self._log, []
+        cap = a.ring.capacity
+        first = max(self._start_index, end - cap)
+        records = []
+        lost = first - self._start_index
+        for i in range(first, end):
+            rec = ringmod.RECORD.unpack_from(m, ringmod.HEADER_SIZE + (i & (cap - 1)) * ringmod.RECORD_SIZE)
+            if rec[0] == i + 1:
+                records.append((i, rec))
+            else:
+                lost += 1
+        stats = {}
+        attribute(records, log, end, self._device, self._active0, self._reserved0, stats)
+        for (code, lineno), s in stats.items():
+            f = self.functions.get(code)
+            if f is None:
+                continue
+            t = f.lines.setdefault(lineno, LineStats())
+            t.hits += s.hits
+            t.alloc_bytes += s.alloc_bytes
+            t.freed_bytes += s.freed_bytes
+            t.n_alloc += s.n_alloc
+            t.n_free += s.n_free
+            t.see(s.peak_active if s.peak_active is not None else 0, s.peak_reserved if s.peak_reserved is not None else 0)
+        self._outer.lost += lost
+        self._active = None
+        changed = getattr(a, "lines_changed", None)
+        if changed:
+            try:
+                changed()
+            except Exception:
+                pass
+
+    # -- turning line events on and off ---------------------------------------------------------
+
+    def _enable(self, code):
+        mon = getattr(sys, "monitoring", None)
+        if mon is not None:
+            if self._mon is None:
+                for tool in (4, 3, 5):
+                    if mon.get_tool(tool) is None:
+                        mon.use_tool_id(tool, "gpumem_agent")
+                        mon.register_callback(tool, mon.events.LINE, self._on_line)
+                        self._mon = tool
+                        break
+                else:
+                    raise RuntimeError("gpumem_agent.profile: every sys.monitoring tool id is taken")
+            mon.set_local_events(self._mon, code, mon.events.LINE)
+            return
+        # Older Pythons: a trace function, on this thread, that follows only the decorated code.
+        if sys.gettrace() is not None and getattr(sys.gettrace(), "__self__", None) is not self:
+            return  # a debugger or coverage owns tracing: leave it alone
+        sys.settrace(self._global_trace)
+
+    def _disable(self, code):
+        mon = getattr(sys, "monitoring", None)
+        if mon is not None and self._mon is not None:
+            mon.set_local_events(self._mon, code, 0)
+        elif getattr(sys.gettrace(), "__self__", None) is self:
+            sys.settrace(None)
+
+    def _global_trace(self, frame, event, arg):
+        if event == "call" and frame.f_code in self._codes:
+            return self._local_trace
+        return None
+
+    def _local_trace(self, frame, event, arg):
+        if event == "line":
+            self._on_line(frame.f_code, frame.f_lineno)
+        return self._local_trace
+
+    # -- results ---------------------------------------------------------------------------------
+
+    def stats(self):
+        return [f.as_dict() for f in self.functions.values() if f.calls]
+
+    def format(self, code=None):
+        """The table of every profiled function (or of the one with `code`), memlab's layout."""
+        return "".join(_format_function(f) for c, f in self.functions.items() if f.calls and (code is None or c is code))
+
+    def run_code(self, code, globals_, locals_=None, name=None):
+        """exec(code) with its lines profiled (the %%gpumem magic): module-level code like a function."""
+        fp = self.functions.setdefault(code, FunctionProfile(code, name or code.co_filename))
+        fp.calls += 1
+        return self._call(fp, exec, (code, globals_, globals_ if locals_ is None else locals_), {})
+
+    def _at_exit(self):
+        if self._printed or not any(f.calls for f in self.functions.values()):
+            return
+        self._printed = True
+        path = os.environ.get("GPUMEM_PROFILE_JSON")
+        if path:
+            with open(path, "w") as fh:
+                json.dump(self.stats(), fh, indent=1)
+        if os.environ.get("GPUMEM_PROFILE_QUIET") != "1":
+            sys.stderr.write(self.format())
+
+
+def _format_function(f):
+    code = f.code
+    lines, first = _source(code)
+    out = ["## %s  (%s:%d; %d calls, %d profiled%s)\n\n" % (
+        f.name, code.co_filename, code.co_firstlineno, f.calls, f.profiled_calls,
+        ", %d records lost: figures partial" % f.lost if f.lost else "")]
+    row = "%6s %13s %14s %12s %12s %7s  %s\n"
+    out.append(row % ("line", "peak active", "peak reserved", "allocated", "freed", "hits", "code"))
+    out.append(row % ("-" * 6, "-" * 13, "-" * 14, "-" * 12, "-" * 12, "-" * 7, "-" * 4))
+    for i, text in enumerate(lines):
+        n = first + i
+        s = f.lines.get(n)
+        if s is None:
+            out.append(row % (n, "", "", "", "", "", text.rstrip()))
+        else:
+            out.append(row % (n, _fmt(s.peak_active), _fmt(s.peak_reserved), _fmt(s.alloc_bytes), _fmt(s.freed_bytes), s.hits, text.rstrip()))
+    out.append("\n")
+    return "".join(out)
+
+
+def _source(code):
+    """The function's source lines and the number of the first (a whole cell for the magics)."""
+    import inspect
+
+    if code.co_filename.startswith("<gpumem-"):
+        return linecache.getlines(code.co_filename), 1
+    try:
+        lines, first = inspect.getsourcelines(code)
+        return lines, first
+    except (OSError, TypeError):
+        return [], code.co_firstlineno
