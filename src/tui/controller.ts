@@ -6,10 +6,14 @@ import { command } from "../collect/control";
 import { LiveModels, type ProcessModel } from "../collect/live";
 import type { SystemCollector } from "../collect/system";
 import type { Document } from "../headless/schema";
+import type { LineFunction } from "../collect/lines";
 import { writeModelSnapshot } from "../snapshot/write";
 import { formatBytes } from "./format";
 
 const HISTORY = 600;
+
+/** The Lines screen's data for one process: the agent's line profile, or why there is none. */
+export type LinesState = ({ functions: LineFunction[] } | { error: string }) & { at_ms: number };
 
 export interface DeviceHistory {
   util: number[];
@@ -27,6 +31,9 @@ export class Controller {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private readonly listeners = new Set<() => void>();
   version = 0;
+  /** Line profiles by pid, asked of the agents while the Lines screen shows them. */
+  readonly lines = new Map<number, LinesState>();
+  private linesAsking = false;
   /** Where `d` writes snapshots the monitor makes itself (beside the agents' own). */
   snapshotDir = agentDir();
 
@@ -136,6 +143,21 @@ export class Controller {
     const theirs = `snapshot: ${r.path} (${formatBytes(Number(r.size))})`;
     if (r.history === false) return this.say(own(`${theirs} has no trace (history off); `));
     this.say(`${theirs}; open it at https://pytorch.org/memory_viz`);
+  }
+
+  /** Ask `pm`'s agent for its line profile when the last answer is older than `everyMs` (never two at once). */
+  async refreshLines(pm: ProcessModel | undefined, now = Date.now(), everyMs = 2000): Promise<void> {
+    if (!pm?.socket || pm.ended || this.linesAsking) return;
+    const last = this.lines.get(pm.pid);
+    if (last && now - last.at_ms < everyMs) return;
+    this.linesAsking = true;
+    try {
+      const { fetchLines } = await import("../collect/lines");
+      this.lines.set(pm.pid, { ...(await fetchLines(pm.socket)), at_ms: Date.now() });
+    } finally {
+      this.linesAsking = false;
+    }
+    this.notify();
   }
 
   say(msg: string): void {
