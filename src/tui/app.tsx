@@ -4,12 +4,15 @@ import { useEffect, useState } from "react";
 import type { Controller } from "./controller";
 import { color, pad } from "./format";
 import { HelpScreen } from "./screens/help";
+import { LinesScreen } from "./screens/lines";
 import { Overview, PROCESS_SORTS, sortProcesses, type ProcessSort } from "./screens/overview";
 import { ProcessScreen } from "./screens/process";
 import { SegmentsScreen } from "./screens/segments";
 import { TENSOR_SORTS, TensorsScreen, type TensorSort } from "./screens/tensors";
 
-export const SCREENS = ["Overview", "Process", "Tensors", "Segments", "Help"] as const;
+export const SCREENS = ["Overview", "Process", "Tensors", "Segments", "Lines", "Help"] as const;
+const HELP = SCREENS.indexOf("Help");
+const LINES = SCREENS.indexOf("Lines");
 
 export interface AppProps {
   ctl: Controller;
@@ -28,7 +31,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   const rows = size?.rows ?? win.rows ?? 24;
   const [, setVersion] = useState(0);
   const [screen, setScreen] = useState(initialScreen);
-  const [selected, setSelected] = useState([0, 0, 0, 0, 0]);
+  const [selected, setSelected] = useState(SCREENS.map(() => 0));
   const [pid, setPid] = useState<number | null>(null);
   const [procSort, setProcSort] = useState<ProcessSort>("memory");
   const [tensorSort, setTensorSort] = useState<TensorSort>("size");
@@ -40,6 +43,11 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   const models = ctl.processModels();
   const pm = models.find((m) => m.pid === pid) ?? models[0];
   const procs = ctl.doc ? sortProcesses(ctl.doc.processes, procSort, filter) : [];
+  // The Lines screen asks the selected process's agent for its line profile (at most every 2 s,
+  // off the key path); the answer arrives through the controller's notify.
+  useEffect(() => {
+    if (screen === LINES) void ctl.refreshLines(pm);
+  });
   const move = (delta: number) =>
     setSelected((s) => s.map((v, i) => (i === screen ? Math.max(0, v + delta) : v)));
 
@@ -59,8 +67,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     }
     if (input === "q" || (key.ctrl && input === "c")) return exit();
     if (key.tab) return setScreen((s) => (s + (key.shift ? SCREENS.length - 1 : 1)) % SCREENS.length);
-    if (/^[1-5]$/.test(input)) return setScreen(Number(input) - 1);
-    if (input === "?") return setScreen(4);
+    if (/^[1-9]$/.test(input) && Number(input) <= SCREENS.length) return setScreen(Number(input) - 1);
+    if (input === "?") return setScreen(HELP);
     if (key.downArrow || input === "j") return move(1);
     if (key.upArrow || input === "k") return move(-1);
     if (key.pageDown) return move(10);
@@ -109,7 +117,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
         {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
         {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
         {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
-        {screen === 4 ? <HelpScreen /> : null}
+        {screen === LINES ? <LinesScreen pm={pm} state={pm ? ctl.lines.get(pm.pid) : undefined} width={columns} height={body} /> : null}
+        {screen === HELP ? <HelpScreen /> : null}
       </Box>
       <Text inverse={!!ctl.status}>{pad(status, columns - 1)}</Text>
     </Box>

@@ -2,7 +2,7 @@
 import { Box, Text } from "ink";
 
 export const KEYS: [string, string][] = [
-  ["1 … 5, Tab", "screens: Overview, Process, Tensors, Segments, Help"],
+  ["1 … 6, Tab", "screens: Overview, Process, Tensors, Segments, Lines, Help"],
   ["↑ ↓  j k", "move the selection"],
   ["Enter", "open the selected process"],
   ["s", "change the sort order"],
