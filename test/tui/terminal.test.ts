@@ -25,10 +25,12 @@ const pane = () => sh("capture-pane", "-p", "-t", session);
 // these tests. Probe once: a pane that prints a word. If it cannot, the tests skip and say why.
 function probe(): string | null {
   if (!tmux) return "needs tmux: `apt install tmux`; .ci/run installs it";
-  const r = run("new-session", "-d", "-s", "probe", "-x", "40", "-y", "5", "/bin/sh", "-c", "echo tmux-pane-ok; sleep 30");
+  // The probe's session stays for the whole file: with it, killing a test's session never ends the
+  // private server, so the next new-session cannot race a server on its way out.
+  const r = run("new-session", "-d", "-s", "probe", "-x", "40", "-y", "5", "/bin/sh", "-c", "echo tmux-pane-ok; sleep 3600");
   if (!r.ok) return `tmux cannot open a pane here: ${r.err || "exit status non-zero"}`;
   for (let i = 0; i < 50; i++) {
-    if (sh("capture-pane", "-p", "-t", "probe").includes("tmux-pane-ok")) return (sh("kill-session", "-t", "probe"), null);
+    if (sh("capture-pane", "-p", "-t", "probe").includes("tmux-pane-ok")) return null;
     Bun.sleepSync(100);
   }
   sh("kill-session", "-t", "probe");
