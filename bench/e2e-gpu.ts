@@ -68,6 +68,12 @@ interface Machine {
   commit: string | null;
 }
 
+/** tmux leaves a private server's socket file behind after kill-server: removed with it. */
+function killServer(tmux: string, socket: string): void {
+  Bun.spawnSync([tmux, "-L", socket, "-f", "/dev/null", "kill-server"], { stdout: "ignore", stderr: "ignore" });
+  rmSync(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
+}
+
 function lastLine(s: string): string {
   return s.trim().split("\n").filter(Boolean).pop() ?? "";
 }
@@ -86,7 +92,7 @@ function probeTmux(tmux: string): string | null {
     }
     return "tmux started a pane but /bin/sh printed nothing in it within 5 s";
   } finally {
-    t("kill-server");
+    killServer(tmux, socket);
   }
 }
 
@@ -730,7 +736,7 @@ function cleanUp(): void {
       // gone
     }
   }
-  tmux("kill-server");
+  killServer(TMUX, SOCKET);
   try {
     // The training's output; where it never attached, whatever `run` logged of it.
     const log = state.log || (existsSync(WORK) ? readdirSync(WORK).filter((f) => /^gpumem-tui-run-\d+\.log$/.test(f)).map((f) => join(WORK, f))[0] : "");
