@@ -1,6 +1,6 @@
 // The packed tarball, installed in an empty directory, as a user gets it from `bunx gpumem-tui`.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../src/ffi/build";
@@ -60,7 +60,11 @@ describe("the packed tarball", () => {
   });
 
   offlineTest("a prebuilt built from other sources is not trusted: rebuilt where a compiler exists, else a clear message", () => {
-    writeFileSync(join(installed, "prebuilt", "linux-x64", "build-id"), "not-these-sources\n");
+    // Replaced, not written through: bun links installed files to its global cache, and writing
+    // into the link would change the cached package for every later install.
+    const buildId = join(installed, "prebuilt", "linux-x64", "build-id");
+    unlinkSync(buildId);
+    writeFileSync(buildId, "not-these-sources\n");
     const without = gpumem(["--json", "--once"]);
     expect(without.code).toBe(0);
     expect(JSON.parse(without.out).reason).toMatch(

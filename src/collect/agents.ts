@@ -76,12 +76,27 @@ export class AgentWatcher {
   }
 
   private refreshOne(agent: Agent): void {
-    if (agent.exited) return;
-    if (!pidAlive(agent.pid)) {
-      agent.exited = true;
-      agent.problem = "exited";
+    if (agent.exited) {
+      // The reading after exit is done (LiveModels read the last events): let the mapping go.
       agent.ring?.close();
       agent.ring = null;
+      return;
+    }
+    if (!pidAlive(agent.pid)) {
+      // One last look before the mapping goes: the agent writes its final totals at exit (an OOM
+      // just before the end, the last step's numbers), and records may have come since the last
+      // read. The header is taken now; the ring stays open until the next refresh so that its
+      // last events are read. The files can already be gone: the mapping outlives them.
+      if (agent.ring) {
+        try {
+          const header = agent.ring.header();
+          if (header.pid === agent.pid) agent.header = header;
+        } catch {
+          // a ring that cannot be read now keeps the header of the last refresh
+        }
+      }
+      agent.exited = true;
+      agent.problem = "exited";
       this.removeStale(agent.pid);
       return;
     }

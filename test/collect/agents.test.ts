@@ -1,6 +1,6 @@
 // Discovering agents: manifests that lie, directories others could write, processes that exit.
 import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentWatcher } from "../../src/collect/agents";
@@ -106,6 +106,31 @@ describe("agent discovery", () => {
     expect(a!.exited).toBe(true);
     expect(a!.manifest.cmdline).toEqual(["python", "train.py"]); // last data kept
     expect(existsSync(join(dir, `${s.pid}.json`))).toBe(false);
+  });
+
+  test("a process that exits right after its last numbers: the monitor still gets them, files gone or not", async () => {
+    const dir = agentDir();
+    const s = sleeper();
+    const ringPath = join(dir, `${s.pid}.ring`);
+    produce(ringPath, 64, 11, "--pid", s.pid);
+    manifest(dir, s.pid);
+    const w = new AgentWatcher(dir);
+    expect(w.refresh()[0]!.header!.totals[0]!.n_alloc).toBe(6);
+    // What the agent does at exit (agent.py close): final totals into the header, files removed.
+    const py = Bun.spawnSync(["python3", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(join(import.meta.dir, "..", "..", "agent"))})
+from gpumem_agent.ring import Ring
+r = Ring(${JSON.stringify(ringPath)}, create=False); r.set_totals(0, allocated=999424, n_alloc=42, n_oom=1); r.set("<B", "closed", 1)`]);
+    expect(py.exitCode).toBe(0);
+    unlinkSync(ringPath);
+    s.kill();
+    await s.exited;
+    const [a] = w.refresh();
+    expect(a!.exited).toBe(true);
+    expect([a!.header!.totals[0]!.n_alloc, a!.header!.totals[0]!.allocated, a!.header!.totals[0]!.n_oom, a!.header!.closed]).toEqual([42, 999424, 1, true]);
+    expect(a!.ring).not.toBeNull(); // open one refresh longer, for the last events
+    w.refresh();
+    expect(a!.ring).toBeNull();
+    w.close();
   });
 
   test("a directory open to other users is not trusted", () => {
