@@ -4,7 +4,8 @@
 #   bash bench/gpu-next.sh OUT_DIR
 # 1. every GPU test (bun run test:gpu): the agent's scenarios, the line profiler, report(),
 #    courtesy(), %%gpumem, a monitor-written snapshot opened by torch.cuda._memory_viz, NVML;
-# 2. --json --once against nvidia-smi again (NVML now starts on a thread while Bun loads);
+# 2. --json --once against nvidia-smi again (NVML now starts on a thread while Bun loads), and
+#    where its time goes (bench/startup.ts);
 # 3. the line profiler's overhead beside memlab's per-line memory_stats;
 # 4. the end-to-end run (bun run e2e:gpu): TUI on a real training run, d, e, kill -9, OOM;
 # 5. the TUI on a real training run in tmux, screens captured (test/tui/gpu-e2e.sh).
@@ -18,6 +19,7 @@ step "test:gpu" 420 env GPUMEM_GPU_TESTS=1 GPUMEM_AGENT_REPORTS="$out/agent-repo
 tail -30 "$out/test-gpu.log"
 step "nvml" 120 bun bench/nvml.ts "$out/results" > "$out/nvml.log" 2>&1
 head -14 "$out/results/nvml.md" 2>/dev/null
+for i in 1 2 3; do bun bench/startup.ts; done > "$out/results/startup.txt" 2>&1; tail -10 "$out/results/startup.txt"
 step "line profiler" 180 python3 bench/line_profiler.py "$out/results" > "$out/line_profiler.log" 2>&1
 cat "$out/results/line_profiler.md" 2>/dev/null
 step "e2e:gpu" 420 bun bench/e2e-gpu.ts "$out/e2e" > "$out/e2e.log" 2>&1
