@@ -9,6 +9,8 @@ export const ManifestSchema = z.looseObject({
   rank: z.number().int().nullable().default(null),
   local_rank: z.number().int().nullable().default(null),
   world_size: z.number().int().nullable().default(null),
+  /** A job id the launcher gives its ranks (e.g. TORCHELASTIC_RUN_ID); null where none is known. */
+  job: z.string().nullable().default(null),
   devices: z.array(z.number().int().nonnegative()).default([]),
   torch_version: z.string().nullable().default(null),
   hook_mode: z.enum(["hook", "polling", "none"]),

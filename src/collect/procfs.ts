@@ -1,4 +1,4 @@
-// Who a process is, from /proc: user, short name and command line. Absent data is null
+// Who a process is, from /proc: user, short name, command line and parent. Absent data is null
 // (a process that exited between the NVML sample and this read, or another pid namespace).
 import { readFileSync } from "node:fs";
 
@@ -7,6 +7,8 @@ export interface ProcessInfo {
   name: string | null;
   command: string | null;
   uid: number | null;
+  /** The parent's pid (/proc/PID/stat): ranks started by one launcher share it. */
+  ppid?: number | null;
 }
 
 const COMMAND_MAX = 512;
@@ -35,6 +37,19 @@ function read(path: string): string | null {
   }
 }
 
+/**
+ * The parent pid from the text of /proc/PID/stat: `pid (comm) state ppid …`. The command name may
+ * hold spaces and parentheses, so the fields are counted from the last ')'. null where the text is
+ * not of that form.
+ */
+export function parseStatPpid(stat: string): number | null {
+  const close = stat.lastIndexOf(")");
+  if (close < 0) return null;
+  const fields = stat.slice(close + 1).trim().split(/\s+/);
+  const ppid = Number(fields[1]);
+  return fields.length >= 2 && Number.isInteger(ppid) && ppid >= 0 ? ppid : null;
+}
+
 export function processInfo(pid: number, procRoot = "/proc"): ProcessInfo {
   const status = read(`${procRoot}/${pid}/status`);
   const uidMatch = status?.match(/^Uid:\s+(\d+)/m);
@@ -42,7 +57,9 @@ export function processInfo(pid: number, procRoot = "/proc"): ProcessInfo {
   const name = read(`${procRoot}/${pid}/comm`)?.trim() || null;
   const raw = read(`${procRoot}/${pid}/cmdline`);
   const command = raw ? raw.replace(/\0+$/, "").split("\0").join(" ").slice(0, COMMAND_MAX) || null : null;
-  return { uid, user: uid === null ? null : userName(uid), name, command };
+  const stat = read(`${procRoot}/${pid}/stat`);
+  const ppid = stat === null ? null : parseStatPpid(stat);
+  return { uid, user: uid === null ? null : userName(uid), name, command, ppid };
 }
 
 export function pidAlive(pid: number): boolean {

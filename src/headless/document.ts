@@ -4,6 +4,7 @@ import { PHASES } from "../ffi/events";
 import type { NvmlDeviceSample, NvmlSystem } from "../ffi/nvml";
 import type { ProcessInfo } from "../collect/procfs";
 import type { Manifest } from "../collect/manifest";
+import { groupJobs } from "../collect/jobs";
 import type { Device, Document, Process, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
 
@@ -22,6 +23,7 @@ export interface DocumentInput {
   samples: NvmlDeviceSample[];
   /** The previous sample of each device (by index), for rates. */
   previous: Map<number, NvmlDeviceSample>;
+  /** Who each process is (/proc), its parent pid included: the ranks of one launcher share it. */
   processInfo: Map<number, ProcessInfo>;
   agents: AgentView[];
   warnings: string[];
@@ -141,6 +143,22 @@ export function buildDocument(input: DocumentInput): Document {
       });
     }
   }
+  const jobs = groupJobs(
+    processes,
+    input.agents.map((a) => {
+      const info = input.processInfo.get(a.pid);
+      return {
+        pid: a.pid,
+        ppid: info?.ppid ?? null,
+        rank: a.manifest.rank,
+        local_rank: a.manifest.local_rank,
+        world_size: a.manifest.world_size,
+        job: a.manifest.job ?? null,
+        command: info?.command ?? (a.manifest.cmdline.join(" ") || null),
+        exited: a.exited,
+      };
+    }),
+  );
   return {
     version: SCHEMA_VERSION,
     time_unix_ms: input.time_unix_ms,
@@ -151,6 +169,7 @@ export function buildDocument(input: DocumentInput): Document {
     reason: input.reason,
     devices: input.samples.map((s) => device(s, input.previous.get(s.index))),
     processes,
+    jobs,
     warnings: input.warnings,
   };
 }

@@ -68,6 +68,38 @@ export const ProcessSchema = z.object({
   exited: z.boolean().describe("the process has exited; its last numbers are kept"),
 });
 
+export const JobRankSchema = z.object({
+  rank: z.number().int(),
+  local_rank: z.number().int().nullable(),
+  pid: z.number().int().positive(),
+  device: z.number().int().nonnegative().nullable().describe("the NVML device holding most of this rank's reserved memory"),
+  allocated_bytes: z.number().int().nullable().describe("null where the agent's figures cannot be read"),
+  reserved_bytes: z.number().int().nullable(),
+  peak_allocated_bytes: z.number().int().nullable(),
+  peak_reserved_bytes: z.number().int().nullable(),
+  phase: z.string().nullable(),
+  step: z.number().int().nullable(),
+  exited: z.boolean(),
+});
+
+export const JobSchema = z.object({
+  id: z.string().describe("the job id the agents wrote in their manifests, else `ppid:<launcher pid>`"),
+  name: z.string().describe("the command line the ranks share"),
+  launcher_pid: z.number().int().nonnegative().nullable().describe("the ranks' common parent (torchrun, mpirun…); null where they have none in common"),
+  world_size: z.number().int().positive(),
+  pids: z.array(z.number().int().positive()).describe("the ranks' pids, in rank order"),
+  ranks: z.array(JobRankSchema).describe("the ranks on this host, in rank order"),
+  missing_ranks: z.array(z.number().int()).describe("ranks of 0 … world_size − 1 with no process on this host: not started, gone, or on another node"),
+  used_bytes: bytes.nullable().describe("NVML's memory of the ranks, summed; null where NVML lists none of them"),
+  allocated_bytes: z.number().int().describe("the ranks' allocated bytes, summed"),
+  reserved_bytes: z.number().int().describe("the ranks' reserved bytes, summed"),
+  step_min: nullableInt.describe("the lowest step of the ranks: ranks out of step are apart"),
+  step_max: nullableInt,
+  peak_rank: nullableInt.describe("the rank with the highest peak allocated bytes (with two ranks or more)"),
+  peak_allocated_bytes: nullableInt.describe("that rank's peak"),
+  peak_margin_bytes: nullableInt.describe("how far that peak lies above the highest peak of the other ranks"),
+});
+
 export const DocumentSchema = z.object({
   version: z.literal(SCHEMA_VERSION),
   time_unix_ms: z.number(),
@@ -78,12 +110,18 @@ export const DocumentSchema = z.object({
   reason: z.string().nullable().describe("why devices is empty (no driver, NVML failed), else null"),
   devices: z.array(DeviceSchema),
   processes: z.array(ProcessSchema),
+  jobs: z
+    .array(JobSchema)
+    .default([])
+    .describe("multi-rank jobs on this host (agent processes with a rank and world_size > 1 under one launcher, or one job id); each lists its processes' pids"),
   warnings: z.array(z.string()).describe("what was skipped and why: an unsafe agent directory, a manifest that lies, a ring of another version"),
 });
 
 export type Device = z.infer<typeof DeviceSchema>;
 export type Process = z.infer<typeof ProcessSchema>;
 export type Pytorch = z.infer<typeof PytorchSchema>;
+export type Job = z.infer<typeof JobSchema>;
+export type JobRank = z.infer<typeof JobRankSchema>;
 export type Document = z.infer<typeof DocumentSchema>;
 
 /** The document's JSON Schema, for `gpumem-tui schema`. */

@@ -5,7 +5,7 @@ import type { Controller } from "./controller";
 import { color, pad } from "./format";
 import { HelpScreen } from "./screens/help";
 import { LinesScreen } from "./screens/lines";
-import { Overview, PROCESS_SORTS, sortProcesses, type ProcessSort } from "./screens/overview";
+import { Overview, overviewProcesses, PROCESS_SORTS, type ProcessSort } from "./screens/overview";
 import { ProcessScreen } from "./screens/process";
 import { SegmentsScreen } from "./screens/segments";
 import { TENSOR_SORTS, TensorsScreen, type TensorSort } from "./screens/tensors";
@@ -42,7 +42,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
 
   const models = ctl.processModels();
   const pm = models.find((m) => m.pid === pid) ?? models[0];
-  const procs = ctl.doc ? sortProcesses(ctl.doc.processes, procSort, filter) : [];
+  // In the order the Overview shows them: a job's ranks together, in rank order.
+  const procs = overviewProcesses(ctl.doc, procSort, filter);
   // The Lines screen asks the selected process's agent for its line profile (at most every 2 s,
   // off the key path); the answer arrives through the controller's notify.
   useEffect(() => {

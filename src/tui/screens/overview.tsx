@@ -1,6 +1,8 @@
-// Overview, nvtop-style: a panel per GPU (with history charts) and the process table.
+// Overview, nvtop-style: a panel per GPU (with history charts) and the process table, where the
+// ranks of a multi-rank job (the document's jobs) sit together under the job's own row.
 import { Box, Text } from "ink";
-import type { Device, Document, Process } from "../../headless/schema";
+import { jobNotes } from "../../collect/jobs";
+import type { Device, Document, Job, Process } from "../../headless/schema";
 import { areaChart, bar } from "../chart";
 import type { DeviceHistory } from "../controller";
 import { color, formatBytes, orNa, pad, pct, rate } from "../format";
@@ -25,10 +27,117 @@ export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string):
   });
 }
 
+/** A row of the process table: a job, a line of what stands out in it, or a process. */
+export type OverviewRow = { kind: "job"; job: Job } | { kind: "note"; job: Job; text: string } | { kind: "process"; p: Process; job: Job | null };
+
+/**
+ * The table's rows in order: processes by the sort key, except that a job's processes come
+ * together, in rank order, under the job's row, where its first process would have come. The
+ * job's notes are packed into lines of at most `width` characters.
+ */
+export function overviewRows(doc: Document | null, sort: ProcessSort, filter: string, width = Infinity): OverviewRow[] {
+  if (!doc) return [];
+  const procs = sortProcesses(doc.processes, sort, filter);
+  const jobOf = new Map<number, Job>();
+  const rankOf = new Map<number, number>();
+  for (const j of doc.jobs ?? []) for (const r of j.ranks) (jobOf.set(r.pid, j), rankOf.set(r.pid, r.rank));
+  const rows: OverviewRow[] = [];
+  const placed = new Set<Job>();
+  for (const p of procs) {
+    const job = jobOf.get(p.pid);
+    if (!job) {
+      rows.push({ kind: "process", p, job: null });
+      continue;
+    }
+    if (placed.has(job)) continue;
+    placed.add(job);
+    rows.push({ kind: "job", job });
+    // Where COMMAND is too narrow for the job's name (80 columns), the name leads its notes.
+    const name = jobTitle(job);
+    const notes = width !== Infinity && name.length > tableColumns(width).command ? [name, ...jobNotes(job)] : jobNotes(job);
+    let line = "";
+    for (const note of notes) {
+      if (line && line.length + 2 + note.length > width - 1) (rows.push({ kind: "note", job, text: line }), (line = ""));
+      line = line ? `${line}; ${note}` : `${NOTE_INDENT}${note}`;
+    }
+    if (line) rows.push({ kind: "note", job, text: line });
+    const ranks = procs.filter((q) => jobOf.get(q.pid) === job);
+    ranks.sort((a, b) => rankOf.get(a.pid)! - rankOf.get(b.pid)! || a.pid - b.pid || a.device - b.device);
+    for (const q of ranks) rows.push({ kind: "process", p: q, job });
+  }
+  return rows;
+}
+
+/** The processes of the table in the order shown: what the selection moves over. */
+export function overviewProcesses(doc: Document | null, sort: ProcessSort, filter: string): Process[] {
+  return overviewRows(doc, sort, filter).flatMap((r) => (r.kind === "process" ? [r.p] : []));
+}
+
+const NOTE_INDENT = "    ";
+
+function jobTitle(job: Job): string {
+  return `${job.name}${job.launcher_pid === null ? "" : ` (launcher ${job.launcher_pid})`}`;
+}
+
+interface Columns {
+  user: number;
+  command: number;
+}
+
+/** From 100 columns the table is as it always was; narrower, USER goes and COMMAND takes the rest, so no row wraps. */
+function tableColumns(width: number): Columns {
+  if (width >= 100) return { user: 9, command: Math.max(10, width - 80) };
+  return { user: 0, command: Math.max(4, width - 1 - 68) };
+}
+
+function cells(c: Columns, v: { pid: string; user: string; gpu: string; nvml: string; allocated: string; reserved: string; phase: string; step: string; rank: string; command: string }): string {
+  return (
+    pad(v.pid, 8) + (c.user ? pad(v.user, c.user) : "") + pad(v.gpu, 4) + pad(v.nvml, 11, true) + " " + pad(v.allocated, 11, true) + pad(v.reserved, 11, true) + " " +
+    pad(v.phase, 9) + pad(v.step, 6, true) + " " + pad(v.rank, 5) + pad(v.command, c.command)
+  );
+}
+
+function processCells(c: Columns, p: Process, inJob: boolean): string {
+  const t = p.pytorch;
+  // A rank of a job: its pid indented under the job's row.
+  const pid = inJob ? `${String(p.pid).length <= 6 ? "  " : " "}${p.pid}` : String(p.pid);
+  return cells(c, {
+    pid,
+    user: p.user ?? "?",
+    gpu: String(p.device),
+    nvml: p.used_bytes === null ? "n/a" : formatBytes(p.used_bytes),
+    allocated: t ? formatBytes(t.allocated_bytes) : "-",
+    reserved: t ? formatBytes(t.reserved_bytes) : "-",
+    phase: t ? t.phase : "",
+    step: t ? String(t.step) : "",
+    rank: t?.rank === null || !t ? "" : String(t.rank),
+    command: `${p.exited ? "[exited] " : ""}${p.command ?? p.name ?? ""}`,
+  });
+}
+
+function jobCells(c: Columns, job: Job, users: Set<string>): string {
+  const devices = [...new Set(job.ranks.map((r) => r.device).filter((d): d is number => d !== null))].sort((a, b) => a - b);
+  const contiguous = devices.length > 1 && devices[devices.length - 1]! - devices[0]! === devices.length - 1;
+  const phases = new Set(job.ranks.map((r) => r.phase).filter((x) => x !== null));
+  const steps = job.step_min === null ? "" : job.step_min === job.step_max ? String(job.step_min) : `${job.step_min}-${job.step_max}`;
+  return cells(c, {
+    pid: "job",
+    user: users.size === 1 ? [...users][0]! : "",
+    gpu: contiguous ? `${devices[0]}-${devices[devices.length - 1]}` : devices.join(","),
+    nvml: job.used_bytes === null ? "n/a" : formatBytes(job.used_bytes),
+    allocated: formatBytes(job.allocated_bytes),
+    reserved: formatBytes(job.reserved_bytes),
+    phase: phases.size === 1 ? [...phases][0]! : phases.size ? "mixed" : "",
+    step: steps,
+    rank: `${new Set(job.ranks.map((r) => r.rank)).size}/${job.world_size}`,
+    command: jobTitle(job),
+  });
+}
+
 function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHistory | undefined; width: number; chartRows: number; ascii: boolean }) {
   const total = d.memory_total_bytes ?? 0;
   const used = d.memory_used_bytes ?? 0;
-  const barWidth = Math.max(10, Math.min(40, width - 50));
+  const barWidth = Math.max(10, Math.min(40, width - 70));
   const power = d.power_draw_milliwatts === null ? "n/a" : `${Math.round(d.power_draw_milliwatts / 1000)}/${d.power_limit_milliwatts === null ? "?" : Math.round(d.power_limit_milliwatts / 1000)} W`;
   const half = Math.max(10, Math.floor((width - 6) / 2));
   const util = h ? areaChart(h.util, { width: half, height: chartRows, max: 100, ascii }) : [];
@@ -39,7 +148,7 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
         <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(d.name, 26)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
         <Text color={color(used / (total || 1) > 0.9 ? "red" : "green")}>{bar(used / (total || 1), barWidth, ascii)}</Text> {formatBytes(used)}/{formatBytes(total)}
       </Text>
-      <Text dimColor>
+      <Text dimColor wrap="truncate-end">
         {"      "}{orNa(d.temperature_celsius, "°C")}  {power}  SM {orNa(d.sm_clock_mhz)}/{orNa(d.sm_clock_max_mhz)} MHz  MEM {orNa(d.memory_clock_mhz)} MHz  PCIe rx {rate(d.pcie_rx_bytes_per_second)} tx {rate(d.pcie_tx_bytes_per_second)}  fan {pct(d.fan_speed_percent)}  {d.performance_state === null ? "" : `P${d.performance_state}`}
       </Text>
       {chartRows > 0 && h ? (
@@ -79,9 +188,16 @@ export function Overview(props: {
   const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
   const deviceLines = devices.length * (2 + (chartRows ? chartRows + 1 : 0));
   const tableRows = Math.max(3, height - deviceLines - 4);
-  const procs = sortProcesses(doc.processes, props.sort, props.filter);
-  const first = Math.max(0, Math.min(props.selected - tableRows + 1, procs.length - tableRows));
-  const cmdWidth = Math.max(10, width - 80);
+  const cols = tableColumns(width);
+  const rows = overviewRows(doc, props.sort, props.filter, width);
+  const users = new Map<Job, Set<string>>();
+  for (const r of rows) if (r.kind === "process" && r.job && r.p.user) (users.get(r.job) ?? users.set(r.job, new Set()).get(r.job)!).add(r.p.user);
+  // The selection counts processes only; the window scrolls over every row.
+  const procRows = rows.flatMap((r, i) => (r.kind === "process" ? [i] : []));
+  const selRow = procRows[props.selected] ?? -1;
+  const target = selRow >= 0 ? selRow : props.selected >= procRows.length ? rows.length : 0;
+  const first = Math.max(0, Math.min(target - tableRows + 1, rows.length - tableRows));
+  const title = `COMMAND  (sort: ${props.sort}${props.filter ? `, filter: ${props.filter}` : ""})`;
   return (
     <Box flexDirection="column">
       {devices.length === 0 ? (
@@ -89,16 +205,30 @@ export function Overview(props: {
       ) : (
         devices.map((d) => <DevicePanel key={d.index} d={d} h={props.history.get(d.index)} width={width} chartRows={chartRows} ascii={props.ascii} />)
       )}
-      <Text bold inverse>
-        {pad("PID", 8)}{pad("USER", 9)}{pad("GPU", 4)}{pad("NVML MEM", 11, true)} {pad("ALLOCATED", 11, true)}{pad("RESERVED", 11, true)} {pad("PHASE", 9)}{pad("STEP", 6, true)} {pad("RANK", 5)}{pad(`COMMAND  (sort: ${props.sort}${props.filter ? `, filter: ${props.filter}` : ""})`, cmdWidth)}
+      <Text bold inverse wrap="truncate-end">
+        {cells(cols, { pid: "PID", user: "USER", gpu: "GPU", nvml: "NVML MEM", allocated: "ALLOCATED", reserved: "RESERVED", phase: "PHASE", step: "STEP", rank: "RANK", command: title })}
       </Text>
-      {procs.length === 0 ? <Text dimColor>no GPU processes</Text> : null}
-      {procs.slice(first, first + tableRows).map((p, i) => {
-        const t = p.pytorch;
-        const sel = first + i === props.selected;
+      {rows.length === 0 ? <Text dimColor>no GPU processes</Text> : null}
+      {rows.slice(first, first + tableRows).map((r, i) => {
+        if (r.kind === "job") {
+          return (
+            <Text key={`job-${r.job.id}`} bold color={color("cyan")} wrap="truncate-end">
+              {jobCells(cols, r.job, users.get(r.job) ?? new Set())}
+            </Text>
+          );
+        }
+        if (r.kind === "note") {
+          const trouble = r.job.missing_ranks.length > 0 || r.job.ranks.some((x) => x.exited);
+          return (
+            <Text key={`note-${r.job.id}-${first + i}`} color={color(trouble ? "yellow" : "gray")} wrap="truncate-end">
+              {pad(r.text, width - 1)}
+            </Text>
+          );
+        }
+        const p = r.p;
         return (
-          <Text key={`${p.pid}-${p.device}`} inverse={sel} color={color(t ? "white" : "gray")}>
-            {pad(String(p.pid), 8)}{pad(p.user ?? "?", 9)}{pad(String(p.device), 4)}{pad(p.used_bytes === null ? "n/a" : formatBytes(p.used_bytes), 11, true)} {pad(t ? formatBytes(t.allocated_bytes) : "-", 11, true)}{pad(t ? formatBytes(t.reserved_bytes) : "-", 11, true)} {pad(t ? t.phase : "", 9)}{pad(t ? String(t.step) : "", 6, true)} {pad(t?.rank === null || !t ? "" : String(t.rank), 5)}{pad(`${p.exited ? "[exited] " : ""}${p.command ?? p.name ?? ""}`, cmdWidth)}
+          <Text key={`${p.pid}-${p.device}`} inverse={first + i === selRow} color={color(p.pytorch ? "white" : "gray")} wrap="truncate-end">
+            {processCells(cols, p, r.job !== null)}
           </Text>
         );
       })}

@@ -1,0 +1,148 @@
+// Multi-rank jobs on one host, grouped (pure: members and the document's processes in, jobs out).
+// A job is the agent processes with a rank and a world size above 1 that one launcher started
+// (torchrun, torch.distributed.run and mpirun start the ranks as its children, so they share a
+// parent pid), or, where the manifests carry one, the processes of one job id.
+import { formatBytes } from "../profiler/format";
+import type { Job, JobRank, Process, Pytorch } from "../headless/schema";
+
+export interface JobMember {
+  pid: number;
+  /** The parent pid (/proc/PID/stat); null where unknown (the process has exited). */
+  ppid: number | null;
+  rank: number | null;
+  local_rank: number | null;
+  world_size: number | null;
+  /** The job id the manifest carries, if any. */
+  job: string | null;
+  /** The command line: /proc's, else the manifest's. */
+  command: string | null;
+  exited: boolean;
+}
+
+/** What makes a member one rank of a job; null for a process that is none. */
+export function jobId(m: JobMember): string | null {
+  if (m.rank === null || m.world_size === null || m.world_size <= 1) return null;
+  if (m.job) return m.job;
+  return m.ppid === null ? null : `ppid:${m.ppid}`;
+}
+
+/** The words the command lines share from their start (a rank's own flags drop off). */
+export function commonCommand(commands: (string | null)[]): string | null {
+  const split = commands.filter((c): c is string => !!c).map((c) => c.trim().split(/\s+/));
+  if (split.length === 0) return null;
+  let n = 0;
+  while (split.every((s) => s[n] !== undefined && s[n] === split[0]![n])) n++;
+  return n > 0 ? split[0]!.slice(0, n).join(" ") : split[0]!.join(" ");
+}
+
+function rankOf(m: JobMember, rows: Process[]): JobRank {
+  // A process NVML lists on several devices shows the same totals on each where its agent sees
+  // one device: one figure per device the agent counts (pytorch.device), never the same twice.
+  const perDevice = new Map<number, Pytorch>();
+  for (const r of rows) if (r.pytorch && !perDevice.has(r.pytorch.device)) perDevice.set(r.pytorch.device, r.pytorch);
+  const figures = [...perDevice.values()];
+  const sum = (f: (t: Pytorch) => number) => (figures.length ? figures.reduce((a, t) => a + f(t), 0) : null);
+  const main = [...rows].sort((a, b) => (b.pytorch?.reserved_bytes ?? -1) - (a.pytorch?.reserved_bytes ?? -1))[0];
+  return {
+    rank: m.rank!,
+    local_rank: m.local_rank,
+    pid: m.pid,
+    device: main?.device ?? null,
+    allocated_bytes: sum((t) => t.allocated_bytes),
+    reserved_bytes: sum((t) => t.reserved_bytes),
+    peak_allocated_bytes: sum((t) => t.peak_allocated_bytes),
+    peak_reserved_bytes: sum((t) => t.peak_reserved_bytes),
+    phase: main?.pytorch?.phase ?? null,
+    step: main?.pytorch?.step ?? null,
+    exited: m.exited || (rows.length > 0 && rows.every((r) => r.exited)),
+  };
+}
+
+/**
+ * The jobs among `members` (the agent processes), with their ranks' figures from `processes` (the
+ * document's rows). A member with no row is shown nowhere, so its job counts its rank missing.
+ * Processes that are no rank of a multi-rank job belong to no job.
+ */
+export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
+  const rows = new Map<number, Process[]>();
+  for (const p of processes) {
+    let list = rows.get(p.pid);
+    if (!list) rows.set(p.pid, (list = []));
+    list.push(p);
+  }
+  // One launcher may restart its ranks with another world size (elastic): those are two jobs.
+  const groups = new Map<string, { id: string; worldSize: number; members: JobMember[] }>();
+  for (const m of [...members].sort((a, b) => a.pid - b.pid)) {
+    const id = jobId(m);
+    if (id === null || !rows.has(m.pid)) continue;
+    const key = `${id}\0${m.world_size}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { id, worldSize: m.world_size!, members: [] }));
+    g.members.push(m);
+  }
+  const ids = new Map<string, number>();
+  for (const g of groups.values()) ids.set(g.id, (ids.get(g.id) ?? 0) + 1);
+  const jobs: Job[] = [];
+  for (const g of groups.values()) {
+    const ranks = g.members.map((m) => rankOf(m, rows.get(m.pid)!)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
+    const present = new Set(ranks.map((r) => r.rank));
+    const missing: number[] = [];
+    for (let r = 0; r < g.worldSize; r++) if (!present.has(r)) missing.push(r);
+    const used = g.members.flatMap((m) => rows.get(m.pid)!.map((p) => p.used_bytes)).filter((u): u is number => u !== null);
+    const steps = ranks.map((r) => r.step).filter((s): s is number => s !== null);
+    const peaks = ranks.filter((r) => r.peak_allocated_bytes !== null).sort((a, b) => b.peak_allocated_bytes! - a.peak_allocated_bytes! || a.rank - b.rank);
+    const top = peaks.length >= 2 ? peaks[0]! : null;
+    const parents = new Set(g.members.map((m) => m.ppid));
+    const launcher = parents.size === 1 ? [...parents][0]! : null;
+    const byRank = [...g.members].sort((a, b) => a.rank! - b.rank! || a.pid - b.pid);
+    jobs.push({
+      id: ids.get(g.id)! > 1 ? `${g.id}:world_size=${g.worldSize}` : g.id,
+      name: commonCommand(byRank.map((m) => m.command)) ?? g.id,
+      launcher_pid: launcher,
+      world_size: g.worldSize,
+      pids: ranks.map((r) => r.pid),
+      ranks,
+      missing_ranks: missing,
+      used_bytes: used.length ? used.reduce((a, b) => a + b, 0) : null,
+      allocated_bytes: ranks.reduce((a, r) => a + (r.allocated_bytes ?? 0), 0),
+      reserved_bytes: ranks.reduce((a, r) => a + (r.reserved_bytes ?? 0), 0),
+      step_min: steps.length ? Math.min(...steps) : null,
+      step_max: steps.length ? Math.max(...steps) : null,
+      peak_rank: top?.rank ?? null,
+      peak_allocated_bytes: top?.peak_allocated_bytes ?? null,
+      peak_margin_bytes: top ? top.peak_allocated_bytes! - peaks[1]!.peak_allocated_bytes! : null,
+    });
+  }
+  return jobs.sort((a, b) => a.pids[0]! - b.pids[0]!);
+}
+
+/** [0, 1, 2, 5, 7, 8] → "0-2, 5, 7-8". */
+export function rankList(ranks: number[]): string {
+  const sorted = [...new Set(ranks)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    parts.push(j > i ? `${sorted[i]}-${sorted[j]}` : `${sorted[i]}`);
+    i = j + 1;
+  }
+  return parts.join(", ");
+}
+
+const ranksWord = (ranks: number[]) => `${ranks.length === 1 ? "rank" : "ranks"} ${rankList(ranks)}`;
+
+/** What a user looks for in a job, in words: ranks missing or gone, ranks out of step, the rank that peaks above the others. */
+export function jobNotes(job: Job): string[] {
+  const notes: string[] = [];
+  if (job.missing_ranks.length) notes.push(`${ranksWord(job.missing_ranks)} missing`);
+  const exited = job.ranks.filter((r) => r.exited).map((r) => r.rank);
+  if (exited.length) notes.push(`${ranksWord(exited)} exited`);
+  if (job.step_min !== null && job.step_max !== null && job.step_min !== job.step_max) {
+    const behind = job.ranks.filter((r) => r.step === job.step_min).map((r) => r.rank);
+    notes.push(`steps ${job.step_min}-${job.step_max}, ${behind.length <= 3 ? ranksWord(behind) : `${behind.length} ranks`} behind`);
+  }
+  if (job.peak_rank !== null && job.peak_margin_bytes !== null && job.peak_margin_bytes > 0) {
+    notes.push(`rank ${job.peak_rank} peaks ${formatBytes(job.peak_margin_bytes)} above the others`);
+  }
+  return notes;
+}

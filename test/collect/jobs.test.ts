@@ -1,0 +1,205 @@
+// Multi-rank jobs on one host: ranks grouped under their launcher, on documents built from the
+// training runs recorded on an H100 (each rank a recorded ring, its manifest given a rank).
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { commonCommand, groupJobs, jobNotes, rankList, type JobMember } from "../../src/collect/jobs";
+import { parseManifest } from "../../src/collect/manifest";
+import { parseStatPpid, processInfo } from "../../src/collect/procfs";
+import { SystemCollector } from "../../src/collect/system";
+import { DocumentSchema, JobSchema, jsonSchema, type Process } from "../../src/headless/schema";
+import training from "../fixtures/h100-training.json";
+import { hostDocument, TORCHRUN, type RankSpec } from "../support/jobs";
+import { produce } from "../support/native";
+
+const FIXTURES = join(import.meta.dir, "..", "fixtures");
+const facts = (name: string) => JSON.parse(readFileSync(join(FIXTURES, `${name}.facts.json`), "utf8"));
+const pidOf = (name: string) => JSON.parse(readFileSync(join(FIXTURES, `${name}.json`), "utf8")).pid as number;
+
+describe("the parent pid", () => {
+  test("read from /proc/PID/stat, whatever the command name holds", () => {
+    expect(parseStatPpid("1280 (python3) S 4700 1280 1 0 -1 4194560 0 0")).toBe(4700);
+    expect(parseStatPpid("1280 (pt_main (thread) 2) R 4700 1280 1 0")).toBe(4700);
+    expect(parseStatPpid("1 (systemd) S 0 1 1 0")).toBe(0);
+    expect(parseStatPpid("")).toBeNull();
+    expect(parseStatPpid("1280 (cut")).toBeNull();
+  });
+
+  test("processInfo gives this process's parent", () => {
+    expect(processInfo(process.pid).ppid).toBe(process.ppid);
+    expect(processInfo(2 ** 30).ppid).toBeNull();
+  });
+
+  test("the manifest takes an optional job id, null where absent", () => {
+    const text = readFileSync(join(FIXTURES, "normal.json"), "utf8");
+    expect(parseManifest(text, "normal.json").job).toBeNull();
+    const withJob = JSON.stringify({ ...JSON.parse(text), job: "c1f0-run" });
+    expect(parseManifest(withJob, "x.json").job).toBe("c1f0-run");
+  });
+});
+
+describe("grouping", () => {
+  test("ranks of one launcher are one job: ranks in order, the missing one named, totals and steps from the recorded runs", () => {
+    const doc = hostDocument(TORCHRUN);
+    expect(doc.jobs).toHaveLength(1);
+    const job = doc.jobs[0]!;
+    const [r0, r1, r2] = ["normal", "no-zero-grad", "kept-loss-graph"];
+    expect(job.id).toBe("ppid:4700");
+    expect(job.launcher_pid).toBe(4700);
+    expect(job.name).toBe("python3 train.py --epochs 3");
+    expect(job.world_size).toBe(4);
+    expect(job.pids).toEqual([pidOf(r0), pidOf(r1), pidOf(r2)]);
+    expect(job.ranks.map((r) => [r.rank, r.device])).toEqual([[0, 0], [1, 1], [2, 2]]);
+    expect(job.missing_ranks).toEqual([3]);
+    // The agents' figures are torch's own at the end of each run.
+    for (const [i, name] of [r0, r1, r2].entries()) {
+      expect(job.ranks[i]!.allocated_bytes).toBe(facts(name).memory_allocated);
+      expect(job.ranks[i]!.peak_allocated_bytes).toBe(facts(name).max_memory_allocated);
+      expect(job.ranks[i]!.step).toBe(facts(name).steps);
+    }
+    expect(job.allocated_bytes).toBe(facts(r0).memory_allocated + facts(r1).memory_allocated + facts(r2).memory_allocated);
+    expect(job.reserved_bytes).toBe(facts(r0).memory_reserved + facts(r1).memory_reserved + facts(r2).memory_reserved);
+    expect(job.used_bytes).toBe(doc.processes.filter((p) => job.pids.includes(p.pid)).reduce((a, p) => a + p.used_bytes!, 0));
+    expect([job.step_min, job.step_max]).toEqual([12, 20]);
+    // kept-loss-graph keeps every step's graph alive: its rank peaks far above the others.
+    expect(job.peak_rank).toBe(2);
+    expect(job.peak_allocated_bytes).toBe(facts(r2).max_memory_allocated);
+    expect(job.peak_margin_bytes).toBe(facts(r2).max_memory_allocated - facts(r1).max_memory_allocated);
+    expect(jobNotes(job)).toEqual(["rank 3 missing", "steps 12-20, ranks 1-2 behind", "rank 2 peaks 384.19 MiB above the others"]);
+  });
+
+  test("processes that are no rank of a multi-rank job stay as they were", () => {
+    const doc = hostDocument(TORCHRUN);
+    const alone = hostDocument(TORCHRUN.map((s) => ({ ...s, rank: null, world_size: null })));
+    expect(alone.jobs).toEqual([]);
+    // The process rows are the same with or without the job (but for the rank they carry).
+    const strip = (ps: Process[]) => ps.map((p) => ({ ...p, pytorch: p.pytorch && { ...p.pytorch, rank: null } }));
+    expect(strip(doc.processes)).toEqual(strip(alone.processes));
+    const grouped = new Set(doc.jobs.flatMap((j) => j.pids));
+    expect(grouped.has(pidOf("oom"))).toBe(false); // an agent with no rank
+    expect(grouped.has(training.processes[0]!.pid)).toBe(false); // a process with no agent
+  });
+
+  test("a world size of 1, or an unknown parent with no job id, makes no job", () => {
+    const doc = hostDocument([
+      { fixture: "normal", rank: 0, world_size: 1, ppid: 4700, device: 0 },
+      { fixture: "no-zero-grad", rank: 0, world_size: 2, ppid: null, device: 1 },
+    ]);
+    expect(doc.jobs).toEqual([]);
+  });
+
+  test("mixed: two launchers are two jobs; a job id groups ranks whatever their parents; one launcher's two world sizes are two jobs", () => {
+    const specs: RankSpec[] = [
+      { fixture: "normal", rank: 0, world_size: 2, ppid: 4700, device: 0 },
+      { fixture: "no-zero-grad", rank: 1, world_size: 2, ppid: 4700, device: 1 },
+      { fixture: "kept-loss-graph", rank: 1, world_size: 2, ppid: 4800, device: 2, command: "python3 eval.py" },
+      { fixture: "oom", rank: 0, world_size: 2, ppid: 4800, device: 3, command: "python3 eval.py" },
+    ];
+    const two = hostDocument(specs);
+    expect(two.jobs.map((j) => [j.id, j.name, j.pids, j.missing_ranks])).toEqual([
+      ["ppid:4700", "python3 train.py --epochs 3", [pidOf("normal"), pidOf("no-zero-grad")], []],
+      ["ppid:4800", "python3 eval.py", [pidOf("oom"), pidOf("kept-loss-graph")], []],
+    ]);
+
+    const byId = hostDocument(specs.map((s, i) => ({ ...s, ppid: 5000 + i, job: "run-7", rank: i, world_size: 4 })));
+    expect(byId.jobs).toHaveLength(1);
+    expect(byId.jobs[0]!.id).toBe("run-7");
+    expect(byId.jobs[0]!.launcher_pid).toBeNull(); // no parent in common
+    expect(byId.jobs[0]!.ranks.map((r) => r.rank)).toEqual([0, 1, 2, 3]);
+    expect(byId.jobs[0]!.name).toBe("python3"); // the words the command lines share
+
+    const elastic = hostDocument([
+      { fixture: "normal", rank: 0, world_size: 2, ppid: 4700, device: 0 },
+      { fixture: "no-zero-grad", rank: 0, world_size: 4, ppid: 4700, device: 1 },
+    ]);
+    expect(elastic.jobs.map((j) => j.id)).toEqual(["ppid:4700:world_size=2", "ppid:4700:world_size=4"]);
+  });
+
+  test("a rank that exited stays in its job, said so; one NVML does not list keeps its agent's figures", () => {
+    const doc = hostDocument([
+      { fixture: "normal", rank: 0, world_size: 2, ppid: null, job: "run-8", device: 0 },
+      { fixture: "oom", rank: 1, world_size: 2, ppid: null, job: "run-8", device: 1, exited: true, nvml: false },
+    ]);
+    const job = doc.jobs[0]!;
+    expect(job.ranks.map((r) => [r.rank, r.exited])).toEqual([[0, false], [1, true]]);
+    expect(job.ranks[1]!.allocated_bytes).toBe(facts("oom").memory_allocated);
+    expect(job.used_bytes).toBe(doc.processes.find((p) => p.pid === pidOf("normal"))!.used_bytes);
+    expect(jobNotes(job)).toEqual(["rank 1 exited", "steps 2-20, rank 1 behind"]);
+  });
+
+  test("a rank NVML lists on two devices is counted once", () => {
+    const doc = hostDocument(TORCHRUN);
+    const pid = pidOf("normal");
+    const row = doc.processes.find((p) => p.pid === pid)!;
+    const processes = [...doc.processes, { ...row, device: 3, used_bytes: 500 * 1024 * 1024 }];
+    const members: JobMember[] = doc.jobs[0]!.ranks.map((r) => ({ pid: r.pid, ppid: 4700, rank: r.rank, local_rank: r.local_rank, world_size: 4, job: null, command: "python3 train.py", exited: false }));
+    const [job] = groupJobs(processes, members);
+    expect(job!.ranks[0]!.allocated_bytes).toBe(row.pytorch!.allocated_bytes);
+    expect(job!.ranks[0]!.device).toBe(row.device);
+    expect(job!.allocated_bytes).toBe(doc.jobs[0]!.allocated_bytes);
+    expect(job!.used_bytes).toBe(doc.jobs[0]!.used_bytes! + 500 * 1024 * 1024);
+  });
+
+  test("words: rank lists and shared commands", () => {
+    expect(rankList([7, 0, 1, 2, 5, 8])).toBe("0-2, 5, 7-8");
+    expect(commonCommand(["python -m torch.distributed.launch train.py --local_rank=0", "python -m torch.distributed.launch train.py --local_rank=1"])).toBe("python -m torch.distributed.launch train.py");
+    expect(commonCommand(["a.py", "b.py"])).toBe("a.py");
+    expect(commonCommand([null])).toBeNull();
+  });
+});
+
+describe("the document's jobs", () => {
+  test("satisfy the schema, through JSON, each listing its ranks' pids", () => {
+    const doc = DocumentSchema.parse(JSON.parse(JSON.stringify(hostDocument(TORCHRUN))));
+    expect(doc.jobs).toHaveLength(1);
+    for (const job of doc.jobs) {
+      expect(JobSchema.parse(job)).toEqual(job);
+      expect(job.pids).toEqual(job.ranks.map((r) => r.pid));
+      for (const pid of job.pids) expect(doc.processes.some((p) => p.pid === pid)).toBe(true);
+    }
+  });
+
+  test("a document written before jobs existed still reads, with no jobs", () => {
+    expect("jobs" in training).toBe(false);
+    expect(DocumentSchema.parse(training).jobs).toEqual([]);
+  });
+
+  test("the JSON Schema describes jobs", () => {
+    const schema = jsonSchema() as { properties: Record<string, { items?: { properties: Record<string, unknown>; required: string[] } }> };
+    const job = schema.properties.jobs!.items!;
+    expect(job.required).toEqual(expect.arrayContaining(["id", "world_size", "pids", "ranks", "missing_ranks", "step_min", "step_max", "peak_rank"]));
+  });
+});
+
+describe("on this machine", () => {
+  test("two ranks a shell started (as a launcher would) are one job in the sampled document, grouped by their real parent", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "gpumem-jobs-")), "agents");
+    mkdirSync(dir, { mode: 0o700 });
+    const launcher = Bun.spawn(["sh", "-c", "sleep 30 & echo $!; sleep 30 & echo $!; wait"], { stdout: "pipe" });
+    const reader = launcher.stdout.getReader();
+    let out = "";
+    while (out.split("\n").length < 3) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      out += new TextDecoder().decode(value);
+    }
+    const pids = out.trim().split("\n").map(Number);
+    const collector = new SystemCollector({ agentDir: dir });
+    try {
+      pids.forEach((pid, rank) => {
+        produce(join(dir, `${pid}.ring`), 64, 11, "--pid", pid);
+        const manifest = { version: 1, pid, cmdline: ["train.py"], rank, local_rank: rank, world_size: 2, devices: [0], hook_mode: "hook", ring: join(dir, `${pid}.ring`), socket: join(dir, `${pid}.sock`) };
+        writeFileSync(join(dir, `${pid}.json`), JSON.stringify(manifest), { mode: 0o600 });
+      });
+      const doc = DocumentSchema.parse(collector.sample());
+      expect(doc.jobs).toHaveLength(1);
+      expect(doc.jobs[0]).toMatchObject({ id: `ppid:${launcher.pid}`, launcher_pid: launcher.pid, world_size: 2, pids, missing_ranks: [], name: "sleep 30" });
+      expect(doc.jobs[0]!.allocated_bytes).toBe(2 * 3072); // the producer's 11 events leave 3072 bytes live in each
+    } finally {
+      collector.close();
+      for (const pid of pids) process.kill(pid);
+      launcher.kill();
+    }
+  });
+});
