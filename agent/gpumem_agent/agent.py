@@ -25,12 +25,29 @@ def _log(msg):
         sys.stderr.write("gpumem-agent: %s\n" % msg)
 
 
-def _env_int(name):
-    v = os.environ.get(name)
-    try:
-        return int(v) if v is not None else None
-    except ValueError:
-        return None
+def _env_int(*names):
+    """The first of `names` set to an integer (torchrun's names first, then Open MPI's and Slurm's)."""
+    for name in names:
+        v = os.environ.get(name)
+        try:
+            if v is not None:
+                return int(v)
+        except ValueError:
+            pass
+    return None
+
+
+def job_id(env=os.environ):
+    """What the ranks of one job share and another job's do not: torchrun's run id (unless the
+    default "none"), else the rendezvous address, else Slurm's job id; None where nothing says."""
+    run = env.get("TORCHELASTIC_RUN_ID")
+    if run and run != "none":
+        return "torchelastic:" + run
+    if env.get("MASTER_ADDR") and env.get("MASTER_PORT"):
+        return "%s:%s" % (env["MASTER_ADDR"], env["MASTER_PORT"])
+    if env.get("SLURM_JOB_ID"):
+        return "slurm:" + env["SLURM_JOB_ID"] + ("." + env["SLURM_STEP_ID"] if env.get("SLURM_STEP_ID") else "")
+    return None
 
 
 def totals_from_stats(s, mode):
@@ -210,9 +227,14 @@ class Agent:
             "version": 1,
             "pid": self.pid,
             "cmdline": list(sys.argv if sys.argv and sys.argv[0] else ["python"]),
-            "rank": _env_int("RANK"),
-            "local_rank": _env_int("LOCAL_RANK"),
-            "world_size": _env_int("WORLD_SIZE"),
+            "rank": _env_int("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"),
+            "local_rank": _env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"),
+            "world_size": _env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"),
+            # The ranks on this node: torchrun gives each node a block of local_world_size ranks,
+            # node number group_rank; the monitor then tells a missing rank from one on another node.
+            "local_world_size": _env_int("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"),
+            "group_rank": _env_int("GROUP_RANK", "SLURM_NODEID"),
+            "job": job_id(),
             "devices": list(range(self.n_devices)),
             "torch_version": self.torch.__version__,
             "hook_mode": self.mode,

@@ -14,6 +14,9 @@ export interface JobMember {
   world_size: number | null;
   /** The job id the manifest carries, if any. */
   job: string | null;
+  /** Ranks per node and this node's number, where the launcher says (torchrun). */
+  local_world_size?: number | null;
+  group_rank?: number | null;
   /** The command line: /proc's, else the manifest's. */
   command: string | null;
   exited: boolean;
@@ -86,8 +89,9 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
   for (const g of groups.values()) {
     const ranks = g.members.map((m) => rankOf(m, rows.get(m.pid)!)).sort((a, b) => a.rank - b.rank || a.pid - b.pid);
     const present = new Set(ranks.map((r) => r.rank));
+    const here = hostRanks(g.members, g.worldSize);
     const missing: number[] = [];
-    for (let r = 0; r < g.worldSize; r++) if (!present.has(r)) missing.push(r);
+    for (let r = here.first; r < here.first + here.count; r++) if (!present.has(r)) missing.push(r);
     const used = g.members.flatMap((m) => rows.get(m.pid)!.map((p) => p.used_bytes)).filter((u): u is number => u !== null);
     const steps = ranks.map((r) => r.step).filter((s): s is number => s !== null);
     const peaks = ranks.filter((r) => r.peak_allocated_bytes !== null).sort((a, b) => b.peak_allocated_bytes! - a.peak_allocated_bytes! || a.rank - b.rank);
@@ -103,6 +107,7 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
       pids: ranks.map((r) => r.pid),
       ranks,
       missing_ranks: missing,
+      host_ranks: here.known ? { first: here.first, count: here.count } : null,
       used_bytes: used.length ? used.reduce((a, b) => a + b, 0) : null,
       allocated_bytes: ranks.reduce((a, r) => a + (r.allocated_bytes ?? 0), 0),
       reserved_bytes: ranks.reduce((a, r) => a + (r.reserved_bytes ?? 0), 0),
@@ -114,6 +119,22 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
     });
   }
   return jobs.sort((a, b) => a.pids[0]! - b.pids[0]!);
+}
+
+/**
+ * The ranks this host should run: the node's block where every member agrees on the launcher's
+ * local_world_size and group_rank (torchrun), else all of 0 … world_size − 1.
+ */
+export function hostRanks(members: JobMember[], worldSize: number): { first: number; count: number; known: boolean } {
+  const lws = new Set(members.map((m) => m.local_world_size ?? null));
+  const gr = new Set(members.map((m) => m.group_rank ?? null));
+  const l = [...lws][0];
+  const g = [...gr][0];
+  if (lws.size === 1 && gr.size === 1 && typeof l === "number" && typeof g === "number" && l < worldSize) {
+    const first = Math.min(g * l, worldSize);
+    return { first, count: Math.max(0, Math.min(l, worldSize - first)), known: true };
+  }
+  return { first: 0, count: worldSize, known: false };
 }
 
 /** [0, 1, 2, 5, 7, 8] → "0-2, 5, 7-8". */

@@ -11,6 +11,10 @@ export const ManifestSchema = z.looseObject({
   world_size: z.number().int().nullable().default(null),
   /** A job id the launcher gives its ranks (e.g. TORCHELASTIC_RUN_ID); null where none is known. */
   job: z.string().nullable().default(null),
+  /** Ranks on this node (torchrun's LOCAL_WORLD_SIZE) and the node's number (GROUP_RANK): this
+   *  node runs ranks group_rank × local_world_size … + local_world_size − 1. */
+  local_world_size: z.number().int().positive().nullable().default(null),
+  group_rank: z.number().int().nonnegative().nullable().default(null),
   devices: z.array(z.number().int().nonnegative()).default([]),
   torch_version: z.string().nullable().default(null),
   hook_mode: z.enum(["hook", "polling", "none"]),

@@ -154,6 +154,8 @@ export function buildDocument(input: DocumentInput): Document {
         local_rank: a.manifest.local_rank,
         world_size: a.manifest.world_size,
         job: a.manifest.job ?? null,
+        local_world_size: a.manifest.local_world_size ?? null,
+        group_rank: a.manifest.group_rank ?? null,
         command: info?.command ?? (a.manifest.cmdline.join(" ") || null),
         exited: a.exited,
       };

@@ -89,7 +89,12 @@ export const JobSchema = z.object({
   world_size: z.number().int().positive(),
   pids: z.array(z.number().int().positive()).describe("the ranks' pids, in rank order"),
   ranks: z.array(JobRankSchema).describe("the ranks on this host, in rank order"),
-  missing_ranks: z.array(z.number().int()).describe("ranks of 0 … world_size − 1 with no process on this host: not started, gone, or on another node"),
+  missing_ranks: z.array(z.number().int()).describe("ranks this host should run with no process here: not started or gone (of host_ranks where the launcher says which those are, else of 0 … world_size − 1, where a rank on another node also counts)"),
+  host_ranks: z
+    .object({ first: z.number().int().nonnegative(), count: z.number().int().nonnegative() })
+    .nullable()
+    .default(null)
+    .describe("the block of ranks this node runs (torchrun's GROUP_RANK × LOCAL_WORLD_SIZE …), null where the agents do not say"),
   used_bytes: bytes.nullable().describe("NVML's memory of the ranks, summed; null where NVML lists none of them"),
   allocated_bytes: z.number().int().describe("the ranks' allocated bytes, summed"),
   reserved_bytes: z.number().int().describe("the ranks' reserved bytes, summed"),

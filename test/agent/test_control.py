@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 import subprocess  # noqa: E402
 
 from gpumem_agent import build, paths, ring  # noqa: E402
-from gpumem_agent.agent import totals_from_stats  # noqa: E402
+from gpumem_agent.agent import _env_int, job_id, totals_from_stats  # noqa: E402
 from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
 
 
@@ -157,6 +157,30 @@ class Server(unittest.TestCase):
             self.assertLess(time.time() - t, 2)
         finally:
             srv.stop()
+
+
+class Launchers(unittest.TestCase):
+    def test_job_id_from_what_the_launcher_sets(self):
+        self.assertEqual(job_id({"TORCHELASTIC_RUN_ID": "c1f0", "MASTER_ADDR": "n1", "MASTER_PORT": "29500"}), "torchelastic:c1f0")
+        # torchrun's default run id is "none" for every job: the rendezvous address tells them apart.
+        self.assertEqual(job_id({"TORCHELASTIC_RUN_ID": "none", "MASTER_ADDR": "n1", "MASTER_PORT": "29500"}), "n1:29500")
+        self.assertEqual(job_id({"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0"}), "slurm:77.0")
+        self.assertIsNone(job_id({}))
+
+    def test_ranks_from_torchrun_then_open_mpi_then_slurm(self):
+        env = {"OMPI_COMM_WORLD_RANK": "3", "SLURM_PROCID": "9"}
+        old = dict(os.environ)
+        try:
+            os.environ.pop("RANK", None)
+            os.environ.update(env)
+            self.assertEqual(_env_int("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"), 3)
+            os.environ["RANK"] = "5"
+            self.assertEqual(_env_int("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"), 5)
+            os.environ["RANK"] = "not-a-number"
+            self.assertEqual(_env_int("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"), 3)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
 
 
 class Files(unittest.TestCase):

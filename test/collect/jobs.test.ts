@@ -81,6 +81,19 @@ describe("grouping", () => {
     expect(grouped.has(training.processes[0]!.pid)).toBe(false); // a process with no agent
   });
 
+  test("node 1 of a two-node job: only this node's block of ranks can be missing; the others are elsewhere, not gone", () => {
+    const node1 = (r: number, fixture: string, device: number): RankSpec => ({ fixture, rank: r, local_rank: r - 4, world_size: 8, local_world_size: 4, group_rank: 1, ppid: 4700, device });
+    const doc = hostDocument([node1(4, "normal", 0), node1(5, "no-zero-grad", 1), node1(7, "kept-loss-graph", 2)]);
+    const job = doc.jobs[0]!;
+    expect(job.host_ranks).toEqual({ first: 4, count: 4 });
+    expect(job.missing_ranks).toEqual([6]);
+    expect(jobNotes(job)[0]).toBe("rank 6 missing");
+    // Where the ranks do not say (no torchrun variables), every rank not here counts as missing.
+    const unknown = hostDocument([0, 1, 2].map((r, i) => ({ ...node1(r + 4, ["normal", "no-zero-grad", "kept-loss-graph"][i]!, i), local_world_size: null, group_rank: null })));
+    expect(unknown.jobs[0]!.host_ranks).toBeNull();
+    expect(unknown.jobs[0]!.missing_ranks).toEqual([0, 1, 2, 3, 7]);
+  });
+
   test("a world size of 1, or an unknown parent with no job id, makes no job", () => {
     const doc = hostDocument([
       { fixture: "normal", rank: 0, world_size: 1, ppid: 4700, device: 0 },

@@ -23,6 +23,9 @@ export interface RankSpec {
   local_rank?: number | null;
   ppid: number | null;
   job?: string | null;
+  /** torchrun's LOCAL_WORLD_SIZE and GROUP_RANK, where the launcher gives them. */
+  local_world_size?: number | null;
+  group_rank?: number | null;
   /** The NVML device it runs on. */
   device: number;
   command?: string;
@@ -34,7 +37,7 @@ export interface RankSpec {
 export function agentOf(spec: RankSpec): AgentView {
   const path = join(FIXTURES, `${spec.fixture}.json`);
   const recorded = parseManifest(readFileSync(path, "utf8"), path);
-  const manifest: Manifest = { ...recorded, rank: spec.rank, local_rank: spec.local_rank ?? spec.rank, world_size: spec.world_size, job: spec.job ?? null };
+  const manifest: Manifest = { ...recorded, rank: spec.rank, local_rank: spec.local_rank ?? spec.rank, world_size: spec.world_size, job: spec.job ?? null, local_world_size: spec.local_world_size ?? null, group_rank: spec.group_rank ?? null };
   const ring = openRing(join(FIXTURES, `${spec.fixture}.ring`));
   const header = ring.header();
   ring.close();
