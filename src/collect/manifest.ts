@@ -20,7 +20,8 @@ export const ManifestSchema = z.looseObject({
   hook_mode: z.enum(["hook", "polling", "none"]),
   hook_error: z.string().nullable().default(null),
   ring: z.string(),
-  socket: z.string(),
+  /** null in a saved recording: there is no process to ask. */
+  socket: z.string().nullable(),
   ranges: z.record(z.string(), z.string()).default({}),
   oom_snapshot: z.string().nullable().default(null),
   nvml_used_bytes: z.number().nullable().default(null),

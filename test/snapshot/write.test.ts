@@ -155,6 +155,45 @@ describe("gpumem-tui replay FILE --snapshot OUT", () => {
   });
 });
 
+// PyTorch's own tools on the snapshots the monitor writes: torch.cuda._memory_viz is plain Python
+// (no GPU needed), so any Python with torch runs this: python3 where it has torch (the GPU
+// machine), or the one in $GPUMEM_TORCH_PYTHON (a CPU build of torch is enough).
+function torchPython(): string | null {
+  for (const py of [process.env.GPUMEM_TORCH_PYTHON, "python3"]) {
+    if (!py) continue;
+    const p = Bun.spawnSync([py, "-c", "import torch.cuda._memory_viz"], { stdout: "pipe", stderr: "pipe" });
+    if (p.exitCode === 0) return py;
+  }
+  return null;
+}
+const torchPy = torchPython();
+const withTorch = (name: string, fn: () => void) =>
+  torchPy ? test(name, fn, 60_000) : test.skip(`${name} (needs a Python with torch: python3, or GPUMEM_TORCH_PYTHON=/path/to/python)`, fn);
+
+describe("PyTorch's torch.cuda._memory_viz on snapshots the monitor wrote", () => {
+  const rings = [join(FIX, "normal-history.ring"), join(FIX, "oom.ring"), join(RINGS, "lapped.ring"), join(RINGS, "expandable.ring"), join(RINGS, "names.ring")];
+  withTorch("segsum (its own checks that blocks tile segments), trace, trace_plot and segment_plot take every one", () => {
+    for (const ring of rings) {
+      const out = join(dir, `${ring.split("/").pop()}.viz.pickle`);
+      const w = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "..", "src", "cli.ts"), "replay", ring, "--snapshot", out], { stdout: "pipe", stderr: "pipe" });
+      expect(w.stderr.toString()).toBe("");
+      const py = Bun.spawnSync([torchPy!, "-c", `import pickle, json, sys
+from torch.cuda import _memory_viz as v
+d = pickle.load(open(sys.argv[1], "rb"))
+seg = v.segsum(d)
+print(json.dumps({"totals": [l for l in seg.splitlines() if l.startswith("total_")], "trace": len(v.trace(d).splitlines()), "html": len(v.trace_plot(d)), "segments_html": len(v.segment_plot(d))}))`, out], { stdout: "pipe", stderr: "pipe" });
+      expect(py.exitCode).toBe(0);
+      const r = JSON.parse(py.stdout.toString());
+      const back = unpickle(new Uint8Array(readFileSync(out))) as Any;
+      const reserved = back.segments.reduce((a: number, g: Any) => a + g.total_size, 0);
+      expect(r.totals[0]).toBe(`total_reserved: ${(reserved / 2 ** 20).toFixed(1)}MiB`);
+      expect(r.trace).toBeGreaterThan(back.device_traces[0].length);
+      expect(r.html).toBeGreaterThan(10_000);
+      expect(r.segments_html).toBeGreaterThan(10_000);
+    }
+  });
+});
+
 describe("a trace must add up to its segments (memory_viz draws any moment by walking back from them)", () => {
   test("torch's own snapshot adds up from its first entry, and so does ours", () => {
     expect(checkTrace(torch.segments, torch.device_traces[0])).toBe(0);
