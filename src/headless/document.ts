@@ -98,6 +98,7 @@ export function pytorchView(agent: AgentView, deviceIndex: number, nvmlUsed: num
     step: h.current_step,
     phase: PHASES[h.current_phase] ?? "other",
     rank: agent.manifest.rank,
+    job: agent.manifest.job ?? null,
     torch_version: agent.manifest.torch_version,
   };
 }

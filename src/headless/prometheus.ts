@@ -67,7 +67,8 @@ export function exposition(doc: Document): string {
   }
   for (const p of doc.processes) {
     const uuid = devices.get(p.device)?.uuid;
-    const base = { hostname: doc.host, gpu: p.device, uuid, pid: p.pid, process: p.name, rank: p.pytorch?.rank };
+    // `training_job`, not `job`: Prometheus gives every series its scrape job in `job`.
+    const base = { hostname: doc.host, gpu: p.device, uuid, pid: p.pid, process: p.name, rank: p.pytorch?.rank, training_job: p.pytorch?.job };
     add("gpumem_process_gpu_memory_bytes", "gauge", "GPU memory NVML attributes to the process, bytes.", base, p.used_bytes);
     const t = p.pytorch;
     if (!t) continue;

@@ -52,6 +52,7 @@ export const PytorchSchema = z.object({
   step: z.number().int(),
   phase: z.string(),
   rank: z.number().int().nullable(),
+  job: z.string().nullable().default(null).describe("the job this process is a rank of, as its agent names it (the same on every node: torchrun's run id or rendezvous address, Slurm's job)"),
   torch_version: z.string().nullable(),
 });
 

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { exposition } from "../../src/headless/prometheus";
 import type { Document } from "../../src/headless/schema";
 import { startServer } from "../../src/headless/serve";
+import { hostDocument, TORCHRUN } from "../support/jobs";
 
 const FIXTURES = join(import.meta.dir, "..", "fixtures");
 const documents: [string, Document][] = readdirSync(FIXTURES)
@@ -44,6 +45,22 @@ describe("exposition", () => {
       expect(remarks.length).toBeGreaterThan(0); // the lint ran and saw the DCGM families
     });
   }
+
+  test("ranks of one job carry its id on every node (training_job), so Prometheus sums a job across nodes", () => {
+    const doc = hostDocument(TORCHRUN.map((s) => ({ ...s, job: s.rank === null ? null : "torchelastic:c1f0" })));
+    const text = exposition(doc);
+    const ranks = doc.processes.filter((p) => p.pytorch?.job);
+    expect(ranks.length).toBe(3);
+    for (const p of ranks) expect(text).toMatch(new RegExp(`gpumem_pytorch_reserved_bytes\\{[^}]*pid="${p.pid}",[^}]*rank="${p.pytorch!.rank}",training_job="torchelastic:c1f0"\\} ${p.pytorch!.reserved_bytes}\\n`));
+    // A process of no job has no such label.
+    for (const p of doc.processes.filter((x) => x.pytorch && !x.pytorch.job)) expect(text).toMatch(new RegExp(`gpumem_pytorch_reserved_bytes\\{[^}]*pid="${p.pid}"[^}]*\\}`));
+    expect(text.split("\n").filter((l) => l.includes("training_job=")).every((l) => /rank="\d"/.test(l))).toBe(true);
+    if (promtool) {
+      const p = Bun.spawnSync([promtool, "check", "metrics"], { stdin: Buffer.from(text), stderr: "pipe", stdout: "pipe" });
+      const remarks = (p.stderr.toString() + p.stdout.toString()).trim().split("\n").filter(Boolean);
+      for (const r of remarks) expect(r).toMatch(/^DCGM_FI_DEV_\w+ label names should be written in 'snake_case' not 'camelCase'$/);
+    }
+  });
 
   test("label values are escaped so a hostile process name cannot break the format", () => {
     const doc = structuredClone(documents[0]![1]);
