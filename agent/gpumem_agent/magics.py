@@ -20,7 +20,7 @@ def register(ipython):
         code = compile(src, filename, "exec")
         p = _lines()
         try:
-            p.run_code(code, ipython.user_ns, name="%%gpumem cell %d" % count[0] if cell is not None else "%%gpumem %d" % count[0])
+            p.run_code(code, ipython.user_ns, name=("%%%%gpumem cell %d" if cell is not None else "%%gpumem %d") % count[0])
         finally:
             print(p.format(code), end="")
 

@@ -84,12 +84,12 @@ def main():
         out.update(before=before, during=during, after=after)
     elif scenario == "magics":
         try:
-            from IPython.testing.globalipapp import start_ipython
+            from IPython.core.interactiveshell import InteractiveShell
         except ImportError:
             out["skipped"] = "IPython is not installed"
             print(json.dumps(out))
             return
-        ip = start_ipython()
+        ip = InteractiveShell.instance()
         ip.run_line_magic("load_ext", "gpumem_agent")
         ip.user_ns["torch"] = torch
         buf = io.StringIO()

@@ -159,5 +159,50 @@ class Tracer(unittest.TestCase):
         self.assertIn("no compiler", err.getvalue())
 
 
+try:
+    import IPython  # noqa: F401
+
+    HAVE_IPYTHON = True
+except ImportError:
+    HAVE_IPYTHON = False
+
+
+@unittest.skipUnless(HAVE_IPYTHON, "needs IPython")
+class Magics(unittest.TestCase):
+    """%%gpumem in a real IPython shell: the cell's own lines are profiled, its names stay."""
+
+    def setUp(self):
+        self.t = Tracer("test_bad_uses_say_so")
+        self.t.setUp()
+
+    def tearDown(self):
+        self.t.tearDown()
+
+    def test_a_cell_profiled_by_line(self):
+        import io
+
+        import gpumem_agent
+        from IPython.core.interactiveshell import InteractiveShell
+
+        gpumem_agent._profiler = self.t.profiler  # the profiler on this test's ring
+        self.push = self.t.push
+        ip = InteractiveShell.instance()
+        ip.run_line_magic("load_ext", "gpumem_agent")
+        ip.user_ns["push"] = self.push
+        out = io.StringIO()
+        old, sys.stdout = sys.stdout, out
+        try:
+            ip.run_cell_magic("gpumem", "", 'a = push("alloc", 4 << 20)\nb = [push("alloc", 1 << 20) for _ in range(3)]\n')
+            ip.run_line_magic("gpumem", 'c = push("alloc", 2 << 20)')
+        finally:
+            sys.stdout = old
+        text = out.getvalue()
+        self.assertIn("%%gpumem cell 1", text)
+        self.assertRegex(text, r"\n\s+1\s+4\.00 MiB\s+0 B\s+4\.00 MiB\s+0 B\s+1  a = push")
+        self.assertRegex(text, r"\n\s+2\s+7\.00 MiB\s+0 B\s+3\.00 MiB\s+0 B\s+\d+  b = \[push")
+        self.assertRegex(text, r"\s+1\s+2\.00 MiB\s+0 B\s+2\.00 MiB\s+0 B\s+1  c = push")
+        self.assertIn("c", ip.user_ns)  # the statement ran in the user's namespace
+
+
 if __name__ == "__main__":
     unittest.main()
