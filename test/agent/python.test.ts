@@ -1,6 +1,7 @@
 // The agent's torch-free parts, in Python's own unittest, started by `bun test` so that one
 // command runs every test; and the Python view of the ring layout held to the C compiler's.
 import { expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT } from "../../src/ffi/build";
 import { buildTool } from "../support/native";
@@ -21,11 +22,12 @@ function version(py: string): string | null {
   const p = Bun.spawnSync([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { stdout: "pipe", stderr: "pipe" });
   return p.exitCode === 0 ? p.stdout.toString().trim() : null;
 }
+const pyenv = join(process.env.PYENV_ROOT ?? join(process.env.HOME ?? "/root", ".pyenv"), "versions");
 const candidates = [
   "python3",
   "python3.13",
   "python3.12",
-  ...new Bun.Glob("*/bin/python3").scanSync({ cwd: join(process.env.HOME ?? "/root", ".pyenv", "versions"), absolute: true, onlyFiles: false }),
+  ...(existsSync(pyenv) ? new Bun.Glob("*/bin/python3").scanSync({ cwd: pyenv, absolute: true, onlyFiles: false }) : []),
 ];
 const byVersion = new Map<string, string>();
 for (const c of candidates) {
