@@ -144,6 +144,7 @@ class Profiler:
         self.line_ids = {}  # (filename, lineno) -> id, for the header and the manifest
         self.line_names = {}  # id -> "file:line"
         self.depth = 0
+        self._map = None
         self._active = None
         self._outer = None
         self.lock = threading.RLock()
@@ -195,33 +196,67 @@ class Profiler:
             elif a.mode != "hook":
                 why = "the allocator hook is not running (%s): lines cannot be attributed" % (a.hook_error or a.mode)
         if why:
-            if self.warned != why:
-                self.warned = why
-                sys.stderr.write("gpumem_agent.profile: %s\n" % why)
+            self._say(why)
             return None
         return a
 
     def _call(self, fp, fn, args, kwargs):
+        # The profiler never breaks the program: whatever fails in it, the function still runs,
+        # once, and its result or exception is the caller's; the failure is said once on stderr.
         with self.lock:
             outer = self.depth == 0
             a = self._ready() if outer else self._active
             if a is None:
-                return fn(*args, **kwargs)
-            self.depth += 1
-            fp.profiled_calls += 1
-            if outer:
-                self._active = a
-                self._outer = fp
-                self._start(a)
-            self._codes.add(fp.code)
-            self._enable(fp.code)
+                profiling = False
+            else:
+                try:
+                    if outer:
+                        self._start(a)
+                        self._active = a
+                        self._outer = fp
+                    self._codes.add(fp.code)
+                    self._enable(fp.code)
+                    self.depth += 1
+                    fp.profiled_calls += 1
+                    profiling = True
+                except Exception as e:
+                    self._say("could not start: %s: %s" % (type(e).__name__, e))
+                    if outer:
+                        self._stop_tracing()
+                    profiling = False
+        if not profiling:
+            return fn(*args, **kwargs)
         try:
             return fn(*args, **kwargs)
         finally:
             with self.lock:
                 self.depth -= 1
                 if self.depth == 0:
-                    self._finish(a, fp)
+                    try:
+                        self._finish(a, fp)
+                    except Exception as e:
+                        self._say("could not read the call's records: %s: %s" % (type(e).__name__, e))
+                        self._stop_tracing()
+
+    def _say(self, why):
+        if self.warned != why:
+            self.warned = why
+            sys.stderr.write("gpumem_agent.profile: %s\n" % why)
+
+    def _stop_tracing(self):
+        """Every traced code object back to untraced, the header's line cleared, state reset."""
+        for code in self._codes:
+            try:
+                self._disable(code)
+            except Exception:
+                pass
+        self._codes = set()
+        self._log = []
+        self._active = None
+        try:
+            _U32.pack_into(self._map, CUR_LINE, 0)
+        except Exception:
+            pass
 
     def _start(self, a):
         torch = a.torch
@@ -241,9 +276,12 @@ class Profiler:
             lid = self.line_ids[(code.co_filename, lineno)] = len(self.line_ids) + 1
             text = linecache.getline(code.co_filename, lineno).strip()
             self.line_names[str(lid)] = "%s:%d: %s" % (os.path.basename(code.co_filename), lineno, text[:80])
-        m = self._map
-        _U32.pack_into(m, CUR_LINE, lid)
-        self._log.append((key, _U64.unpack_from(m, WRITE_INDEX)[0]))
+        try:
+            m = self._map
+            _U32.pack_into(m, CUR_LINE, lid)
+            self._log.append((key, _U64.unpack_from(m, WRITE_INDEX)[0]))
+        except (ValueError, TypeError, AttributeError):
+            pass  # the ring went away (the agent closed at exit): a line event must never raise
 
     def _finish(self, a, fp):
         m = self._map

@@ -143,6 +143,37 @@ class Tracer(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "generator or coroutine"):
             self.profiler.wrap(gen)
 
+    def test_a_profiler_that_fails_never_breaks_the_program(self):
+        import io
+
+        def broken_stats(device):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+        self.agent.torch.cuda.memory_stats = broken_stats
+        err = io.StringIO()
+        old, sys.stderr = sys.stderr, err
+        try:
+            f = self.profiler.wrap(lambda x: x * 2)
+            self.assertEqual([f(1), f(2)], [2, 4])  # ran, once each, unprofiled
+
+            def raises():
+                raise KeyError("mine")
+
+            with self.assertRaises(KeyError):  # the program's own exception, untouched
+                self.profiler.wrap(raises)()
+        finally:
+            sys.stderr = old
+        self.assertEqual(err.getvalue().count("could not start: RuntimeError: CUDA error"), 1)
+        self.assertIsNone(sys.gettrace())
+        self.assertEqual(self.profiler.depth, 0)
+
+    def test_a_line_after_the_ring_closed_does_not_raise(self):
+        def f():
+            self.ring.map.close()  # the agent closing at exit while a decorated call still runs
+            return "done"
+
+        self.assertEqual(self.profiler.wrap(f)(), "done")
+
     def test_without_the_hook_it_runs_and_says_why_once(self):
         self.agent.mode = "polling"
         self.agent.hook_error = "no compiler"
