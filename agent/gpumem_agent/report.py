@@ -60,6 +60,7 @@ class Courtesy:
         self.moved = []
         self.moved_bytes = 0
         self.released_bytes = 0
+        self.skipped = 0
 
     def __enter__(self):
         import torch
@@ -68,20 +69,30 @@ class Courtesy:
         torch.cuda.synchronize()
         before = sum(torch.cuda.memory_reserved(d) for d in devices)
         host = {}  # CUDA storage address -> its host copy
-        for obj in gc.get_objects():
-            try:
-                if not (torch.is_tensor(obj) and obj.is_cuda and obj.device.index in devices):
+        self.skipped = 0
+        try:
+            for obj in gc.get_objects():
+                try:
+                    if not (torch.is_tensor(obj) and obj.is_cuda and obj.device.index in devices):
+                        continue
+                    if obj.layout != torch.strided:
+                        self.skipped += 1  # sparse and other layouts have no single storage to move
+                        continue
+                except Exception:
                     continue
-            except Exception:
-                continue
-            st = obj.untyped_storage()
-            key = st.data_ptr()
-            if key not in host:
-                host[key] = st.cpu()
-                self.moved_bytes += st.nbytes()
-            cpu = torch.empty(0, dtype=obj.dtype).set_(host[key], obj.storage_offset(), obj.size(), obj.stride())
-            self.moved.append((obj, obj.device.index))
-            obj.data = cpu
+                st = obj.untyped_storage()
+                key = st.data_ptr()
+                if key not in host:
+                    host[key] = st.cpu()
+                    self.moved_bytes += st.nbytes()
+                cpu = torch.empty(0, dtype=obj.dtype).set_(host[key], obj.storage_offset(), obj.size(), obj.stride())
+                dev = obj.device.index
+                obj.data = cpu
+                self.moved.append((obj, dev))
+        except BaseException:
+            # Half moved is worse than not moved: put back what went, then let the error out.
+            self.__exit__(None, None, None)
+            raise
         del host
         gc.collect()
         torch.cuda.empty_cache()
