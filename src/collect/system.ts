@@ -13,6 +13,9 @@ export class SystemCollector {
   private system: NvmlSystem | null = null;
   private reason: string | null = null;
   private previous = new Map<number, NvmlDeviceSample>();
+  /** What /proc said of each agent process while it ran: once it exits /proc has nothing, and an
+   *  exited rank keeps its command and launcher (so it stays in its job). */
+  private lastInfo = new Map<number, ProcessInfo>();
   readonly agents: AgentWatcher;
 
   constructor(opts: { agentDir?: string } = {}) {
@@ -37,6 +40,14 @@ export class SystemCollector {
     const infos = new Map<number, ProcessInfo>();
     const pids = [...samples.flatMap((s) => s.processes.map((p) => p.pid)), ...agents.map((a) => a.pid)];
     for (const pid of pids) if (!infos.has(pid)) infos.set(pid, processInfo(pid));
+    const agentPids = new Set(agents.map((a) => a.pid));
+    for (const pid of agentPids) {
+      const info = infos.get(pid)!;
+      const last = this.lastInfo.get(pid);
+      if (info.ppid !== null) this.lastInfo.set(pid, info);
+      else if (last) infos.set(pid, last);
+    }
+    for (const pid of this.lastInfo.keys()) if (!agentPids.has(pid)) this.lastInfo.delete(pid);
     const doc = buildDocument({
       time_unix_ms: now,
       host: hostname(),

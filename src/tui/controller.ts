@@ -100,7 +100,7 @@ export class Controller {
   async run(pm: ProcessModel | undefined, cmd: "dump_snapshot" | "empty_cache" | "reset_peaks"): Promise<void> {
     if (!pm) return this.say("select a process with the agent first (Overview: j/k, Enter)");
     if (cmd === "dump_snapshot") return this.dump(pm);
-    if (!pm.socket) return this.say(`${cmd}: pid ${pm.pid} is a replay: there is no process to ask`);
+    if (!pm.socket) return this.say(`${cmd}: pid ${pm.pid} ${pm.source === "replay" ? "is a replay" : "has no control socket"}: there is no process to ask`);
     if (pm.ended) return this.say(`${cmd}: pid ${pm.pid} has exited`);
     if (this.busy) return this.say("a command is still running");
     this.busy = true;

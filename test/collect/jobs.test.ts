@@ -209,9 +209,22 @@ describe("on this machine", () => {
       expect(doc.jobs).toHaveLength(1);
       expect(doc.jobs[0]).toMatchObject({ id: `ppid:${launcher.pid}`, launcher_pid: launcher.pid, world_size: 2, pids, missing_ranks: [], name: "sleep 30" });
       expect(doc.jobs[0]!.allocated_bytes).toBe(2 * 3072); // the producer's 11 events leave 3072 bytes live in each
+      // Rank 1 exits: /proc forgets it, the monitor does not; it stays in its job, said exited.
+      process.kill(pids[1]!);
+      await Bun.sleep(200);
+      const after = DocumentSchema.parse(collector.sample());
+      expect(after.jobs).toHaveLength(1);
+      expect(after.jobs[0]!.ranks.map((r) => [r.rank, r.exited])).toEqual([[0, false], [1, true]]);
+      expect(jobNotes(after.jobs[0]!)).toContain("rank 1 exited");
     } finally {
       collector.close();
-      for (const pid of pids) process.kill(pid);
+      for (const pid of pids) {
+        try {
+          process.kill(pid);
+        } catch {
+          // already gone (rank 1 above)
+        }
+      }
       launcher.kill();
     }
   });
