@@ -143,7 +143,9 @@ describe("agent on a GPU", () => {
   gpuTest("courtesy(): the GPU given back inside the block, the same parameters with the same values after, training goes on", () => {
     const r = report("memlab-courtesy");
     expect(r.during.params_on).toBe("cpu");
-    expect(r.during.allocated).toBeLessThan(r.before.allocated * 0.05);
+    expect(r.during.moved_bytes).toBeGreaterThanOrEqual(r.before.training_bytes);
+    // Everything moved left the allocator (blocks round up: at least the bytes moved were freed).
+    expect(r.before.allocated - r.during.allocated).toBeGreaterThanOrEqual(r.during.moved_bytes);
     expect(r.during.released_bytes).toBeGreaterThan(0);
     expect(r.after.params_on).toBe("cuda:0");
     expect(r.after.checksum_equal).toBe(true);

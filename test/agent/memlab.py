@@ -71,7 +71,11 @@ def main():
         opt = torch.optim.AdamW(m.parameters())
         m(torch.randn(64, 512, device=dev)).sum().backward()
         opt.step()
-        before = {"allocated": torch.cuda.memory_allocated(dev), "reserved": torch.cuda.memory_reserved(dev)}
+        before = {"allocated": torch.cuda.memory_allocated(dev), "reserved": torch.cuda.memory_reserved(dev),
+                  # what must move: parameters, their gradients, AdamW's state (cuBLAS workspaces
+                  # also live in the allocator, but no Python tensor holds them: they stay)
+                  "training_bytes": sum(p.untyped_storage().nbytes() + p.grad.untyped_storage().nbytes() for p in m.parameters())
+                  + sum(v.untyped_storage().nbytes() for st in opt.state.values() for v in st.values() if torch.is_tensor(v) and v.is_cuda)}
         checksum = sum(float(p.double().sum()) for p in m.parameters())
         with gpumem_agent.courtesy() as c:
             during = {"allocated": torch.cuda.memory_allocated(dev), "reserved": torch.cuda.memory_reserved(dev),
