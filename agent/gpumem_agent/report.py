@@ -94,6 +94,7 @@ class Courtesy:
             self.__exit__(None, None, None)
             raise
         del host
+        st = obj = None  # the loop's last CUDA storage must not outlive the move
         gc.collect()
         torch.cuda.empty_cache()
         self.released_bytes = before - sum(torch.cuda.memory_reserved(d) for d in devices)
