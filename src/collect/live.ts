@@ -34,6 +34,7 @@ export class LiveModels {
         this.byPid.set(a.pid, pm);
       }
       pm.model.setRanges(a.manifest.ranges);
+      if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
       if (a.ring) {
         let n = 0;

@@ -23,6 +23,8 @@ export const ManifestSchema = z.looseObject({
   /** null in a saved recording: there is no process to ask. */
   socket: z.string().nullable(),
   ranges: z.record(z.string(), z.string()).default({}),
+  /** The line profiler's lines: id (the records' `line`) → "file.py:42: code". */
+  lines: z.record(z.string(), z.string()).default({}),
   oom_snapshot: z.string().nullable().default(null),
   nvml_used_bytes: z.number().nullable().default(null),
   started_unix_ns: z.number().nullable().default(null),

@@ -260,6 +260,16 @@ export class ProfilerModel {
   }
 
   /** Range ids → names (the manifest's `ranges`). */
+  /** The line profiler's line names (manifest `lines`: id → "file.py:42: code"). */
+  readonly lineNames = new Map<number, string>();
+
+  setLines(lines: Record<string, string>): void {
+    for (const [id, name] of Object.entries(lines)) {
+      const n = Number(id);
+      if (Number.isInteger(n) && n > 0) this.lineNames.set(n, String(name));
+    }
+  }
+
   setRanges(ranges: Record<string, string> | Map<number, string>): void {
     const entries = ranges instanceof Map ? [...ranges.entries()] : Object.entries(ranges);
     for (const [id, name] of entries) {

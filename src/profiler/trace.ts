@@ -19,6 +19,7 @@ export class EventTail {
   readonly range: Uint32Array;
   readonly phase: Uint8Array;
   readonly step: Uint32Array;
+  readonly line: Uint32Array;
   /** Records ever pushed; record k (k < total) sits at k % capacity while k >= total - capacity. */
   total = 0;
   /** The first record after the last loss: a trace that crossed a gap would not add up. */
@@ -37,6 +38,7 @@ export class EventTail {
     this.range = new Uint32Array(capacity);
     this.phase = new Uint8Array(capacity);
     this.step = new Uint32Array(capacity);
+    this.line = new Uint32Array(capacity);
   }
 
   /** Records were lost before the next push: the trace restarts after them. */
@@ -64,6 +66,7 @@ export class EventTail {
       this.range.set(batch.range.subarray(start, start + n), at);
       this.phase.set(batch.phase.subarray(start, start + n), at);
       this.step.set(batch.step.subarray(start, start + n), at);
+      this.line.set(batch.line.subarray(start, start + n), at);
       this.total += n;
       start += n;
     }

@@ -81,6 +81,12 @@ function frame(name: string): Frame[] {
   return [{ name, filename: FILE, line: 0 }];
 }
 
+/** "train.py:42: loss = model(x)" as a frame: file, line, and the code as the function's place. */
+function lineFrame(name: string): Frame {
+  const m = /^(.*?):(\d+): ?(.*)$/.exec(name);
+  return m ? { filename: m[1]!, line: Number(m[2]), name: m[3]! || "?" } : { filename: FILE, line: 0, name };
+}
+
 function where(step: number, phase: number, range: string | null): string {
   return `step ${step} ${PHASES[phase] ?? "other"}${range ? ` in ${range}` : ""}`;
 }
@@ -115,7 +121,13 @@ export function snapshotFromModel(m: ProfilerModel): WrittenSnapshot {
       const size = tail.size[s]!;
       const e: TraceEntry = { action: ACTION_NAMES[a]!, addr: tail.address[s]!, size, stream: tail.stream[s]!, time_us, frames: [] };
       if (a === 8) e.device_free = tail.extra[s]!;
-      if (a === 0) e.frames = frame(where(tail.step[s]!, tail.phase[s]!, tail.range[s] ? m.rangeName(tail.range[s]!) : null));
+      if (a === 0) {
+        e.frames = frame(where(tail.step[s]!, tail.phase[s]!, tail.range[s] ? m.rangeName(tail.range[s]!) : null));
+        // Allocated inside a function the line profiler follows: that line is the nearest thing to
+        // a stack frame we have, and memory_viz shows it first.
+        const line = tail.line[s]! ? m.lineNames.get(tail.line[s]!) : undefined;
+        if (line) e.frames.unshift(lineFrame(line));
+      }
       traces[dev]!.push(e);
     }
   }
@@ -229,17 +241,24 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
     if (last && a <= last[1]) last[1] = Math.max(last[1], z);
     else merged.push([a, z]);
   }
+  // Blocks of a stray stretch, by address: live ones, and those freed but not yet completed.
+  const strayBlocks: BlockOut[] = [
+    ...strayLive.map((s): BlockOut => {
+      const addr = b.address[s]!;
+      return { address: addr, size: b.size[s]!, requested_size: requested.get(addr) ?? b.size[s]!, state: "active_allocated", frames: blockFrames(s) };
+    }),
+    ...pendingSorted.filter(([pa, ps]) => !overlapsKnown(pa, pa + ps)).map(([pa, ps]): BlockOut => ({ address: pa, size: ps, requested_size: ps, state: "active_pending_free", frames: [] })),
+  ].sort((x, y) => x.address - y.address);
   let k = 0;
   for (const [a, z] of merged) {
     const blocks: BlockOut[] = [];
     let cursor = a;
-    while (k < strayLive.length && b.address[strayLive[k]!]! < z) {
-      const s = strayLive[k++]!;
-      const addr = b.address[s]!;
-      if (addr < cursor) continue;
-      if (addr > cursor) blocks.push({ address: cursor, size: addr - cursor, requested_size: 0, state: "inactive", frames: [] });
-      blocks.push({ address: addr, size: b.size[s]!, requested_size: requested.get(addr) ?? b.size[s]!, state: "active_allocated", frames: blockFrames(s) });
-      cursor = addr + b.size[s]!;
+    while (k < strayBlocks.length && strayBlocks[k]!.address < z) {
+      const x = strayBlocks[k++]!;
+      if (x.address < cursor || x.address + x.size > z) continue;
+      if (x.address > cursor) blocks.push({ address: cursor, size: x.address - cursor, requested_size: 0, state: "inactive", frames: [] });
+      blocks.push(x);
+      cursor = x.address + x.size;
     }
     if (z > cursor) blocks.push({ address: cursor, size: z - cursor, requested_size: 0, state: "inactive", frames: [] });
     out.push(segmentOf(d.device, a, z - a, 0, false, blocks));

@@ -276,6 +276,34 @@ test("records lost mid-run: the trace restarts after the loss and the file says 
   for (const d of s.device_traces.keys()) expect(checkTrace(s.segments, s.device_traces[d]!)).toBe(0);
 });
 
+test("allocations made on a line the line profiler follows carry that line as their first frame", async () => {
+  // The H100 run's records, with a line id stamped on every alloc of its second step's forward,
+  // as the hook stamps the header's cur_line while a decorated line runs.
+  const manifest = await Bun.file(join(FIX, "normal-history.json")).json();
+  const r = openRing(join(FIX, "normal-history.ring"));
+  const { newEventBatch } = await import("../../src/ffi/events");
+  const batch = newEventBatch(1 << 16);
+  r.read(batch);
+  r.close();
+  let tagged = 0;
+  for (let i = 0; i < batch.count; i++)
+    if (batch.action[i] === 0 && batch.step[i] === 1 && batch.phase[i] === 1) (batch.line[i] = 7), tagged++;
+  expect(tagged).toBeGreaterThan(10);
+  const model = createModel().keepTrace();
+  model.setRanges(manifest.ranges);
+  model.setLines({ "7": "train.py:42: out = model(x)" });
+  model.ingest(batch);
+  const s = snapshotFromModel(model);
+  const allocs = s.device_traces[0]!.filter((e) => e.action === "alloc");
+  const onLine = allocs.filter((e) => e.frames[0]!.filename === "train.py");
+  expect(onLine).toHaveLength(tagged);
+  expect(onLine[0]!.frames[0]).toEqual({ filename: "train.py", line: 42, name: "out = model(x)" });
+  expect(onLine[0]!.frames[1]!.name).toMatch(/^step 1 forward/);
+  // Outside profiled code (line 0) an allocation has only the monitor's own frame.
+  expect(allocs.filter((e) => e.frames.length === 1)).toHaveLength(allocs.length - tagged);
+  expect(checkTrace(s.segments, s.device_traces[0]!)).toBe(0);
+});
+
 describe("the pickle writer", () => {
   test("what it writes, our reader and Python read back as written", () => {
     const v = { a: [0, 255, 256, 65535, 65536, -1, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, 2 ** 47 + 3, -(2 ** 40)], s: "héllo ✓", f: 1.5, t: true, n: null, e: [], d: {} };
