@@ -133,15 +133,21 @@ export class Controller {
         return `${why}writing a snapshot failed: ${(e as Error).message}`;
       }
     };
-    if (!pm.socket || pm.ended) return this.say(own(pm.ended && pm.socket ? `pid ${pm.pid} has exited: ` : ""));
+    // Writing takes a moment for a long trace (100,000 entries: ~0.1-0.3 s): say so first.
+    const ownLater = async (why: string) => {
+      this.say(`${why}writing a snapshot from the monitor's events…`);
+      await new Promise((r) => setTimeout(r, 0));
+      this.say(own(why));
+    };
+    if (!pm.socket || pm.ended) return ownLater(pm.ended && pm.socket ? `pid ${pm.pid} has exited: ` : "");
     if (this.busy) return this.say("a command is still running");
     this.busy = true;
     this.say(`dump_snapshot: asking pid ${pm.pid}…`);
     const r = await command(pm.socket, "dump_snapshot");
     this.busy = false;
-    if (!r.ok) return this.say(own(`the agent's dump failed (${r.error}); `));
+    if (!r.ok) return ownLater(`the agent's dump failed (${r.error}); `);
     const theirs = `snapshot: ${r.path} (${formatBytes(Number(r.size))})`;
-    if (r.history === false) return this.say(own(`${theirs} has no trace (history off); `));
+    if (r.history === false) return ownLater(`${theirs} has no trace (history off); `);
     this.say(`${theirs}; open it at https://pytorch.org/memory_viz`);
   }
 
