@@ -368,7 +368,7 @@ class Profiler:
 
     def format(self, code=None):
         """The table of every profiled function (or of the one with `code`), memlab's layout."""
-        return "".join(_format_function(f) for c, f in self.functions.items() if f.calls and (code is None or c is code))
+        return "".join(_format_function(f) for c, f in self.functions.items() if f.profiled_calls and (code is None or c is code))
 
     def run_code(self, code, globals_, locals_=None, name=None):
         """exec(code) with its lines profiled (the %%gpumem magic): module-level code like a function."""
@@ -377,7 +377,7 @@ class Profiler:
         return self._call(fp, exec, (code, globals_, globals_ if locals_ is None else locals_), {})
 
     def _at_exit(self):
-        if self._printed or not any(f.calls for f in self.functions.values()):
+        if self._printed or not any(f.profiled_calls for f in self.functions.values()):
             return
         self._printed = True
         path = os.environ.get("GPUMEM_PROFILE_JSON")

@@ -49,6 +49,8 @@ def report(agent, model=None, device=None, file=None):
         out.write("  tensors %s; rounded up to allocator blocks %s (+%s)\n" % (_fmt(tensor_bytes), _fmt(block_bytes), _fmt(block_bytes - tensor_bytes)))
         out.write("  memory_allocated() %s: %s in blocks no Python tensor holds (saved for backward, workspaces, C++-only tensors)\n\n"
                   % (_fmt(allocated), _fmt(allocated - block_bytes)))
+    if not rows:
+        out.write("no live CUDA tensors%s\n" % ("" if device is None else " on cuda:%d" % device))
     out.write("(scan took %.1f ms)\n" % scan_ms)
     return rows
 

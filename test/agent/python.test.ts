@@ -2,6 +2,7 @@
 // command runs every test; and the Python view of the ring layout held to the C compiler's.
 import { expect, test } from "bun:test";
 import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../src/ffi/build";
 import { buildTool } from "../support/native";
@@ -64,3 +65,32 @@ test("agent: gpumem_agent/ring.py uses the offsets of gpumem_ring.h", () => {
   }
   expect([o.abi, o.header_size_const, o.record_size_const, o.record]).toEqual([c.abi, c.header_size, c.record_size, c.record_size]);
 });
+
+// The agent's Python API where torch has no CUDA (a laptop, a CPU build): nothing breaks, each
+// call says once why it cannot profile. Any Python with torch runs it: python3 where it has
+// torch, or GPUMEM_TORCH_PYTHON (a CPU build is what this test is about).
+const torchPy = [process.env.GPUMEM_TORCH_PYTHON, "python3"].find(
+  (py) => py && Bun.spawnSync([py, "-c", "import torch"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0,
+);
+const cpuOnly = torchPy && Bun.spawnSync([torchPy, "-c", "import torch, sys; sys.exit(0 if not torch.cuda.is_available() else 1)"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+(cpuOnly ? test : test.skip)(
+  `agent: without CUDA, profile() runs the function and says why once; report() says there are no CUDA tensors${cpuOnly ? "" : " (needs a Python with a torch that has no CUDA: GPUMEM_TORCH_PYTHON=...)"}`,
+  () => {
+    const p = Bun.spawnSync(
+      [torchPy!, "-c", `import torch, gpumem_agent, io
+@gpumem_agent.profile
+def f(n):
+    return torch.ones(n).sum().item()
+print(f(10), f(20))
+buf = io.StringIO()
+print(len(gpumem_agent.report(file=buf)), buf.getvalue().splitlines()[0])
+print(gpumem_agent.profile_stats()[0]["profiled_calls"])`],
+      { env: { ...process.env, PYTHONPATH: join(ROOT, "agent"), GPUMEM_TUI_DIR: join(tmpdir(), `gpumem-nocuda-${process.pid}`) }, stdout: "pipe", stderr: "pipe" },
+    );
+    expect(p.exitCode).toBe(0);
+    expect(p.stdout.toString().trim().split("\n")).toEqual(["10.0 20.0", "0 no live CUDA tensors", "0"]);
+    const warnings = p.stderr.toString().split("\n").filter((l) => l.startsWith("gpumem_agent.profile:"));
+    expect(warnings).toEqual(["gpumem_agent.profile: CUDA could not start: Torch not compiled with CUDA enabled"]);
+  },
+  60_000,
+);
