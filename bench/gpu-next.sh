@@ -9,11 +9,25 @@
 # 3. the line profiler's overhead beside memlab's per-line memory_stats;
 # 4. the end-to-end run (bun run e2e:gpu): TUI on a real training run, d, e, kill -9, OOM;
 # 5. the TUI on a real training run in tmux, screens captured (test/tui/gpu-e2e.sh).
+#
+# On the device (bun and tmux travel in .carry, ignored by git; carry [".carry"]):
+#   xz -dc .carry/bun.xz > /tmp/bun && chmod +x /tmp/bun && export PATH=/tmp:$PATH &&
+#   tar -xJf .carry/node_modules.tar.xz && bash bench/gpu-next.sh $OUT
+# (.carry/tmux holds a tmux binary with its libraries; this script puts it on PATH where tmux is missing.)
 set -u
 out=${1:?OUT_DIR}
 mkdir -p "$out/results"
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD/agent
+if ! command -v tmux >/dev/null 2>&1 && [ -x .carry/tmux/tmux ]; then
+  mkdir -p /tmp/tb
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$PWD/.carry/tmux" "$PWD/.carry/tmux/tmux" > /tmp/tb/tmux
+  chmod +x /tmp/tb/tmux
+  export PATH=/tmp/tb:$PATH
+fi
+command -v bun >/dev/null 2>&1 || { echo "no bun on PATH (see the header)"; exit 2; }
+[ -d node_modules ] || bun install --offline >/dev/null 2>&1 || echo "node_modules missing: tar -xJf .carry/node_modules.tar.xz"
+bun cuda/build.ts >/dev/null 2>&1 || echo "libgpumem did not build"
 step() { echo "== $1"; shift; timeout "$@"; echo "== exit $?"; }
 step "test:gpu" 420 env GPUMEM_GPU_TESTS=1 GPUMEM_AGENT_REPORTS="$out/agent-reports" bun test > "$out/test-gpu.log" 2>&1
 tail -30 "$out/test-gpu.log"
