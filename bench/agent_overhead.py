@@ -10,9 +10,11 @@ across repetitions so that drift in the machine hits every mode alike:
   agent         gpumem_agent.attach(): the allocator hook, phase hooks, sync thread
   history-state torch.cuda.memory._record_memory_history(enabled="state")
   history-all   torch.cuda.memory._record_memory_history()  (the default: all, with stacks)
+  torch-profiler torch.profiler.profile(profile_memory=True) open over both workloads
 Workloads, in the same process:
-  loop   torch.empty(4096 bytes) / del: ns per iteration (3 allocator events each)
-  step   a small, CPU-bound transformer's training step (forward, backward, AdamW): ms per step
+  loop     torch.empty(4096 bytes) / del: ns per iteration (3 allocator events each)
+  step     a small, CPU-bound transformer's training step (forward, backward, AdamW): ms per step
+  gpu_step a convnet's training step on 64 images of 224×224 (bound by the GPU): ms per step
 Medians over repetitions; overhead relative to `none`.
 """
 import json
@@ -24,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MODES = ["none", "tracker-empty", "agent", "history-state", "history-all"]
+MODES = ["none", "tracker-empty", "agent", "history-state", "history-all", "torch-profiler"]
 
 CHILD = r"""
 import os, sys, time, json, statistics
@@ -44,6 +46,10 @@ elif mode == "history-state":
     torch.cuda.memory._record_memory_history(enabled="state")
 elif mode == "history-all":
     torch.cuda.memory._record_memory_history()
+elif mode == "torch-profiler":
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    prof = torch.profiler.profile(activities=acts, profile_memory=True)
+    prof.__enter__()
 
 def loop(n):
     for _ in range(n):
@@ -70,7 +76,26 @@ torch.cuda.synchronize()
 times = []
 for _ in range(7):
     t = time.perf_counter(); [step() for _ in range(15)]; torch.cuda.synchronize(); times.append((time.perf_counter() - t) / 15 * 1000)
-print(json.dumps({"mode": mode, "loop_ns": loop_ns, "step_ms": statistics.median(times)}))
+step_ms = statistics.median(times)
+
+# Bound by the GPU: what the host adds should vanish behind the kernels.
+torch.manual_seed(0)
+def block(i, o): return [torch.nn.Conv2d(i, o, 3, 2, 1, bias=False), torch.nn.BatchNorm2d(o), torch.nn.ReLU()]
+cnn = torch.nn.Sequential(*block(3, 64), *block(64, 128), *block(128, 256), *block(256, 512), *block(512, 512),
+                          torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(512, 10)).to(dev)
+copt = torch.optim.SGD(cnn.parameters(), lr=0.01, momentum=0.9)
+img = torch.randn(64, 3, 224, 224, device=dev); lab = torch.randint(0, 10, (64,), device=dev)
+def gstep():
+    torch.nn.functional.cross_entropy(cnn(img), lab).backward()
+    copt.step(); copt.zero_grad(set_to_none=True)
+for _ in range(5): gstep()
+torch.cuda.synchronize()
+gtimes = []
+for _ in range(5):
+    t = time.perf_counter(); [gstep() for _ in range(5)]; torch.cuda.synchronize(); gtimes.append((time.perf_counter() - t) / 5 * 1000)
+print(json.dumps({"mode": mode, "loop_ns": loop_ns, "step_ms": step_ms, "gpu_step_ms": statistics.median(gtimes)}))
+if mode == "torch-profiler":
+    prof.__exit__(None, None, None)
 """
 
 
@@ -96,14 +121,25 @@ def main():
         write(out_dir, runs, rep + 1, cpus)  # after every repetition: a cut-short run still leaves results
 
 
+def modes_in(runs):
+    """The modes a run has (an older run's JSON lacks the newer ones)."""
+    return [m for m in MODES if runs.get(m)]
+
+
 def summary(runs, pick):
-    """Per mode: loop ns, step ms, and both against `none`, with `pick` (median or min) over reps."""
-    out = {m: {"loop_ns": pick([r["loop_ns"] for r in runs[m]]), "step_ms": pick([r["step_ms"] for r in runs[m]])} for m in MODES}
+    """Per mode: loop ns, step ms, GPU-bound step ms, and each against `none`, with `pick` (median or min) over reps."""
+    out = {}
+    for m in modes_in(runs):
+        out[m] = {"loop_ns": pick([r["loop_ns"] for r in runs[m]]), "step_ms": pick([r["step_ms"] for r in runs[m]])}
+        g = [r["gpu_step_ms"] for r in runs[m] if "gpu_step_ms" in r]
+        out[m]["gpu_step_ms"] = pick(g) if g else None
     base = out["none"]
-    for m in MODES:
+    for m in out:
         out[m]["loop_overhead_pct"] = round(100 * (out[m]["loop_ns"] / base["loop_ns"] - 1), 2)
         out[m]["step_overhead_pct"] = round(100 * (out[m]["step_ms"] / base["step_ms"] - 1), 2)
         out[m]["loop_ns_added_per_event"] = round((out[m]["loop_ns"] - base["loop_ns"]) / 3, 1)
+        gb = base["gpu_step_ms"]
+        out[m]["gpu_step_overhead_pct"] = round(100 * (out[m]["gpu_step_ms"] / gb - 1), 2) if gb and out[m]["gpu_step_ms"] else None
     return out
 
 
@@ -118,7 +154,7 @@ def write(out_dir, runs, reps, cpus, meta=None):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "agent_overhead.json"), "w") as f:
         json.dump(result, f, indent=1)
-    spread = {m: (min(r["loop_ns"] for r in runs[m]), max(r["loop_ns"] for r in runs[m])) for m in MODES}
+    spread = {m: (min(r["loop_ns"] for r in runs[m]), max(r["loop_ns"] for r in runs[m])) for m in modes_in(runs)}
     lines = [
         "# In-process overhead: the agent against PyTorch's own memory recording",
         "",
@@ -130,13 +166,16 @@ def write(out_dir, runs, reps, cpus, meta=None):
     ]
 
     def table(t):
+        gpu = any(r["gpu_step_ms"] is not None for r in t.values())
         rows = [
-            "| mode | loop ns/iter | loop overhead | ns added per allocator event | training step ms | step overhead |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| mode | loop ns/iter | loop overhead | ns added per allocator event | training step ms | step overhead |" + (" GPU-bound step ms | its overhead |" if gpu else ""),
+            "| --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if gpu else ""),
         ]
-        for m in MODES:
-            r = t[m]
-            rows.append("| %s | %.0f | %+.2f%% | %.1f | %.3f | %+.2f%% |" % (m, r["loop_ns"], r["loop_overhead_pct"], r["loop_ns_added_per_event"], r["step_ms"], r["step_overhead_pct"]))
+        for m, r in t.items():
+            row = "| %s | %.0f | %+.2f%% | %.1f | %.3f | %+.2f%% |" % (m, r["loop_ns"], r["loop_overhead_pct"], r["loop_ns_added_per_event"], r["step_ms"], r["step_overhead_pct"])
+            if gpu:
+                row += " %s | %s |" % ("%.3f" % r["gpu_step_ms"] if r["gpu_step_ms"] is not None else "-", "%+.2f%%" % r["gpu_step_overhead_pct"] if r["gpu_step_overhead_pct"] is not None else "-")
+            rows.append(row)
         return rows
 
     lines += table(med)
