@@ -8,7 +8,8 @@
 #    where its time goes (bench/startup.ts);
 # 3. the line profiler's overhead beside memlab's per-line memory_stats;
 # 4. the end-to-end run (bun run e2e:gpu): TUI on a real training run, d, e, kill -9, OOM;
-# 5. the TUI on a real training run in tmux, screens captured (test/tui/gpu-e2e.sh).
+# 5. the TUI on a real training run in tmux, screens captured (test/tui/gpu-e2e.sh);
+# 6. the agent's overhead again, now with torch.profiler and a GPU-bound convnet step.
 #
 # On the device (bun and tmux travel in .carry, ignored by git; carry [".carry"]):
 #   xz -dc .carry/bun.xz > /tmp/bun && chmod +x /tmp/bun && export PATH=/tmp:$PATH &&
@@ -40,3 +41,5 @@ step "e2e:gpu" 420 bun bench/e2e-gpu.ts "$out/e2e" > "$out/e2e.log" 2>&1
 tail -20 "$out/e2e/REPORT.md" 2>/dev/null
 step "tui gpu-e2e" 240 bash test/tui/gpu-e2e.sh "$out/tui" > "$out/tui.log" 2>&1
 ls "$out/tui" 2>/dev/null
+step "agent overhead" 500 python3 bench/agent_overhead.py "$out/results" --reps "${REPS:-4}" --cpus 2,3 > "$out/agent_overhead.log" 2>&1
+sed -n 1,20p "$out/results/agent_overhead.md" 2>/dev/null
