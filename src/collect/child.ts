@@ -9,11 +9,15 @@ export interface Child {
   exited: Promise<number>;
 }
 
-export function startChild(argv: string[], stdio: { stdout: "inherit" | number; stderr: "inherit" | number; stdin: "inherit" | "ignore" }): Child {
+export function startChild(
+  argv: string[],
+  stdio: { stdout: "inherit" | number; stderr: "inherit" | number; stdin: "inherit" | "ignore" },
+  extraEnv: Record<string, string> = {},
+): Child {
   if (argv.length === 0) throw new Error("run needs a program: gpumem-tui run -- python train.py");
   let proc: Subprocess;
   try {
-    proc = Bun.spawn(argv, { env: agentEnv(), stdin: stdio.stdin, stdout: stdio.stdout, stderr: stdio.stderr });
+    proc = Bun.spawn(argv, { env: { ...agentEnv(), ...extraEnv }, stdin: stdio.stdin, stdout: stdio.stdout, stderr: stdio.stderr });
   } catch (e) {
     throw new Error(`cannot start ${argv[0]}: ${(e as Error).message}`);
   }

@@ -44,3 +44,18 @@ test("run: GPUMEM_TUI_DISABLE=1 leaves the environment as it was", () => {
 test("run: an empty command is refused with the usage", () => {
   expect(() => launchSpec([])).toThrow("run needs a program: gpumem-tui run -- python train.py");
 });
+
+test("run --json: the program learns where the line profiler's results go, beside the samples", () => {
+  const out = join(dir, "train.ndjson");
+  const cli = join(import.meta.dir, "..", "..", "src", "cli.ts");
+  const py = "import os; print(os.environ.get('GPUMEM_PROFILE_JSON'))";
+  const p = Bun.spawnSync([process.execPath, cli, "run", "--json", "--output", out, "--", "python3", "-c", py], {
+    env: { ...process.env, GPUMEM_PROFILE_JSON: undefined, GPUMEM_TUI_DIR: agents },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  expect(p.exitCode).toBe(0);
+  expect(p.stdout.toString().trim()).toBe(join(dir, "train.lines.json"));
+  // The samples file holds at least the last document, taken after the program exited.
+  expect(Bun.file(out).size).toBeGreaterThan(0);
+});
