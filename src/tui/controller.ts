@@ -124,32 +124,33 @@ export class Controller {
    * then has segments but no trace).
    */
   private async dump(pm: ProcessModel): Promise<void> {
+    // The path comes first in every message: at 80 columns the status line keeps its start.
     const own = (why: string) => {
       try {
         const f = writeModelSnapshot(pm.model, this.snapshotDir, pm.pid);
-        const note = f.notes.length ? ` (${f.notes[0]})` : "";
-        return `${why}snapshot from the monitor's events: ${f.path} (${formatBytes(f.size)}, ${f.trace_entries} trace entries)${note}; open it at https://pytorch.org/memory_viz`;
+        const note = f.notes.length ? `; ${f.notes[0]}` : "";
+        return `snapshot: ${f.path} (${formatBytes(f.size)}, ${f.trace_entries} trace entries from the monitor's events${why ? `; ${why}` : ""}${note}) - open it at https://pytorch.org/memory_viz`;
       } catch (e) {
-        return `${why}writing a snapshot failed: ${(e as Error).message}`;
+        return `writing a snapshot failed: ${(e as Error).message}${why ? ` (${why})` : ""}`;
       }
     };
     // Writing takes a moment for a long trace (100,000 entries: ~0.1-0.3 s): say so first.
     const ownLater = async (why: string) => {
-      this.say(`${why}writing a snapshot from the monitor's events…`);
+      this.say(`writing a snapshot from the monitor's events${why ? ` (${why})` : ""}…`);
       await new Promise((r) => setTimeout(r, 0));
       this.say(own(why));
     };
-    if (!pm.socket || pm.ended) return ownLater(pm.ended && pm.socket ? `pid ${pm.pid} has exited: ` : "");
+    if (!pm.socket || pm.ended) return ownLater(pm.ended && pm.socket ? `pid ${pm.pid} has exited` : "");
     if (this.busy) return this.say("a command is still running");
     this.busy = true;
     this.say(`dump_snapshot: asking pid ${pm.pid}…`);
     const r = await command(pm.socket, "dump_snapshot");
     this.busy = false;
-    if (!r.ok) return ownLater(`the agent's dump failed (${r.error}); `);
-    const theirs = `snapshot: ${r.path} (${formatBytes(Number(r.size))})`;
-    if (r.history === false) return ownLater(`${theirs} has no trace (history off); `);
-    this.say(`${theirs}; open it at https://pytorch.org/memory_viz`);
+    if (!r.ok) return ownLater(`the agent's dump failed: ${r.error}`);
+    if (r.history === false) return ownLater(`the agent's own ${r.path} has no trace: history is off`);
+    this.say(`snapshot: ${r.path} (${formatBytes(Number(r.size))}) - open it at https://pytorch.org/memory_viz`);
   }
+
 
   /** Ask `pm`'s agent for its line profile when the last answer is older than `everyMs` (never two at once). */
   async refreshLines(pm: ProcessModel | undefined, now = Date.now(), everyMs = 2000): Promise<void> {

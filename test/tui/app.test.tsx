@@ -119,7 +119,8 @@ describe("screens", () => {
     await tick();
     const path = join(ctl.snapshotDir, readdirSync(ctl.snapshotDir)[0]!);
     expect(path).toMatch(/4242-gpumem-\d+\.pickle$/);
-    expect(ui.lastFrame()).toContain(`snapshot from the monitor's events: ${path}`);
+    expect(ui.lastFrame()).toContain(`snapshot: ${path} (`);
+    expect(ui.lastFrame()).toContain("trace entries from the monitor's events");
     expect(ui.lastFrame()).toContain("pytorch.org/memory_viz");
     const snap = unpickle(new Uint8Array(readFileSync(path))) as { segments: unknown[]; device_traces: unknown[][] };
     expect(snap.segments.length).toBeGreaterThan(0);

@@ -121,8 +121,8 @@ describe("the monitor in a real terminal", () => {
     await until("demo: a training run recorded on an H100");
     await until(/step [1-9]\d*/);
     sh("send-keys", "-t", session, "d");
-    const text = await until("snapshot from the monitor's events:");
-    const path = /snapshot from the monitor's events: (\S+\.pickle)/.exec(text)![1]!;
+    const text = await until(/snapshot: \S+\.pickle/);
+    const path = /snapshot: (\S+\.pickle)/.exec(text)![1]!;
     expect(path.startsWith(dir)).toBe(true);
     const v = Bun.spawnSync([BUN, CLI, "view", path, "--json"], { stdout: "pipe", stderr: "pipe" });
     expect(v.stderr.toString()).toBe("");
