@@ -15,7 +15,7 @@ import type { ProfilerModel } from "../profiler";
 import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "../profiler/categories";
 import { blockSize, type DeviceState } from "../profiler/device";
 import { segmentMap } from "../profiler/segments";
-import { Tuple, type PickleData } from "./pickle-write";
+import { Tuple } from "./pickle-write";
 
 export interface TraceEntry {
   action: string;
@@ -170,7 +170,6 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
   }
   const b = d.blocks;
   const live = b.slotsByAddress();
-  const placed = new Set<number>();
   const blockFrames = (s: number): Frame[] => {
     const name = b.names[s];
     const c = b.category[s]!;
@@ -178,39 +177,38 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
     const at = b.flags[s] === 2 ? "seen in a resync" : `allocated ${where(b.step[s]!, b.phase[s]!, b.range[s] ? m.rangeName(b.range[s]!) : null)}`;
     return frame(`${name ? `${name} ` : ""}(${line}) ${at}`);
   };
-  const out: SegmentOut[] = [];
-  const map = segmentMap(d, { withBlocks: true });
-  const pendingSorted = [...pending.entries()].sort((x, y) => x[0] - y[0]);
-  let pi = 0;
-  let li = 0;
-  for (const seg of map.segments) {
-    const end = seg.address + seg.size_bytes;
-    const blocks: BlockOut[] = [];
-    let cursor = seg.address;
-    const gapTo = (to: number) => {
-      while (pi < pendingSorted.length && pendingSorted[pi]![0] < cursor) pi++;
-      while (pi < pendingSorted.length && pendingSorted[pi]![0] + pendingSorted[pi]![1] <= to) {
-        const [pa, ps] = pendingSorted[pi++]!;
-        if (pa > cursor) blocks.push({ address: cursor, size: pa - cursor, requested_size: 0, state: "inactive", frames: [] });
-        blocks.push({ address: pa, size: ps, requested_size: ps, state: "active_pending_free", frames: [] });
-        cursor = pa + ps;
-      }
-      if (to > cursor) blocks.push({ address: cursor, size: to - cursor, requested_size: 0, state: "inactive", frames: [] });
-      cursor = Math.max(cursor, to);
-    };
-    while (li < live.length && b.address[live[li]!]! < seg.address) li++;
-    while (li < live.length && b.address[live[li]!]! < end) {
-      const s = live[li++]!;
-      const addr = b.address[s]!;
-      const size = b.size[s]!;
-      if (addr < cursor || addr + size > end) continue; // overlapping or spilling: not placed
-      gapTo(addr);
-      const req = requested.get(addr);
-      blocks.push({ address: addr, size, requested_size: req !== undefined && req <= size ? req : size, state: "active_allocated", frames: blockFrames(s) });
-      placed.add(addr);
-      cursor = addr + size;
+  // Candidates for the segments, by address: live blocks, and blocks freed but not yet completed
+  // (a pending block overlapping a live one is not real: the live one wins).
+  const liveOut = Array.from(live, (s): BlockOut => {
+    const addr = b.address[s]!;
+    const size = b.size[s]!;
+    const req = requested.get(addr);
+    return { address: addr, size, requested_size: req !== undefined && req <= size ? req : size, state: "active_allocated", frames: blockFrames(s) };
+  });
+  const overlapsLive = (a: number, z: number) => {
+    let lo = 0;
+    let hi = liveOut.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (liveOut[mid]!.address + liveOut[mid]!.size <= a) lo = mid + 1;
+      else hi = mid;
     }
-    gapTo(end);
+    return lo < liveOut.length && liveOut[lo]!.address < z;
+  };
+  const pendingOut = [...pending.entries()]
+    .filter(([pa, ps]) => !overlapsLive(pa, pa + ps))
+    .map(([pa, ps]): BlockOut => ({ address: pa, size: ps, requested_size: ps, state: "active_pending_free", frames: [] }));
+  const candidates = [...liveOut, ...pendingOut].sort((x, y) => x.address - y.address);
+  const out: SegmentOut[] = [];
+  const placed = new Set<BlockOut>();
+  let k = 0;
+  for (const seg of segmentMap(d).segments) {
+    const end = seg.address + seg.size_bytes;
+    while (k < candidates.length && candidates[k]!.address < seg.address) k++;
+    const inside: BlockOut[] = [];
+    while (k < candidates.length && candidates[k]!.address < end) inside.push(candidates[k++]!);
+    const blocks = tile(seg.address, end, inside);
+    for (const x of blocks) placed.add(x);
     out.push(segmentOf(d.device, seg.address, seg.size_bytes, seg.stream, expandable, blocks));
   }
   // Memory in no segment the monitor saw (segments allocated before it attached, or before a
@@ -220,15 +218,8 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
   const known: Array<[number, number]> = out.map((g) => [g.address, g.address + g.total_size]);
   for (const e of trace) if (e.action.startsWith("segment_")) known.push([e.addr, e.addr + e.size]);
   const overlapsKnown = (a: number, z: number) => known.some(([s0, s1]) => a < s1 && s0 < z);
-  const stray: Array<[number, number]> = [];
-  const strayLive: number[] = [];
-  for (let i = 0; i < live.length; i++) {
-    const s = live[i]!;
-    const addr = b.address[s]!;
-    if (placed.has(addr) || overlapsKnown(addr, addr + b.size[s]!)) continue;
-    stray.push([addr, addr + b.size[s]!]);
-    strayLive.push(s);
-  }
+  const strayBlocks = candidates.filter((x) => !placed.has(x) && !overlapsKnown(x.address, x.address + x.size));
+  const stray: Array<[number, number]> = strayBlocks.filter((x) => x.state === "active_allocated").map((x) => [x.address, x.address + x.size]);
   for (const e of trace) {
     if (e.action !== "alloc" && e.action !== "free_requested" && e.action !== "free_completed") continue;
     const z = e.addr + blockSize(e.size);
@@ -241,31 +232,33 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
     if (last && a <= last[1]) last[1] = Math.max(last[1], z);
     else merged.push([a, z]);
   }
-  // Blocks of a stray stretch, by address: live ones, and those freed but not yet completed.
-  const strayBlocks: BlockOut[] = [
-    ...strayLive.map((s): BlockOut => {
-      const addr = b.address[s]!;
-      return { address: addr, size: b.size[s]!, requested_size: requested.get(addr) ?? b.size[s]!, state: "active_allocated", frames: blockFrames(s) };
-    }),
-    ...pendingSorted.filter(([pa, ps]) => !overlapsKnown(pa, pa + ps)).map(([pa, ps]): BlockOut => ({ address: pa, size: ps, requested_size: ps, state: "active_pending_free", frames: [] })),
-  ].sort((x, y) => x.address - y.address);
-  let k = 0;
+  k = 0;
   for (const [a, z] of merged) {
-    const blocks: BlockOut[] = [];
-    let cursor = a;
-    while (k < strayBlocks.length && strayBlocks[k]!.address < z) {
-      const x = strayBlocks[k++]!;
-      if (x.address < cursor || x.address + x.size > z) continue;
-      if (x.address > cursor) blocks.push({ address: cursor, size: x.address - cursor, requested_size: 0, state: "inactive", frames: [] });
-      blocks.push(x);
-      cursor = x.address + x.size;
-    }
-    if (z > cursor) blocks.push({ address: cursor, size: z - cursor, requested_size: 0, state: "inactive", frames: [] });
-    out.push(segmentOf(d.device, a, z - a, 0, false, blocks));
+    while (k < strayBlocks.length && strayBlocks[k]!.address < a) k++;
+    const inside: BlockOut[] = [];
+    while (k < strayBlocks.length && strayBlocks[k]!.address < z) inside.push(strayBlocks[k++]!);
+    out.push(segmentOf(d.device, a, z - a, 0, false, tile(a, z, inside)));
   }
-  const unplaced = strayLive.length;
+  const unplaced = strayBlocks.filter((x) => x.state === "active_allocated").length;
   out.sort((x, y) => x.address - y.address);
   return { segments: out, unplaced };
+}
+
+/**
+ * The blocks tiling [start, end): the candidates (by address) that fit, and the free ranges
+ * between them. A candidate overlapping one placed before it, or spilling past the end, is left out.
+ */
+function tile(start: number, end: number, candidates: BlockOut[]): BlockOut[] {
+  const blocks: BlockOut[] = [];
+  let cursor = start;
+  for (const x of candidates) {
+    if (x.address < cursor || x.address + x.size > end) continue;
+    if (x.address > cursor) blocks.push({ address: cursor, size: x.address - cursor, requested_size: 0, state: "inactive", frames: [] });
+    blocks.push(x);
+    cursor = x.address + x.size;
+  }
+  if (end > cursor) blocks.push({ address: cursor, size: end - cursor, requested_size: 0, state: "inactive", frames: [] });
+  return blocks;
 }
 
 function segmentOf(device: number, address: number, size: number, stream: number, expandable: boolean, blocks: BlockOut[]): SegmentOut {
@@ -393,9 +386,4 @@ function mergeAround(starts: number[], ends: number[], j: number): void {
     starts.splice(j, 1);
     ends.splice(j, 1);
   }
-}
-
-/** The snapshot as pickle-ready data. */
-export function snapshotData(s: WrittenSnapshot): PickleData {
-  return s as unknown as PickleData;
 }
