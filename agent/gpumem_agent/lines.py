@@ -53,6 +53,16 @@ class LineStats:
         self.peak_active = None
         self.peak_reserved = None
 
+    def merge(self, other):
+        """Add another run's figures (peaks: the higher)."""
+        self.hits += other.hits
+        self.alloc_bytes += other.alloc_bytes
+        self.freed_bytes += other.freed_bytes
+        self.n_alloc += other.n_alloc
+        self.n_free += other.n_free
+        if other.peak_active is not None:
+            self.see(other.peak_active, other.peak_reserved)
+
     def see(self, active, reserved):
         if self.peak_active is None or active > self.peak_active:
             self.peak_active = active
@@ -64,14 +74,15 @@ class LineStats:
 
 
 def attribute(records, log, end_index, device, active, reserved, stats):
-    """Split `records` ((index, RECORD tuple), in index order) between the lines of `log`
+    """Split `records` (RECORD tuples in index order; a record's index is its seq - 1) between the lines of `log`
     ([(line key, write index when the line began)], in order) and add them into `stats`
     ({line key: LineStats}). `active` and `reserved` are the device's bytes when the log began;
     a line's peaks are the highest levels while it ran, its start included. Pure; returns the
     levels at the end."""
     k = 0
     cur = None
-    for index, rec in records:
+    for rec in records:
+        index = rec[0] - 1
         while k < len(log) and log[k][1] <= index:
             cur = stats.setdefault(log[k][0], LineStats())
             cur.hits += 1
@@ -267,7 +278,6 @@ class Profiler:
         self._active0 = s.get("active_bytes.all.current", 0)
         self._reserved0 = s.get("reserved_bytes.all.current", 0)
         self._log = []
-        self._calls = []
 
     def _on_line(self, code, lineno):
         key = (code, lineno)
@@ -284,38 +294,19 @@ class Profiler:
             pass  # the ring went away (the agent closed at exit): a line event must never raise
 
     def _finish(self, a, fp):
-        m = self._map
-        _U32.pack_into(m, CUR_LINE, 0)
-        end = _U64.unpack_from(m, WRITE_INDEX)[0]
-        for code in self._codes:
-            self._disable(code)
-        self._codes = set()
-        log, self._log = self._log, []
-        cap = a.ring.capacity
-        first = max(self._start_index, end - cap)
-        records = []
-        lost = first - self._start_index
-        for i in range(first, end):
-            rec = ringmod.RECORD.unpack_from(m, ringmod.HEADER_SIZE + (i & (cap - 1)) * ringmod.RECORD_SIZE)
-            if rec[0] == i + 1:
-                records.append((i, rec))
-            else:
-                lost += 1
+        end = _U64.unpack_from(self._map, WRITE_INDEX)[0]
+        log = self._log
+        self._stop_tracing()
+        records = a.ring.records(self._start_index, end)
+        lost = (end - self._start_index) - len(records)
         stats = {}
         attribute(records, log, end, self._device, self._active0, self._reserved0, stats)
         for (code, lineno), s in stats.items():
             f = self.functions.get(code)
             if f is None:
                 continue
-            t = f.lines.setdefault(lineno, LineStats())
-            t.hits += s.hits
-            t.alloc_bytes += s.alloc_bytes
-            t.freed_bytes += s.freed_bytes
-            t.n_alloc += s.n_alloc
-            t.n_free += s.n_free
-            t.see(s.peak_active if s.peak_active is not None else 0, s.peak_reserved if s.peak_reserved is not None else 0)
+            f.lines.setdefault(lineno, LineStats()).merge(s)
         self._outer.lost += lost
-        self._active = None
         changed = getattr(a, "lines_changed", None)
         if changed:
             try:

@@ -103,11 +103,12 @@ class Ring:
     def set_calibration(self, base_ticks, base_ns, ns_per_tick):
         self.set("<qqd", "clock_base_ticks", base_ticks, base_ns, ns_per_tick)
 
-    def records(self):
-        """The records still in the ring, oldest first, as tuples (seq first). For fixtures/tests."""
-        w = self.get("<Q", "write_index")
+    def records(self, start=0, end=None):
+        """The records of indices [start, end) (default: all) still in the ring, oldest first, as
+        tuples (seq first: a record's index is seq - 1). Overwritten ones are missing."""
+        w = self.get("<Q", "write_index") if end is None else end
         out = []
-        for i in range(max(0, w - self.capacity), w):
+        for i in range(max(start, w - self.capacity), w):
             rec = RECORD.unpack_from(self.map, HEADER_SIZE + (i & (self.capacity - 1)) * RECORD_SIZE)
             if rec[0] == i + 1:
                 out.append(rec)

@@ -17,9 +17,9 @@ A = ring.ACTIONS
 MiB = 1 << 20
 
 
-def rec(action, size, device=0, line=0):
+def rec(index, action, size, device=0, line=0):
     # seq time address size stream extra step range action device phase flags line
-    return (0, 0, 0, size, 0, 0, 0, 0, A[action], device, 0, 0, line)
+    return (index + 1, 0, 0, size, 0, 0, 0, 0, A[action], device, 0, 0, line)
 
 
 class Attribute(unittest.TestCase):
@@ -28,12 +28,12 @@ class Attribute(unittest.TestCase):
         # line 10 runs again (a loop) and allocates 512 bytes for a 100-byte request.
         log = [("L10", 0), ("L11", 2), ("L12", 4), ("L10", 4)]
         records = [
-            (0, rec("alloc", 3 * MiB)),
-            (1, rec("alloc", MiB)),
-            (2, rec("free_requested", MiB)),
-            (3, rec("free_completed", MiB)),
-            (4, rec("alloc", 100)),
-            (5, rec("segment_alloc", 20 * MiB, device=1)),  # another device: not this profile's
+            rec(0, "alloc", 3 * MiB),
+            rec(1, "alloc", MiB),
+            rec(2, "free_requested", MiB),
+            rec(3, "free_completed", MiB),
+            rec(4, "alloc", 100),
+            rec(5, "segment_alloc", 20 * MiB, device=1),  # another device: not this profile's
         ]
         stats = {}
         active, reserved = attribute(records, log, 6, 0, 10 * MiB, 20 * MiB, stats)
