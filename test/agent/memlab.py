@@ -36,6 +36,15 @@ def model():
     return torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 512)).to(dev)
 
 
+def trained():
+    """The model after one AdamW step: parameters, gradients and optimizer state all live."""
+    m = model()
+    opt = torch.optim.AdamW(m.parameters())
+    m(torch.randn(64, 512, device=dev)).sum().backward()
+    opt.step()
+    return m, opt
+
+
 def main():
     scenario = sys.argv[1]
     torch.zeros(1, device=dev)
@@ -54,10 +63,7 @@ def main():
         out["table"] = buf.getvalue()
         del keep
     elif scenario == "report":
-        m = model()
-        opt = torch.optim.AdamW(m.parameters())
-        m(torch.randn(64, 512, device=dev)).sum().backward()
-        opt.step()
+        m, opt = trained()
         view = m[0].weight[:10]  # a view: its storage is the weight's, counted once
         buf = io.StringIO()
         rows = gpumem_agent.report(m, file=buf)
@@ -67,10 +73,7 @@ def main():
         out["memory_allocated"] = torch.cuda.memory_allocated(dev)
         del view
     elif scenario == "courtesy":
-        m = model()
-        opt = torch.optim.AdamW(m.parameters())
-        m(torch.randn(64, 512, device=dev)).sum().backward()
-        opt.step()
+        m, opt = trained()
         before = {"allocated": torch.cuda.memory_allocated(dev), "reserved": torch.cuda.memory_reserved(dev),
                   # what must move: parameters, their gradients, AdamW's state (cuBLAS workspaces
                   # also live in the allocator, but no Python tensor holds them: they stay)

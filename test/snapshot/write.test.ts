@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { newEventBatch } from "../../src/ffi/events";
 import { openRing } from "../../src/ffi/ring";
 import { createModel, replay } from "../../src/profiler";
 import { checkTrace, snapshotFromModel, type WrittenSnapshot } from "../../src/snapshot/from-model";
@@ -258,13 +259,18 @@ function markCount(model: Awaited<ReturnType<typeof modelOf>>): number {
   return n;
 }
 
-test("records lost mid-run: the trace restarts after the loss and the file says so", async () => {
+/** normal-history.ring's records in one batch, with its manifest, to be fed by hand. */
+async function recordedBatch() {
   const manifest = await Bun.file(join(FIX, "normal-history.json")).json();
   const r = openRing(join(FIX, "normal-history.ring"));
-  const { newEventBatch } = await import("../../src/ffi/events");
   const batch = newEventBatch(1 << 16);
   r.read(batch);
   r.close();
+  return { manifest, batch };
+}
+
+test("records lost mid-run: the trace restarts after the loss and the file says so", async () => {
+  const { manifest, batch } = await recordedBatch();
   const model = createModel().keepTrace();
   model.setRanges(manifest.ranges);
   const cutAt = 700;
@@ -279,12 +285,7 @@ test("records lost mid-run: the trace restarts after the loss and the file says 
 test("allocations made on a line the line profiler follows carry that line as their first frame", async () => {
   // The H100 run's records, with a line id stamped on every alloc of its second step's forward,
   // as the hook stamps the header's cur_line while a decorated line runs.
-  const manifest = await Bun.file(join(FIX, "normal-history.json")).json();
-  const r = openRing(join(FIX, "normal-history.ring"));
-  const { newEventBatch } = await import("../../src/ffi/events");
-  const batch = newEventBatch(1 << 16);
-  r.read(batch);
-  r.close();
+  const { manifest, batch } = await recordedBatch();
   let tagged = 0;
   for (let i = 0; i < batch.count; i++)
     if (batch.action[i] === 0 && batch.step[i] === 1 && batch.phase[i] === 1) (batch.line[i] = 7), tagged++;
