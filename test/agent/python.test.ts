@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../src/ffi/build";
 import { buildTool } from "../support/native";
+import { torchPython } from "../support/torch";
 
 test("agent: control protocol, uid checks, private files, ring copies (python3 -m unittest)", () => {
   const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_control.py"), "-v"], { stdout: "pipe", stderr: "pipe" });
@@ -67,11 +68,8 @@ test("agent: gpumem_agent/ring.py uses the offsets of gpumem_ring.h", () => {
 });
 
 // The agent's Python API where torch has no CUDA (a laptop, a CPU build): nothing breaks, each
-// call says once why it cannot profile. Any Python with torch runs it: python3 where it has
-// torch, or GPUMEM_TORCH_PYTHON (a CPU build is what this test is about).
-const torchPy = [process.env.GPUMEM_TORCH_PYTHON, "python3"].find(
-  (py) => py && Bun.spawnSync([py, "-c", "import torch"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0,
-);
+// call says once why it cannot profile (a CPU build of torch is what this test is about).
+const torchPy = torchPython();
 const cpuOnly = torchPy && Bun.spawnSync([torchPy, "-c", "import torch, sys; sys.exit(0 if not torch.cuda.is_available() else 1)"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
 (cpuOnly ? test : test.skip)(
   `agent: without CUDA, profile() runs the function and says why once; report() says there are no CUDA tensors${cpuOnly ? "" : " (needs a Python with a torch that has no CUDA: GPUMEM_TORCH_PYTHON=...)"}`,

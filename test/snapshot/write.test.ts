@@ -16,6 +16,7 @@ import { pickle, Tuple, type PickleData } from "../../src/snapshot/pickle-write"
 import { unpickle } from "../../src/snapshot/pickle";
 import { summarize } from "../../src/snapshot/summary";
 import { writeModelSnapshot } from "../../src/snapshot/write";
+import { TORCH_PYTHON_HINT, torchPython } from "../support/torch";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
 const RINGS = join(import.meta.dir, "..", "profiler", "fixtures", "rings");
@@ -157,19 +158,10 @@ describe("gpumem-tui replay FILE --snapshot OUT", () => {
 });
 
 // PyTorch's own tools on the snapshots the monitor writes: torch.cuda._memory_viz is plain Python
-// (no GPU needed), so any Python with torch runs this: python3 where it has torch (the GPU
-// machine), or the one in $GPUMEM_TORCH_PYTHON (a CPU build of torch is enough).
-function torchPython(): string | null {
-  for (const py of [process.env.GPUMEM_TORCH_PYTHON, "python3"]) {
-    if (!py) continue;
-    const p = Bun.spawnSync([py, "-c", "import torch.cuda._memory_viz"], { stdout: "pipe", stderr: "pipe" });
-    if (p.exitCode === 0) return py;
-  }
-  return null;
-}
+// (no GPU needed), so any Python with torch runs this (test/support/torch.ts).
 const torchPy = torchPython();
 const withTorch = (name: string, fn: () => void) =>
-  torchPy ? test(name, fn, 60_000) : test.skip(`${name} (needs a Python with torch: python3, or GPUMEM_TORCH_PYTHON=/path/to/python)`, fn);
+  torchPy ? test(name, fn, 60_000) : test.skip(`${name} (${TORCH_PYTHON_HINT})`, fn);
 
 describe("PyTorch's torch.cuda._memory_viz on snapshots the monitor wrote", () => {
   const rings = [join(FIX, "normal-history.ring"), join(FIX, "oom.ring"), join(RINGS, "lapped.ring"), join(RINGS, "expandable.ring"), join(RINGS, "names.ring")];
