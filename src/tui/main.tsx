@@ -24,6 +24,9 @@ export const DEMO_RECORDING = join(import.meta.dir, "..", "..", "test", "fixture
 async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: number; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
   const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {
     alternateScreen: true,
+    // Ink would draw nothing until exit when CI=true is set (a shell inside a CI job on a GPU box);
+    // a terminal is a terminal, whatever the environment says.
+    interactive: Boolean(process.stdout.isTTY),
     incrementalRendering: process.env.GPUMEM_TUI_INCREMENTAL !== "0",
     maxFps: 20,
     exitOnCtrlC: false,

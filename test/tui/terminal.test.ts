@@ -92,8 +92,8 @@ describe("the monitor in a real terminal", () => {
     await until("exit status 0");
   });
 
-  e2e("at 80×24 every line fits and the frame stays below the terminal's height", async () => {
-    start(80, 24);
+  e2e("at 80×24 every line fits and the frame stays below the terminal's height (with CI=true set, as in a CI job's shell)", async () => {
+    start(80, 24, "--demo", "CI=true");
     await until("demo: a training run");
     sh("send-keys", "-t", session, "1");
     const text = await until("[1 Overview]");
