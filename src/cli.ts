@@ -1,9 +1,15 @@
 #!/usr/bin/env bun
 // Argument parsing and wiring, nothing else.
-// Static imports are kept to the few that parsing needs: NVML's start-up runs on a native thread
-// while the rest loads (see warmUp), which is most of what `--json --once` costs.
-import { parseArgs } from "node:util";
+// NVML's start-up (its init and first calls: about 20 ms on an H100) is the longest part of
+// `--json --once`. It starts on a native thread before anything else loads (see warmUp), so the
+// only static imports are the NVML binding and what every command needs.
 import pkg from "../package.json";
+import { warmUp } from "./ffi/nvml";
+import { writeOut } from "./headless/out";
+
+/** Commands that never touch NVML; every other command line reaches it (the monitor, serve, run). */
+const NO_NVML = new Set(["schema", "replay", "view", "-h", "--help", "-v", "--version"]);
+if (import.meta.main && !process.argv.slice(2).some((a) => NO_NVML.has(a))) warmUp();
 
 const USAGE = `gpumem-tui ${pkg.version} — GPU memory, and what PyTorch does with it
 
@@ -58,6 +64,8 @@ export function parseCli(argv: string[]): Options {
   const dashes = argv.indexOf("--");
   const program = dashes >= 0 ? argv.slice(dashes + 1) : [];
   if (dashes >= 0) argv = argv.slice(0, dashes);
+  // Loaded here, after NVML's warm-up has started: node:util costs about 2 ms of start-up.
+  const { parseArgs } = require("node:util") as typeof import("node:util");
   let parsed;
   try {
     parsed = parseArgs({
@@ -144,14 +152,14 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (opts.command) {
     case "help":
-      process.stdout.write(USAGE);
+      await writeOut(USAGE);
       return 0;
     case "version":
-      process.stdout.write(`${pkg.version}\n`);
+      await writeOut(`${pkg.version}\n`);
       return 0;
     case "schema": {
       const { jsonSchema } = await import("./headless/schema");
-      process.stdout.write(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
+      await writeOut(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
       return 0;
     }
     case "serve": {
@@ -197,7 +205,7 @@ async function main(argv: string[]): Promise<number> {
     case "view": {
       if (opts.json) {
         const { viewJson } = await import("./snapshot/view");
-        process.stdout.write(`${JSON.stringify(await viewJson(opts.rest[0]!))}\n`);
+        await writeOut(`${JSON.stringify(await viewJson(opts.rest[0]!))}\n`);
         return 0;
       }
       const { runView } = await import("./tui/main");
@@ -224,8 +232,7 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     case "monitor": {
-      const { warmUp } = await import("./ffi/nvml");
-      warmUp();
+      warmUp(); // started already at load when run as a program; a second call does nothing
       const { SystemCollector } = await import("./collect/system");
       const collector = new SystemCollector();
       try {

@@ -1,6 +1,7 @@
 // `--json`: one document (`--once`) or one line per sample (NDJSON) until interrupted or until
 // the reader goes away (`| head -n 3` ends quietly, with status 0).
 import type { SystemCollector } from "../collect/system";
+import { writeOut } from "./out";
 import type { Document } from "./schema";
 
 // Documents are printed as built: the tests hold every document the CLI prints to the zod schema,
@@ -9,20 +10,9 @@ export function serialize(doc: Document): string {
   return JSON.stringify(doc);
 }
 
-function write(line: string): Promise<void> {
-  return new Promise((resolve) => {
-    if (process.stdout.write(`${line}\n`)) resolve();
-    else process.stdout.once("drain", () => resolve());
-  });
-}
-
 export async function streamJson(collector: SystemCollector, opts: { once: boolean; intervalMs: number }): Promise<void> {
-  process.stdout.on("error", (e: NodeJS.ErrnoException) => {
-    if (e.code === "EPIPE") process.exit(0);
-    throw e;
-  });
   if (opts.once) {
-    await write(serialize(collector.sample(Date.now(), { oneShot: true })));
+    await writeOut(`${serialize(collector.sample(Date.now(), { oneShot: true }))}\n`);
     return;
   }
   let stop = false;
@@ -33,7 +23,7 @@ export async function streamJson(collector: SystemCollector, opts: { once: boole
   process.once("SIGTERM", quit);
   while (!stop) {
     const started = performance.now();
-    await write(serialize(collector.sample()));
+    if (!(await writeOut(`${serialize(collector.sample())}\n`))) return; // the reader is gone: a quiet end
     const wait = Math.max(0, opts.intervalMs - (performance.now() - started));
     await new Promise((r) => setTimeout(r, wait));
   }

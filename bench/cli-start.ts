@@ -1,0 +1,61 @@
+// `gpumem-tui --json --once` start to exit, this checkout against other checkouts (an earlier
+// commit) and an empty Bun script, interleaved in one run; nvidia-smi beside them where it exists.
+//   git worktree add /tmp/before <commit> && (cd /tmp/before && bun install)
+//   bun bench/cli-start.ts [--out DIR] [--reps N] /tmp/before ...
+// On a machine without a GPU this times everything but NVML: Bun's start, module loading, the
+// native library, /proc and the agents' directory, JSON, exit.
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values, positionals } = parseArgs({
+  args: process.argv.slice(2),
+  allowPositionals: true,
+  options: { out: { type: "string" }, reps: { type: "string", default: "40" } },
+});
+const reps = Number(values.reps);
+const here = resolve(import.meta.dir, "..");
+const empty = join(mkdtempSync(join(tmpdir(), "cli-start-")), "empty.ts");
+writeFileSync(empty, "export {};\n");
+
+const commitOf = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "--format=%h (%s)"]).stdout.toString().trim().slice(0, 90);
+const subjects: { name: string; cmd: string[] }[] = [
+  { name: `this checkout, ${commitOf(here)}${Bun.spawnSync(["git", "-C", here, "status", "--porcelain"]).stdout.length ? " + changes" : ""}`, cmd: [process.execPath, join(here, "src/cli.ts"), "--json", "--once"] },
+  ...positionals.map((dir) => ({ name: `commit ${commitOf(dir)}`, cmd: [process.execPath, join(resolve(dir), "src/cli.ts"), "--json", "--once"] })),
+  { name: "an empty Bun script", cmd: [process.execPath, empty] },
+];
+if (Bun.which("nvidia-smi")) subjects.push({ name: "nvidia-smi --query-gpu=memory.used --format=csv", cmd: ["nvidia-smi", "--query-gpu=memory.used", "--format=csv"] });
+
+function wallMs(cmd: string[]): number {
+  const t0 = performance.now();
+  const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+  const t = performance.now() - t0;
+  if (p.exitCode !== 0) throw new Error(`${cmd.join(" ")} exited ${p.exitCode}: ${p.stderr}`);
+  return t;
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const times = subjects.map(() => [] as number[]);
+subjects.forEach((s) => wallMs(s.cmd)); // warm the page cache for each
+for (let i = 0; i < reps; i++) subjects.forEach((s, j) => times[j]!.push(wallMs(s.cmd)));
+
+const base = median(times[0]!);
+const rows = subjects.map((s, j) => ({ name: s.name, median_ms: +median(times[j]!).toFixed(2), ratio_to_this: +(median(times[j]!) / base).toFixed(2) }));
+const md = [
+  `# \`gpumem-tui --json --once\`, start to exit`,
+  ``,
+  `Command: \`bun bench/cli-start.ts ${process.argv.slice(2).join(" ")}\`, ${new Date().toISOString()}, Bun ${Bun.version}, ` +
+    `${reps} interleaved repetitions after one warm-up of each.`,
+  ``,
+  `| what | median | × this checkout |`,
+  `| --- | --- | --- |`,
+  ...rows.map((r) => `| ${r.name} | ${r.median_ms} ms | ${r.ratio_to_this}× |`),
+  ``,
+].join("\n");
+process.stdout.write(md);
+if (values.out) {
+  mkdirSync(values.out, { recursive: true });
+  writeFileSync(join(values.out, "cli-start.md"), md);
+  writeFileSync(join(values.out, "cli-start.json"), `${JSON.stringify({ date: new Date().toISOString(), bun: Bun.version, reps, rows }, null, 2)}\n`);
+}
