@@ -19,7 +19,7 @@ const here = resolve(import.meta.dir, "..");
 const empty = join(mkdtempSync(join(tmpdir(), "cli-start-")), "empty.ts");
 writeFileSync(empty, "export {};\n");
 
-const commitOf = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "--format=%h (%s)"]).stdout.toString().trim().slice(0, 90);
+const commitOf = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "--format=%h"]).stdout.toString().trim();
 const subjects: { name: string; cmd: string[] }[] = [
   { name: `this checkout, ${commitOf(here)}${Bun.spawnSync(["git", "-C", here, "status", "--porcelain"]).stdout.length ? " + changes" : ""}`, cmd: [process.execPath, join(here, "src/cli.ts"), "--json", "--once"] },
   ...positionals.map((dir) => ({ name: `commit ${commitOf(dir)}`, cmd: [process.execPath, join(resolve(dir), "src/cli.ts"), "--json", "--once"] })),
