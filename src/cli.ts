@@ -139,6 +139,21 @@ export function parseCli(argv: string[]): Options {
   return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, rest: command === "run" ? program : rest };
 }
 
+/** The same data without the screens, per command that has screens. */
+const SCRIPTED: Partial<Record<Options["command"], string>> = {
+  monitor: "`gpumem-tui --json --once`, or `gpumem-tui --json --interval MS` for a stream",
+  run: "`gpumem-tui run --json --output F.ndjson -- CMD`",
+  replay: "`gpumem-tui replay FILE --json`, or `--snapshot OUT` for memory_viz",
+  view: "`gpumem-tui view FILE --json`",
+};
+
+/** Whether the command line opens the interactive screens (everything else prints and exits). */
+export function opensScreens(o: Options): boolean {
+  if (o.json) return false;
+  if (o.command === "monitor" || o.command === "run" || o.command === "view") return true;
+  return o.command === "replay" && !o.snapshot;
+}
+
 async function main(argv: string[]): Promise<number> {
   let opts: Options;
   try {
@@ -149,6 +164,15 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     throw e;
+  }
+  if (opensScreens(opts)) {
+    const { isatty } = require("node:tty") as typeof import("node:tty");
+    if (!(isatty(0) && isatty(1))) {
+      // Ink would stop on raw mode (stdin) or draw nothing until exit (stdout): say why instead.
+      const which = isatty(0) ? "standard output is" : isatty(1) ? "standard input is" : "standard input and output are";
+      process.stderr.write(`gpumem-tui: the screens need a terminal, and ${which} not one here; for scripts: ${SCRIPTED[opts.command]}\n`);
+      return 2;
+    }
   }
   switch (opts.command) {
     case "help":

@@ -1,7 +1,7 @@
 // The command line as a user or a script meets it.
 import { describe, expect, test } from "bun:test";
 import { DocumentSchema } from "../src/headless/schema";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onGpu } from "./support/gpu";
@@ -101,6 +101,26 @@ describe("gpumem-tui errors and schema", () => {
     expect(out).toBe("");
     expect(err).toMatch(message);
     expect(err).toContain("usage:");
+  });
+
+  test.each([
+    [[], /standard input and output are not one here; for scripts: `gpumem-tui --json --once`/],
+    [["replay", "test/fixtures/normal.ring"], /for scripts: `gpumem-tui replay FILE --json`/],
+    [["view", "test/fixtures/normal-history.pickle"], /for scripts: `gpumem-tui view FILE --json`/],
+  ] as const)("the screens with no terminal (%p, output piped): status 2 and what to type instead, not Ink's raw-mode error", (args, message) => {
+    const { code, out, err } = run([...args]);
+    expect(code).toBe(2);
+    expect(out).toBe("");
+    expect(err).toMatch(message);
+    expect(err).not.toContain("Raw mode");
+  });
+
+  test("run -- CMD with no terminal refuses before it starts the program", () => {
+    const marker = join(mkdtempSync(join(tmpdir(), "gpumem-cli-")), "started");
+    const { code, err } = run(["run", "--", "touch", marker]);
+    expect(code).toBe(2);
+    expect(err).toContain("run --json --output F.ndjson -- CMD");
+    expect(existsSync(marker)).toBe(false);
   });
 
   test("schema prints the document's JSON Schema, and real output satisfies it", () => {
