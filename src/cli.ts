@@ -30,7 +30,7 @@ usage:
                                              the screens, or its summary
 
 options:
-  --interval MS   sampling interval in milliseconds (default 1000, at least 50)
+  --interval MS   sampling interval in milliseconds (default 1000, at least 50, at most a day)
   --ascii         plain-ASCII charts (no braille)
   --demo          the monitor with a replay of a real training run recorded on an H100
   --speed N       replay: N times the recorded pace (default: as fast as it goes)
@@ -43,6 +43,9 @@ options:
 `;
 
 export class UsageError extends Error {}
+
+/** A day: longer waits overflow the timers (2^31 ms, after which they fire at once, in a loop). */
+const MAX_INTERVAL_MS = 86_400_000;
 
 export interface Options {
   command: "monitor" | "schema" | "serve" | "replay" | "view" | "run" | "help" | "version";
@@ -94,8 +97,8 @@ export function parseCli(argv: string[]): Options {
   let intervalMs = 1000;
   if (values.interval !== undefined) {
     intervalMs = Number(values.interval);
-    if (!/^\d+$/.test(values.interval) || intervalMs < 50) {
-      throw new UsageError(`--interval takes a whole number of milliseconds, at least 50 (got "${values.interval}")`);
+    if (!/^\d+$/.test(values.interval) || intervalMs < 50 || intervalMs > MAX_INTERVAL_MS) {
+      throw new UsageError(`--interval takes a whole number of milliseconds, at least 50 and at most ${MAX_INTERVAL_MS} (a day) (got "${values.interval}")`);
     }
   }
   if (values.once && !values.json) throw new UsageError("--once goes with --json");

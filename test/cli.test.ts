@@ -52,6 +52,16 @@ describe("gpumem-tui --json", () => {
     expect(out.endsWith("\n")).toBe(true);
     for (const line of out.trim().split("\n")) DocumentSchema.parse(JSON.parse(line));
   });
+  test("SIGTERM in the middle of an hour-long wait ends the stream at once, status 0", async () => {
+    const p = Bun.spawn(["bun", CLI, "--json", "--interval", "3600000"], { stdout: "pipe", stderr: "pipe" });
+    const reader = p.stdout.getReader();
+    const first = await reader.read(); // the first document is out: the stream now waits an hour
+    expect(first.done).toBe(false);
+    const t0 = performance.now();
+    p.kill("SIGTERM");
+    expect(await p.exited).toBe(0);
+    expect(performance.now() - t0).toBeLessThan(2000);
+  });
 });
 
 describe("gpumem-tui --json with an agent", () => {
@@ -89,8 +99,9 @@ describe("gpumem-tui --json with an agent", () => {
 
 describe("gpumem-tui errors and schema", () => {
   test.each([
-    [["--interval", "abc"], /--interval takes a whole number of milliseconds, at least 50 \(got "abc"\)/],
-    [["--interval", "10"], /at least 50 \(got "10"\)/],
+    [["--interval", "abc"], /--interval takes a whole number of milliseconds, at least 50 and at most 86400000 \(a day\) \(got "abc"\)/],
+    [["--interval", "10"], /at least 50 and at most 86400000 \(a day\) \(got "10"\)/],
+    [["--json", "--interval", "99999999999"], /at most 86400000 \(a day\) \(got "99999999999"\)/],
     [["--once"], /--once goes with --json/],
     [["--json", "--once", "--interval", "100"], /exclude each other/],
     [["--bogus"], /Unknown option '--bogus'/],

@@ -15,9 +15,12 @@ export async function streamJson(collector: SystemCollector, opts: { once: boole
     await writeOut(`${serialize(collector.sample(Date.now(), { oneShot: true }))}\n`);
     return;
   }
+  // SIGINT or SIGTERM ends the stream at once, also in the middle of a long wait, after whole lines.
   let stop = false;
+  let wake = () => {};
   const quit = () => {
     stop = true;
+    wake();
   };
   process.once("SIGINT", quit);
   process.once("SIGTERM", quit);
@@ -25,6 +28,9 @@ export async function streamJson(collector: SystemCollector, opts: { once: boole
     const started = performance.now();
     if (!(await writeOut(`${serialize(collector.sample())}\n`))) return; // the reader is gone: a quiet end
     const wait = Math.max(0, opts.intervalMs - (performance.now() - started));
-    await new Promise((r) => setTimeout(r, wait));
+    await new Promise<void>((r) => {
+      const timer = setTimeout(r, wait);
+      wake = () => (clearTimeout(timer), r());
+    });
   }
 }
