@@ -1,7 +1,8 @@
 // Opening a recording for replay: a ring file (a live one, or a fixture saved by the agent, with
 // its manifest beside it: `x.ring` → `x.json`, for the range names), or a PyTorch memory snapshot
 // (pickle, optionally gzip), whose device_traces play through the same model.
-import { closeSync, existsSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { RING_MAGIC } from "../ffi/events";
 import { openRing } from "../ffi/ring";
 import type { EventSource } from "../profiler/replay";
 import { snapshotSource } from "../profiler/snapshot-trace";
@@ -19,9 +20,9 @@ export interface Recording {
   close(): void;
 }
 
-const RING_MAGIC = "PGMPRNG1"; // GPUMEM_RING_MAGIC as it lies in the file
 
 function head(path: string, n: number): Buffer {
+  if (statSync(path).isDirectory()) throw new Error(`${path} is a directory, not a recording`);
   const fd = openSync(path, "r");
   try {
     const b = Buffer.alloc(n);
@@ -53,7 +54,13 @@ export async function openRecording(path: string): Promise<Recording> {
   if (!existsSync(path)) throw new Error(`${path}: no such file`);
   if (head(path, 8).toString("latin1") === RING_MAGIC) return openRingRecording(path);
   const { readSnapshot } = await import("../snapshot/view");
-  const snap = (await readSnapshot(path)) as { device_traces?: unknown; segments?: SnapshotSegment[] };
+  let snap: { device_traces?: unknown; segments?: SnapshotSegment[] };
+  try {
+    snap = (await readSnapshot(path)) as typeof snap;
+  } catch (e) {
+    if (/not a pickle/.test((e as Error).message)) throw new Error(`${path} is neither a gpumem-tui ring recording nor a PyTorch memory snapshot (.pickle, optionally gzip)`);
+    throw e;
+  }
   if (!snap || typeof snap !== "object" || !Array.isArray(snap.device_traces)) {
     throw new Error(`${path} is neither a gpumem-tui ring nor a PyTorch memory snapshot with a trace (device_traces)`);
   }

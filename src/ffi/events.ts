@@ -3,6 +3,9 @@
 // Columns, not objects: the model ingests millions of events a second, and a typed-array
 // column costs nothing to allocate or to walk.
 
+/** GPUMEM_RING_MAGIC as its bytes lie at the start of a ring file: how a recording is told apart. */
+export const RING_MAGIC = "PGMPRNG1";
+
 /** Action codes, indexed by the record's `action` byte (PyTorch's TraceEntry order, then marks). */
 export const ACTION = {
   alloc: 0,

@@ -1,7 +1,7 @@
 // The ring reader on rings written by a real C producer through the same header as the hook.
 import { describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
-import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
+import { ACTION, newEventBatch, RING_MAGIC, type EventBatch } from "../../src/ffi/events";
 import { HEADER_SIZE, LAYOUT, MAX_DEVICES, openRing, RECORD_SIZE, RING_ABI_VERSION, RingError } from "../../src/ffi/ring";
 import { buildTool, produce, tmpPath } from "../support/native";
 
@@ -34,6 +34,10 @@ describe("ring layout", () => {
     for (const key of ["write_index", "totals", "totals_size", "pid", "mode", "attach_ns", "updated_ns", "cur_step", "cur_range", "cur_phase", "cur_line", "closed", "n_devices", "capacity"] as const) {
       expect({ key, offset: LAYOUT[key] }).toEqual({ key, offset: c[key] });
     }
+    // The magic that recordings are told apart by, as a ring written by the C writer starts.
+    const path = tmpPath("magic.ring");
+    produce(path, 64, 1);
+    expect(readFileSync(path).subarray(0, 8).toString("latin1")).toBe(RING_MAGIC);
   });
 });
 

@@ -167,3 +167,22 @@ describe("bad and hostile files", () => {
     expect(errors + parsed).toBeGreaterThan(10);
   });
 });
+
+describe("files that are something else", () => {
+  const cli = (...args: string[]) => {
+    const p = Bun.spawnSync(["bun", CLI, ...args], { stdout: "pipe", stderr: "pipe" });
+    return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+  };
+  test.each([
+    ["view DIRECTORY", ["view", dir, "--json"], `${dir} is a directory, not a snapshot file`],
+    ["replay DIRECTORY", ["replay", dir, "--json"], `${dir} is a directory, not a recording`],
+    ["view RING", ["view", join(FIX, "normal.ring"), "--json"], `${join(FIX, "normal.ring")} is a gpumem-tui ring recording, not a snapshot: \`gpumem-tui replay ${join(FIX, "normal.ring")}\` plays it`],
+    ["replay JSON", ["replay", join(FIX, "normal.facts.json"), "--json"], `${join(FIX, "normal.facts.json")} is neither a gpumem-tui ring recording nor a PyTorch memory snapshot`],
+  ] as const)("%s: status 1, one line that names the file and what it is", (_what, args, message) => {
+    const { code, out, err } = cli(...args);
+    expect(code).toBe(1);
+    expect(out).toBe("");
+    expect(err).toStartWith(`gpumem-tui: ${message}`);
+    expect(err.trim().split("\n")).toHaveLength(1);
+  });
+});
