@@ -218,10 +218,10 @@ async function main(argv: string[]): Promise<number> {
         // The line profiler's results (gpumem_agent.profile) land beside the samples at exit.
         const output = opts.output ?? "gpumem-tui-run.ndjson";
         const lines = process.env.GPUMEM_PROFILE_JSON ?? `${output.replace(/\.ndjson$/, "")}.lines.json`;
-        const child = startChild(opts.rest, { stdin: "inherit", stdout: "inherit", stderr: "inherit" }, { GPUMEM_PROFILE_JSON: lines });
+        const start = () => startChild(opts.rest, { stdin: "inherit", stdout: "inherit", stderr: "inherit" }, { GPUMEM_PROFILE_JSON: lines });
         const collector = new SystemCollector();
         try {
-          return await runJson(collector, child, { output, intervalMs: opts.intervalMs });
+          return await runJson(collector, start, { output, intervalMs: opts.intervalMs });
         } finally {
           collector.close();
         }

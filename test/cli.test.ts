@@ -134,6 +134,14 @@ describe("gpumem-tui errors and schema", () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  test("run --json with an output that cannot be written: status 1, why, and the program never starts", () => {
+    const marker = join(mkdtempSync(join(tmpdir(), "gpumem-cli-")), "started");
+    const { code, err } = run(["run", "--json", "--output", "/nonexistent-dir/x.ndjson", "--", "touch", marker]);
+    expect(code).toBe(1);
+    expect(err).toBe("gpumem-tui: cannot write the samples to /nonexistent-dir/x.ndjson: its directory does not exist; the program was not started\n");
+    expect(existsSync(marker)).toBe(false);
+  });
+
   test("schema prints the document's JSON Schema, and real output satisfies it", () => {
     const { code, out } = run(["schema"]);
     expect(code).toBe(0);

@@ -4,8 +4,17 @@ import type { Child } from "../collect/child";
 import type { SystemCollector } from "../collect/system";
 import { serialize } from "./stream";
 
-export async function runJson(collector: SystemCollector, child: Child, opts: { output: string; intervalMs: number }): Promise<number> {
-  const fd = openSync(opts.output, "w", 0o644);
+/** The output file is opened before the program starts: a path that cannot be written costs no run. */
+export async function runJson(collector: SystemCollector, start: () => Child, opts: { output: string; intervalMs: number }): Promise<number> {
+  let fd: number;
+  try {
+    fd = openSync(opts.output, "w", 0o644);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    const why = err.code === "ENOENT" ? "its directory does not exist" : err.code === "EACCES" ? "permission denied" : err.code === "EISDIR" ? "it is a directory" : err.message;
+    throw new Error(`cannot write the samples to ${opts.output}: ${why}; the program was not started`);
+  }
+  const child = start();
   let done = false;
   const code = child.exited.then((c) => ((done = true), c));
   try {
