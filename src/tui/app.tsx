@@ -114,7 +114,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
         <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, Math.max(10, columns - 22))} <Text dimColor>{columns}x{rows}</Text>
       </Text>
       <Box flexDirection="column" height={body} overflow="hidden">
-        {screen === 0 ? <Overview doc={ctl.doc} history={ctl.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} /> : null}
+        {screen === 0 ? <Overview doc={ctl.doc} history={ctl.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} replay={ctl.replay ? `The ${ctl.replay.title}` : null} sampling={ctl.collector !== null} /> : null}
         {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
         {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
         {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}

@@ -43,11 +43,27 @@ describe("screens", () => {
     ui.unmount();
   });
 
+  test("no GPU: the Overview offers the demo (D), and once it runs says where it plays", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.doc = { ...(training as unknown as Document), devices: [], processes: [], reason: "no NVIDIA driver (libnvidia-ml.so.1) on this machine" };
+    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
+    await tick();
+    expect(ui.lastFrame()).toContain("No GPU here: no NVIDIA driver (libnvidia-ml.so.1) on this machine. Press D for a replay");
+    ctl.replay = await replayed("normal");
+    ctl.notify();
+    await tick();
+    expect(ui.lastFrame()).toContain("The normal.ring plays on 2 Process.");
+    expect(ui.lastFrame()).not.toContain("Press D");
+    ui.unmount();
+  });
+
   test("number keys and Tab switch screens; ? is help", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("normal");
     const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
     await tick();
+    // A replay samples no machine: the Overview says where the replay is instead of "sampling…".
+    expect(ui.lastFrame()).toContain("The normal.ring: this mode samples no GPUs; 2 Process, 3 Tensors and 4 Segments show it.");
     ui.stdin.write("2");
     await tick();
     expect(ui.lastFrame()).toContain("[2 Process]");
