@@ -106,20 +106,27 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
   // whole screen (the flicker full-screen Ink apps are known for).
   const body = rows - 3;
-  const tabs = SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} ${s} `)).join("");
+  // Every tab named where they fit; on a narrow terminal only the current one is (80 columns).
+  const tabRoom = Math.max(10, columns - 22);
+  const named = SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} ${s} `)).join("");
+  const tabs = named.length <= tabRoom ? named : SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} `)).join("");
   const status = typing ? `filter: ${filter}▏ (Enter keeps, Esc clears)` : ctl.status || `${ctl.paused ? "PAUSED  " : ""}every ${ctl.intervalMs} ms  ? help  q quit`;
   return (
     <Box flexDirection="column" width={columns} height={rows - 1}>
       <Text>
-        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, Math.max(10, columns - 22))} <Text dimColor>{columns}x{rows}</Text>
+        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} <Text dimColor>{columns}x{rows}</Text>
       </Text>
       <Box flexDirection="column" height={body} overflow="hidden">
+        {/* Screens budget their own lines; if one ever runs over, its last lines are cut (never
+            shrink: Yoga would squeeze lines anywhere in the screen to nothing). */}
+        <Box flexDirection="column" flexShrink={0}>
         {screen === 0 ? <Overview doc={ctl.doc} history={ctl.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} replay={ctl.replay ? `The ${ctl.replay.title}` : null} sampling={ctl.collector !== null} /> : null}
         {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
         {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
         {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
         {screen === LINES ? <LinesScreen pm={pm} state={pm ? ctl.lines.get(pm.pid) : undefined} width={columns} height={body} /> : null}
         {screen === HELP ? <HelpScreen /> : null}
+        </Box>
       </Box>
       <Text inverse={!!ctl.status}>{pad(status, columns - 1)}</Text>
     </Box>

@@ -95,11 +95,20 @@ describe("the monitor in a real terminal", () => {
   e2e("at 80×24 every line fits and the frame stays below the terminal's height (with CI=true set, as in a CI job's shell)", async () => {
     start(80, 24, "--demo", "CI=true");
     await until("demo: a training run");
-    sh("send-keys", "-t", session, "1");
-    const text = await until("[1 Overview]");
-    const lines = text.split("\n");
-    for (const l of lines) expect([...l].length).toBeLessThanOrEqual(80);
-    expect(text).toContain("PID");
+    await until(/step [1-9]\d*/); // the demo has data for every screen
+    // Every screen: each line fits, nothing wraps, and the frame is not taller than the terminal
+    // (the tab line stays the first line and the status line the last one that is written).
+    const screens: [string, string | RegExp][] = [["1", "PID"], ["2", "SHARE OF PEAK"], ["3", "Live memory by category"], ["4", /\d+ segments/], ["5", "Line profiles"], ["6", "gpumem-tui keys"]];
+    for (const [key, content] of screens) {
+      sh("send-keys", "-t", session, key);
+      await until(`[${key} `);
+      const text = await until(content);
+      const lines = text.split("\n");
+      for (const l of lines) expect({ key, line: l, fits: [...l].length <= 80 }).toEqual({ key, line: l, fits: true });
+      expect(lines[0]).toStartWith("gpumem-tui ");
+      expect(lines[0]).toContain(`[${key} `);
+      expect(lines.filter((l) => l.trim()).at(-1)).toContain("demo: a training run");
+    }
     sh("send-keys", "-t", session, "q");
     await until("exit status 0");
   });

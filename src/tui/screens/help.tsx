@@ -9,7 +9,7 @@ export const KEYS: [string, string][] = [
   ["/", "filter (type, Enter to keep, Esc to clear)"],
   ["space  p", "pause / resume sampling"],
   ["+ -", "sampling interval"],
-  ["d", "dump a memory snapshot of the selected process (for pytorch.org/memory_viz)"],
+  ["d", "snapshot of the selected process, for pytorch.org/memory_viz"],
   ["e", "empty the selected process's cache (asks first)"],
   ["r", "reset the selected process's peaks"],
   ["D", "replay a real training run recorded on an H100 (the demo)"],

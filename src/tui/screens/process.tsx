@@ -15,7 +15,14 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   if (m.devices.length === 0) return <Text dimColor>pid {pm.pid}: no allocator events yet ({pm.title})</Text>;
   const s = summary(m).devices[0]!;
   // The whole run while it is under ten minutes, then the last ten, on a uniform time axis.
-  const chartRows = Math.max(3, Math.min(10, Math.floor((height - 24) / 2)));
+  const f = findings(m).slice(0, 3);
+  const b = breakdown(m, { device: s.device });
+  // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, the
+  // findings (a heading and at least one line), the step, its peak in words, the table and its
+  // phases. The two charts share what is left (1 to 10 rows each), ranges get the rest.
+  const fixedLines = 12 + Math.max(1, f.length) + b.phases.length;
+  const chartRows = Math.max(1, Math.min(10, Math.floor((height - fixedLines) / 2)));
+  const rangeRows = Math.max(0, height - fixedLines - 2 * chartRows);
   const chartWidth = Math.max(20, width - 2);
   const points = ascii ? chartWidth : chartWidth * 2;
   const toUs = s.last_time_us ?? 0;
@@ -40,12 +47,10 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
     ...oomColumns(m, s.device, fromUs, toUs, chartWidth).map((column) => ({ column, mark: "X", label: "OOM" })),
     ...(peakAt >= 0 ? [{ column: Math.floor((peakAt * chartWidth) / points), mark: "^", label: `max ${formatBytes(allocSeries[peakAt]!)}` }] : []),
   ];
-  const f = findings(m).slice(0, 3);
-  const b = breakdown(m, { device: s.device });
   const state = pm.ended ? (pm.source === "replay" ? "replay finished" : "exited") : pm.source === "replay" ? "replaying" : "live";
   return (
     <Box flexDirection="column">
-      <Text>
+      <Text wrap="truncate-end">
         <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {pad(pm.title, Math.max(10, width - 30))}</Text>
       </Text>
       <Text wrap="truncate-end">
@@ -87,7 +92,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
           {pad(p.phase, 12)}{pad(formatBytes(p.alloc_bytes), 12, true)}{pad(formatBytes(p.temporary_bytes), 12, true)}{pad(formatBytes(p.held_at_end_bytes), 13, true)}{pad(p.peak_allocated_bytes === null ? "-" : formatBytes(p.peak_allocated_bytes), 12, true)}{pad(`${Math.round(p.share_of_step_peak * 100)}%`, 15, true)}
         </Text>
       ))}
-      {b.ranges.slice(0, Math.max(0, height - 24 - chartRows * 2)).map((r) => (
+      {b.ranges.slice(0, rangeRows).map((r) => (
         <Text key={r.range} dimColor>
           {pad(`  ${r.name ?? `range ${r.range}`}`, 40)}{pad(formatBytes(r.alloc_bytes), 12, true)}
         </Text>

@@ -17,7 +17,11 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
   const catLines = cats.categories.filter((c) => c.bytes > 0);
   const room = Math.max(3, height - catLines.length - 5);
   const first = Math.max(0, Math.min(props.selected - room + 1, rows.length - room));
-  const nameWidth = Math.max(12, width - 78);
+  // Columns: size 11, a space, category 16, name, phase 10, step 6, a space, range, age 9; the
+  // name takes what is left, down to 16 (an address), then the range narrows (to nothing below 70).
+  const avail = width - 1;
+  const nameWidth = Math.max(16, avail - 72);
+  const rangeWidth = Math.max(0, Math.min(18, avail - 54 - nameWidth));
   const lastUs = pm.model.devices[0]?.lastTime_us ?? 0;
   return (
     <Box flexDirection="column">
@@ -28,11 +32,11 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
         </Text>
       ))}
       <Text inverse>
-        {pad("SIZE", 11, true)} {pad("CATEGORY", 16)}{pad(`NAME (sort: ${props.sort})`, nameWidth)}{pad("PHASE", 10)}{pad("STEP", 6, true)} {pad("RANGE", 18)}{pad("AGE", 9, true)}
+        {pad("SIZE", 11, true)} {pad("CATEGORY", 16)}{pad(`NAME (sort: ${props.sort})`, nameWidth)}{pad("PHASE", 10)}{pad("STEP", 6, true)} {pad("RANGE", rangeWidth)}{pad("AGE", 9, true)}
       </Text>
       {rows.slice(first, first + room).map((b, i) => (
         <Text key={b.address} inverse={first + i === props.selected} color={color(b.category === "activation" ? "magenta" : b.category === "parameter" ? "cyan" : "white")}>
-          {pad(formatBytes(b.size_bytes), 11, true)} {pad(b.category, 16)}{pad(b.name ?? `0x${b.address.toString(16)}`, nameWidth)}{pad(b.phase, 10)}{pad(b.step === null ? "" : String(b.step), 6, true)} {pad(b.range_name ?? "", 18)}{pad(`${((lastUs - b.time_us) / 1e6).toFixed(1)}s`, 9, true)}
+          {pad(formatBytes(b.size_bytes), 11, true)} {pad(b.category, 16)}{pad(b.name ?? `0x${b.address.toString(16)}`, nameWidth)}{pad(b.phase, 10)}{pad(b.step === null ? "" : String(b.step), 6, true)} {pad(b.range_name ?? "", rangeWidth)}{pad(`${((lastUs - b.time_us) / 1e6).toFixed(1)}s`, 9, true)}
         </Text>
       ))}
     </Box>
