@@ -160,3 +160,44 @@ describe("screens", () => {
     ui.unmount();
   });
 });
+
+describe("every screen fits the terminal", () => {
+  // Eight copies of the H100 recorded on the device and 50 processes: the busiest Overview.
+  const base = training as unknown as Document;
+  const busy: Document = {
+    ...base,
+    devices: Array.from({ length: 8 }, (_, i) => ({ ...base.devices[0]!, index: i, uuid: `${base.devices[0]!.uuid}-${i}` })),
+    processes: Array.from({ length: 50 }, (_, i) => ({ ...base.processes[0]!, pid: 1000 + i, device: i % 8, used_bytes: (i + 1) * 2 ** 28 })),
+  };
+  for (const [columns, rows] of [[80, 24], [100, 30], [200, 60]] as const) {
+    test(`${columns}×${rows}: no line wider than the terminal, the frame a line shorter than it, the tab line first`, async () => {
+      const ctl = new Controller(null, 1000);
+      ctl.doc = busy;
+      ctl.replay = await replayed("oom");
+      ctl.status = "x".repeat(300); // a long status line is cut, not wrapped
+      const ui = render(<App ctl={ctl} ascii={false} size={{ columns, rows }} />);
+      for (const key of ["1", "2", "3", "4", "5", "6"]) {
+        ui.stdin.write(key);
+        await tick();
+        const lines = ui.lastFrame()!.split("\n");
+        expect({ key, lines: lines.length }).toEqual({ key, lines: Math.min(lines.length, rows - 1) });
+        for (const l of lines) expect({ key, l, width: [...l].length }).toEqual({ key, l, width: Math.min([...l].length, columns) });
+        expect(lines[0]).toContain(`[${key} `);
+        if (key === "2") {
+          // Nothing squeezed out: the title, the headline and the phase table are all there.
+          expect(lines[1]).toContain("pid 4242");
+          expect(lines[2]).toContain("allocated");
+          expect(lines.some((l) => l.includes("SHARE OF PEAK"))).toBe(true);
+        }
+        if (key === "3") {
+          // One line a block: every row ends with its age, none wraps.
+          const header = lines.findIndex((l) => l.includes("SIZE CATEGORY"));
+          const body = lines.slice(header + 1, -1).filter((l) => l.trim());
+          expect(body.length).toBeGreaterThan(3);
+          for (const l of body) expect(l.trimEnd()).toMatch(/\d\.\ds$/);
+        }
+      }
+      ui.unmount();
+    });
+  }
+});
