@@ -37,6 +37,26 @@ def _env_int(*names):
     return None
 
 
+MIN_CAPACITY, MAX_CAPACITY = 1 << 10, 1 << 26  # 64 KiB to 4 GiB of records
+
+
+def ring_capacity(env):
+    """GPUMEM_TUI_RING_CAPACITY, or the default. A value that is not a power of two in range is
+    said on stderr (the user set it on purpose) and the default is used: monitoring still starts."""
+    v = env.get("GPUMEM_TUI_RING_CAPACITY")
+    if v is None:
+        return ring.DEFAULT_CAPACITY
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if MIN_CAPACITY <= n <= MAX_CAPACITY and not n & (n - 1):
+        return n
+    sys.stderr.write("gpumem-agent: GPUMEM_TUI_RING_CAPACITY=%s is not a power of two from %d to %d records; using %d\n"
+                     % (v, MIN_CAPACITY, MAX_CAPACITY, ring.DEFAULT_CAPACITY))
+    return ring.DEFAULT_CAPACITY
+
+
 def job_id(env=os.environ):
     """What the ranks of one job share and another job's do not: torchrun's run id (unless the
     default "none"), else the rendezvous address, else Slurm's job id; None where nothing says."""
@@ -132,7 +152,7 @@ class Agent:
         self.ring_path = os.path.join(self.dir, "%d.ring" % self.pid)
         self.sock_path = os.path.join(self.dir, "%d.sock" % self.pid)
         self.manifest_path = os.path.join(self.dir, "%d.json" % self.pid)
-        capacity = int(os.environ.get("GPUMEM_TUI_RING_CAPACITY", ring.DEFAULT_CAPACITY))
+        capacity = ring_capacity(os.environ)
         self.ring = ring.Ring(self.ring_path, capacity=capacity, n_devices=n)
         self.n_devices = min(n, ring.MAX_DEVICES)
         self.sync()  # seed the totals from the allocator's statistics

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 import subprocess  # noqa: E402
 
 from gpumem_agent import build, paths, ring  # noqa: E402
-from gpumem_agent.agent import _env_int, job_id, totals_from_stats  # noqa: E402
+from gpumem_agent.agent import _env_int, job_id, ring_capacity, totals_from_stats  # noqa: E402
 from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
 
 
@@ -181,6 +181,19 @@ class Launchers(unittest.TestCase):
         finally:
             os.environ.clear()
             os.environ.update(old)
+
+
+class RingCapacity(unittest.TestCase):
+    def test_a_bad_capacity_is_said_and_the_default_used(self):
+        import contextlib
+        import io
+        self.assertEqual(ring_capacity({}), ring.DEFAULT_CAPACITY)
+        self.assertEqual(ring_capacity({"GPUMEM_TUI_RING_CAPACITY": "1024"}), 1024)
+        for bad in ["abc", "1000", "0", "-4", str(1 << 40)]:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(ring_capacity({"GPUMEM_TUI_RING_CAPACITY": bad}), ring.DEFAULT_CAPACITY)
+            self.assertIn("GPUMEM_TUI_RING_CAPACITY=%s is not a power of two from 1024 to 67108864 records; using 262144" % bad, err.getvalue())
 
 
 class Files(unittest.TestCase):
