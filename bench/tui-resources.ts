@@ -14,10 +14,10 @@ const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).s
 const TICK = 100; // clock ticks a second on Linux (getconf CLK_TCK)
 const SECONDS = 20;
 
-async function measure(args: string) {
+async function measure(args: string, env = "") {
   sh("kill-session", "-t", s);
   const t0 = performance.now();
-  sh("new-session", "-d", "-s", s, "-x", "200", "-y", "60", `exec bun ${cli} ${args}`);
+  sh("new-session", "-d", "-s", s, "-x", "200", "-y", "60", `exec env ${env} bun ${cli} ${args}`);
   let firstFrameMs = NaN;
   while (performance.now() - t0 < 10_000) {
     if (sh("capture-pane", "-p", "-t", s).includes("gpumem-tui")) {
@@ -45,9 +45,17 @@ async function measure(args: string) {
   await Bun.sleep(500);
   sh("kill-session", "-t", s);
 
-  return { args, first_frame_ms: Math.round(firstFrameMs), cpu_percent_of_a_core: +cpuPct.toFixed(2), max_rss_mb: +(maxRss / 2 ** 20).toFixed(1) };
+  return { args, env, first_frame_ms: Math.round(firstFrameMs), cpu_percent_of_a_core: +cpuPct.toFixed(2), max_rss_mb: +(maxRss / 2 ** 20).toFixed(1) };
 }
-const runs = [await measure("--interval 1000"), await measure("--demo --interval 1000")];
+// NODE_ENV=development: React's development build, what the monitor ran before it chose the
+// production build itself (src/cli.ts loadScreens); the same code otherwise, side by side.
+const DEV = "NODE_ENV=development";
+const runs = [
+  await measure("--interval 1000"),
+  await measure("--interval 1000", DEV),
+  await measure("--demo --interval 1000"),
+  await measure("--demo --interval 1000", DEV),
+];
 const r = { date: new Date().toISOString(), seconds: SECONDS, runs };
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, "tui-resources.json"), `${JSON.stringify(r, null, 2)}\n`);
@@ -56,12 +64,13 @@ const md = `# The monitor's own cost
 Command: \`bun bench/tui-resources.ts\` (${r.date}, this repository's 2-core machine, no GPU). The monitor in
 tmux at 200×60, two ways: watching this machine (no GPU, no agents: the Overview sampling every second),
 and \`--demo\` (a recorded H100 training run replayed through the model at 0.5×, looping, the screen
-redrawn at each replayed state: an upper bound). Measured from /proc over ${SECONDS} s after a 2 s start-up. First frame: from starting the
+redrawn at each replayed state: an upper bound); each also with \`${DEV}\` (React's development
+build, which the monitor ran before it chose the production build). Measured from /proc over ${SECONDS} s after a 2 s start-up. First frame: from starting the
 process to the header on the pane (tmux polled every 5 ms; includes Bun's start-up).
 
 | run | first frame (target < 300 ms) | CPU, % of a core (target < 2 %) | max RSS (target < 150 MB) |
 | --- | --- | --- | --- |
-${runs.map((x) => `| \`${x.args}\` | ${x.first_frame_ms} ms | ${x.cpu_percent_of_a_core} % | ${x.max_rss_mb} MB |`).join("\n")}
+${runs.map((x) => `| \`${x.env ? `${x.env} ` : ""}${x.args}\` | ${x.first_frame_ms} ms | ${x.cpu_percent_of_a_core} % | ${x.max_rss_mb} MB |`).join("\n")}
 
 nvtop and nvidia-smi do not run on this machine (no GPU); the side-by-side with them is left for the device.
 `;

@@ -150,6 +150,23 @@ const SCRIPTED: Partial<Record<Options["command"], string>> = {
   view: "`gpumem-tui view FILE --json`",
 };
 
+/**
+ * The screens, with React's production build unless the user's NODE_ENV says otherwise: its
+ * development build costs the monitor about a tenth more CPU and the demo a tenth more memory
+ * (bench/results/tui-resources.md, both builds side by side).
+ * React reads NODE_ENV once, as its modules load; a program started by `run` gets the
+ * environment as it was.
+ */
+async function loadScreens(): Promise<typeof import("./tui/main")> {
+  if (process.env.NODE_ENV !== undefined) return await import("./tui/main");
+  process.env.NODE_ENV = "production";
+  try {
+    return await import("./tui/main");
+  } finally {
+    delete process.env.NODE_ENV;
+  }
+}
+
 /** Whether the command line opens the interactive screens (everything else prints and exits). */
 export function opensScreens(o: Options): boolean {
   if (o.json) return false;
@@ -226,7 +243,7 @@ async function main(argv: string[]): Promise<number> {
           collector.close();
         }
       }
-      const { runMonitorOnChild } = await import("./tui/main");
+      const { runMonitorOnChild } = await loadScreens();
       return await runMonitorOnChild(opts, startChild);
     }
     case "view": {
@@ -235,7 +252,7 @@ async function main(argv: string[]): Promise<number> {
         await writeOut(`${JSON.stringify(await viewJson(opts.rest[0]!))}\n`);
         return 0;
       }
-      const { runView } = await import("./tui/main");
+      const { runView } = await loadScreens();
       return await runView(opts.rest[0]!, opts);
     }
     case "replay": {
@@ -248,7 +265,7 @@ async function main(argv: string[]): Promise<number> {
           return 0;
         }
         if (!opts.json) {
-          const { runReplay } = await import("./tui/main");
+          const { runReplay } = await loadScreens();
           return await runReplay(recording, opts);
         }
         const { replayJson } = await import("./headless/replay");
@@ -268,7 +285,7 @@ async function main(argv: string[]): Promise<number> {
           await streamJson(collector, { once: opts.once, intervalMs: opts.intervalMs });
           return 0;
         }
-        const { runMonitor } = await import("./tui/main");
+        const { runMonitor } = await loadScreens();
         return await runMonitor(collector, { ...opts, speed: opts.speed });
       } finally {
         collector.close({ fast: opts.once });
