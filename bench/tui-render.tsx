@@ -1,7 +1,7 @@
 // Rendering one Overview frame: 8 GPUs, 50 processes, 200×60, through Ink (renderToString: the
 // same components, layout and text the terminal gets), beside serializing the same document
 // as JSON (the cheapest view of it).
-//   bun bench/tui-render.tsx [OUT_DIR]
+//   NODE_ENV=production bun bench/tui-render.tsx [OUT_DIR]   (React's build as the monitor loads it)
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
@@ -71,7 +71,7 @@ mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, "tui-render.json"), `${JSON.stringify(r, null, 2)}\n`);
 const md = `# Rendering an Overview frame
 
-Command: \`bun bench/tui-render.tsx\` (${r.date}, this repository's 2-core machine). 8 GPUs (the H100 document
+Command: \`${process.env.NODE_ENV ? `NODE_ENV=${process.env.NODE_ENV} ` : ""}bun bench/tui-render.tsx\` (React's ${process.env.NODE_ENV === "production" ? "production build, as the monitor loads it" : "development build"}; ${r.date}, this repository's 2-core machine). 8 GPUs (the H100 document
 recorded on the device, copied), 50 processes, 200×60, braille charts of 600 samples, 100 frames after 20.
 
 | what | median | p95 |
