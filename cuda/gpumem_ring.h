@@ -32,7 +32,7 @@
 
 /* Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook
  * stores them unchanged; 16 and up are marks the agent writes. Names (lower case) are the same in
- * C, Python (gpumem_agent.ring.ACTIONS) and TypeScript (src/ffi/ring.ts ACTIONS). */
+ * C, Python (gpumem_agent.ring.ACTIONS) and TypeScript (src/ffi/events.ts ACTION). */
 enum gpumem_action {
   GPUMEM_ACTION_ALLOC = 0,          /* a block handed out: address, size */
   GPUMEM_ACTION_FREE_REQUESTED = 1, /* the program freed it: allocated drops */
@@ -46,8 +46,17 @@ enum gpumem_action {
   GPUMEM_ACTION_PHASE = 16,         /* the phase changed to `phase` (step, range current) */
   GPUMEM_ACTION_STEP = 17,          /* step `step` begins (after an optimizer step) */
   GPUMEM_ACTION_RANGE_ENTER = 18,   /* record_function range `range` entered */
-  GPUMEM_ACTION_RANGE_EXIT = 19     /* record_function range `range` left */
+  GPUMEM_ACTION_RANGE_EXIT = 19,    /* record_function range `range` left */
+  GPUMEM_ACTION_SYNC = 20           /* the allocator's own figures of `device` at this point of the
+                                     * stream: address = allocated, size = reserved, stream =
+                                     * requested bytes (torch.cuda.memory_stats), extra = the
+                                     * device's alloc + free_requested records counted by the hook
+                                     * when they were read (GPUMEM_SYNC_UNSURE: an event raced the
+                                     * read, the figures are not tied to this point) */
 };
+
+/* A sync's `extra` when an allocator event happened while the figures were read. */
+#define GPUMEM_SYNC_UNSURE UINT64_MAX
 
 /* Phases: what the training loop was doing when the event happened. */
 enum gpumem_phase {

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -93,6 +94,41 @@ void on_trace(const cca::TraceEntry& te) {
   gpumem_ring_push(h, &r);
 }
 
+// Sync records: the allocator's exact figures of each device, tied to a point of the stream, so a
+// reader compares its block detail with torch's totals at the same moment (the header's live totals
+// run ahead of the records a reader has taken). Written at attach, at every step mark and at
+// detach: a few microseconds a step, nothing per allocator event.
+void push_sync(gpumem_header* h) {
+  if (g_empty.load(std::memory_order_relaxed)) return;
+  using c10::CachingDeviceAllocator::StatType;
+  const auto all = static_cast<size_t>(StatType::AGGREGATE);
+  const uint32_t n = std::min<uint32_t>(h->n_devices, GPUMEM_MAX_DEVICES);
+  for (uint32_t dev = 0; dev < n; dev++) {
+    gpumem_totals* t = &h->totals[dev];
+    auto events = [t] { return GPUMEM_LOAD(&t->n_alloc) + GPUMEM_LOAD(&t->n_free); };
+    const int64_t before = events();
+    // Takes the device's allocator lock: the figures are those after some event, and an
+    // unchanged count on both sides says which one.
+    auto s = cca::getDeviceStats(static_cast<c10::DeviceIndex>(dev));
+    const int64_t after = events();
+    const int64_t reserved = int64_t(s.reserved_bytes[all].current);
+    if (reserved == 0 && after == 0) continue;  // a device this process never allocated on
+    gpumem_record r;
+    std::memset(&r, 0, sizeof r);
+    r.action = GPUMEM_ACTION_SYNC;
+    r.device = static_cast<int8_t>(dev);
+    r.time = static_cast<uint64_t>(c10::getApproximateTime());
+    r.address = uint64_t(s.allocated_bytes[all].current);
+    r.size = uint64_t(reserved);
+    r.stream = uint64_t(s.requested_bytes[all].current);
+    r.extra = before == after ? uint64_t(after) : GPUMEM_SYNC_UNSURE;
+    r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+    r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
+    r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+    gpumem_ring_push(h, &r);
+  }
+}
+
 // record_function ranges: ids interned under a small mutex (ranges are rare next to allocator
 // events, and this never runs inside the allocator). A process-wide stack, so that allocations made
 // by autograd's threads inside a user range are tagged with it too.
@@ -164,9 +200,9 @@ at::CallbackHandle g_range_callback = 0;
 extern "C" {
 
 // Map the ring the agent created and start receiving the allocator's events. The caller (the
-// agent) has filled the header and seeded the totals. `mode`: 0 normal, 1 copy the allocator's
+// agent) has filled the header and seeded the totals. `exact`: 0 normal, 1 copy the allocator's
 // exact stats at each event (costly), 2 an empty tracker (to measure torch's own cost). 0 or -errno.
-int gpumem_hook_attach(const char* ring_path, int exact) {  // exact: the mode above
+int gpumem_hook_attach(const char* ring_path, int exact) {
   if (g_header.load()) return 0;
   int fd = open(ring_path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return -errno;
@@ -193,6 +229,7 @@ int gpumem_hook_attach(const char* ring_path, int exact) {  // exact: the mode a
     g_range_callback = at::addGlobalCallback(
         at::RecordFunctionCallback(on_range_enter, on_range_exit).scopes({at::RecordScope::USER_SCOPE}).needsInputs(false));
   });
+  push_sync(h);  // what was allocated before the hook ran: the reader's starting point
   return 0;
 }
 
@@ -203,6 +240,7 @@ int gpumem_hook_attach(const char* ring_path, int exact) {  // exact: the mode a
 void gpumem_hook_detach(void) {
   gpumem_header* h = g_header.exchange(nullptr);
   if (!h) return;
+  push_sync(h);  // the end of the stream, tied to torch's final figures
   h->closed = 1;
   if (g_range_callback) {
     at::removeCallback(g_range_callback);
@@ -225,6 +263,8 @@ void gpumem_hook_calibrate(int ms, int64_t* base_ticks, int64_t* base_ns, double
 void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
   gpumem_header* h = g_header.load(std::memory_order_acquire);
   if (!h) return;
+  // A step ends: torch's figures at its boundary, stamped with the step that ends.
+  if (action == GPUMEM_ACTION_STEP) push_sync(h);
   __atomic_store_n(&h->cur_phase, phase, __ATOMIC_RELAXED);
   __atomic_store_n(&h->cur_step, step, __ATOMIC_RELAXED);
   push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED));

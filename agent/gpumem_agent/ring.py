@@ -22,7 +22,7 @@ MODES = {MODE_NONE: "none", MODE_HOOK: "hook", MODE_POLLING: "polling"}
 ACTIONS = {
     "alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3, "segment_free": 4,
     "segment_map": 5, "segment_unmap": 6, "snapshot": 7, "oom": 8,
-    "phase": 16, "step": 17, "range_enter": 18, "range_exit": 19,
+    "phase": 16, "step": 17, "range_enter": 18, "range_exit": 19, "sync": 20,
 }
 PHASES = ["other", "forward", "backward", "optimizer"]
 

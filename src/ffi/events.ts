@@ -21,7 +21,12 @@ export const ACTION = {
   step: 17,
   range_enter: 18,
   range_exit: 19,
+  /** torch's own figures of one device at this point of the stream (gpumem_ring.h GPUMEM_ACTION_SYNC). */
+  sync: 20,
 } as const;
+
+/** A sync record's `extra` when an allocator event raced the read (GPUMEM_SYNC_UNSURE, 2^64 − 1 as a double). */
+export const SYNC_UNSURE = 2 ** 64;
 export type ActionName = keyof typeof ACTION;
 
 export const ACTION_NAMES: Record<number, ActionName> = Object.fromEntries(

@@ -224,6 +224,8 @@ export interface StepLine {
   duration_us: number | null;
   allocated_at_start_bytes: number;
   held_at_end_bytes: number;
+  /** torch's memory_allocated() at the step's boundary, from the hook's sync record (null without one). */
+  torch_allocated_at_end_bytes: number | null;
   peak_allocated_bytes: number;
   peak_phase: string | null;
   alloc_bytes: number;
@@ -240,6 +242,7 @@ export function steps(m: ProfilerModel, opts: { device?: number } = {}): { devic
     duration_us: complete ? num(r.end_us - r.start_us) : num(d.lastTime_us - r.start_us),
     allocated_at_start_bytes: r.allocated_at_start,
     held_at_end_bytes: complete ? r.allocated_at_end : d.allocated,
+    torch_allocated_at_end_bytes: num(r.torchAllocated),
     peak_allocated_bytes: r.peak_allocated,
     peak_phase: r.peak_phase >= 0 ? (PHASES[r.peak_phase] ?? null) : null,
     alloc_bytes: r.alloc_bytes,

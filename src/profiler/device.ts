@@ -13,6 +13,7 @@ import {
   N_CAT,
   survivorCategory,
 } from "./categories";
+import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { StepRecord, type RangeStats } from "./steps";
 import { Timeline } from "./timeline";
 
@@ -150,6 +151,10 @@ export class DeviceState {
   replacedBlocks = 0;
   /** Records lost while feeding this device (from the reader's lap count). */
   lost = 0;
+  /** Block detail against torch's own figures at sync records. */
+  readonly consistency = new Consistency();
+  /** Blocks a resync added (from names or a snapshot) that no recorded alloc accounts for. */
+  resyncedBlocks = 0;
 
   // NVML's view of this process on this device.
   nvmlUsed: number | null = null;
@@ -319,6 +324,7 @@ export class DeviceState {
     this.liveByCat[cat]! -= size;
     this.liveCountByCat[cat]!--;
     if (size > LARGE) this.liveLarge--;
+    if (b.flags[slot] === 2) this.resyncedBlocks--;
     this.liveByRange[b.range[slot]!]! -= size;
     if (b.step[slot] === this.step) {
       this.liveStepByPhase[b.phase[slot]!]! -= size;
@@ -398,6 +404,37 @@ export class DeviceState {
   private observeSegment(t: number): void {
     this.timeline.observe(t, this.allocated, this.reserved);
     this.lastTime_us = t;
+  }
+
+  /** Bytes of the live blocks. */
+  liveBytes(): number {
+    let s = 0;
+    for (let c = 0; c < N_CAT; c++) s += this.liveByCat[c]!;
+    return s;
+  }
+
+  private detail(): DetailAtSync {
+    return {
+      step: this.step,
+      events: this.nAlloc + this.nFree,
+      blockBytes: this.liveBytes(),
+      largeBlocks: this.liveLarge,
+      requested: this.requested,
+      unknownFreeBytes: this.unknownFreeBytes,
+    };
+  }
+
+  /** A sync record: torch's figures here, compared with the blocks (see consistency.ts). */
+  syncPoint(t: number, allocated: number, reserved: number, requested: number, events: number): SyncPoint | null {
+    this.lastTime_us = t;
+    const p = this.consistency.observe(this.detail(), t, allocated, reserved, requested, events);
+    if (p !== null) this.cur.torchAllocated = allocated;
+    return p;
+  }
+
+  /** A closed ring's final header, read after its last record (see Consistency.observeEnd). */
+  endPoint(allocated: number, reserved: number, requested: number): SyncPoint {
+    return this.consistency.observeEnd(this.detail(), this.lastTime_us, allocated, reserved, requested);
   }
 
   oom(t: number, request: number, deviceFree: number, largestFree: number): void {
@@ -642,6 +679,7 @@ export class DeviceState {
     b.category[slot] = cat;
     b.flags[slot] = 2;
     b.names[slot] = name;
+    this.resyncedBlocks++;
     if (size > LARGE) this.liveLarge++;
     this.liveByCat[cat]! += size;
     this.liveCountByCat[cat]!++;
@@ -694,7 +732,9 @@ export class DeviceState {
     this.unknownFrees = 0;
     this.unknownFreeBytes = 0;
     this.replacedBlocks = 0;
+    this.resyncedBlocks = 0;
     this.segmentsApprox = false;
+    this.consistency.restart();
     return { kept, added: want.size, dropped };
   }
 

@@ -284,22 +284,19 @@ function nonPytorchFinding(m: ProfilerModel, d: DeviceState): Finding | null {
 function partialFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const s = deviceSummary(m, d);
   if (!s.partial) return null;
-  const why: string[] = [];
-  if (d.lost > 0) why.push(`${d.lost} records lost (the ring lapped)`);
-  if (d.unknownFrees > 0) why.push(`${d.unknownFrees} frees of blocks allocated before the recording (${formatBytes(d.unknownFreeBytes)})`);
-  if (s.unaccounted_bytes !== 0) why.push(`${formatBytes(s.unaccounted_bytes)} allocated that no recorded block accounts for`);
-  if (d.replacedBlocks > 0) why.push(`${d.replacedBlocks} blocks whose free was missed`);
   return {
     id: "partial",
     severity: "info",
     device: d.device,
     title: "block detail is partial",
-    evidence: `Block detail on device ${d.device} is partial: ${why.join("; ")}. Totals (${s.totals_source}) stay exact; the agent's names or a snapshot fill the blocks back in.`,
+    evidence: `Block detail on device ${d.device} is partial: ${s.partial_causes.join("; ")}. Totals (${s.totals_source}) stay exact; the agent's names or a snapshot fill the blocks back in.`,
     numbers: {
       lost_records: d.lost,
       unknown_frees: d.unknownFrees,
+      before_attach_bytes: s.before_attach_bytes,
       unaccounted_bytes: s.unaccounted_bytes,
       replaced_blocks: d.replacedBlocks,
+      resynced_blocks: d.resyncedBlocks,
     },
   };
 }

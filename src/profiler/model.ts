@@ -25,6 +25,9 @@ export interface SetHeaderOptions {
   /** Take the header's totals (default true). Replay of a recorded ring sets false until the end:
    *  a recorded header holds the final totals, which must not show at the start. */
   totals?: boolean;
+  /** Every record of the ring has been read (a recording replayed to its end): a closed ring's
+   *  header then holds torch's figures at the same point as the blocks, and they are compared. */
+  streamEnd?: boolean;
 }
 
 const MAX_DEVICES = 16;
@@ -84,6 +87,13 @@ export class ProfilerModel {
         // The hook numbers ranges from 1 as it meets them: an id this large is a damaged record.
         this.invalidRecords++;
         rg = 0;
+      }
+      if (a === ACTION.sync) {
+        // torch's own figures of one device at this point of the stream
+        const dev = device[i]!;
+        if (dev < 0 || dev >= MAX_DEVICES) this.invalidRecords++;
+        else this.deviceFor(dev, t, st, ph, rg).syncPoint(t, address[i]!, size[i]!, stream[i]!, batch.extra[i]!);
+        continue;
       }
       if (a >= 16) {
         // phase, step, range_enter (18), range_exit (19): marks for every device
@@ -229,6 +239,7 @@ export class ProfilerModel {
     for (const d of this.devices) {
       d.lost += n;
       d.cur.partial = true;
+      d.consistency.noteLost();
     }
   }
 
@@ -247,6 +258,14 @@ export class ProfilerModel {
       }
       this.lostSinceAnchor = 0;
     }
+    // A ring left open (its process killed) holds the live totals of its last moment, between two
+    // of the agent's copies: only a closed ring's, or one written before sync records existed
+    // (its writer saved exact totals), is taken for torch's figures at the end.
+    if (opts.streamEnd && h.mode === "hook")
+      for (const t of h.totals) {
+        const d = this.byIndex[t.device];
+        if (d && (h.closed || d.consistency.before === null)) d.endPoint(t.allocated, t.reserved, t.requested);
+      }
   }
 
   /** NVML's used bytes for this process on a device, sampled at nowUs (the caller joins pids). */

@@ -3,8 +3,10 @@
 // JSON come from one of these functions.
 
 import { PHASES } from "../ffi/events";
-import { CATEGORIES, CAT_UNRESOLVED, N_CAT, survivorCategory } from "./categories";
-import { DeviceState, LARGE, RESYNCED_STEP } from "./device";
+import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
+import type { SyncPoint } from "./consistency";
+import { DeviceState, RESYNCED_STEP } from "./device";
+import { formatBytes } from "./format";
 import type { ProfilerModel } from "./model";
 import type { TimelineView } from "./timeline";
 import { segmentMap, type SegmentMap } from "./segments";
@@ -40,11 +42,18 @@ export interface DeviceSummary {
   live_blocks: number;
   live_block_bytes: number;
   segments: number;
-  /** Bytes the header counts as allocated that no live block of the model accounts for (up to
-   *  1 MiB per live block above 1 MiB is the allocator not splitting a block: detail stays whole). */
-  unaccounted_bytes: number;
-  /** Block detail is incomplete (records lost, frees of blocks never seen, or unaccounted bytes). */
+  /** At the last sync record: torch's allocated that no live block accounts for (up to 1 MiB per
+   *  live block above 1 MiB is the allocator not splitting a block); null before any sync. */
+  unaccounted_bytes: number | null;
+  /** Block detail is incomplete, for the causes in `partial_causes`. */
   partial: boolean;
+  /** Why, in words: records lost (the ring lapped), memory from before the attach, blocks filled
+   *  in by a resync, a sync that disagreed. Empty when the detail is whole. */
+  partial_causes: string[];
+  /** Bytes torch held when the agent attached that no free has shown gone (not in block detail). */
+  before_attach_bytes: number;
+  /** Block detail against torch's own figures at each sync record (step boundaries). */
+  sync: SyncSummary;
   lost_records: number;
   step: number;
   phase: string;
@@ -52,6 +61,15 @@ export interface DeviceSummary {
   range_name: string | null;
   first_time_us: number | null;
   last_time_us: number | null;
+}
+
+export interface SyncSummary {
+  checks: number;
+  agreed: number;
+  disagreed: number;
+  /** Syncs not compared: an event raced the read, or records were lost just before. */
+  skipped: number;
+  last: SyncPoint | null;
 }
 
 export interface Summary {
@@ -70,21 +88,35 @@ export function num(v: number): number | null {
   return v === v ? v : null;
 }
 
-function liveBytes(d: DeviceState): number {
-  let s = 0;
-  for (let c = 0; c < N_CAT; c++) s += d.liveByCat[c]!;
-  return s;
+/**
+ * Why a device's block detail is partial, in words (empty: it is whole). Only named causes: the
+ * live totals in the ring header run ahead of the records read, so they are never compared with
+ * the blocks; a sync record, tied to a point of the stream, is.
+ */
+export function partialCauses(d: DeviceState): string[] {
+  const why: string[] = [];
+  if (d.lost > 0) why.push(`${d.lost} records lost (the ring lapped)`);
+  const before = d.consistency.preAttachBytes(d.unknownFreeBytes);
+  if (before > 0) why.push(`${formatBytes(before)} allocated before the agent attached`);
+  if (d.unknownFrees > 0) why.push(`${d.unknownFrees} frees of blocks allocated before the recording (${formatBytes(d.unknownFreeBytes)})`);
+  if (d.replacedBlocks > 0) why.push(`${d.replacedBlocks} blocks whose free was missed`);
+  if (d.resyncedBlocks > 0) why.push(`${d.resyncedBlocks} blocks filled in by a resync (when and where they were allocated is unknown)`);
+  const last = d.consistency.last;
+  if (last && !last.agreed)
+    why.push(
+      `at step ${last.step} torch counted ${formatBytes(last.torch_allocated_bytes)} allocated, the blocks ${formatBytes(last.block_bytes)}` +
+        (last.requested_difference_bytes !== 0 ? ` (requested bytes differ by ${formatBytes(last.requested_difference_bytes)})` : ""),
+    );
+  return why;
 }
 
 export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
   const h = m.headerTotals.get(d.device);
   const allocated = h ? h.allocated : d.allocated;
   const reserved = h ? h.reserved : d.reserved;
-  const live = liveBytes(d);
-  const unaccounted = allocated - live;
-  // Up to 1 MiB per large block is the allocator's rounding, not missing detail (see DeviceState.liveLarge).
-  const rounding = unaccounted >= 0 && unaccounted <= d.liveLarge * LARGE;
-  const partial = d.lost > 0 || d.unknownFrees > 0 || d.replacedBlocks > 0 || !rounding;
+  const live = d.liveBytes();
+  const causes = partialCauses(d);
+  const c = d.consistency;
   return {
     device: d.device,
     allocated_bytes: allocated,
@@ -111,8 +143,11 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
     live_blocks: d.blocks.count,
     live_block_bytes: live,
     segments: d.segSize.size,
-    unaccounted_bytes: unaccounted,
-    partial,
+    unaccounted_bytes: c.last ? c.last.unaccounted_bytes : null,
+    partial: causes.length > 0,
+    partial_causes: causes,
+    before_attach_bytes: c.preAttachBytes(d.unknownFreeBytes),
+    sync: { checks: c.checks, agreed: c.agreed, disagreed: c.disagreed, skipped: c.skipped, last: c.last },
     lost_records: d.lost,
     step: d.step,
     phase: PHASES[d.phase] ?? `phase#${d.phase}`,
@@ -155,8 +190,15 @@ export function summary(m: ProfilerModel): Summary {
       live_blocks: 0,
       live_block_bytes: 0,
       segments: 0,
-      unaccounted_bytes: h.allocated,
+      unaccounted_bytes: null,
+      // No record of this device was read: memory it holds has no block detail at all.
       partial: h.allocated !== 0,
+      partial_causes:
+        h.allocated === 0
+          ? []
+          : [`${formatBytes(h.allocated)} allocated and no allocator record read (${m.mode === "polling" ? "polling mode: the hook is not running" : "allocated before the agent attached"})`],
+      before_attach_bytes: 0,
+      sync: { checks: 0, agreed: 0, disagreed: 0, skipped: 0, last: null },
       lost_records: m.lostRecords,
       step: 0,
       phase: "other",
@@ -324,7 +366,7 @@ export function blocks(
   return {
     device: d.device,
     total_blocks: b.count,
-    total_bytes: liveBytes(d),
+    total_bytes: d.liveBytes(),
     partial: deviceSummary(m, d).partial,
     sort,
     blocks: out,

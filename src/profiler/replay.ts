@@ -152,7 +152,7 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
     }
   }
   const end = source.header();
-  m.setHeader(end);
+  m.setHeader(end, { streamEnd: true });
   yield stateLine(m);
   yield finalLine(m);
 }

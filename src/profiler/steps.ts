@@ -21,6 +21,8 @@ export interface RangeStats {
 export class StepRecord {
   end_us = NaN;
   allocated_at_end = NaN;
+  /** torch's own memory_allocated() at the step's last sync record (NaN where none came). */
+  torchAllocated = NaN;
   reserved_at_end = NaN;
   alloc_bytes = 0;
   freed_bytes = 0;

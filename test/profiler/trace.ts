@@ -41,6 +41,13 @@ export class Trace {
   oom(request: number, deviceFree: number): this {
     return this.push(ACTION.oom, 0, request, deviceFree);
   }
+  /** A sync record as the hook writes it: torch's allocated, reserved and requested bytes, and the
+   *  alloc + free_requested records it had counted (SYNC_UNSURE when an event raced the read). */
+  sync(allocated: number, reserved: number, requested: number, events: number): this {
+    this.t += this.dt;
+    this.rows.push([this.t, ACTION.sync, this.device, this.phase, allocated, reserved, requested, events, this.step, this.range]);
+    return this;
+  }
   setPhase(p: number): this {
     this.phase = p;
     return this.push(ACTION.phase);
