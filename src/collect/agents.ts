@@ -17,6 +17,9 @@ export function agentDir(env = process.env): string {
 export interface Agent {
   pid: number;
   manifest: Manifest;
+  /** The manifest file's modification time when it was read: the agent rewrites it when ranges,
+   *  lines or an OOM snapshot appear, and the monitor reads it again. */
+  manifestMtimeMs: number;
   ring: RingReader | null;
   header: RingHeader | null;
   exited: boolean;
@@ -59,9 +62,10 @@ export class AgentWatcher {
         // Loaded on the first manifest only: zod costs 25 ms of start-up that a machine without
         // agents should not pay.
         const { parseManifest } = require("./manifest") as typeof import("./manifest");
+        const manifestMtimeMs = statSync(path).mtimeMs;
         const manifest = parseManifest(readFileSync(path, "utf8"), path);
         if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
-        this.agents.set(pid, { pid, manifest, ring: null, header: null, exited: false, problem: null });
+        this.agents.set(pid, { pid, manifest, manifestMtimeMs, ring: null, header: null, exited: false, problem: null });
       } catch (e) {
         if (!pidAlive(pid)) this.removeStale(pid);
         else this.problems.push((e as Error).message);
@@ -100,6 +104,7 @@ export class AgentWatcher {
       this.removeStale(agent.pid);
       return;
     }
+    this.rereadManifest(agent);
     try {
       agent.ring ??= openRing(agent.manifest.ring);
       const header = agent.ring.header();
@@ -114,6 +119,28 @@ export class AgentWatcher {
       agent.problem = null;
     } catch (e) {
       agent.problem = (e as Error).message;
+    }
+  }
+
+  /** The manifest again where the agent rewrote it (a stat per tick; parsed only when it changed).
+   *  A rewrite that fails to parse keeps the last good manifest and says why. */
+  private rereadManifest(agent: Agent): void {
+    const path = join(this.dir, `${agent.pid}.json`);
+    let mtime: number;
+    try {
+      mtime = statSync(path).mtimeMs;
+    } catch {
+      return; // removed at exit: the last manifest stands
+    }
+    if (mtime === agent.manifestMtimeMs) return;
+    try {
+      const { parseManifest } = require("./manifest") as typeof import("./manifest");
+      const manifest = parseManifest(readFileSync(path, "utf8"), path);
+      if (manifest.pid !== agent.pid) throw new Error(`manifest ${path} now names pid ${manifest.pid}: the last one is kept`);
+      agent.manifest = manifest;
+      agent.manifestMtimeMs = mtime;
+    } catch (e) {
+      this.problems.push((e as Error).message);
     }
   }
 

@@ -6,6 +6,7 @@ import { createModel, type ProfilerModel } from "../profiler";
 import { replay, type ReplayClock } from "../profiler/replay";
 import type { Document } from "../headless/schema";
 import type { Agent } from "./agents";
+import { NameRequests } from "./names";
 import type { Recording } from "./recording";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
@@ -19,6 +20,8 @@ export interface ProcessModel {
   socket: string | null;
   title: string;
   ended: boolean;
+  /** Live agents: the names asked of the agent, and what they cost (null for replays). */
+  names?: NameRequests | null;
 }
 
 export class LiveModels {
@@ -30,7 +33,7 @@ export class LiveModels {
     for (const a of agents) {
       let pm = this.byPid.get(a.pid);
       if (!pm) {
-        pm = { pid: a.pid, model: createModel().keepTrace(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false };
+        pm = { pid: a.pid, model: createModel().keepTrace(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false, names: new NameRequests() };
         this.byPid.set(a.pid, pm);
       }
       pm.model.setRanges(a.manifest.ranges);
@@ -43,6 +46,10 @@ export class LiveModels {
           if (count === 0 && lost === 0) break;
           pm.model.ingest(this.batch, lost);
           n += count;
+        }
+        if (pm.names && !a.exited) {
+          pm.names.apply(pm.model, a.ring.next(), nowUs / 1000);
+          pm.names.tick(pm.socket, pm.model, nowUs / 1000);
         }
       }
       if (a.header) pm.model.setHeader(a.header);
@@ -71,7 +78,7 @@ export function idleCuttingClock(maxWaitUs: number, base: ReplayClock): ReplayCl
 }
 
 export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number }): { pm: ProcessModel; stop: () => void } {
-  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false };
+  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null };
   let stopped = false;
   const wall: ReplayClock = { now_us: () => performance.now() * 1000, sleep: (us) => Bun.sleep(us / 1000) };
   (async () => {
@@ -79,7 +86,7 @@ export function startReplay(recording: Recording, opts: { speed: number; onUpdat
     while (rec && !stopped) {
       pm.model = createModel().keepTrace();
       const clock = opts.maxIdleMs === undefined ? wall : idleCuttingClock(opts.maxIdleMs * 1000, wall);
-      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, model: pm.model, state_every_us: 100_000 })) {
+      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, names: rec.names, model: pm.model, state_every_us: 100_000 })) {
         if (stopped) return;
         opts.onUpdate();
       }

@@ -4,7 +4,7 @@
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { RING_MAGIC } from "../ffi/events";
 import { openRing } from "../ffi/ring";
-import type { EventSource } from "../profiler/replay";
+import type { EventSource, SavedNames } from "../profiler/replay";
 import { snapshotSource } from "../profiler/snapshot-trace";
 import type { SnapshotSegment } from "../profiler/device";
 import type { Manifest } from "./manifest";
@@ -17,7 +17,24 @@ export interface Recording {
   ranges: Record<string, string>;
   /** A snapshot's segments: the block detail at its end, for resynchronizing the model. */
   segments: SnapshotSegment[] | null;
+  /** The agent's names saved beside a ring (`x.names.json`), applied where they were taken. */
+  names: SavedNames[];
+  /** What a viewer should be told once (a ring without its manifest shows ranges by number). */
+  notes: string[];
   close(): void;
+}
+
+/** `x.names.json` beside `x.ring`: {"names": [tensors…], "write_index": W} (W absent: the end). */
+function readNames(path: string): SavedNames[] {
+  if (!existsSync(path)) return [];
+  let raw: { names?: unknown; write_index?: unknown };
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new Error(`${path}: the saved names are not JSON: ${(e as Error).message}`);
+  }
+  if (!raw || !Array.isArray(raw.names)) throw new Error(`${path}: the saved names need a "names" list (the agent's names reply)`);
+  return [{ tensors: raw.names as SavedNames["tensors"], write_index: typeof raw.write_index === "number" ? raw.write_index : null }];
 }
 
 
@@ -46,7 +63,9 @@ export function openRingRecording(path: string): Recording {
     const { parseManifest } = require("./manifest") as typeof import("./manifest");
     manifest = parseManifest(readFileSync(manifestPath, "utf8"), manifestPath);
   }
-  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, close: () => ring.close() };
+  const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
+  const names = readNames(path.replace(/\.ring$/, ".names.json"));
+  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, close: () => ring.close() };
 }
 
 /** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */
@@ -65,5 +84,5 @@ export async function openRecording(path: string): Promise<Recording> {
     throw new Error(`${path} is neither a gpumem-tui ring nor a PyTorch memory snapshot with a trace (device_traces)`);
   }
   const { source, ranges } = snapshotSource(snap as Parameters<typeof snapshotSource>[0]);
-  return { path, kind: "snapshot", source, manifest: null, ranges, segments: Array.isArray(snap.segments) ? snap.segments : null, close: () => {} };
+  return { path, kind: "snapshot", source, manifest: null, ranges, segments: Array.isArray(snap.segments) ? snap.segments : null, names: [], notes: [], close: () => {} };
 }

@@ -60,6 +60,7 @@ const symbols = {
   gpumem_ring_open: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   gpumem_ring_close: { args: [FFIType.ptr], returns: FFIType.void },
   gpumem_ring_header: { args: [FFIType.ptr], returns: FFIType.ptr },
+  gpumem_ring_next: { args: [FFIType.ptr], returns: FFIType.u64_fast },
   gpumem_ring_read: {
     args: [
       FFIType.ptr, FFIType.u32,
@@ -87,6 +88,8 @@ export interface RingReader {
   header(): RingHeader;
   /** Copy new records (at most the batch's capacity) into `batch`. */
   read(batch: EventBatch): ReadResult;
+  /** The index of the next record to read: every record before it was read or counted lost. */
+  next(): number;
   close(): void;
 }
 
@@ -146,6 +149,11 @@ class NativeRingReader implements RingReader {
     );
     batch.count = Number(n);
     return { count: batch.count, lost: Number(this.lost[0]) };
+  }
+
+  next(): number {
+    this.alive();
+    return Number(native().gpumem_ring_next(this.handle!));
   }
 
   close(): void {

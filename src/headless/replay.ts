@@ -12,7 +12,8 @@ export async function replayJson(recording: Recording, opts: { speed?: number })
     if (e.code === "EPIPE") process.exit(0);
     throw e;
   });
-  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? wallClock : undefined, ranges: recording.ranges });
+  for (const note of recording.notes) process.stderr.write(`gpumem-tui: ${note}\n`);
+  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? wallClock : undefined, ranges: recording.ranges, names: recording.names });
   for await (const line of lines) {
     if (!process.stdout.write(`${JSON.stringify(line)}\n`)) await new Promise((r) => process.stdout.once("drain", r));
   }
@@ -26,7 +27,7 @@ export async function replaySnapshot(recording: Recording, out: string): Promise
   const { createModel, resyncFromSnapshot } = await import("../profiler");
   const { writeSnapshotFile } = await import("../snapshot/write");
   const model = createModel().keepTrace();
-  for await (const _ of replay(recording.source, { ranges: recording.ranges, model })) {
+  for await (const _ of replay(recording.source, { ranges: recording.ranges, names: recording.names, model })) {
     // to the end
   }
   // A snapshot's segments hold blocks from before its trace began: the model takes them too.

@@ -4,6 +4,14 @@
 
 import { AddressMap } from "./address-map";
 
+/** What the agent said of the tensor a block holds, beside its name. */
+export interface TensorInfo {
+  shape: number[] | null;
+  dtype: string | null;
+  /** Named from the same tensor in an earlier step (same address, size and category), not asked. */
+  carried: boolean;
+}
+
 export class BlockTable {
   /** address → slot */
   readonly bySlot = new AddressMap();
@@ -24,6 +32,8 @@ export class BlockTable {
   flags: Uint8Array;
   /** Tensor names from the agent, by slot (undefined where unknown). */
   names: (string | undefined)[] = [];
+  /** The named tensor's shape and dtype, and whether the name was carried from an earlier step. */
+  tensors: (TensorInfo | undefined)[] = [];
   /** Counts every block added or removed: queries that sort blocks reuse their work while it stands still. */
   changes = 0;
   private freeSlots: Int32Array;
@@ -61,6 +71,7 @@ export class BlockTable {
   release(slot: number): void {
     this.changes++;
     this.names[slot] = undefined;
+    this.tensors[slot] = undefined;
     this.flags[slot] = 0;
     this.serial[slot] = -1;
     this.freeSlots[this.nFree++] = slot;

@@ -2,7 +2,7 @@
 // on numbers and typed arrays plus one Map operation keyed by address; work that walks many blocks
 // happens at phase and step boundaries (amortized over the events of the phase) or in queries.
 
-import { BlockTable } from "./blocks";
+import { BlockTable, type TensorInfo } from "./blocks";
 import {
   CAT_ACTIVATION,
   CAT_GRADIENT,
@@ -563,6 +563,7 @@ export class DeviceState {
           bytes += b.size[slot]!;
           n++;
         }
+        if (this.nameMemory.size > 0) this.carryName(slot);
       }
     }
     this.pendLen = 0;
@@ -593,6 +594,17 @@ export class DeviceState {
     cur.peakComp[promoted]! += main;
     cur.peakComp[CAT_OTHER]! += survived - main;
     cur.peakResolved = true;
+  }
+
+  /** A block whose lifetime category matches a tensor named at its address and size before. */
+  private carryName(slot: number): void {
+    const b = this.blocks;
+    if (b.names[slot] !== undefined) return;
+    const known = this.nameMemory.get(b.address[slot]!);
+    if (known && known.size === b.size[slot] && known.cat === b.category[slot]) {
+      b.names[slot] = known.name;
+      b.tensors[slot] = known.info;
+    }
   }
 
   /** The composition at the running step's peak as it stands now (for queries mid-phase). */
@@ -645,11 +657,23 @@ export class DeviceState {
     this.liveCountByCat[to]!++;
   }
 
+  /**
+   * Names the agent gave, by address: a tensor freed and made again each step (a gradient under
+   * zero_grad(set_to_none=True)) comes back at the same address with the same size, and its new
+   * block takes the name once its lifetime gives it the same category (see carryName).
+   */
+  private readonly nameMemory = new Map<number, { name: string; size: number; cat: number; info: TensorInfo }>();
+
   /** Give a live block the agent's category (cat < 0: a name only, the lifetime category stays). */
-  setCategory(slot: number, cat: number, name: string | undefined): void {
+  setCategory(slot: number, cat: number, name: string | undefined, info?: TensorInfo): void {
     this.otherChanges++;
     const b = this.blocks;
-    if (name !== undefined) b.names[slot] = name;
+    if (name !== undefined) {
+      b.names[slot] = name;
+      if (info) b.tensors[slot] = info;
+      if (cat >= 0 && this.nameMemory.size < 1 << 16)
+        this.nameMemory.set(b.address[slot]!, { name, size: b.size[slot]!, cat, info: { ...info ?? { shape: null, dtype: null }, carried: true } });
+    }
     if (cat < 0) return;
     const old = b.category[slot]!;
     if (old !== cat) {
@@ -664,7 +688,7 @@ export class DeviceState {
   }
 
   /** A block the agent names but the model never saw allocated (records were lost): add it. */
-  insertResynced(address: number, size: number, cat: number, name: string | undefined, t: number): void {
+  insertResynced(address: number, size: number, cat: number, name: string | undefined, t: number): number {
     const b = this.blocks;
     const slot = b.take();
     b.bySlot.set(address, slot);
@@ -684,6 +708,7 @@ export class DeviceState {
     this.liveByCat[cat]! += size;
     this.liveCountByCat[cat]!++;
     this.liveByRange[0]! += size;
+    return slot;
   }
 
   /**

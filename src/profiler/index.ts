@@ -25,14 +25,15 @@
 // null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
 export type { SnapshotSegment } from "./device";
-export { summary, timeline, categories, blocks, segments, deviceSummary } from "./queries";
-export type { Summary, DeviceSummary, Categories, BlocksView, BlockLine } from "./queries";
+export { summary, timeline, categories, blocks, segments, deviceSummary, partialCauses, unnamedBytes, blockLabel } from "./queries";
+export type { Summary, DeviceSummary, SyncSummary, Categories, BlocksView, BlockLine } from "./queries";
+export type { SyncPoint } from "./consistency";
 export { breakdown, steps, type StepBreakdown, type PhaseBreakdown, type RangeBreakdown, type StepLine } from "./breakdown";
 export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";
 export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
-export { replay, batchSource, stateLine, finalLine, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
+export { replay, batchSource, stateLine, finalLine, type SavedNames, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
 export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./trace";
 export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";

@@ -334,15 +334,16 @@ export class ProfilerModel {
         const cat = t.category !== undefined && t.category !== null && t.category !== "other" ? categoryCode(t.category) : -1;
         const tname = typeof t.name === "string" ? t.name : undefined;
         const slot = d.blocks.containing(sorted, t.address);
+        const info = { shape: Array.isArray(t.shape) ? t.shape.map(Number) : null, dtype: typeof t.dtype === "string" ? t.dtype : null, carried: false };
         if (slot >= 0) {
           const b = d.blocks;
-          // Several tensors can share a block (views, flat buffers): the first name stays, a
-          // known category wins over "other".
-          const name = b.names[slot] === undefined ? tname : undefined;
-          d.setCategory(slot, cat, name);
+          // Several tensors can share a block (views, flat buffers): the first name the agent gave
+          // stays (one carried from an earlier step gives way), a known category wins over "other".
+          const name = b.names[slot] === undefined || b.tensors[slot]?.carried ? tname : undefined;
+          d.setCategory(slot, cat, name, info);
           matched++;
         } else if (partial && t.size > 0) {
-          d.insertResynced(t.address, t.size, cat >= 0 ? cat : 0, tname, d.lastTime_us);
+          d.blocks.tensors[d.insertResynced(t.address, t.size, cat >= 0 ? cat : 0, tname, d.lastTime_us)] = info;
           added++;
         } else unknown++;
       }

@@ -3,7 +3,7 @@
 // JSON come from one of these functions.
 
 import { PHASES } from "../ffi/events";
-import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
+import { CATEGORIES, CAT_BUFFER, CAT_GRADIENT, CAT_OPTIMIZER_STATE, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { SyncPoint } from "./consistency";
 import { DeviceState, RESYNCED_STEP } from "./device";
 import { formatBytes } from "./format";
@@ -303,9 +303,22 @@ export interface BlockLine {
   range: number;
   range_name: string | null;
   name: string | null;
+  /** "agent": named by the agent's `names` reply; "earlier step": the same tensor's name at this
+   *  address and size in an earlier step (a gradient made again each step); null: unnamed. */
+  name_source: "agent" | "earlier step" | null;
+  shape: number[] | null;
+  dtype: string | null;
+  /** What a view shows for the block: its name, else what is known of it, never a bare address. */
+  label: string;
   category: string;
   /** Where the category comes from: the agent's names, the block's lifetime, or a resync. */
   category_source: "names" | "lifetime" | "resync";
+}
+
+/** An unnamed block in words: its category and where it was allocated (phase, range, step). */
+export function blockLabel(category: string, phase: string, rangeName: string | null, step: number | null): string {
+  const where = [phase === "other" ? null : phase, rangeName ? `in ${rangeName}` : null, step === null ? "step unknown" : `step ${step}`].filter(Boolean);
+  return `(${category}, ${where.join(", ")})`;
 }
 
 export interface BlocksView {
@@ -349,17 +362,27 @@ export function blocks(
   for (let k = 0; k < slots.length && k < limit; k++) {
     const s = slots[k]!;
     const cat = b.category[s]!;
+    const name = b.names[s] ?? null;
+    const tensor = b.tensors[s];
+    const step = b.step[s] === RESYNCED_STEP ? null : b.step[s]!;
+    const phase = PHASES[b.phase[s]!] ?? `phase#${b.phase[s]}`;
+    const rangeName = m.rangeName(b.range[s]!);
+    const category = CATEGORIES[cat === CAT_UNRESOLVED ? into : cat]!;
     out.push({
       address: b.address[s]!,
       size_bytes: b.size[s]!,
       stream: b.stream[s]!,
       time_us: b.time_us[s]!,
-      step: b.step[s] === RESYNCED_STEP ? null : b.step[s]!,
-      phase: PHASES[b.phase[s]!] ?? `phase#${b.phase[s]}`,
+      step,
+      phase,
       range: b.range[s]!,
-      range_name: m.rangeName(b.range[s]!),
-      name: b.names[s] ?? null,
-      category: CATEGORIES[cat === CAT_UNRESOLVED ? into : cat]!,
+      range_name: rangeName,
+      name,
+      name_source: name === null ? null : tensor?.carried ? "earlier step" : "agent",
+      shape: tensor?.shape ?? null,
+      dtype: tensor?.dtype ?? null,
+      label: name ?? blockLabel(category, phase, rangeName, step),
+      category,
       category_source: b.flags[s] === 2 ? "resync" : b.flags[s] === 1 ? "names" : "lifetime",
     });
   }
@@ -380,4 +403,22 @@ export function blocks(
 export function segments(m: ProfilerModel | DeviceState, opts: { device?: number; withBlocks?: boolean } = {}): SegmentMap {
   const d = m instanceof DeviceState ? m : requireDevice(m, opts.device);
   return segmentMap(d, { withBlocks: opts.withBlocks });
+}
+
+/**
+ * Bytes in live blocks of at least `minBytes` that have no name and outlived a step's phase as a
+ * parameter, gradient, optimizer state or buffer: what the agent's names would name. Walks every
+ * block: ask it now and then, not per frame.
+ */
+export function unnamedBytes(m: ProfilerModel, minBytes = 1024 * 1024): number {
+  let total = 0;
+  for (const d of m.devices) {
+    const b = d.blocks;
+    for (const s of b.bySlot.values()) {
+      const c = b.category[s]!;
+      if (b.names[s] === undefined && b.size[s]! >= minBytes && (c === CAT_PARAMETER || c === CAT_GRADIENT || c === CAT_OPTIMIZER_STATE || c === CAT_BUFFER))
+        total += b.size[s]!;
+    }
+  }
+  return total;
 }

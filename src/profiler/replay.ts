@@ -5,7 +5,7 @@
 
 import { newEventBatch, type EventBatch, type RingHeader } from "../ffi/events";
 import { findings, type Finding } from "./findings";
-import { createModel, type ProfilerModel } from "./model";
+import { createModel, type NamedTensor, type ProfilerModel } from "./model";
 import { breakdown, steps, type StepBreakdown, type StepLine } from "./breakdown";
 import { categories, summary, type Categories, type Summary } from "./queries";
 import { segmentMap, type SegmentMap } from "./segments";
@@ -35,6 +35,15 @@ export interface ReplayOptions {
   ranges?: Record<string, string>;
   /** Feed this model instead of a new one (a view that keeps showing it after the replay). */
   model?: ProfilerModel;
+  /** The agent's `names` replies saved with the recording: each applied once the replay has read
+   *  the ring up to its write index (null: at the end). */
+  names?: SavedNames[];
+}
+
+/** A `names` reply kept beside a recording (`x.names.json`). */
+export interface SavedNames {
+  tensors: NamedTensor[];
+  write_index: number | null;
 }
 
 export interface ReplayStateLine {
@@ -118,13 +127,17 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
   const header = source.header();
   m.setHeader(header, { totals: false });
   const batch = newEventBatch(opts.batch_size ?? 65_536);
+  const names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));
   let nextState = NaN;
   let firstEvent = NaN;
   let wallStart = NaN;
+  // The ring index of batch[0]: records read and records lost so far (a reader starts at 0).
+  let position = 0;
   for (;;) {
     const { count, lost } = source.read(batch);
     if (count === 0 && lost === 0) break;
     if (lost > 0) m.noteLost(lost);
+    position += lost;
     let i = 0;
     while (i < count) {
       const t0 = batch.time_us[i]!;
@@ -133,11 +146,15 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
         firstEvent = t0;
         if (opts.clock) wallStart = opts.clock.now_us();
       }
-      // Up to the next state's moment (records are in time order, give or take two writer threads).
+      // Up to the next state's moment (records are in time order, give or take two writer threads),
+      // or to the point where saved names were taken.
+      const namesAt = names[0]?.write_index ?? Infinity;
       let j = i;
-      while (j < count && batch.time_us[j]! < nextState) j++;
+      while (j < count && batch.time_us[j]! < nextState && position + j < namesAt) j++;
       m.ingest(batch, 0, i, j);
       i = j;
+      while (names.length > 0 && (names[0]!.write_index ?? Infinity) <= position + j) m.setNames(names.shift()!.tensors);
+      if (j < count && batch.time_us[j]! < nextState) continue;
       if (j < count) {
         if (speed !== undefined) {
           const due = wallStart + (nextState - firstEvent) / speed;
@@ -150,7 +167,9 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
         nextState += Math.max(1, Math.ceil((t - nextState + 1) / every)) * every;
       }
     }
+    position += count;
   }
+  for (const n of names) m.setNames(n.tensors);
   const end = source.header();
   m.setHeader(end, { streamEnd: true });
   yield stateLine(m);

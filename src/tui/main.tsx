@@ -86,7 +86,7 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
   const ctl = new Controller(null, opts.intervalMs);
   const r = startReplay(recording, { speed: opts.speed ?? 1, onUpdate: () => ctl.notify() });
   ctl.replay = r.pm;
-  ctl.status = `replay of ${recording.path} at ${opts.speed ?? 1}×`;
+  ctl.status = [`replay of ${recording.path} at ${opts.speed ?? 1}×`, ...recording.notes].join("; ");
   await show(ctl, opts, { initialScreen: 1, onExit: r.stop });
   return 0;
 }

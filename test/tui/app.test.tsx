@@ -190,11 +190,15 @@ describe("every screen fits the terminal", () => {
           expect(lines.some((l) => l.includes("SHARE OF PEAK"))).toBe(true);
         }
         if (key === "3") {
-          // One line a block: every row ends with its age, none wraps.
+          // One line a block: every row starts with its size, none wraps; shape and dtype fit.
           const header = lines.findIndex((l) => l.includes("SIZE CATEGORY"));
+          expect(lines[header]).toContain("SHAPE");
+          expect(lines[header]).toContain("DTYPE");
           const body = lines.slice(header + 1, -1).filter((l) => l.trim());
           expect(body.length).toBeGreaterThan(3);
-          for (const l of body) expect(l.trimEnd()).toMatch(/\d\.\ds$/);
+          for (const l of body) expect(l).toMatch(/^\s*\d+(\.\d+)? (B|KiB|MiB|GiB) /);
+          // an unnamed block says what it is, never a bare address
+          for (const l of body) expect(l).not.toMatch(/\b0x[0-9a-f]{6,}\b/);
         }
       }
       ui.unmount();

@@ -1,11 +1,65 @@
-// Tensors: live blocks with their names and categories, totals per category (MemReporter, live).
+// Tensors: live blocks with their names, shapes and dtypes, totals per category (MemReporter, live).
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { blocks, categories } from "../../profiler";
+import type { NamesStatus } from "../../collect/names";
+import { blocks, categories, type BlockLine } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
 
 export const TENSOR_SORTS = ["size", "time", "address"] as const;
 export type TensorSort = (typeof TENSOR_SORTS)[number];
+
+/** "768×2304", "scalar" for a 0-d tensor, "" where the agent gave no shape. */
+export function formatShape(shape: number[] | null): string {
+  if (shape === null) return "";
+  return shape.length === 0 ? "scalar" : shape.join("×");
+}
+
+/** Where the names came from and what they cost, in one line. */
+function namesLine(s: NamesStatus | undefined): string {
+  if (!s) return "";
+  if (s.error) return `names: ${s.error}`;
+  if (s.at_ms === null) return s.requests ? "names: asking the agent…" : "";
+  const cost = s.agent_ms === null ? "" : `, ${s.agent_ms.toFixed(1)} ms in the agent`;
+  return `names: ${s.matched} of ${s.tensors} tensors named at step ${s.step ?? "?"} (${s.requests} requests, the last ${s.reason}${cost})`;
+}
+
+interface Column {
+  title: string;
+  width: number;
+  right?: boolean;
+  cell: (b: BlockLine, ageUs: number) => string;
+}
+
+/** The columns that fit `width`: size, category, name, shape and dtype always; then age, phase,
+ *  step and range as room allows. The name takes what is left. */
+function columns(width: number, sort: TensorSort): { cols: Column[]; nameWidth: number } {
+  const fixed: Column[] = [
+    { title: "SIZE ", width: 11, right: true, cell: (b) => `${formatBytes(b.size_bytes)} ` },
+    { title: "CATEGORY", width: 16, cell: (b) => b.category },
+  ];
+  const tail: Column[] = [
+    { title: "SHAPE", width: 14, cell: (b) => formatShape(b.shape) },
+    { title: "DTYPE", width: 10, cell: (b) => b.dtype ?? "" },
+  ];
+  const optional: Column[] = [
+    { title: "AGE", width: 8, right: true, cell: (_b, age) => `${(age / 1e6).toFixed(1)}s` },
+    { title: "PHASE", width: 10, cell: (b) => ` ${b.phase}` },
+    { title: "STEP", width: 6, right: true, cell: (b) => (b.step === null ? "" : String(b.step)) },
+    { title: "RANGE", width: 19, cell: (b) => ` ${b.range_name ?? ""}` },
+  ];
+  const avail = width - 1;
+  const minName = 24;
+  let used = [...fixed, ...tail].reduce((s, c) => s + c.width, 0);
+  const extra: Column[] = [];
+  for (const c of optional) {
+    if (used + c.width + minName > avail) break;
+    extra.push(c);
+    used += c.width;
+  }
+  const nameWidth = Math.max(8, avail - used);
+  const name: Column = { title: `NAME (sort: ${sort})`, width: nameWidth, cell: (b) => b.label };
+  return { cols: [...fixed, name, ...tail, ...extra], nameWidth };
+}
 
 export function TensorsScreen(props: { pm: ProcessModel | undefined; width: number; height: number; sort: TensorSort; filter: string; selected: number }) {
   const { pm, width, height } = props;
@@ -13,30 +67,27 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
   const cats = categories(pm.model);
   const view = blocks(pm.model, { sort: props.sort, limit: 5000 });
   const f = props.filter.toLowerCase();
-  const rows = f ? view.blocks.filter((b) => `${b.name ?? ""} ${b.category} ${b.phase} ${b.range_name ?? ""}`.toLowerCase().includes(f)) : view.blocks;
+  const rows = f ? view.blocks.filter((b) => `${b.label} ${b.category} ${b.phase} ${b.range_name ?? ""} ${b.dtype ?? ""}`.toLowerCase().includes(f)) : view.blocks;
   const catLines = cats.categories.filter((c) => c.bytes > 0);
-  const room = Math.max(3, height - catLines.length - 5);
+  const names = namesLine(pm.names?.status);
+  const room = Math.max(3, height - catLines.length - 5 - (names ? 1 : 0));
   const first = Math.max(0, Math.min(props.selected - room + 1, rows.length - room));
-  // Columns: size 11, a space, category 16, name, phase 10, step 6, a space, range, age 9; the
-  // name takes what is left, down to 16 (an address), then the range narrows (to nothing below 70).
-  const avail = width - 1;
-  const nameWidth = Math.max(16, avail - 72);
-  const rangeWidth = Math.max(0, Math.min(18, avail - 54 - nameWidth));
+  const { cols } = columns(width, props.sort);
   const lastUs = pm.model.devices[0]?.lastTime_us ?? 0;
+  const line = (cell: (c: Column) => string) => cols.map((c) => pad(cell(c), c.width, c.right)).join("");
   return (
     <Box flexDirection="column">
       <Text bold>Live memory by category: {formatBytes(cats.total_bytes)} in {view.blocks.length} blocks{props.filter ? `  (filter: ${props.filter})` : ""}</Text>
+      {names ? <Text dimColor>{pad(names, width - 1)}</Text> : null}
       {catLines.map((c) => (
         <Text key={c.category}>
           {pad(`  ${c.category}`, 20)}{pad(formatBytes(c.bytes), 12, true)}{pad(`${c.blocks} blocks`, 14, true)}{pad(`${Math.round(c.share * 100)}%`, 6, true)}
         </Text>
       ))}
-      <Text inverse>
-        {pad("SIZE", 11, true)} {pad("CATEGORY", 16)}{pad(`NAME (sort: ${props.sort})`, nameWidth)}{pad("PHASE", 10)}{pad("STEP", 6, true)} {pad("RANGE", rangeWidth)}{pad("AGE", 9, true)}
-      </Text>
+      <Text inverse>{line((c) => c.title)}</Text>
       {rows.slice(first, first + room).map((b, i) => (
-        <Text key={b.address} inverse={first + i === props.selected} color={color(b.category === "activation" ? "magenta" : b.category === "parameter" ? "cyan" : "white")}>
-          {pad(formatBytes(b.size_bytes), 11, true)} {pad(b.category, 16)}{pad(b.name ?? `0x${b.address.toString(16)}`, nameWidth)}{pad(b.phase, 10)}{pad(b.step === null ? "" : String(b.step), 6, true)} {pad(b.range_name ?? "", rangeWidth)}{pad(`${((lastUs - b.time_us) / 1e6).toFixed(1)}s`, 9, true)}
+        <Text key={b.address} inverse={first + i === props.selected} dimColor={b.name === null} color={color(b.category === "activation" ? "magenta" : b.category === "parameter" ? "cyan" : "white")}>
+          {line((c) => c.cell(b, lastUs - b.time_us))}
         </Text>
       ))}
     </Box>

@@ -1,0 +1,87 @@
+// Names without asking: the monitor asks each agent for its tensors' names (the `names` verb,
+// docs/protocol.md) when the agent appears, after its first optimizer step, and when large unnamed
+// blocks appear (at most once every ASK_EVERY_MS), and applies a reply once its reading of the ring
+// has reached the reply's write index, so names meet the blocks they were taken from.
+import { unnamedBytes, type NamedTensor, type ProfilerModel } from "../profiler";
+import { command, type Reply } from "./control";
+
+/** The shortest time between two requests for unnamed blocks (the walk holds the agent's GIL: ms). */
+export const ASK_EVERY_MS = 10_000;
+/** Unnamed long-lived bytes (blocks of 1 MiB or more) that are worth a request. */
+export const UNNAMED_BYTES_TO_ASK = 16 * 1024 * 1024;
+
+/** What the views show of the names: how many, from when, and what they cost. */
+export interface NamesStatus {
+  requests: number;
+  /** Why the last request was made, in words. */
+  reason: string | null;
+  /** The agent's step when it answered. */
+  step: number | null;
+  tensors: number;
+  matched: number;
+  added: number;
+  /** Time the agent spent walking its models and optimizers, and the whole round trip. */
+  agent_ms: number | null;
+  round_trip_ms: number | null;
+  at_ms: number | null;
+  error: string | null;
+}
+
+type Ask = (socket: string, cmd: string) => Promise<Reply>;
+
+export class NameRequests {
+  readonly status: NamesStatus = { requests: 0, reason: null, step: null, tensors: 0, matched: 0, added: 0, agent_ms: null, round_trip_ms: null, at_ms: null, error: null };
+  private inflight = false;
+  private pending: { tensors: NamedTensor[]; writeIndex: number } | null = null;
+  private lastAskMs = -Infinity;
+  private askedAfterFirstStep = false;
+
+  constructor(private readonly ask: Ask = command) {}
+
+  /** Decide whether to ask now (never two at once); the reply lands as pending names. */
+  tick(socket: string | null, model: ProfilerModel, nowMs: number): void {
+    if (!socket || this.inflight) return;
+    let reason: string | null = null;
+    const step = model.devices.reduce((s, d) => Math.max(s, d.step), 0);
+    if (this.status.requests === 0) reason = "the agent appeared";
+    else if (step >= 1 && !this.askedAfterFirstStep) reason = "after the first optimizer step";
+    else if (nowMs - this.lastAskMs >= ASK_EVERY_MS) {
+      const unnamed = unnamedBytes(model);
+      if (unnamed >= UNNAMED_BYTES_TO_ASK) reason = `${Math.round(unnamed / 2 ** 20)} MiB in unnamed blocks`;
+    }
+    if (reason === null) return;
+    if (step >= 1) this.askedAfterFirstStep = true;
+    this.lastAskMs = nowMs;
+    this.inflight = true;
+    this.status.requests++;
+    this.status.reason = reason;
+    const t0 = performance.now();
+    this.ask(socket, "names")
+      .then((r) => {
+        if (!r.ok || !Array.isArray(r.tensors)) {
+          this.status.error = r.error ?? "the agent's names reply has no tensors";
+          return;
+        }
+        this.status.error = null;
+        this.status.round_trip_ms = Math.round((performance.now() - t0) * 10) / 10;
+        this.status.agent_ms = typeof r.scan_ms === "number" ? r.scan_ms : null;
+        this.status.step = typeof r.step === "number" ? r.step : null;
+        this.pending = { tensors: r.tensors as NamedTensor[], writeIndex: typeof r.write_index === "number" ? r.write_index : 0 };
+      })
+      .finally(() => (this.inflight = false));
+  }
+
+  /** Apply a reply once the ring has been read up to its write index (`readerNext`). */
+  apply(model: ProfilerModel, readerNext: number, nowMs: number): boolean {
+    const p = this.pending;
+    if (!p || readerNext < p.writeIndex) return false;
+    this.pending = null;
+    try {
+      const r = model.setNames(p.tensors);
+      Object.assign(this.status, { tensors: p.tensors.length, matched: r.matched, added: r.added, at_ms: nowMs });
+    } catch (e) {
+      this.status.error = `the agent's names could not be applied: ${(e as Error).message}`;
+    }
+    return true;
+  }
+}
