@@ -98,7 +98,7 @@ void on_trace(const cca::TraceEntry& te) {
 // reader compares its block detail with torch's totals at the same moment (the header's live totals
 // run ahead of the records a reader has taken). Written at attach, at every step mark and at
 // detach: a few microseconds a step, nothing per allocator event.
-void push_sync(gpumem_header* h) {
+void push_sync(gpumem_header* h, bool every_device) {
   if (g_empty.load(std::memory_order_relaxed)) return;
   using c10::CachingDeviceAllocator::StatType;
   const auto all = static_cast<size_t>(StatType::AGGREGATE);
@@ -112,7 +112,9 @@ void push_sync(gpumem_header* h) {
     auto s = cca::getDeviceStats(static_cast<c10::DeviceIndex>(dev));
     const int64_t after = events();
     const int64_t reserved = int64_t(s.reserved_bytes[all].current);
-    if (reserved == 0 && after == 0) continue;  // a device this process never allocated on
+    // Later syncs skip a device this process never allocated on (a rank's neighbour GPUs); the
+    // attach's go for every device, zero or not: the reader's starting point.
+    if (!every_device && reserved == 0 && after == 0) continue;
     gpumem_record r;
     std::memset(&r, 0, sizeof r);
     r.action = GPUMEM_ACTION_SYNC;
@@ -229,7 +231,7 @@ int gpumem_hook_attach(const char* ring_path, int exact) {
     g_range_callback = at::addGlobalCallback(
         at::RecordFunctionCallback(on_range_enter, on_range_exit).scopes({at::RecordScope::USER_SCOPE}).needsInputs(false));
   });
-  push_sync(h);  // what was allocated before the hook ran: the reader's starting point
+  push_sync(h, true);  // what was allocated before the hook ran: the reader's starting point
   return 0;
 }
 
@@ -240,7 +242,7 @@ int gpumem_hook_attach(const char* ring_path, int exact) {
 void gpumem_hook_detach(void) {
   gpumem_header* h = g_header.exchange(nullptr);
   if (!h) return;
-  push_sync(h);  // the end of the stream, tied to torch's final figures
+  push_sync(h, false);  // the end of the stream, tied to torch's final figures
   h->closed = 1;
   if (g_range_callback) {
     at::removeCallback(g_range_callback);
@@ -264,7 +266,7 @@ void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
   gpumem_header* h = g_header.load(std::memory_order_acquire);
   if (!h) return;
   // A step ends: torch's figures at its boundary, stamped with the step that ends.
-  if (action == GPUMEM_ACTION_STEP) push_sync(h);
+  if (action == GPUMEM_ACTION_STEP) push_sync(h, false);
   __atomic_store_n(&h->cur_phase, phase, __ATOMIC_RELAXED);
   __atomic_store_n(&h->cur_step, step, __ATOMIC_RELAXED);
   push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED));

@@ -67,8 +67,10 @@ export class Consistency {
       return null;
     }
     if (this.before === null) {
-      // The first sync: what torch held before the hook saw anything (the records start here).
-      this.before = { allocated: allocated - at.blockBytes, requested: requested - at.requested };
+      // The first sync. Before any record of the device (the attach's): what torch held before
+      // the hook saw anything. After records (the attach's sync was lost): taken as nothing.
+      const first = at.events === 0 && at.blockBytes === 0;
+      this.before = first ? { allocated, requested } : { allocated: 0, requested: 0 };
       this.offset = events - at.events;
     } else if (this.offset !== this.offset) {
       this.offset = events - at.events;

@@ -58,6 +58,8 @@ export class ProfilerModel {
   tail: EventTail | null = null;
   /** Allocator records for a device outside 0..15 (skipped). */
   invalidRecords = 0;
+  /** Sync records of devices that held nothing at the attach, by device: their counts' start. */
+  private readonly emptyAtAttach = new Map<number, { t: number; events: number }>();
 
   /** Feed events [start, end) of a batch (default: all of it). `lost`: records the reader lost before them. */
   ingest(batch: EventBatch, lost = 0, start = 0, end = batch.count): void {
@@ -92,7 +94,11 @@ export class ProfilerModel {
         // torch's own figures of one device at this point of the stream
         const dev = device[i]!;
         if (dev < 0 || dev >= MAX_DEVICES) this.invalidRecords++;
-        else this.deviceFor(dev, t, st, ph, rg).syncPoint(t, address[i]!, size[i]!, stream[i]!, batch.extra[i]!);
+        // The attach's sync of a device that holds nothing yet: kept for when the device shows up
+        // (a rank's neighbour GPU never does, and gets no empty state in the views).
+        else if (this.byIndex[dev] || address[i]! !== 0 || size[i]! !== 0)
+          this.deviceFor(dev, t, st, ph, rg).syncPoint(t, address[i]!, size[i]!, stream[i]!, batch.extra[i]!);
+        else this.emptyAtAttach.set(dev, { t, events: batch.extra[i]! });
         continue;
       }
       if (a >= 16) {
@@ -221,6 +227,8 @@ export class ProfilerModel {
       this.devices.sort((x, y) => x.device - y.device);
       const h = this.headerTotals.get(dev);
       if (h && this.lostRecords > 0) d.anchor(h.allocated, h.reserved, h.active);
+      const attach = this.emptyAtAttach.get(dev);
+      if (attach) d.syncPoint(attach.t, 0, 0, 0, attach.events);
     }
     if (d.firstTime_us !== d.firstTime_us) d.begin(t);
     return d;

@@ -46,6 +46,18 @@ describe("agent on a GPU", () => {
     });
   }
 
+  gpuTest("sync records: torch's own allocated at attach and at every step boundary, tied to the stream", () => {
+    for (const name of ["normal", "no-zero-grad", "kept-loss-graph", "expandable"]) {
+      const h = report(name).header;
+      const UNSURE = 2 ** 64 - 1;
+      // the attach (step 0, before any record) and one per step: torch's figure right after opt.step()
+      const atSteps = (h.syncs as Report[]).slice(1).filter((x) => x.events !== UNSURE);
+      expect({ name, n: atSteps.length }).toEqual({ name, n: h.step_allocated.length });
+      expect(atSteps.map((x: Report) => x.allocated)).toEqual(h.step_allocated);
+      expect(atSteps.map((x: Report) => x.step)).toEqual(h.step_allocated.map((_: number, k: number) => k));
+    }
+  });
+
   gpuTest("the hook is built, cached, and attached in every process; injection needs no code change", () => {
     for (const name of ["normal", "expandable", "injected", "many-1", "many-2", "many-3", "many-4"]) {
       expect({ name, mode: report(name).header.mode }).toEqual({ name, mode: "hook" });

@@ -51,12 +51,16 @@ def batch(n=16, t=64, d=256):
     return torch.randn(n, t, d, device=dev), torch.randint(0, 10, (n, t), device=dev)
 
 
+STEP_ALLOCATED = []
+
+
 def train(steps, zero_grad=True, keep_graph=False):
     m = model()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
     lossf = torch.nn.CrossEntropyLoss()
     kept = []
     running = 0
+    STEP_ALLOCATED.clear()
     for _ in range(steps):
         x, y = batch()
         with torch.profiler.record_function("train_step"):
@@ -64,6 +68,8 @@ def train(steps, zero_grad=True, keep_graph=False):
             loss = lossf(out.reshape(-1, 10), y.reshape(-1))
             loss.backward()
             opt.step()
+            # torch's figure at the step boundary, where the hook writes its sync record
+            STEP_ALLOCATED.append(torch.cuda.memory_allocated())
             if zero_grad:
                 opt.zero_grad(set_to_none=True)
         if keep_graph:
@@ -113,6 +119,9 @@ def header_report():
         "alloc_bytes_by_range": by_range,
         "ranges": a.ranges(),
         "oom_records": [dict(size=x[3], free=x[5]) for x in recs if x[8] == ringmod.ACTIONS["oom"]],
+        "syncs": [dict(device=x[9], step=x[6], allocated=x[2], reserved=x[3], requested=x[4], events=x[5])
+                  for x in recs if x[8] == ringmod.ACTIONS["sync"]],
+        "step_allocated": list(STEP_ALLOCATED),
         "actions": sorted({x[8] for x in recs}),
     }
 

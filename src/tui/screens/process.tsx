@@ -57,7 +57,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
         allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
       </Text>
       <Text wrap="truncate-end">
-        fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{s.phase}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? "  (block detail partial: records lost)" : ""}
+        fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{s.phase}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}
       </Text>
       <Text dimColor>reserved{nvml ? ", dotted: NVML used" : ""} (top {formatBytes(reservedMax)}, last {((toUs - fromUs) / 1e6).toFixed(1)} s; each column keeps its maximum)</Text>
       {resv.map((line, i) => (
