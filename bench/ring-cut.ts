@@ -1,0 +1,52 @@
+#!/usr/bin/env bun
+// A recorded ring cut to its first steps, for a fixture small enough to commit:
+//   bun bench/ring-cut.ts IN.ring OUT.ring STEPS
+// Keeps the header and every record up to and including the STEPS-th step mark (the sync records
+// the hook writes just before it included), as written: indices, seq and times unchanged. The
+// header's running totals are dropped (n_devices 0): they are the whole run's end, not the cut's,
+// so a replay takes its totals from the records and torch's own figures from their sync records.
+// The manifest beside IN (x.json) is copied beside OUT with its ring path pointing at OUT.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { ACTION } from "../src/ffi/events";
+import { HEADER_SIZE, LAYOUT, RECORD_SIZE } from "../src/ffi/ring";
+
+const [inPath, outPath, stepsArg] = process.argv.slice(2);
+const steps = Number(stepsArg);
+if (!inPath || !outPath || !(Number.isInteger(steps) && steps > 0)) {
+  process.stderr.write("usage: bun bench/ring-cut.ts IN.ring OUT.ring STEPS\n");
+  process.exit(2);
+}
+const src = readFileSync(inPath);
+const view = new DataView(src.buffer, src.byteOffset, src.byteLength);
+const capacity = Number(view.getBigUint64(LAYOUT.capacity, true));
+const written = Number(view.getBigUint64(LAYOUT.write_index, true));
+if (written > capacity) throw new Error(`${inPath} lapped (${written} records written, ${capacity} kept): cut a ring that holds its whole run`);
+const ACTION_AT = 56; // gpumem_record.action
+let end = -1;
+let seen = 0;
+for (let i = 0; i < written; i++) {
+  const at = HEADER_SIZE + i * RECORD_SIZE;
+  if (Number(view.getBigUint64(at, true)) !== i + 1) throw new Error(`${inPath}: record ${i} is not whole (seq)`);
+  if (src[at + ACTION_AT] === ACTION.step && ++seen === steps) {
+    end = i + 1;
+    break;
+  }
+}
+if (end < 0) throw new Error(`${inPath} holds ${seen} step marks, fewer than ${steps}`);
+let cap = 1;
+while (cap < end) cap *= 2;
+const out = Buffer.alloc(HEADER_SIZE + cap * RECORD_SIZE);
+src.copy(out, 0, 0, HEADER_SIZE + end * RECORD_SIZE);
+const o = new DataView(out.buffer, out.byteOffset, out.byteLength);
+o.setBigUint64(LAYOUT.capacity, BigInt(cap), true);
+o.setBigUint64(LAYOUT.write_index, BigInt(end), true);
+o.setUint32(LAYOUT.n_devices, 0, true);
+out.fill(0, LAYOUT.totals, HEADER_SIZE);
+out[LAYOUT.closed] = 0;
+writeFileSync(outPath, out);
+const manifest = inPath.replace(/\.ring$/, ".json");
+if (existsSync(manifest)) {
+  const m = JSON.parse(readFileSync(manifest, "utf8"));
+  writeFileSync(outPath.replace(/\.ring$/, ".json"), `${JSON.stringify({ ...m, ring: outPath, socket: null }, null, 1)}\n`);
+}
+process.stdout.write(`${outPath}: ${end} records (${steps} steps) of ${written}, ${out.length} bytes\n`);
