@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import build, names, paths, ring
+from . import build, identity, names, paths, ring
 from .control import ControlServer
 from .phases import Phases
 
@@ -256,6 +256,10 @@ class Agent:
             "group_rank": _env_int("GROUP_RANK", "SLURM_NODEID"),
             "job": job_id(),
             "devices": list(range(self.n_devices)),
+            "device_uuids": identity.device_uuids(self.torch, range(self.n_devices)),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "pid_namespace": identity.pid_namespace(),
+            "host_pid": None,  # the monitor finds it (NSpid of the pids NVML lists)
             "torch_version": self.torch.__version__,
             "hook_mode": self.mode,
             "hook_error": self.hook_error,

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
 import type { Manifest } from "./manifest";
-import { pidAlive } from "./procfs";
+import { inOtherPidNamespace, pidAlive } from "./procfs";
 
 export function agentDir(env = process.env): string {
   if (env.GPUMEM_TUI_DIR) return env.GPUMEM_TUI_DIR;
@@ -23,6 +23,10 @@ export interface Agent {
   ring: RingReader | null;
   header: RingHeader | null;
   exited: boolean;
+  /** The host's pid of an agent in another pid namespace (a container), whose own pid names
+   *  another process here: null until the collector finds it (src/collect/join.ts); undefined
+   *  for an agent in the monitor's namespace. Liveness is checked on it. */
+  hostPid?: number | null;
   /** Why this agent's data is missing or partial, in words; null when all is well. */
   problem: string | null;
 }
@@ -34,6 +38,16 @@ export function checkAgentDir(dir: string): string | null {
   if (uid !== undefined && st.uid !== uid) return `agent directory ${dir} belongs to uid ${st.uid}, not to you (${uid}): ignored`;
   if ((st.mode & 0o077) !== 0) return `agent directory ${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}): ignored`;
   return null;
+}
+
+/** A manifest file that names a pid namespace other than the monitor's (read however it fails to parse). */
+function otherNamespaceFile(path: string): boolean {
+  try {
+    const ns = (JSON.parse(readFileSync(path, "utf8")) as { pid_namespace?: unknown }).pid_namespace;
+    return typeof ns === "number" && inOtherPidNamespace(ns);
+  } catch {
+    return false;
+  }
 }
 
 export class AgentWatcher {
@@ -65,9 +79,11 @@ export class AgentWatcher {
         const manifestMtimeMs = statSync(path).mtimeMs;
         const manifest = parseManifest(readFileSync(path, "utf8"), path);
         if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
-        this.agents.set(pid, { pid, manifest, manifestMtimeMs, ring: null, header: null, exited: false, problem: null });
+        const hostPid = inOtherPidNamespace(manifest.pid_namespace) ? null : undefined;
+        this.agents.set(pid, { pid, manifest, manifestMtimeMs, ring: null, header: null, exited: false, problem: null, hostPid });
       } catch (e) {
-        if (!pidAlive(pid)) this.removeStale(pid);
+        // A file of a process in another pid namespace is not stale because this pid is dead here.
+        if (!pidAlive(pid) && !otherNamespaceFile(path)) this.removeStale(pid);
         else this.problems.push((e as Error).message);
       }
     }
@@ -86,7 +102,10 @@ export class AgentWatcher {
       agent.ring = null;
       return;
     }
-    if (!pidAlive(agent.pid)) {
+    // In another pid namespace with its host pid not yet found: alive while its manifest is there
+    // (the agent removes its files at exit).
+    const alive = agent.hostPid === null ? existsSync(join(this.dir, `${agent.pid}.json`)) : pidAlive(agent.hostPid ?? agent.pid);
+    if (!alive) {
       // One last look before the mapping goes: the agent writes its final totals at exit (an OOM
       // just before the end, the last step's numbers), and records may have come since the last
       // read. The header is taken now; the ring stays open until the next refresh so that its

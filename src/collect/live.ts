@@ -53,8 +53,9 @@ export class LiveModels {
         }
       }
       if (a.header) pm.model.setHeader(a.header);
+      // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU.
       for (const p of doc?.processes ?? []) {
-        if (p.pid === a.pid && p.used_bytes !== null && p.nvml_visible) pm.model.setNvml(p.pid, 0, p.used_bytes, nowUs);
+        if (p.agent_pid === a.pid && p.used_bytes !== null && p.nvml_visible && p.pytorch) pm.model.setNvml(p.pid, p.pytorch.device, p.used_bytes, nowUs);
       }
     }
   }

@@ -15,7 +15,18 @@ export const ManifestSchema = z.looseObject({
    *  node runs ranks group_rank × local_world_size … + local_world_size − 1. */
   local_world_size: z.number().int().positive().nullable().default(null),
   group_rank: z.number().int().nonnegative().nullable().default(null),
+  /** CUDA device indexes as the process sees them (after CUDA_VISIBLE_DEVICES). */
   devices: z.array(z.number().int().nonnegative()).default([]),
+  /** Per index of `devices`, that device's UUID as NVML spells it ("GPU-…"); null where torch
+   *  does not say. What CUDA indexes are joined to NVML's on. */
+  device_uuids: z.array(z.string().nullable()).default([]),
+  /** CUDA_VISIBLE_DEVICES as the process saw it; null where unset. */
+  cuda_visible_devices: z.string().nullable().default(null),
+  /** The inode of the process's pid namespace (/proc/self/ns/pid): where it differs from the
+   *  monitor's, `pid` is the container's pid, not the host's. null where unreadable. */
+  pid_namespace: z.number().int().nonnegative().nullable().default(null),
+  /** The host's pid of the process where the agent knows it; null otherwise (the monitor finds it). */
+  host_pid: z.number().int().positive().nullable().default(null),
   torch_version: z.string().nullable().default(null),
   hook_mode: z.enum(["hook", "polling", "none"]),
   hook_error: z.string().nullable().default(null),

@@ -1,6 +1,6 @@
 // Who a process is, from /proc: user, short name, command line and parent. Absent data is null
 // (a process that exited between the NVML sample and this read, or another pid namespace).
-import { readFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 
 export interface ProcessInfo {
   user: string | null;
@@ -69,4 +69,54 @@ export function pidAlive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/** Where a process sits among pid namespaces: what a container's pids are joined on. */
+export interface PidNsInfo {
+  /** /proc/PID/status's NSpid: its pid in the reader's namespace first, its own namespace's pid
+   *  (what the process calls itself: os.getpid()) last; null where the line is missing. */
+  nspid: number[] | null;
+  /** The inode of its pid namespace (/proc/PID/ns/pid: "pid:[N]"); null where unreadable. */
+  pid_namespace: number | null;
+}
+
+/** The pids of the NSpid line of /proc/PID/status's text; null where there is none. */
+export function parseNsPid(status: string): number[] | null {
+  const m = /^NSpid:[ \t]*([\d \t]+)$/m.exec(status);
+  if (!m) return null;
+  const pids = m[1]!.trim().split(/\s+/).map(Number);
+  return pids.length && pids.every((p) => Number.isInteger(p) && p > 0) ? pids : null;
+}
+
+/** The inode of a pid namespace from its link's text ("pid:[4026531836]"); null otherwise. */
+export function parseNsLink(link: string): number | null {
+  const m = /^pid:\[(\d+)\]$/.exec(link.trim());
+  return m ? Number(m[1]) : null;
+}
+
+/** The pid namespace inode of `pid` ("self": the monitor's own); null where it cannot be read. */
+export function readPidNamespace(pid: number | "self", procRoot = "/proc"): number | null {
+  try {
+    return parseNsLink(readlinkSync(`${procRoot}/${pid}/ns/pid`));
+  } catch {
+    return null;
+  }
+}
+
+export function pidNsInfo(pid: number, procRoot = "/proc"): PidNsInfo {
+  const status = read(`${procRoot}/${pid}/status`);
+  return { nspid: status === null ? null : parseNsPid(status), pid_namespace: readPidNamespace(pid, procRoot) };
+}
+
+let ownNamespace: number | null | undefined;
+/** The monitor's own pid namespace (read once). */
+export function ownPidNamespace(): number | null {
+  if (ownNamespace === undefined) ownNamespace = readPidNamespace("self");
+  return ownNamespace;
+}
+
+/** Whether a process whose agent reports pid namespace `ns` lives in another one than the
+ *  monitor (a container): its pid is then not the host's. Unknown on either side: not. */
+export function inOtherPidNamespace(ns: number | null | undefined, own: number | null = ownPidNamespace()): boolean {
+  return ns != null && own !== null && ns !== own;
 }

@@ -6,7 +6,8 @@ import { NativeLibraryError } from "../ffi/lib";
 import { buildDocument } from "../headless/document";
 import type { Document } from "../headless/schema";
 import { AgentWatcher } from "./agents";
-import { processInfo, type ProcessInfo } from "./procfs";
+import { joinAgents } from "./join";
+import { inOtherPidNamespace, ownPidNamespace, pidNsInfo, processInfo, type PidNsInfo, type ProcessInfo } from "./procfs";
 
 export class SystemCollector {
   private nvml: Nvml | null = null;
@@ -37,10 +38,25 @@ export class SystemCollector {
       for (let i = 0; i < this.system.device_count; i++) samples.push(this.nvml.sample(i, { pcie: !opts.oneShot }));
     }
     const agents = this.agents.refresh();
+    const nvmlPids = [...new Set(samples.flatMap((s) => s.processes.map((p) => p.pid)))];
+    // Agents in another pid namespace (a container) are joined on /proc's NSpid and namespace of
+    // the pids NVML lists (and of the host pid found before): read only where there is one.
+    const own = ownPidNamespace();
+    const inOther = agents.filter((a) => inOtherPidNamespace(a.manifest.pid_namespace, own));
+    const procs = new Map<number, PidNsInfo>();
+    if (inOther.length) {
+      for (const pid of [...nvmlPids, ...inOther.flatMap((a) => (a.hostPid ? [a.hostPid] : []))]) if (!procs.has(pid)) procs.set(pid, pidNsInfo(pid));
+    }
+    const join = joinAgents({ devices: samples, agents, procs, ownPidNamespace: own });
+    // Liveness of an agent in another namespace is its host pid's, once known (agents.ts).
+    for (const a of inOther) {
+      const hostPid = join.agents.get(a.pid)?.hostPid ?? null;
+      if (hostPid !== null) a.hostPid = hostPid;
+    }
     const infos = new Map<number, ProcessInfo>();
-    const pids = [...samples.flatMap((s) => s.processes.map((p) => p.pid)), ...agents.map((a) => a.pid)];
-    for (const pid of pids) if (!infos.has(pid)) infos.set(pid, processInfo(pid));
-    const agentPids = new Set(agents.map((a) => a.pid));
+    // /proc is read by host pid: an agent's own pid names another process where it is not one.
+    const agentPids = new Set(agents.flatMap((a) => join.agents.get(a.pid)?.hostPid ?? []));
+    for (const pid of [...nvmlPids, ...agentPids]) if (!infos.has(pid)) infos.set(pid, processInfo(pid));
     for (const pid of agentPids) {
       const info = infos.get(pid)!;
       const last = this.lastInfo.get(pid);
@@ -57,6 +73,7 @@ export class SystemCollector {
       previous: this.previous,
       processInfo: infos,
       agents: agents.map((a) => ({ pid: a.pid, manifest: a.manifest, header: a.header, exited: a.exited })),
+      join,
       warnings: [
         ...this.agents.problems,
         ...agents.filter((a) => a.problem && !a.exited).map((a) => `agent of pid ${a.pid}: ${a.problem}`),

@@ -5,6 +5,7 @@ import type { NvmlDeviceSample, NvmlSystem } from "../ffi/nvml";
 import type { ProcessInfo } from "../collect/procfs";
 import type { Manifest } from "../collect/manifest";
 import { groupJobs } from "../collect/jobs";
+import { joinAgents, type JoinResult } from "../collect/join";
 import type { Device, Document, Process, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
 
@@ -27,6 +28,9 @@ export interface DocumentInput {
   processInfo: Map<number, ProcessInfo>;
   agents: AgentView[];
   warnings: string[];
+  /** The agents joined to NVML's pids and devices (src/collect/join.ts, with /proc's facts);
+   *  absent, they are joined with none: every agent taken for the monitor's pid namespace. */
+  join?: JoinResult;
 }
 
 /** Bytes per second between two cumulative counters; null where a counter is missing or wrapped. */
@@ -74,18 +78,16 @@ function device(s: NvmlDeviceSample, prev: NvmlDeviceSample | undefined): Device
   };
 }
 
-/** The agent's view of one device of its process, beside NVML's. */
-export function pytorchView(agent: AgentView, deviceIndex: number, nvmlUsed: number | null): Pytorch | null {
+/** The agent's view of one device of its process, `cudaIndex` as the process numbers it (the
+ *  ring's totals are per CUDA index), beside NVML's used bytes of that device. */
+export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: number | null): Pytorch | null {
   const h = agent.header;
   if (!h) return null;
-  // The ring's totals are per CUDA device index as the process sees it; with one device visible
-  // (the usual launcher set-up) that is totals[0] whatever NVML's index.
-  const local = agent.manifest.devices.length === 1 ? 0 : deviceIndex;
-  const t = h.totals[local] ?? h.totals.find((x) => x.reserved > 0) ?? null;
+  const t = h.totals.find((x) => x.device === cudaIndex) ?? null;
   if (!t) return null;
   return {
     hook_mode: h.mode,
-    device: local,
+    device: cudaIndex,
     allocated_bytes: t.allocated,
     reserved_bytes: t.reserved,
     active_bytes: t.active,
@@ -103,42 +105,67 @@ export function pytorchView(agent: AgentView, deviceIndex: number, nvmlUsed: num
   };
 }
 
+/** The CUDA indexes an agent NVML does not list is on: those its ring counts reserved memory of,
+ *  else its one device, else torch's default device. */
+function unlistedDevices(agent: AgentView): number[] {
+  const used = (agent.header?.totals ?? []).filter((t) => t.reserved > 0).map((t) => t.device);
+  if (used.length) return used;
+  return [agent.manifest.devices.length === 1 ? agent.manifest.devices[0]! : 0];
+}
+
 export function buildDocument(input: DocumentInput): Document {
   const agents = new Map(input.agents.map((a) => [a.pid, a]));
+  const join = input.join ?? joinAgents({ devices: input.samples, agents: input.agents, procs: new Map(), ownPidNamespace: null });
+  /** The host pid of an agent where known; /proc's facts are the host pid's (never another's). */
+  const hostPid = (a: AgentView) => join.agents.get(a.pid)?.hostPid ?? null;
+  const infoOf = (a: AgentView) => {
+    const h = hostPid(a);
+    return h === null ? undefined : input.processInfo.get(h);
+  };
   const processes: Process[] = [];
+  // Every process once per device NVML lists it on; an agent's figures are those of the CUDA index
+  // that is that device.
   for (const s of input.samples) {
     for (const p of s.processes) {
       const info = input.processInfo.get(p.pid);
-      const agent = agents.get(p.pid);
+      const agentPid = join.byHostPid.get(p.pid);
+      const agent = agentPid === undefined ? undefined : agents.get(agentPid);
+      const cuda = agent ? join.agents.get(agent.pid)?.nvmlToCuda.get(s.index) : undefined;
       processes.push({
         pid: p.pid,
+        agent_pid: agent?.pid ?? null,
+        pid_namespace: agent?.manifest.pid_namespace ?? null,
         device: s.index,
         kind: p.kind,
         used_bytes: p.used_bytes,
         user: info?.user ?? null,
         name: info?.name ?? null,
         command: info?.command ?? null,
-        pytorch: agent ? pytorchView(agent, s.index, p.used_bytes) : null,
+        pytorch: agent && cuda !== undefined ? pytorchView(agent, cuda, p.used_bytes) : null,
         nvml_visible: true,
         exited: false,
       });
     }
   }
-  // Agents NVML does not list: shown, with no NVML memory, and said so (never joined by guess).
-  const listed = new Set(processes.map((p) => p.pid));
+  // Agents NVML does not list (or that could not be joined): shown, with no NVML memory, and said
+  // so (never joined by guess), on the devices their rings count memory on.
+  const listed = new Set(processes.flatMap((p) => (p.agent_pid === null ? [] : [p.agent_pid])));
   for (const agent of input.agents) {
     if (listed.has(agent.pid) || !agent.header) continue;
-    const info = input.processInfo.get(agent.pid);
-    for (const dev of agent.manifest.devices.length ? agent.manifest.devices : [0]) {
+    const info = infoOf(agent);
+    const j = join.agents.get(agent.pid);
+    for (const cuda of unlistedDevices(agent)) {
       processes.push({
-        pid: agent.pid,
-        device: dev,
+        pid: hostPid(agent) ?? agent.pid,
+        agent_pid: agent.pid,
+        pid_namespace: agent.manifest.pid_namespace ?? null,
+        device: j?.cudaToNvml.get(cuda) ?? cuda,
         kind: "compute",
         used_bytes: null,
         user: info?.user ?? null,
         name: info?.name ?? null,
         command: info?.command ?? (agent.manifest.cmdline.join(" ") || null),
-        pytorch: pytorchView(agent, dev, null),
+        pytorch: pytorchView(agent, cuda, null),
         nvml_visible: false,
         exited: agent.exited,
       });
@@ -147,9 +174,9 @@ export function buildDocument(input: DocumentInput): Document {
   const jobs = groupJobs(
     processes,
     input.agents.map((a) => {
-      const info = input.processInfo.get(a.pid);
+      const info = infoOf(a);
       return {
-        pid: a.pid,
+        pid: hostPid(a) ?? a.pid,
         ppid: info?.ppid ?? null,
         rank: a.manifest.rank,
         local_rank: a.manifest.local_rank,
@@ -173,6 +200,6 @@ export function buildDocument(input: DocumentInput): Document {
     devices: input.samples.map((s) => device(s, input.previous.get(s.index))),
     processes,
     jobs,
-    warnings: input.warnings,
+    warnings: [...input.warnings, ...join.warnings],
   };
 }

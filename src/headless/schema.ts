@@ -39,7 +39,7 @@ export const DeviceSchema = z.object({
 
 export const PytorchSchema = z.object({
   hook_mode: z.enum(["none", "hook", "polling"]),
-  device: z.number().int(),
+  device: z.number().int().describe("the CUDA device index these figures are of, as the process numbers its devices (CUDA_VISIBLE_DEVICES renumbers them); the row's `device` is NVML's index of the same GPU"),
   allocated_bytes: z.number().int(),
   reserved_bytes: z.number().int(),
   active_bytes: z.number().int(),
@@ -57,7 +57,15 @@ export const PytorchSchema = z.object({
 });
 
 export const ProcessSchema = z.object({
-  pid: z.number().int().positive(),
+  pid: z.number().int().positive().describe("the host's pid, as NVML reports it"),
+  agent_pid: z
+    .number()
+    .int()
+    .positive()
+    .nullable()
+    .default(null)
+    .describe("the pid the gpumem agent inside the process names it by: its pid in its own pid namespace; it differs from pid in a container (another pid namespace), and where the host's pid could not be found pid is this one too, nvml_visible is false and a warning says why; null where no agent runs"),
+  pid_namespace: z.number().int().nonnegative().nullable().default(null).describe("the inode of the process's pid namespace, as its agent reports it (/proc/PID/ns/pid); null where no agent says"),
   device: z.number().int().nonnegative(),
   kind: z.enum(["compute", "graphics", "compute+graphics"]),
   used_bytes: bytes.nullable().describe("GPU memory NVML attributes to this process on this device"),

@@ -76,7 +76,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     if (key.pageUp) return move(-10);
     if (key.return && screen === 0) {
       const p = procs[selected[0]!];
-      if (p) setPid(p.pid);
+      if (p) setPid(p.agent_pid ?? p.pid);
       return setScreen(1);
     }
     if (input === "s") {
@@ -91,7 +91,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     }
     if (input === "+") return ctl.setInterval(ctl.intervalMs * 2);
     if (input === "-") return ctl.setInterval(ctl.intervalMs / 2);
-    const target = screen === 0 ? models.find((m) => m.pid === procs[selected[0]!]?.pid) : pm;
+    const target = screen === 0 ? models.find((m) => m.pid === (procs[selected[0]!]?.agent_pid ?? procs[selected[0]!]?.pid)) : pm;
     if (input === "d") return void ctl.run(target, "dump_snapshot");
     if (input === "r") return void ctl.run(target, "reset_peaks");
     if (input === "e") {

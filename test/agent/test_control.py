@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
 import subprocess  # noqa: E402
 
-from gpumem_agent import build, paths, ring  # noqa: E402
+from gpumem_agent import build, identity, paths, ring  # noqa: E402
 from gpumem_agent.agent import _env_int, job_id, ring_capacity, totals_from_stats  # noqa: E402
 from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
 
@@ -384,6 +384,54 @@ class Build(unittest.TestCase):
         with self.assertRaises(build.BuildError) as e:  # exit 0 but no library: still a failure
             build.compile_to(["/bin/true"], self.tmp, self.out + "2", self.log)
         self.assertIn("the compiler succeeded but wrote no", str(e.exception))
+
+
+class Identity(unittest.TestCase):
+    """What the manifest says for the monitor to join on: device UUIDs in NVML's spelling, the
+    pid namespace."""
+
+    class CUuuid:  # torch 2.x: str() is the bare UUID, .bytes its 16 bytes
+        def __init__(self, text):
+            self.text = text
+            self.bytes = list(bytes.fromhex(text.replace("-", "")))
+
+        def __str__(self):
+            return self.text
+
+    class Props:
+        def __init__(self, uuid):
+            if uuid is not None:
+                self.uuid = uuid
+
+    def test_uuid_spelled_as_nvml_does(self):
+        bare = "6f1d3a2e-8c4b-4f6e-9a1b-2c3d4e5f6a7b"
+        self.assertEqual(identity.device_uuid(self.Props(self.CUuuid(bare))), "GPU-" + bare)
+        self.assertEqual(identity.device_uuid(self.Props(self.CUuuid(bare.upper()))), "GPU-" + bare)
+        self.assertEqual(identity.device_uuid(self.Props("GPU-" + bare)), "GPU-" + bare)
+        self.assertEqual(identity.device_uuid(self.Props(None)), None)  # an older torch: no attribute
+
+        class OnlyBytes:  # a str() that is not a UUID: the bytes say it
+            bytes = list(bytes.fromhex(bare.replace("-", "")))
+
+        self.assertEqual(identity.device_uuid(self.Props(OnlyBytes())), "GPU-" + bare)
+
+    def test_uuids_per_device_none_where_unreadable(self):
+        class Cuda:
+            @staticmethod
+            def get_device_properties(i):
+                if i == 1:
+                    raise RuntimeError("no device 1")
+                return Identity.Props(Identity.CUuuid("00000000-0000-0000-0000-00000000000%d" % i))
+
+        class Torch:
+            cuda = Cuda
+
+        self.assertEqual(identity.device_uuids(Torch, [0, 1, 2]), ["GPU-00000000-0000-0000-0000-000000000000", None, "GPU-00000000-0000-0000-0000-000000000002"])
+
+    def test_pid_namespace(self):
+        link = os.readlink("/proc/self/ns/pid")
+        self.assertEqual(identity.pid_namespace(), int(link[len("pid:["):-1]))
+        self.assertIsNone(identity.pid_namespace("/nonexistent/ns/pid"))
 
 
 if __name__ == "__main__":

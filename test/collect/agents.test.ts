@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, unlinkSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentWatcher } from "../../src/collect/agents";
+import { ownPidNamespace, pidAlive } from "../../src/collect/procfs";
 import { produce } from "../support/native";
 
 function agentDir(): string {
@@ -130,6 +131,36 @@ r = Ring(${JSON.stringify(ringPath)}, create=False); r.set_totals(0, allocated=9
     expect(a!.ring).not.toBeNull(); // open one refresh longer, for the last events
     w.refresh();
     expect(a!.ring).toBeNull();
+    w.close();
+  });
+
+  test("an agent in another pid namespace: its own pid says nothing of it here; its host pid, once found, does", async () => {
+    const dir = agentDir();
+    // A container's pid that names no process here (what the agent calls itself, not the host).
+    let nsPid = 4_000_000;
+    while (pidAlive(nsPid)) nsPid--;
+    const container = (ownPidNamespace() ?? 0) + 1;
+    const host = sleeper();
+    produce(join(dir, `${nsPid}.ring`), 64, 11, "--pid", nsPid);
+    manifest(dir, nsPid, { pid_namespace: container });
+    const w = new AgentWatcher(dir);
+    const [a] = w.refresh();
+    expect([a!.exited, a!.problem, a!.hostPid]).toEqual([false, null, null]);
+    expect(w.refresh()[0]!.exited).toBe(false);
+    expect(existsSync(join(dir, `${nsPid}.json`))).toBe(true); // not taken for stale
+    // The collector found its host pid (src/collect/join.ts): liveness is that process's.
+    a!.hostPid = host.pid;
+    expect(w.refresh()[0]!.exited).toBe(false);
+    host.kill();
+    await host.exited;
+    expect(w.refresh()[0]!.exited).toBe(true);
+    expect(existsSync(join(dir, `${nsPid}.json`))).toBe(false);
+    // Before any host pid is found, files the agent removed at exit say it ended.
+    const other = nsPid - 1;
+    manifest(dir, other, { pid_namespace: container, ring: join(dir, "none.ring") });
+    expect(w.refresh().find((x) => x.pid === other)!.exited).toBe(false);
+    unlinkSync(join(dir, `${other}.json`));
+    expect(w.refresh().find((x) => x.pid === other)!.exited).toBe(true);
     w.close();
   });
 
