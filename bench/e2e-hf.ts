@@ -18,8 +18,8 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Document, Process } from "../src/headless/schema";
-import { againstFacts as against, alive, bounded, BUN, children, CLI, factFinal as finalOf, factSteps as steps, findPython, findTmux, gitCommit, jsonLines, lastLine, ppid, probeGpus, probeTorch, q, readText, ringHeader, ROOT, runPart, say, Sections, Tmux, usage, waitFor, writeReport, lineOf, Screens, table, type Fact, type Part, type Result, type Shot } from "./e2e-support";
+import type { Document } from "../src/headless/schema";
+import { againstFacts as against, alive, bounded, kill, stopChildren, BUN, children, CLI, factFinal as finalOf, factSteps as steps, findPython, findTmux, gitCommit, jsonLines, lastLine, ppid, probeGpus, probeTorch, q, readText, ringHeader, ROOT, runPart, say, Sections, Tmux, usage, waitFor, writeReport, lineOf, Screens, table, type Fact, type Part, type Result, type Shot } from "./e2e-support";
 
 const TRAIN = join(ROOT, "test", "gpu", "hf_gpt2.py");
 const USAGE = `usage: bun bench/e2e-hf.ts OUT_DIR     (bun run e2e:hf OUT_DIR)
@@ -78,9 +78,10 @@ const parts: Record<string, unknown> = {};
 
 const made: string[] = [];
 /** A part's agent directory (0700, its own; on disk for f) and work directory. */
-function place(id: string) {
+function place(p: Part, id = p.id) {
   const dir = mkdtempSync(join(id === "f" ? WORK : SHM, `gpumem-e2e-${id}-agents-`));
   made.push(dir);
+  p.dirs.push(dir);
   return { dir, tmp: mkdtempSync(join(WORK, `${id}-`)) };
 }
 function session(p: Part, name: string, env: Record<string, string>, command: string): void {
@@ -91,8 +92,8 @@ function session(p: Part, name: string, env: Record<string, string>, command: st
 }
 function stop(p: Part): void {
   for (const s of p.sessions) T.run("kill-session", "-t", s);
-  for (const pid of p.pids) if (alive(pid)) try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
-  parts[p.id] = { seconds_left: Math.round(p.left() / 1000), ...p.figures };
+  for (const pid of [...p.pids, ...p.dirs.flatMap(agentPids)]) kill(pid);
+  parts[p.id] = { seconds: Math.round((Date.now() - p.started) / 1000), ...p.figures };
   results.push(...p.results);
   commands.push(...p.commands.map((c) => `[${p.id}] ${c}`));
 }
@@ -103,6 +104,11 @@ function ended(s: string, tmp: string): false {
   if (/exited with status \d+|^exit status \d+/m.test(T.pane(s))) throw new Error(`the program ended early; its output ends:\n${runLog(tmp).slice(-3000)}`);
   return false;
 }
+/** The first and last lines of a long text. */
+const ends = (text: string, n = 40) => {
+  const l = text.split("\n");
+  return l.length <= 2 * n ? text : [...l.slice(0, n), `[… ${l.length - 2 * n} lines …]`, ...l.slice(-n)].join("\n");
+};
 const agentPids = (dir: string) => (existsSync(dir) ? readdirSync(dir) : []).flatMap((f) => (/^\d+\.json$/.test(f) ? [Number.parseInt(f)] : [])).sort((a, b) => a - b);
 
 async function jsonOnce(p: Part, dir: string): Promise<Document | null> {
@@ -122,7 +128,7 @@ const shared: { cpuA?: number; cpuC?: number; recordsPerSecond?: number } = {};
 
 // ---- a: the screens on one training -----------------------------------------------------------------
 async function partA(p: Part): Promise<void> {
-  const { dir, tmp } = place("a");
+  const { dir, tmp } = place(p);
   const facts = join(tmp, "facts.jsonl");
   session(p, "a", { GPUMEM_TUI_DIR: dir, TMPDIR: tmp, CUDA_VISIBLE_DEVICES: "0" }, `${q(BUN)} ${q(CLI)} run -- ${q(py)} ${q(TRAIN)} --seconds 70 --facts ${q(facts)}`);
   const pid = await waitFor(() => ended("a", tmp) || agentPids(dir)[0], p.ms(150_000), "the training's agent (its manifest)");
@@ -184,7 +190,7 @@ async function partA(p: Part): Promise<void> {
 
 // ---- b: run --json on GPU 1 beside a ---------------------------------------------------------------------
 async function partB(p: Part): Promise<void> {
-  const { dir, tmp } = place("b");
+  const { dir, tmp } = place(p);
   const [facts, ndjson] = [join(tmp, "facts.jsonl"), join(tmp, "run.ndjson")];
   const argv = [BUN, CLI, "run", "--json", "--output", ndjson, "--", py, TRAIN, "--seconds", "60", "--facts", facts];
   p.command(`CUDA_VISIBLE_DEVICES=1 ${argv.join(" ")}`);
@@ -208,7 +214,7 @@ async function partB(p: Part): Promise<void> {
 
 // ---- c: an idle monitor beside a ---------------------------------------------------------------------------
 async function partC(p: Part): Promise<void> {
-  const { dir, tmp } = place("c");
+  const { dir, tmp } = place(p);
   session(p, "c", { GPUMEM_TUI_DIR: dir, TMPDIR: tmp }, `${q(BUN)} ${q(CLI)}`);
   await T.until("c", "[1 Overview]", p.ms(30_000));
   const monitor = children(T.panePid("c") ?? -1)[0];
@@ -225,7 +231,7 @@ async function partC(p: Part): Promise<void> {
 
 // ---- d: a 2-rank DDP job -------------------------------------------------------------------------------------------
 async function partD(p: Part): Promise<void> {
-  const { dir, tmp } = place("d");
+  const { dir, tmp } = place(p);
   const facts = join(tmp, "facts.jsonl");
   const torchrun = existsSync(join(py, "..", "torchrun")) ? q(resolve(py, "..", "torchrun")) : `${q(py)} -m torch.distributed.run`;
   session(p, "d", { GPUMEM_TUI_DIR: dir, TMPDIR: tmp }, `${q(BUN)} ${q(CLI)} run -- ${torchrun} --standalone --nproc_per_node 2 ${q(TRAIN)} --ddp --seconds 60 --facts ${q(facts)}`);
@@ -271,7 +277,8 @@ async function partD(p: Part): Promise<void> {
   const per = [0, 1].map((rank) => {
     const fs = steps(`${facts}.rank${rank}`);
     const pid = job?.ranks.find((r) => r.rank === rank)?.pid ?? pids[rank]!;
-    const row = once?.processes.find((x) => x.pid === pid && x.pytorch);
+    const mine = once?.processes.filter((x) => x.pid === pid) ?? [];
+    const row = mine.find((x) => x.pytorch && x.device === fs[0]?.device) ?? mine.find((x) => x.pytorch);
     const vs = row?.pytorch ? against(fs, once!.time_unix_ms / 1000, row.pytorch.allocated_bytes) : null;
     if (!row) fails.push(`rank ${rank} (pid ${pid}): no PyTorch row`);
     else {
@@ -279,7 +286,7 @@ async function partD(p: Part): Promise<void> {
       if (!(row.used_bytes! > 0)) fails.push(`rank ${rank}: NVML used_bytes ${row.used_bytes}`);
       if (!vs?.ok) fails.push(`rank ${rank}: allocated ${row.pytorch!.allocated_bytes} outside torch's ${JSON.stringify(vs)}`);
     }
-    return { rank, pid, device: row?.device ?? null, used_bytes: row?.used_bytes ?? null, against_facts: vs };
+    return { rank, pid, device: row?.device ?? null, used_bytes: row?.used_bytes ?? null, nvml_rows: mine.map((x) => [x.device, x.used_bytes]), against_facts: vs };
   });
   if (new Set(per.map((r) => r.device)).size !== 2) fails.push(`the ranks are not on two devices: ${per.map((r) => r.device).join(", ")}`);
   p.check("json-once", "--json --once: each rank on its own GPU, NVML used > 0, PyTorch allocated within its facts", once ? fails : ["no JSON document"], { ranks: per });
@@ -288,15 +295,15 @@ async function partD(p: Part): Promise<void> {
 
 // ---- e: a leak and an OOM, side by side ---------------------------------------------------------------
 async function partE(p: Part): Promise<void> {
-  const { tmp } = place("e");
+  const { tmp } = place(p);
   const go = (name: string, gpu: string, args: string[]) => {
-    const { dir } = place(`e-${name}`);
+    const { dir } = place(p, `e-${name}`);
     const argv = [BUN, CLI, "run", "--json", "--output", join(tmp, `${name}.ndjson`), "--", py, TRAIN, ...args, "--facts", join(tmp, `${name}.facts.jsonl`)];
     p.command(`CUDA_VISIBLE_DEVICES=${gpu} ${argv.join(" ")}`);
     return bounded(argv, { env: { ...BASE, GPUMEM_TUI_DIR: dir, CUDA_VISIBLE_DEVICES: gpu }, timeoutMs: p.ms(150_000), file: join(tmp, `${name}.out.txt`) });
   };
   const [leak, oom] = await Promise.all([go("leak", "0", ["--leak", "--seconds", "30"]), go("oom", "1", ["--oom-after", "10", "--seconds", "20"])]);
-  for (const n of ["leak", "oom"]) for (const f of [`${n}.out.txt`, `${n}.facts.jsonl`, `${n}.ndjson`]) evidence.add(`[e] ${f}`, readText(join(tmp, f)));
+  for (const n of ["leak", "oom"]) for (const f of [`${n}.out.txt`, `${n}.facts.jsonl`, `${n}.ndjson`]) evidence.add(`[e] ${f}`, ends(readText(join(tmp, f))));
   const view = (n: string) => jsonLines<Document>(join(tmp, `${n}.ndjson`)).flatMap((d) => d.processes.filter((x) => x.pytorch).map((x) => x.pytorch!));
   const ooms = jsonLines<Fact>(join(tmp, "oom.facts.jsonl")).filter((f) => f.oom);
   const counts = view("oom").map((x) => x.oom_count);
@@ -311,7 +318,7 @@ async function partE(p: Part): Promise<void> {
 // ---- f, g: a recording for a fixture, and its replay -----------------------------------------------------
 const rec: { ring?: string; head?: string; facts?: string } = {};
 async function partF(p: Part): Promise<void> {
-  const { dir, tmp } = place("f");
+  const { dir, tmp } = place(p);
   const facts = join(tmp, "facts.jsonl");
   const CAP = 8_388_608;
   // As long as the ring holds without lapping, at the rate part a saw (25 s at most).
@@ -339,7 +346,7 @@ async function partF(p: Part): Promise<void> {
   evidence.add("[f] the training's output", readText(join(tmp, "out.txt")) + readText(join(tmp, "err.txt")));
   copyFileSync(facts, join(OUT, "hf-gpt2.facts.jsonl"));
   const manifest = JSON.parse(readText(join(dir, `${proc.pid}.json`)) || "{}");
-  for (const d of [OUT, tmp]) writeFileSync(join(d, "hf-gpt2.json"), `${JSON.stringify({ ...manifest, ring: "hf-gpt2.ring" }, null, 1)}\n`);
+  for (const d of [OUT, tmp]) writeFileSync(join(d, "hf-gpt2.json"), `${JSON.stringify({ ...manifest, ring: "hf-gpt2.ring", socket: null }, null, 1)}\n`);
   const h = ringHeader(ringPath);
   const fig: Record<string, unknown> = { seconds, exit: code, pid: proc.pid, write_index: h?.write_index, capacity: h?.capacity, names: Array.isArray(reply.tensors) ? reply.tensors.length : reply.error, names_write_index: after };
   const fails = [...(code === 0 ? [] : [`exit status ${code ?? "(still running at the timeout)"}`]), ...(reply.ok ? [] : [`names: ${reply.error}`])];
@@ -355,17 +362,28 @@ async function partF(p: Part): Promise<void> {
       else writeFileSync(to, Bun.gzipSync(await Bun.file(ring).bytes(), { level: 9 }));
       return { to, size: statSync(to).size };
     };
-    let packed = await pack(rec.ring);
-    fig.compressed_bytes = packed.size;
-    // Files that come back from the GPU machine are at most 16 MB: keep the head where it is larger.
-    for (let n = 2 ** Math.floor(Math.log2(Math.max(1024, (14e6 / packed.size) * h.write_index))); packed.size > 15e6 && n >= 1024; n /= 2) {
-      rec.head = join(tmp, "head", "hf-gpt2.ring");
-      mkdirSync(join(tmp, "head"), { recursive: true });
-      copyFileSync(join(tmp, "hf-gpt2.json"), join(tmp, "head", "hf-gpt2.json"));
-      fig.head = lastLine((await cut(n, rec.head)).out);
-      packed = await pack(rec.head);
-      Object.assign(fig, { head_records: n, head_compressed_bytes: packed.size, names_within_head: after !== null && after <= n });
+    // Files that come back from the GPU machine are at most 16 MB: where the whole ring would
+    // compress to more (estimated from its first 2^20 records), the fixture is its head.
+    const W = h.write_index;
+    let n = W;
+    const head = join(tmp, "head", "hf-gpt2.ring");
+    mkdirSync(join(tmp, "head"), { recursive: true });
+    copyFileSync(join(tmp, "hf-gpt2.json"), join(tmp, "head", "hf-gpt2.json"));
+    if (W > 1 << 20) {
+      await cut(1 << 20, head);
+      const perRecord = (await pack(head)).size / (1 << 20);
+      fig.estimated_compressed_bytes = Math.round(perRecord * W);
+      if (perRecord * W > 14e6) n = Math.min(W, Math.floor(14e6 / perRecord));
     }
+    let packed: { size: number };
+    for (;;) {
+      if (n < W) fig.head = lastLine((await cut(n, head)).out);
+      packed = await pack(n < W ? head : rec.ring);
+      Object.assign(fig, { records_kept: n, compressed_bytes: packed.size, names_within: after !== null && after <= n });
+      if (packed.size <= 15e6 || n <= 1024) break;
+      n = Math.floor(n * 0.75);
+    }
+    if (n < W) rec.head = head;
     if (packed.size > 15e6) fails.push(`the compressed ring is ${packed.size} bytes, above 15 MB`);
   } else fails.push(h ? `the ring lapped: ${h.write_index} records into ${h.capacity} (lower --seconds or raise the capacity)` : "the ring could not be read");
   p.check("recording", "a recording of the training (ring, manifest, names asked for mid-run, facts) for a fixture", fails, fig);
@@ -403,7 +421,7 @@ async function partG(p: Part): Promise<void> {
     const [c0, c1] = [cmp(0), cmp(1)];
     const off = eq(c0) > eq(c1) ? 0 : 1;
     const rows = off === 0 ? c0 : c1;
-    const mism = rows.filter((x) => x.torch_allocated_at_end_bytes !== x.facts_memory_allocated);
+    const mism = rows.filter((x) => x.torch_allocated_at_end_bytes !== "absent" && x.torch_allocated_at_end_bytes !== x.facts_memory_allocated);
     p.check("steps-torch", "replay: each step's torch_allocated_at_end_bytes equals the facts' memory_allocated of the same step", [...(rows.length ? [] : ["no step of the replay matches a step of the facts"]), ...(rows[0]?.torch_allocated_at_end_bytes === "absent" ? ["torch_allocated_at_end_bytes absent"] : mism.length ? [`${mism.length} of ${rows.length} steps differ, e.g. ${JSON.stringify(mism[0])}`] : [])], { steps_compared: rows.length, facts_step_offset: off, mismatches: mism.length, model_equal_to_torch: rows.filter((x) => x.allocated_at_end_bytes === x.facts_memory_allocated).length, first: rows.slice(0, 3), mismatch_examples: mism.slice(0, 5) });
   }
 }
@@ -413,6 +431,8 @@ function report(): void {
   writeReport(OUT, { title: "gpumem-tui on a Hugging Face training (GPT-2), end to end", command: `bun bench/e2e-hf.ts ${argv[0]}`, machine, results, extra: { parts }, commands, footer: "Screens: screens.txt; outputs, JSON documents and NDJSON: evidence.txt; the recording: hf-gpt2.*." });
 }
 function cleanUp(): void {
+  stopChildren();
+  for (const pid of made.flatMap(agentPids)) kill(pid);
   T.kill();
   for (const d of [...made, WORK]) rmSync(d, { recursive: true, force: true });
 }

@@ -207,20 +207,47 @@ export interface Result {
   figures: Record<string, unknown>;
 }
 
-/** A child run to its end or killed at its deadline; its output piped (and returned) or into a file
- *  (`file`: stdout, and stderr too unless `stderr: "pipe"`). */
+const LIVE = new Set<Bun.Subprocess>();
+
+/** A child run to its end or stopped at its deadline (SIGTERM, which `gpumem-tui run` passes on to
+ *  its program, then SIGKILL); its output piped (and returned) or into a file (`file`: stdout, and
+ *  stderr too unless `stderr: "pipe"`). */
 export async function bounded(argv: string[], opts: { env?: Record<string, string>; timeoutMs: number; file?: string; stderr?: "pipe"; cwd?: string }) {
   const t0 = performance.now();
   const fd = opts.file ? openSync(opts.file, "w", 0o644) : null;
   const errTo = fd === null || opts.stderr === "pipe" ? "pipe" : fd;
   const proc = Bun.spawn(argv, { cwd: opts.cwd ?? ROOT, env: opts.env, stdin: "ignore", stdout: fd ?? "pipe", stderr: errTo });
+  LIVE.add(proc);
   let timedOut = false;
-  const timer = setTimeout(() => ((timedOut = true), proc.kill("SIGKILL")), Math.max(1, opts.timeoutMs));
+  const timer = setTimeout(() => {
+    timedOut = true;
+    proc.kill("SIGTERM");
+    setTimeout(() => proc.kill("SIGKILL"), 5000).unref();
+  }, Math.max(1, opts.timeoutMs));
   const text = (s: unknown) => (s instanceof ReadableStream ? new Response(s).text() : Promise.resolve(""));
   const [stdout, stderr, code] = await Promise.all([text(proc.stdout), text(proc.stderr), proc.exited]);
   clearTimeout(timer);
+  LIVE.delete(proc);
   if (fd !== null) closeSync(fd);
   return { code, timedOut, out: stdout, err: stderr, seconds: +((performance.now() - t0) / 1000).toFixed(1) };
+}
+
+/** Every child of `bounded` still running: SIGTERM, up to 3 s to end, then SIGKILL. */
+export function stopChildren(): void {
+  for (const p of LIVE) p.kill("SIGTERM");
+  for (let i = 0; i < 30 && [...LIVE].some((p) => p.exitCode === null && p.signalCode === null); i++) Bun.sleepSync(100);
+  for (const p of LIVE) p.kill("SIGKILL");
+}
+
+/** SIGKILL to a pid of ours that is still alive. */
+export function kill(pid: number): void {
+  if (alive(pid)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
 }
 
 /** One part of a run: its checks, the processes and tmux sessions it started (stopped at its end). */
@@ -229,7 +256,10 @@ export class Part {
   readonly commands: string[] = [];
   readonly pids: number[] = [];
   readonly sessions: string[] = [];
+  /** Agent directories it made: the programs with an agent in them are its own. */
+  readonly dirs: string[] = [];
   readonly figures: Record<string, unknown> = {};
+  readonly started = Date.now();
   /** Unix seconds that `since()` counts from (a part sets it to its training's first step). */
   zero = Date.now() / 1000;
   constructor(

@@ -1,7 +1,7 @@
 // bench/e2e-hf.ts on a machine that cannot run it: exit status 2, says what is missing (GPUs,
 // torch, transformers, tmux), starts nothing and writes no report.
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -16,12 +16,17 @@ function run(argv: string[], env: Record<string, string> = {}) {
 
 describe("bench/e2e-hf.ts refuses where it cannot run", () => {
   test("no torch (PYTHON names no interpreter): exit 2, says so, no report written", () => {
-    const out = join(mkdtempSync(join(tmpdir(), "gpumem-e2e-hf-test-")), "report");
-    const r = run([BUN, SCRIPT, out], { PYTHON: "/nonexistent/python3" });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("e2e:hf: cannot run on this machine; nothing was started:");
-    expect(r.stderr).toContain('no torch: no Python interpreter "/nonexistent/python3"');
-    expect(existsSync(out)).toBe(false);
+    const dir = mkdtempSync(join(tmpdir(), "gpumem-e2e-hf-test-"));
+    const out = join(dir, "report");
+    try {
+      const r = run([BUN, SCRIPT, out], { PYTHON: "/nonexistent/python3" });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("e2e:hf: cannot run on this machine; nothing was started:");
+      expect(r.stderr).toContain('no torch: no Python interpreter "/nonexistent/python3"');
+      expect(existsSync(out)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("no tmux on PATH: exit 2, says so", () => {
