@@ -21,10 +21,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSyn
 import { hostname, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import type { Document, Process } from "../src/headless/schema";
-
-const ROOT = resolve(import.meta.dir, "..");
-const CLI = join(ROOT, "src", "cli.ts");
-const BUN = process.execPath;
+import { alive, BUN, BYTES, CLI, findPython, findTmux, gitCommit, lastLine, median, mib, parseBytes, ppid, probeGpus, q, ROOT, show, Tmux, waitFor } from "./e2e-support";
 const TRAIN = join(ROOT, "test", "tui", "train.py");
 const SCENARIOS = join(ROOT, "test", "agent", "scenarios.py");
 const COLS = 250; // wide enough for the status line of `d` with both snapshot paths
@@ -68,34 +65,6 @@ interface Machine {
   commit: string | null;
 }
 
-/** tmux leaves a private server's socket file behind after kill-server: removed with it. */
-function killServer(tmux: string, socket: string): void {
-  Bun.spawnSync([tmux, "-L", socket, "-f", "/dev/null", "kill-server"], { stdout: "ignore", stderr: "ignore" });
-  rmSync(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socket), { force: true });
-}
-
-function lastLine(s: string): string {
-  return s.trim().split("\n").filter(Boolean).pop() ?? "";
-}
-
-function probeTmux(tmux: string): string | null {
-  // A private server with no user config, as the run below uses; a sandbox without /dev/pts has
-  // tmux but cannot open a pane.
-  const socket = `gpumem-e2e-probe-${process.pid}`;
-  const t = (...a: string[]) => Bun.spawnSync([tmux, "-L", socket, "-f", "/dev/null", ...a], { stdout: "pipe", stderr: "pipe" });
-  const r = t("new-session", "-d", "-s", "probe", "-x", "40", "-y", "5", "/bin/sh", "-c", "echo tmux-pane-ok; sleep 30");
-  if (r.exitCode !== 0) return `tmux cannot open a pane here: ${r.stderr.toString().trim() || "exit status non-zero"}`;
-  try {
-    for (let i = 0; i < 50; i++) {
-      if (t("capture-pane", "-p", "-t", "probe").stdout.toString().includes("tmux-pane-ok")) return null;
-      Bun.sleepSync(100);
-    }
-    return "tmux started a pane but /bin/sh printed nothing in it within 5 s";
-  } finally {
-    killServer(tmux, socket);
-  }
-}
-
 /** What this machine lacks for the run (empty: it can run), and what it has. */
 function preflight(): { missing: string[]; machine: Machine; python: string | null; tmux: string | null } {
   const missing: string[] = [];
@@ -112,17 +81,12 @@ function preflight(): { missing: string[]; machine: Machine; python: string | nu
     commit: null,
   };
   // The GPU, as the monitor itself sees it.
-  const once = Bun.spawnSync([BUN, CLI, "--json", "--once"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-  try {
-    const doc = JSON.parse(once.stdout.toString()) as Document;
-    machine.gpus = doc.devices.map((d) => `${d.index}: ${d.name ?? "?"} (${d.uuid ?? "?"})`);
-    machine.driver = doc.driver_version;
-    if (doc.devices.length === 0) missing.push(`no NVIDIA GPU: ${doc.reason ?? "NVML lists no devices"} (gpumem-tui --json --once)`);
-  } catch {
-    missing.push(`no NVIDIA GPU: \`gpumem-tui --json --once\` failed (exit ${once.exitCode}): ${lastLine(once.stderr.toString()) || "no output"}`);
-  }
+  const gpu = probeGpus();
+  machine.gpus = gpu.gpus;
+  machine.driver = gpu.driver;
+  if (gpu.missing) missing.push(gpu.missing);
   // PyTorch with CUDA.
-  const python = PYTHON_NAME.includes("/") ? (existsSync(PYTHON_NAME) ? PYTHON_NAME : null) : Bun.which(PYTHON_NAME);
+  const python = findPython(PYTHON_NAME);
   machine.python = python;
   if (!python) {
     missing.push(`no torch: no Python interpreter "${PYTHON_NAME}" (set PYTHON to one that has torch)`);
@@ -138,16 +102,11 @@ function preflight(): { missing: string[]; machine: Machine; python: string | nu
     }
   }
   // tmux, and a pane it can open.
-  const tmux = Bun.which("tmux");
-  if (!tmux) missing.push("no tmux: install it (apt install tmux)");
-  else {
-    machine.tmux = Bun.spawnSync([tmux, "-V"], { stdout: "pipe" }).stdout.toString().trim();
-    const why = probeTmux(tmux);
-    if (why) missing.push(`no usable tmux: ${why}`);
-  }
-  const git = Bun.which("git") ? Bun.spawnSync(["git", "-C", ROOT, "describe", "--always", "--dirty"], { stdout: "pipe", stderr: "pipe" }) : null;
-  if (git?.exitCode === 0) machine.commit = git.stdout.toString().trim();
-  return { missing, machine, python, tmux };
+  const t = findTmux();
+  machine.tmux = t.version;
+  if (t.missing) missing.push(t.missing);
+  machine.commit = gitCommit();
+  return { missing, machine, python, tmux: t.tmux };
 }
 
 const pre = preflight();
@@ -170,16 +129,12 @@ const AGENTS = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), 
 const WORK = mkdtempSync(join(tmpdir(), "gpumem-e2e-work-"));
 const SOCKET = `gpumem-e2e-gpu-${process.pid}`;
 const ENV = { ...process.env, GPUMEM_TUI_DIR: AGENTS } as Record<string, string>;
-const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-
-function tmux(...a: string[]) {
-  const r = Bun.spawnSync([TMUX, "-L", SOCKET, "-f", "/dev/null", ...a], { stdout: "pipe", stderr: "pipe" });
-  return { ok: r.exitCode === 0, out: r.stdout.toString(), err: r.stderr.toString().trim() };
-}
-const pane = (s: string) => tmux("capture-pane", "-p", "-t", s).out;
+const T = new Tmux(TMUX, SOCKET);
+const tmux = (...a: string[]) => T.run(...a);
+const pane = (s: string) => T.pane(s);
 /** The monitor's status line: the last line of its frame. */
 const statusLine = (text: string) => (text.trimEnd().split("\n").pop() ?? "").trim();
-const keys = (s: string, ...k: string[]) => tmux("send-keys", "-t", s, ...k);
+const keys = (s: string, ...k: string[]) => T.keys(s, ...k);
 
 function startSession(name: string, cols: number, rows: number, command: string): void {
   // /bin/sh runs the line (not the user's shell); the pane stays after the command ends, so its
@@ -189,59 +144,13 @@ function startSession(name: string, cols: number, rows: number, command: string)
   if (!r.ok) throw new Error(`tmux new-session failed: ${r.err}`);
 }
 
-async function until(session: string, what: string | RegExp | ((text: string) => boolean), timeoutMs: number, label = String(what)): Promise<string> {
-  const t0 = Date.now();
-  for (;;) {
-    const text = pane(session);
-    const hit = typeof what === "string" ? text.includes(what) : what instanceof RegExp ? what.test(text) : what(text);
-    if (hit) return text;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`never saw ${label} within ${timeoutMs / 1000} s; the pane:\n${text.trimEnd()}`);
-    await Bun.sleep(200);
-  }
-}
-
-async function waitFor<T>(fn: () => T | null | undefined | false, timeoutMs: number, what: string): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
-    await Bun.sleep(250);
-  }
-}
+const until = (session: string, what: string | RegExp | ((text: string) => boolean), timeoutMs: number, label = String(what)) => T.until(session, what, timeoutMs, label);
 
 function save(name: string, text: string): string {
   const path = join(OUT, "screens", `${name}.txt`);
   writeFileSync(path, text);
   return relative(OUT, path);
 }
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
-}
-
-function ppid(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return null;
-  }
-}
-
-const UNITS: Record<string, number> = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40 };
-const BYTES = String.raw`-?\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB)`;
-function parseBytes(s: string): number {
-  const [v, u] = s.trim().split(" ");
-  return Number(v) * (UNITS[u ?? "B"] ?? Number.NaN);
-}
-const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
-const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]! : Number.NaN);
 
 function jsonOnce(): Document {
   const p = Bun.spawnSync([BUN, CLI, "--json", "--once"], { cwd: ROOT, env: ENV, stdout: "pipe", stderr: "pipe" });
@@ -736,7 +645,7 @@ function cleanUp(): void {
       // gone
     }
   }
-  killServer(TMUX, SOCKET);
+  T.kill();
   try {
     // The training's output; where it never attached, whatever `run` logged of it.
     const log = state.log || (existsSync(WORK) ? readdirSync(WORK).filter((f) => /^gpumem-tui-run-\d+\.log$/.test(f)).map((f) => join(WORK, f))[0] : "");
@@ -746,12 +655,6 @@ function cleanUp(): void {
   }
   rmSync(WORK, { recursive: true, force: true });
   rmSync(AGENTS, { recursive: true, force: true });
-}
-
-function show(v: unknown): string {
-  if (typeof v === "number" && Number.isInteger(v) && Math.abs(v) >= 2 ** 20) return `${v} (${mib(v)})`;
-  if (typeof v === "string") return v;
-  return JSON.stringify(v);
 }
 
 function writeReport(): void {
