@@ -353,7 +353,7 @@ async function partF(p: Part): Promise<void> {
   if (h && h.write_index <= h.capacity) {
     rec.ring = join(tmp, "hf-gpt2.ring");
     rec.facts = facts;
-    const cut = (n: number, to: string) => bounded([BUN, join(ROOT, "bench", "ring-head.ts"), ringPath, to, String(n)], { timeoutMs: p.ms(120_000) });
+    const cut = (n: number, to: string) => bounded([BUN, join(ROOT, "bench", "ring-cut.ts"), ringPath, to, String(n)], { timeoutMs: p.ms(120_000) });
     fig.compact = lastLine((await cut(h.write_index, rec.ring)).out);
     const pack = async (ring: string) => {
       const xz = Bun.which("xz");

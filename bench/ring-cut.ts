@@ -1,19 +1,22 @@
 #!/usr/bin/env bun
-// A recorded ring cut to its first steps, for a fixture small enough to commit:
-//   bun bench/ring-cut.ts IN.ring OUT.ring STEPS
-// Keeps the header and every record up to and including the STEPS-th step mark (the sync records
-// the hook writes just before it included), as written: indices, seq and times unchanged. The
-// header's running totals are dropped (n_devices 0): they are the whole run's end, not the cut's,
-// so a replay takes its totals from the records and torch's own figures from their sync records.
+// A recorded ring cut to its head, for a fixture small enough to commit:
+//   bun bench/ring-cut.ts IN.ring OUT.ring --steps K     up to and including the K-th step mark
+//   bun bench/ring-cut.ts IN.ring OUT.ring N             the first N records
+// Records are kept as written: indices, seq and times unchanged (with --steps, the sync records
+// the hook writes just before a step mark are in). The header's running totals are dropped
+// (n_devices 0): they are the whole run's end, not the cut's, so a replay takes its totals from
+// the records and torch's own figures from their sync records; nothing is made up to look whole.
 // The manifest beside IN (x.json) is copied beside OUT with its ring path pointing at OUT.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { ACTION } from "../src/ffi/events";
 import { HEADER_SIZE, LAYOUT, RECORD_SIZE } from "../src/ffi/ring";
 
-const [inPath, outPath, stepsArg] = process.argv.slice(2);
-const steps = Number(stepsArg);
-if (!inPath || !outPath || !(Number.isInteger(steps) && steps > 0)) {
-  process.stderr.write("usage: bun bench/ring-cut.ts IN.ring OUT.ring STEPS\n");
+const argv = process.argv.slice(2);
+const bySteps = argv[2] === "--steps";
+const [inPath, outPath] = argv;
+const count = Number(bySteps ? argv[3] : argv[2]);
+if (!inPath || !outPath || !(Number.isInteger(count) && count > 0) || argv.length !== (bySteps ? 4 : 3)) {
+  process.stderr.write("usage: bun bench/ring-cut.ts IN.ring OUT.ring (--steps K | N)\n");
   process.exit(2);
 }
 const src = readFileSync(inPath);
@@ -22,17 +25,14 @@ const capacity = Number(view.getBigUint64(LAYOUT.capacity, true));
 const written = Number(view.getBigUint64(LAYOUT.write_index, true));
 if (written > capacity) throw new Error(`${inPath} lapped (${written} records written, ${capacity} kept): cut a ring that holds its whole run`);
 const ACTION_AT = 56; // gpumem_record.action
-let end = -1;
+let end = bySteps ? -1 : Math.min(count, written);
 let seen = 0;
-for (let i = 0; i < written; i++) {
+for (let i = 0; i < written && (bySteps ? end < 0 : i < end); i++) {
   const at = HEADER_SIZE + i * RECORD_SIZE;
   if (Number(view.getBigUint64(at, true)) !== i + 1) throw new Error(`${inPath}: record ${i} is not whole (seq)`);
-  if (src[at + ACTION_AT] === ACTION.step && ++seen === steps) {
-    end = i + 1;
-    break;
-  }
+  if (bySteps && src[at + ACTION_AT] === ACTION.step && ++seen === count) end = i + 1;
 }
-if (end < 0) throw new Error(`${inPath} holds ${seen} step marks, fewer than ${steps}`);
+if (end < 0) throw new Error(`${inPath} holds ${seen} step marks, fewer than ${count}`);
 let cap = 1;
 while (cap < end) cap *= 2;
 const out = Buffer.alloc(HEADER_SIZE + cap * RECORD_SIZE);
@@ -49,4 +49,4 @@ if (existsSync(manifest)) {
   const m = JSON.parse(readFileSync(manifest, "utf8"));
   writeFileSync(outPath.replace(/\.ring$/, ".json"), `${JSON.stringify({ ...m, ring: outPath, socket: null }, null, 1)}\n`);
 }
-process.stdout.write(`${outPath}: ${end} records (${steps} steps) of ${written}, ${out.length} bytes\n`);
+process.stdout.write(`${outPath}: ${end} records${bySteps ? ` (${count} steps)` : ""} of ${written}, ${out.length} bytes\n`);
