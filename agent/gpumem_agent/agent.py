@@ -18,6 +18,7 @@ from .phases import Phases
 
 SYNC_SECONDS = 0.25
 HISTORY_ENTRIES = 100000  # the `history` command's default bound on recorded allocator events
+AT_STEP_WAIT = 3.0  # `names` with at_step: how long to wait for an optimizer step before answering now
 
 
 def _log(msg):
@@ -328,9 +329,16 @@ class Agent:
             m["step"] = self.phases.step
             return m
 
-        def names_(scan=False):
+        def names_(scan=False, at_step=False):
+            if not isinstance(scan, bool) or not isinstance(at_step, bool):
+                raise ValueError('"scan" and "at_step" must be true or false')
             if scan:
                 tensors, ms = names.scan(torch, self.phases.models, self.phases.optimizers)
+            elif at_step:
+                # Taken on the training thread right after the next optimizer step, where the
+                # gradients and the optimizer state are alive (between zero_grad and backward a
+                # gradient is None); now, where no step comes within AT_STEP_WAIT seconds.
+                tensors, ms = self._names_after_step()
             else:
                 t0 = time.perf_counter()
                 tensors = list(names.known_names(self.phases.models, self.phases.optimizers).values())
@@ -380,6 +388,26 @@ class Agent:
             return {"functions": profile_stats()}
 
         return {"info": info, "names": names_, "empty_cache": empty_cache, "dump_snapshot": dump_snapshot, "history": history, "reset_peaks": reset_peaks, "lines": lines}
+
+    def _names_after_step(self):
+        done = threading.Event()
+        out = {}
+
+        def take():
+            t0 = time.perf_counter()
+            out["tensors"] = list(names.known_names(self.phases.models, self.phases.optimizers).values())
+            out["ms"] = (time.perf_counter() - t0) * 1000
+            done.set()
+
+        self.phases.after_step.append(take)
+        if not done.wait(AT_STEP_WAIT):
+            try:
+                self.phases.after_step.remove(take)
+            except ValueError:  # the step came just now: its answer is on its way
+                done.wait()
+            else:
+                take()
+        return out["tensors"], out["ms"]
 
     # -- exit -----------------------------------------------------------------------------------
 

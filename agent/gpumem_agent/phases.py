@@ -24,6 +24,9 @@ class Phases:
         self.optimizers = weakref.WeakSet()
         self.handles = []
         self.patched = []
+        # One-shot callables run on the training thread right after the next optimizer step (its
+        # step mark written): what must see the step's gradients and optimizer state alive.
+        self.after_step = []
 
     def set(self, phase, action=ACTION_PHASE):
         self.phase = phase
@@ -67,6 +70,8 @@ class Phases:
             if global_hooks[0] in self.handles and len(self.models) > 0:
                 narrow()
             self.set(OTHER, ACTION_STEP)
+            while self.after_step:
+                self.after_step.pop(0)()
 
         self.handles.append(optim.register_optimizer_step_pre_hook(opt_pre))
         self.handles.append(optim.register_optimizer_step_post_hook(opt_post))

@@ -27,7 +27,7 @@ export interface NamesStatus {
   error: string | null;
 }
 
-type Ask = (socket: string, cmd: string) => Promise<Reply>;
+type Ask = (socket: string, cmd: string, args: Record<string, unknown>) => Promise<Reply>;
 
 export class NameRequests {
   readonly status: NamesStatus = { requests: 0, reason: null, step: null, tensors: 0, matched: 0, added: 0, agent_ms: null, round_trip_ms: null, at_ms: null, error: null };
@@ -56,7 +56,9 @@ export class NameRequests {
     this.status.requests++;
     this.status.reason = reason;
     const t0 = performance.now();
-    this.ask(socket, "names")
+    // at_step: the agent walks its models right after the next optimizer step, where gradients
+    // and optimizer state are alive (at a random moment a gradient is often None).
+    this.ask(socket, "names", { at_step: true })
       .then((r) => {
         if (!r.ok || !Array.isArray(r.tensors)) {
           this.status.error = r.error ?? "the agent's names reply has no tensors";

@@ -1,6 +1,6 @@
 // The monitor's frame: a header, one screen, and a status line; every key is handled here.
-import { Box, Text, useApp, useInput, useWindowSize } from "ink";
-import { useEffect, useState } from "react";
+import { Box, type Key, Text, useApp, useInput, useWindowSize } from "ink";
+import { useEffect, useRef, useState } from "react";
 import type { Controller } from "./controller";
 import { color, pad } from "./format";
 import { HelpScreen } from "./screens/help";
@@ -24,14 +24,26 @@ export interface AppProps {
   size?: { columns: number; rows: number };
 }
 
+/** The parts of Ink's key that the handler reads. */
+type KeyLike = Pick<Key, "return" | "escape" | "backspace" | "delete" | "ctrl" | "meta" | "tab" | "shift" | "downArrow" | "upArrow" | "pageDown" | "pageUp">;
+const NO_KEY: KeyLike = { return: false, escape: false, backspace: false, delete: false, ctrl: false, meta: false, tab: false, shift: false, downArrow: false, upArrow: false, pageDown: false, pageUp: false };
+
 export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   const { exit } = useApp();
   const win = useWindowSize();
   const columns = size?.columns ?? win.columns ?? 80;
   const rows = size?.rows ?? win.rows ?? 24;
   const [, setVersion] = useState(0);
-  const [screen, setScreen] = useState(initialScreen);
-  const [selected, setSelected] = useState(SCREENS.map(() => 0));
+  const [screen, setScreenState] = useState(initialScreen);
+  // The screen as the keys of one read have left it: a paste or a burst over SSH arrives as one
+  // input string, split below into keys that each see the screen the key before chose.
+  const screenNow = useRef(initialScreen);
+  const setScreen = (n: number | ((s: number) => number)) => {
+    screenNow.current = typeof n === "function" ? n(screenNow.current) : n;
+    setScreenState(screenNow.current);
+  };
+  const [selected, setSelectedState] = useState(SCREENS.map(() => 0));
+  const selectedNow = useRef(selected);
   const [pid, setPid] = useState<number | null>(null);
   const [procSort, setProcSort] = useState<ProcessSort>("memory");
   const [tensorSort, setTensorSort] = useState<TensorSort>("size");
@@ -49,10 +61,33 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   useEffect(() => {
     if (screen === LINES) void ctl.refreshLines(pm);
   });
-  const move = (delta: number) =>
-    setSelected((s) => s.map((v, i) => (i === screen ? Math.max(0, v + delta) : v)));
+  const move = (delta: number) => {
+    const at = screenNow.current;
+    selectedNow.current = selectedNow.current.map((v, i) => (i === at ? Math.max(0, v + delta) : v));
+    setSelectedState(selectedNow.current);
+  };
 
   useInput((input, key) => {
+    // Several plain keys in one read (a paste, key repeat over SSH, tmux send-keys in a burst):
+    // each counts, in order. Typing a filter takes the text whole.
+    if (!typing && input.length > 1 && !key.ctrl && !key.meta && /^[\x20-\x7e\r\t]+$/.test(input)) {
+      for (let i = 0; i < input.length; i++) {
+        const ch = input[i]!;
+        if (ch === "/") {
+          setTyping(true);
+          return setFilter(input.slice(i + 1)); // what follows a "/" is the filter's text
+        }
+        if (ch === "\r") onKey("", { ...NO_KEY, return: true });
+        else if (ch === "\t") onKey("", { ...NO_KEY, tab: true });
+        else onKey(ch, NO_KEY);
+      }
+      return;
+    }
+    onKey(input, key);
+  });
+
+  function onKey(input: string, key: KeyLike): void {
+    const screen = screenNow.current;
     if (typing) {
       if (key.return) setTyping(false);
       else if (key.escape) (setTyping(false), setFilter(""));
@@ -75,7 +110,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     if (key.pageDown) return move(10);
     if (key.pageUp) return move(-10);
     if (key.return && screen === 0) {
-      const p = procs[selected[0]!];
+      const p = procs[selectedNow.current[0]!];
       if (p) setPid(p.agent_pid ?? p.pid);
       return setScreen(1);
     }
@@ -91,7 +126,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     }
     if (input === "+") return ctl.setInterval(ctl.intervalMs * 2);
     if (input === "-") return ctl.setInterval(ctl.intervalMs / 2);
-    const target = screen === 0 ? models.find((m) => m.pid === (procs[selected[0]!]?.agent_pid ?? procs[selected[0]!]?.pid)) : pm;
+    const target = screen === 0 ? models.find((m) => m.pid === (procs[selectedNow.current[0]!]?.agent_pid ?? procs[selectedNow.current[0]!]?.pid)) : pm;
     if (input === "d") return void ctl.run(target, "dump_snapshot");
     if (input === "r") return void ctl.run(target, "reset_peaks");
     if (input === "e") {
@@ -101,7 +136,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
       return ctl.say(`empty the cache of pid ${target.pid}? y / n`);
     }
     if (input === "D" && onDemo) return onDemo();
-  });
+  }
 
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
   // whole screen (the flicker full-screen Ink apps are known for).

@@ -91,6 +91,15 @@ describe("agent on a GPU", () => {
     expect(new Set(addresses).size).toBe(addresses.length); // storages counted once
   });
 
+  gpuTest("names at_step: taken right after the next optimizer step, gradients included; a bad flag is refused in words", () => {
+    const r = report("names");
+    expect(r.names_at_step.ok).toBe(true);
+    const names = (r.names_at_step.tensors as { name: string; category: string }[]).map((t) => `${t.category}:${t.name}`);
+    expect(names).toEqual(expect.arrayContaining(["gradient:0.mlp.0.weight.grad", "optimizer_state:exp_avg of 0.mlp.0.weight"]));
+    expect(r.names_at_step.write_index).toBeGreaterThan(0);
+    expect(r.names_bad_at_step.error).toMatch(/"scan" and "at_step" must be true or false/);
+  });
+
   gpuTest("commands: empty_cache releases, dump_snapshot opens in torch.cuda._memory_viz, bad input gets an error", () => {
     const r = report("commands");
     expect(r.empty_cache.ok).toBe(true);

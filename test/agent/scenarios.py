@@ -11,6 +11,8 @@ records PyTorch's memory history over the run and dumps it (torch.cuda.memory._d
 """
 import argparse
 import json
+import time
+import threading
 import os
 import socket
 import struct
@@ -178,6 +180,17 @@ def main():
         keep.append((m, opt))
         report["names"] = control("names")
         report["scan"] = control("names", scan=True)
+        # at_step: asked from another thread, answered right after the next optimizer step, on the
+        # training thread, where this step's gradients are alive (zero_grad below frees them)
+        got = {}
+        asker = threading.Thread(target=lambda: got.update(reply=control("names", at_step=True)))
+        asker.start()
+        time.sleep(0.5)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        asker.join(10)
+        report["names_at_step"] = got.get("reply")
+        report["names_bad_at_step"] = control("names", at_step="yes")
     elif args.scenario == "commands":
         m, opt, _ = train(2)
         junk = [torch.empty(64 << 20, dtype=torch.uint8, device=dev) for _ in range(4)]

@@ -8,7 +8,8 @@ import { MiB, Trace, trainingStep } from "../profiler/trace";
 
 function agent(tensors: unknown[], write_index: number) {
   const asked: string[] = [];
-  const ask = async (_socket: string, cmd: string): Promise<Reply> => {
+  const ask = async (_socket: string, cmd: string, args: Record<string, unknown>): Promise<Reply> => {
+    expect(args).toEqual({ at_step: true });
     asked.push(cmd);
     return { ok: true, tensors, scan_ms: 1.5, write_index, step: 1 };
   };

@@ -6,6 +6,8 @@ import { render } from "ink-testing-library";
 import { overviewProcesses } from "../../src/tui/screens/overview";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
+import { createModel } from "../../src/profiler";
+import { Trace } from "../profiler/trace";
 import { hostDocument, TORCHRUN } from "../support/jobs";
 
 const tick = () => new Promise((r) => setTimeout(r, 30));
@@ -72,6 +74,40 @@ describe("Overview of a multi-rank job", () => {
     expect(header).toBeGreaterThan(0);
     const shown = frame.filter((l) => /^\s*\d+ /.test(l));
     expect(shown.map((l) => Number(l.trim().split(/\s+/)[0]))).toEqual([ctl.doc!.jobs[0]!.pids[1]!]);
+    ui.unmount();
+  });
+});
+
+describe("keys in one read", () => {
+  test("a burst of keys (tmux send-keys, a paste, key repeat over SSH) counts every key, in order", async () => {
+    const { ctl, ui, lines } = mount(120, 40);
+    for (const p of ctl.doc!.processes) {
+      const model = createModel();
+      model.ingest(new Trace().alloc(0x1000, 1 << 20).batch());
+      ctl.models.byPid.set(p.pid, { pid: p.pid, model, source: "live", socket: null, title: `pid ${p.pid}`, ended: false });
+    }
+    await tick();
+    const order = overviewProcesses(ctl.doc, "memory", "");
+    const opened = () => Number(/pid (\d+) \[/.exec(lines().join("\n"))?.[1]);
+    // Down twice and Enter in one read: the third process opens.
+    ui.stdin.write("jj\r");
+    await tick();
+    expect(lines()[0]).toContain("[2 Process]");
+    expect(opened()).toBe(order[2]!.pid);
+    // Back, up twice, down once, in one read: the second.
+    ui.stdin.write("1kkj");
+    await tick();
+    ui.stdin.write("\r");
+    await tick();
+    expect(opened()).toBe(order[1]!.pid);
+    // "43" in one read: Segments, then Tensors
+    ui.stdin.write("43");
+    await tick();
+    expect(lines()[0]).toContain("[3 Tensors]");
+    // "/" and text in one read: the text is the filter
+    ui.stdin.write(`1/${order[1]!.pid}`);
+    await tick();
+    expect(lines().at(-1)).toContain(`filter: ${order[1]!.pid}`);
     ui.unmount();
   });
 });

@@ -43,9 +43,9 @@ function columns(width: number, sort: TensorSort): { cols: Column[]; nameWidth: 
   ];
   const optional: Column[] = [
     { title: "AGE", width: 8, right: true, cell: (_b, age) => `${(age / 1e6).toFixed(1)}s` },
-    { title: "PHASE", width: 10, cell: (b) => ` ${b.phase}` },
+    { title: " PHASE", width: 10, cell: (b) => ` ${b.phase}` },
     { title: "STEP", width: 6, right: true, cell: (b) => (b.step === null ? "" : String(b.step)) },
-    { title: "RANGE", width: 19, cell: (b) => ` ${b.range_name ?? ""}` },
+    { title: " RANGE", width: 19, cell: (b) => ` ${b.range_name ?? ""}` },
   ];
   const avail = width - 1;
   const minName = 24;
