@@ -163,7 +163,8 @@ export function summary(m: ProfilerModel): Summary {
   const devices = m.devices.map((d) => deviceSummary(m, d));
   // Devices the header knows and no event has touched yet still show their totals.
   for (const [dev, h] of m.headerTotals) {
-    if (m.device(dev)) continue;
+    // A device this process never used (a DDP rank's neighbour GPU, visible to it) is not its own.
+    if (m.device(dev) || (h.reserved === 0 && h.allocated === 0 && h.n_alloc === 0)) continue;
     devices.push({
       device: dev,
       allocated_bytes: h.allocated,

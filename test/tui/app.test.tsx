@@ -205,3 +205,29 @@ describe("every screen fits the terminal", () => {
     });
   }
 });
+
+describe("a DDP rank on its second GPU", () => {
+  test("events on cuda:1 only, the neighbour GPU in the header with nothing: the Process screen shows cuda:1 and does not fail", async () => {
+    const { createModel, summary } = await import("../../src/profiler");
+    const { Trace } = await import("../profiler/trace");
+    const tr = new Trace();
+    tr.device = 1;
+    tr.segment(0x7000_0000, 20 * 2 ** 20).alloc(0x7000_0000, 2 ** 20).nextStep();
+    const model = createModel();
+    model.ingest(tr.batch());
+    const zero = { allocated: 0, reserved: 0, active: 0, peak_allocated: 0, peak_reserved: 0, peak_active: 0, n_alloc: 0, n_free: 0, n_segment_alloc: 0, n_segment_free: 0, n_oom: 0, n_retries: 0, requested: 0 };
+    model.setHeader({
+      abi_version: 1, capacity: 1024, pid: 751, mode: "hook", n_devices: 2, attach_unix_us: 0, updated_unix_us: 0, current_step: 1, current_range: 0,
+      current_line: 0, current_phase: 0, closed: false, write_index: tr.rows.length,
+      totals: [{ device: 0, ...zero }, { device: 1, ...zero, allocated: 2 ** 20, reserved: 20 * 2 ** 20, n_alloc: 1 }],
+    });
+    expect(summary(model).devices.map((d) => d.device)).toEqual([1]);
+    const ctl = new Controller(null, 1000);
+    ctl.replay = { pid: 751, model, source: "replay", socket: null, title: "rank 1", ended: false };
+    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} initialScreen={1} />);
+    await tick();
+    expect(ui.lastFrame()).toContain("pid 751");
+    expect(ui.lastFrame()).toContain("allocated 1.00 MiB");
+    ui.unmount();
+  });
+});

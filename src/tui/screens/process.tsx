@@ -13,7 +13,9 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
   const m = pm.model;
   if (m.devices.length === 0) return <Text dimColor>pid {pm.pid}: no allocator events yet ({pm.title})</Text>;
-  const s = summary(m).devices[0]!;
+  // The first device with allocator events: the breakdown and the timeline are made of them.
+  const all = summary(m).devices;
+  const s = all.find((d) => m.device(d.device) !== undefined) ?? all[0]!;
   // The whole run while it is under ten minutes, then the last ten, on a uniform time axis.
   const f = findings(m).slice(0, 3);
   const b = breakdown(m, { device: s.device });
