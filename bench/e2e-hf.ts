@@ -339,7 +339,7 @@ async function partF(p: Part): Promise<void> {
   const ringPath = join(dir, `${proc.pid}.ring`);
   const before = ringHeader(ringPath)?.write_index ?? null;
   const { command } = await import("../src/collect/control");
-  const reply = await command(join(dir, `${proc.pid}.sock`), "names", {}, 20_000);
+  const reply = await command(join(dir, `${proc.pid}.sock`), "names", { at_step: true }, 20_000);
   const after = ringHeader(ringPath)?.write_index ?? null;
   writeFileSync(join(OUT, "hf-gpt2.names.json"), `${JSON.stringify({ names: reply.tensors ?? null, write_index: after, write_index_before: before, time: Date.now() / 1000, ok: reply.ok, error: reply.error ?? null })}\n`);
   const code = await Promise.race([done, Bun.sleep(p.ms((seconds + 60) * 1000)).then(() => null)]);

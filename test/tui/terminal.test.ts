@@ -145,6 +145,24 @@ describe("the monitor in a real terminal", () => {
     await until("exit status 0");
   });
 
+  e2e("a GPT-2 training recorded on an H200, replayed: Tensors names parameters and AdamW state with shapes, Process shows ranges and no partial", async () => {
+    start(160, 50, `replay ${q(join(import.meta.dir, "..", "fixtures", "hf-gpt2.ring"))} --speed 20`);
+    await until("[2 Process]");
+    // the replay ends at step 38, the saved names applied where they were taken
+    await until(/step 38 /, 20_000);
+    const process = pane();
+    expect(process).toContain("range train_step");
+    expect(process).toMatch(/Optimizer\.step#AdamW\.step/);
+    expect(process).not.toMatch(/partial|range#\d/);
+    sh("send-keys", "-t", session, "3");
+    const tensors = await until("[3 Tensors]");
+    expect(tensors).toMatch(/exp_avg of transformer\.wte\.weight\s+50257×512\s+float32/);
+    expect(tensors).toMatch(/transformer\.wte\.weight\s+50257×512\s+float32/);
+    expect(tensors).not.toMatch(/\b0x[0-9a-f]{8,}\b/);
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
+  });
+
   e2e("the terminal is resized live", async () => {
     start(120, 40);
     await until("120x40");
