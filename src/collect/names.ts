@@ -1,7 +1,8 @@
 // Names without asking: the monitor asks each agent for its tensors' names (the `names` verb,
-// docs/protocol.md) when the agent appears, after its first optimizer step, and when large unnamed
-// blocks appear (at most once every ASK_EVERY_MS), and applies a reply once its reading of the ring
-// has reached the reply's write index, so names meet the blocks they were taken from.
+// docs/protocol.md) when the agent appears, after its first optimizer step, and at most once every
+// ASK_EVERY_MS when large unnamed blocks appear or records were lost (names fill blocks back in);
+// it applies a reply once its reading of the ring has reached the reply's write index, so names
+// meet the blocks they were taken from.
 import { unnamedBytes, type NamedTensor, type ProfilerModel } from "../profiler";
 import { command, type Reply } from "./control";
 
@@ -35,6 +36,8 @@ export class NameRequests {
   private pending: { tensors: NamedTensor[]; writeIndex: number } | null = null;
   private lastAskMs = -Infinity;
   private askedAfterFirstStep = false;
+  /** Records lost when the last request went: more since (the ring lapped) is worth a resync. */
+  private lostAtAsk = 0;
 
   constructor(private readonly ask: Ask = command) {}
 
@@ -45,12 +48,14 @@ export class NameRequests {
     const step = model.devices.reduce((s, d) => Math.max(s, d.step), 0);
     if (this.status.requests === 0) reason = "the agent appeared";
     else if (step >= 1 && !this.askedAfterFirstStep) reason = "after the first optimizer step";
+    else if (model.lostRecords > this.lostAtAsk && nowMs - this.lastAskMs >= ASK_EVERY_MS) reason = "records were lost: names fill the blocks back in";
     else if (nowMs - this.lastAskMs >= ASK_EVERY_MS) {
       const unnamed = unnamedBytes(model);
       if (unnamed >= UNNAMED_BYTES_TO_ASK) reason = `${Math.round(unnamed / 2 ** 20)} MiB in unnamed blocks`;
     }
     if (reason === null) return;
     if (step >= 1) this.askedAfterFirstStep = true;
+    this.lostAtAsk = model.lostRecords;
     this.lastAskMs = nowMs;
     this.inflight = true;
     this.status.requests++;

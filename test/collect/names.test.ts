@@ -64,3 +64,25 @@ describe("names asked of the agent", () => {
     expect(n.apply(m, 10, 0)).toBe(false);
   });
 });
+
+describe("a lapped ring", () => {
+  test("records lost since the last request: the agent's names are asked again and fill the lost blocks back in", async () => {
+    const tr = new Trace().alloc(0x1000, MiB).alloc(0x5000_0000, 8 * MiB);
+    const m = createModel();
+    m.ingest(tr.batch(0, 1));
+    const a = agent([{ address: 0x5000_0000, size: 8 * MiB, name: "w", category: "parameter", shape: [2, 1048576], dtype: "float32", device: 0 }], 0);
+    const n = new NameRequests(a.ask);
+    n.tick("/sock", m, 0);
+    await settle();
+    n.apply(m, 0, 0);
+    m.ingest(tr.batch(1, 1), 1); // the alloc of w was lapped
+    n.tick("/sock", m, 1000);
+    expect(a.asked.length).toBe(1); // within 10 s of the last request
+    n.tick("/sock", m, ASK_EVERY_MS);
+    await settle();
+    expect(n.status.reason).toBe("records were lost: names fill the blocks back in");
+    n.apply(m, 0, ASK_EVERY_MS);
+    expect(n.status.added).toBe(1);
+    expect(blocks(m, { sort: "address" }).blocks.map((b) => b.name)).toEqual([null, "w"]);
+  });
+});
