@@ -209,10 +209,11 @@ async function main(argv: string[]): Promise<number> {
     case "serve": {
       const { startServer } = await import("./headless/serve");
       const { SystemCollector } = await import("./collect/system");
+      const { Session } = await import("./collect/session");
       const collector = new SystemCollector();
       let server;
       try {
-        server = startServer(collector, { port: opts.port, hostname: opts.host });
+        server = startServer(new Session(collector), { port: opts.port, hostname: opts.host });
       } catch (e) {
         collector.close();
         throw new Error(`cannot listen on ${opts.host}:${opts.port}: ${(e as Error).message}`);
@@ -236,9 +237,10 @@ async function main(argv: string[]): Promise<number> {
         const output = opts.output ?? "gpumem-tui-run.ndjson";
         const lines = process.env.GPUMEM_PROFILE_JSON ?? `${output.replace(/\.ndjson$/, "")}.lines.json`;
         const start = () => startChild(opts.rest, { stdin: "inherit", stdout: "inherit", stderr: "inherit" }, { GPUMEM_PROFILE_JSON: lines });
+        const { Session } = await import("./collect/session");
         const collector = new SystemCollector();
         try {
-          return await runJson(collector, start, { output, intervalMs: opts.intervalMs });
+          return await runJson(new Session(collector), start, { output, intervalMs: opts.intervalMs });
         } finally {
           collector.close();
         }
@@ -282,7 +284,8 @@ async function main(argv: string[]): Promise<number> {
       try {
         if (opts.json) {
           const { streamJson } = await import("./headless/stream");
-          await streamJson(collector, { once: opts.once, intervalMs: opts.intervalMs });
+          const { Session } = await import("./collect/session");
+          await streamJson(new Session(collector), { once: opts.once, intervalMs: opts.intervalMs });
           return 0;
         }
         const { runMonitor } = await loadScreens();

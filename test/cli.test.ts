@@ -21,7 +21,7 @@ describe("gpumem-tui --json", () => {
     expect(code).toBe(0);
     expect(out.trim().split("\n")).toHaveLength(1);
     const doc = DocumentSchema.parse(JSON.parse(out));
-    expect(doc.version).toBe(1);
+    expect(doc.version).toBe(2);
     if (onGpu) {
       expect(doc.devices.length).toBeGreaterThan(0);
       expect(doc.reason).toBeNull();
@@ -146,7 +146,7 @@ describe("gpumem-tui errors and schema", () => {
     const { code, out } = run(["schema"]);
     expect(code).toBe(0);
     const schema = JSON.parse(out);
-    expect(schema.properties.version.const).toBe(1);
+    expect(schema.properties.version.const).toBe(2);
     expect(schema.required).toContain("devices");
     expect(schema.properties.devices.items.properties.memory_used_bytes.anyOf[0].type).toBe("integer");
   });

@@ -54,7 +54,7 @@ describe("the packed tarball", () => {
     expect(err).toBe("");
     expect(code).toBe(0);
     const doc = JSON.parse(out);
-    expect(doc.version).toBe(1);
+    expect(doc.version).toBe(2);
     // The prebuilt library loaded: what remains is the GPU (or its absence), not the build.
     if (doc.reason !== null) expect(doc.reason).toBe("no NVIDIA driver (libnvidia-ml.so.1) on this machine");
   });

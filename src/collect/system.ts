@@ -5,7 +5,7 @@ import { Nvml, NvmlError, type NvmlDeviceSample, type NvmlSystem } from "../ffi/
 import { NativeLibraryError } from "../ffi/lib";
 import { buildDocument } from "../headless/document";
 import type { Document } from "../headless/schema";
-import { AgentWatcher } from "./agents";
+import { type Agent, AgentWatcher } from "./agents";
 import { joinAgents } from "./join";
 import { inOtherPidNamespace, ownPidNamespace, pidNsInfo, processInfo, type PidNsInfo, type ProcessInfo } from "./procfs";
 
@@ -18,6 +18,8 @@ export class SystemCollector {
    *  exited rank keeps its command and launcher (so it stays in its job). */
   private lastInfo = new Map<number, ProcessInfo>();
   readonly agents: AgentWatcher;
+  /** The agents as the last sample found them (the directory is scanned once a sample). */
+  lastAgents: Agent[] = [];
 
   constructor(opts: { agentDir?: string } = {}) {
     this.agents = new AgentWatcher(opts.agentDir);
@@ -38,6 +40,7 @@ export class SystemCollector {
       for (let i = 0; i < this.system.device_count; i++) samples.push(this.nvml.sample(i, { pcie: !opts.oneShot }));
     }
     const agents = this.agents.refresh();
+    this.lastAgents = agents;
     const nvmlPids = [...new Set(samples.flatMap((s) => s.processes.map((p) => p.pid)))];
     // Agents in another pid namespace (a container) are joined on /proc's NSpid and namespace of
     // the pids NVML lists (and of the host pid found before): read only where there is one.

@@ -83,6 +83,13 @@ export function exposition(doc: Document): string {
     add("gpumem_pytorch_alloc_retries_total", "counter", "Allocation retries (cache flushed and retried).", base, t.alloc_retries);
     add("gpumem_pytorch_step", "gauge", "Training step (optimizer steps completed).", base, t.step);
     add("gpumem_pytorch_phase", "gauge", "1 for the phase the process is in.", { ...base, phase: t.phase }, 1);
+    const prof = t.profile;
+    if (!prof) continue;
+    for (const c of prof.categories)
+      add("gpumem_pytorch_live_bytes", "gauge", "Live allocator bytes by category (parameter, gradient, optimizer_state, activation, …), from the monitor's model.", { ...base, category: c.category }, c.bytes);
+    add("gpumem_pytorch_block_detail_partial", "gauge", "1 where the monitor's block detail is incomplete (records lost, memory from before the attach, a resync); totals stay exact.", base, prof.detail.partial ? 1 : 0);
+    for (const f of prof.findings)
+      add("gpumem_finding_active", "gauge", "1 for each finding the monitor holds of the process (id, severity); its title and evidence are in the JSON.", { ...base, finding: f.id, severity: f.severity }, 1);
   }
   add("gpumem_devices", "gauge", "GPUs NVML reports on this host.", { hostname: doc.host }, doc.devices.length);
   const out: string[] = [];

@@ -1,11 +1,11 @@
 // `run --json`: NDJSON documents into a file while the program runs; a last one after it exits.
 import { closeSync, openSync, writeSync } from "node:fs";
 import type { Child } from "../collect/child";
-import type { SystemCollector } from "../collect/system";
+import type { Session } from "../collect/session";
 import { serialize } from "./stream";
 
 /** The output file is opened before the program starts: a path that cannot be written costs no run. */
-export async function runJson(collector: SystemCollector, start: () => Child, opts: { output: string; intervalMs: number }): Promise<number> {
+export async function runJson(session: Session, start: () => Child, opts: { output: string; intervalMs: number }): Promise<number> {
   let fd: number;
   try {
     fd = openSync(opts.output, "w", 0o644);
@@ -19,10 +19,14 @@ export async function runJson(collector: SystemCollector, start: () => Child, op
   const code = child.exited.then((c) => ((done = true), c));
   try {
     while (!done) {
-      writeSync(fd, `${serialize(collector.sample())}\n`);
+      writeSync(fd, `${serialize(session.tick())}\n`);
       await Promise.race([code, Bun.sleep(opts.intervalMs)]);
     }
-    writeSync(fd, `${serialize(collector.sample())}\n`);
+    // The last line: the program's whole run as the models hold it (its processes exited, their
+    // steps, peak step and findings in their profiles), with its exit status.
+    const last = session.tick();
+    last.program = { pid: child.pid, exit_status: await code };
+    writeSync(fd, `${serialize(last)}\n`);
   } finally {
     closeSync(fd);
   }

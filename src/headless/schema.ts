@@ -37,6 +37,70 @@ export const DeviceSchema = z.object({
   error: z.string().nullable().describe("the first unexpected NVML error of this sample, in NVML's words"),
 });
 
+const FindingSchema = z.object({
+  id: z.enum(["oom", "growth", "gradients_kept", "fragmentation", "non_pytorch", "partial"]),
+  severity: z.enum(["error", "warning", "info"]),
+  title: z.string(),
+  evidence: z.string().describe("the evidence in words, numbers included"),
+  numbers: z.record(z.string(), z.union([z.number(), z.string(), z.null()])).describe("the same evidence as numbers (bytes, µs, steps) and names"),
+});
+
+const StepShareSchema = z.object({
+  alloc_bytes: z.number(),
+  temporary_bytes: z.number(),
+  held_at_end_bytes: z.number(),
+  share_of_step_peak: z.number(),
+});
+
+export const ProfileSchema = z
+  .object({
+    device: z.number().int().describe("the CUDA device index the profile is of"),
+    detail: z.object({
+      partial: z.boolean().describe("block detail incomplete, for the causes given; totals stay exact"),
+      causes: z.array(z.string()).describe("why, in words: records lost (the ring lapped), memory from before the agent attached, blocks filled in by a resync, a sync that disagreed"),
+      lost_records: z.number().int(),
+      sync_checks: z.number().int().describe("points of the stream (step boundaries) where the blocks were compared with torch's own memory_allocated()"),
+      sync_disagreed: z.number().int(),
+    }),
+    step: z.number().int(),
+    phase: z.string(),
+    range: z.string().nullable().describe("the innermost record_function range now"),
+    steps_complete: z.number().int(),
+    last_step: z
+      .object({
+        step: z.number().int(),
+        duration_us: z.number().nullable(),
+        peak_allocated_bytes: z.number(),
+        peak_phase: z.string().nullable(),
+        peak_range: z.string().nullable(),
+        held_at_end_bytes: z.number(),
+        torch_allocated_at_end_bytes: z.number().nullable(),
+        phases: z.array(StepShareSchema.extend({ phase: z.string(), peak_allocated_bytes: z.number().nullable() })),
+        ranges: z.array(StepShareSchema.extend({ name: z.string().nullable(), peak_allocated_bytes: z.number() })),
+      })
+      .nullable()
+      .describe("the last complete step, by phase and by record_function range; null before one ends"),
+    peak_step: z.object({ step: z.number().int(), peak_allocated_bytes: z.number(), peak_phase: z.string().nullable() }).nullable().describe("the kept step with the highest peak"),
+    categories: z.array(z.object({ category: z.string(), bytes: z.number(), blocks: z.number() })).describe("live memory by category"),
+    largest_tensors: z
+      .array(
+        z.object({
+          label: z.string().describe("the tensor's name, else what is known of the block: category, phase, range, step"),
+          name: z.string().nullable(),
+          category: z.string(),
+          size_bytes: z.number(),
+          shape: z.array(z.number()).nullable(),
+          dtype: z.string().nullable(),
+          phase: z.string(),
+          step: z.number().int().nullable(),
+          range: z.string().nullable(),
+        }),
+      )
+      .describe("the largest live blocks, largest first"),
+    findings: z.array(FindingSchema).describe("what is wrong, in words and numbers, most severe first"),
+  })
+  .describe("what the monitor's model of the process knows below the totals: the same figures as the screens");
+
 export const PytorchSchema = z.object({
   hook_mode: z.enum(["none", "hook", "polling"]),
   device: z.number().int().describe("the CUDA device index these figures are of, as the process numbers its devices (CUDA_VISIBLE_DEVICES renumbers them); the row's `device` is NVML's index of the same GPU"),
@@ -54,6 +118,7 @@ export const PytorchSchema = z.object({
   rank: z.number().int().nullable(),
   job: z.string().nullable().default(null).describe("the job this process is a rank of, as its agent names it (the same on every node: torchrun's run id or rendezvous address, Slurm's job)"),
   torch_version: z.string().nullable(),
+  profile: ProfileSchema.nullable().default(null).describe("null where the monitor has read no allocator event of the process yet (`--json --once` reads its ring once)"),
 });
 
 export const ProcessSchema = z.object({
@@ -129,6 +194,11 @@ export const DocumentSchema = z.object({
     .default([])
     .describe("multi-rank jobs on this host (agent processes with a rank and world_size > 1 under one launcher, or one job id); each lists its processes' pids"),
   warnings: z.array(z.string()).describe("what was skipped and why: an unsafe agent directory, a manifest that lies, a ring of another version"),
+  program: z
+    .object({ pid: z.number().int().positive(), exit_status: z.number().int() })
+    .nullable()
+    .optional()
+    .describe("`run --json`'s last line only: the program it ran, ended, with its exit status (its processes' profiles hold the whole run)"),
 });
 
 export type Device = z.infer<typeof DeviceSchema>;

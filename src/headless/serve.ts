@@ -3,9 +3,9 @@
 import type { Document } from "./schema";
 import { exposition } from "./prometheus";
 
-/** Anything that produces a document: the live SystemCollector, or a recorded document in tests. */
+/** Anything that produces a document: the sampling session, or a recorded document in tests. */
 export interface Sampler {
-  sample(now?: number): Document;
+  tick(now?: number): Document;
 }
 
 export function startServer(collector: Sampler, opts: { port: number; hostname: string; minIntervalMs?: number }) {
@@ -13,7 +13,7 @@ export function startServer(collector: Sampler, opts: { port: number; hostname: 
   let last: { at: number; doc: Document } | null = null;
   const sample = () => {
     const now = Date.now();
-    if (!last || now - last.at >= minInterval) last = { at: now, doc: collector.sample(now) };
+    if (!last || now - last.at >= minInterval) last = { at: now, doc: collector.tick(now) };
     return last.doc;
   };
   return Bun.serve({

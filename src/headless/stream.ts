@@ -1,6 +1,6 @@
 // `--json`: one document (`--once`) or one line per sample (NDJSON) until interrupted or until
 // the reader goes away (`| head -n 3` ends quietly, with status 0).
-import type { SystemCollector } from "../collect/system";
+import type { Session } from "../collect/session";
 import { writeOut } from "./out";
 import type { Document } from "./schema";
 
@@ -10,9 +10,9 @@ export function serialize(doc: Document): string {
   return JSON.stringify(doc);
 }
 
-export async function streamJson(collector: SystemCollector, opts: { once: boolean; intervalMs: number }): Promise<void> {
+export async function streamJson(session: Session, opts: { once: boolean; intervalMs: number }): Promise<void> {
   if (opts.once) {
-    await writeOut(`${serialize(collector.sample(Date.now(), { oneShot: true }))}\n`);
+    await writeOut(`${serialize(session.tick(Date.now(), { oneShot: true }))}\n`);
     return;
   }
   // SIGINT or SIGTERM ends the stream at once, also in the middle of a long wait, after whole lines.
@@ -26,7 +26,7 @@ export async function streamJson(collector: SystemCollector, opts: { once: boole
   process.once("SIGTERM", quit);
   while (!stop) {
     const started = performance.now();
-    if (!(await writeOut(`${serialize(collector.sample())}\n`))) return; // the reader is gone: a quiet end
+    if (!(await writeOut(`${serialize(session.tick())}\n`))) return; // the reader is gone: a quiet end
     const wait = Math.max(0, opts.intervalMs - (performance.now() - started));
     await new Promise<void>((r) => {
       const timer = setTimeout(r, wait);

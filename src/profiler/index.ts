@@ -37,3 +37,4 @@ export { replay, batchSource, stateLine, finalLine, type SavedNames, type EventS
 export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./trace";
 export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";
+export { processProfile, type ProcessProfile } from "./profile";

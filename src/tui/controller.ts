@@ -1,29 +1,28 @@
-// What the screens show, kept up to date: samples the machine on an interval (never on the path
-// that handles keys), feeds the process models, keeps short histories for the GPU charts, and
-// runs the agent commands behind d / e / r. Views read it; they never call NVML or sockets.
+// What the screens show, kept up to date: ticks the sampling session on an interval (never on the
+// path that handles keys; the session feeds the models and keeps the histories), and runs the
+// agent commands behind d / e / r. Views read it; they never call NVML or sockets.
 import { agentDir } from "../collect/agents";
 import { command } from "../collect/control";
 import { LiveModels, type ProcessModel } from "../collect/live";
+import { Session, type DeviceHistory } from "../collect/session";
 import type { SystemCollector } from "../collect/system";
 import type { Document } from "../headless/schema";
 import type { LineFunction } from "../collect/lines";
 import { writeModelSnapshot } from "../snapshot/write";
 import { formatBytes } from "./format";
 
-const HISTORY = 600;
-
 /** The Lines screen's data for one process: the agent's line profile, or why there is none. */
 export type LinesState = ({ functions: LineFunction[] } | { error: string }) & { at_ms: number };
 
-export interface DeviceHistory {
-  util: number[];
-  memUsed: number[];
-}
+export type { DeviceHistory };
 
 export class Controller {
   doc: Document | null = null;
-  readonly models = new LiveModels();
-  readonly history = new Map<number, DeviceHistory>();
+  /** The sampling session (null without a machine to sample: replays, tests). */
+  readonly session: Session | null;
+  /** The session's models, or the controller's own where there is no session. */
+  readonly models: LiveModels;
+  readonly history: Map<number, DeviceHistory>;
   replay: ProcessModel | null = null;
   paused = false;
   status = "";
@@ -40,7 +39,11 @@ export class Controller {
   constructor(
     readonly collector: SystemCollector | null,
     public intervalMs: number,
-  ) {}
+  ) {
+    this.session = collector ? new Session(collector) : null;
+    this.models = this.session?.models ?? new LiveModels();
+    this.history = this.session?.history ?? new Map();
+  }
 
   subscribe(fn: () => void): () => void {
     this.listeners.add(fn);
@@ -66,17 +69,9 @@ export class Controller {
   }
 
   tick(now = Date.now()): void {
-    if (!this.collector) return this.notify();
+    if (!this.session) return this.notify();
     try {
-      this.doc = this.collector.sample(now);
-      this.models.update(this.collector.agents.refresh(), this.doc, now * 1000);
-      for (const d of this.doc.devices) {
-        let h = this.history.get(d.index);
-        if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));
-        h.util.push(d.gpu_utilization_percent ?? Number.NaN);
-        h.memUsed.push(d.memory_used_bytes ?? Number.NaN);
-        if (h.util.length > HISTORY) h.util.shift(), h.memUsed.shift();
-      }
+      this.doc = this.session.tick(now);
     } catch (e) {
       this.status = `sampling failed: ${(e as Error).message}`;
     }

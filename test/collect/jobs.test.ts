@@ -8,7 +8,7 @@ import { commonCommand, groupJobs, jobNotes, rankList, type JobMember } from "..
 import { parseManifest } from "../../src/collect/manifest";
 import { parseStatPpid, processInfo } from "../../src/collect/procfs";
 import { SystemCollector } from "../../src/collect/system";
-import { DocumentSchema, JobSchema, jsonSchema, type Process } from "../../src/headless/schema";
+import { DocumentSchema, JobSchema, jsonSchema, SCHEMA_VERSION, type Process } from "../../src/headless/schema";
 import training from "../fixtures/h100-training.json";
 import { hostDocument, TORCHRUN, type RankSpec } from "../support/jobs";
 import { produce } from "../support/native";
@@ -173,9 +173,11 @@ describe("the document's jobs", () => {
     }
   });
 
-  test("a document written before jobs existed still reads, with no jobs", () => {
+  test("a document written before jobs and profiles existed still reads (at this version), with no jobs and no profiles", () => {
     expect("jobs" in training).toBe(false);
-    expect(DocumentSchema.parse(training).jobs).toEqual([]);
+    const doc = DocumentSchema.parse({ ...training, version: SCHEMA_VERSION });
+    expect(doc.jobs).toEqual([]);
+    expect(doc.processes.filter((p) => p.pytorch).every((p) => p.pytorch!.profile === null)).toBe(true);
   });
 
   test("the JSON Schema describes jobs", () => {

@@ -79,7 +79,7 @@ describe("serve", () => {
   (prometheus ? test : test.skip)(`a real Prometheus server scrapes gpumem-tui serve ${prometheus ? "" : SKIP}`, async () => {
     const [, doc] = documents[0]!;
     let scrapes = 0;
-    const server = startServer({ sample: () => (scrapes++, doc) }, { port: 0, hostname: "127.0.0.1" });
+    const server = startServer({ tick: () => (scrapes++, doc) }, { port: 0, hostname: "127.0.0.1" });
     const promPort = 19090 + (process.pid % 500);
     writeFileSync(
       join(dir, "prometheus.yml"),

@@ -4,7 +4,7 @@ import { Box, Text } from "ink";
 import { jobNotes } from "../../collect/jobs";
 import type { Device, Document, Job, Process } from "../../headless/schema";
 import { areaChart, bar } from "../chart";
-import type { DeviceHistory } from "../controller";
+import type { DeviceHistory } from "../../collect/session";
 import { color, formatBytes, orNa, pad, pct, rate } from "../format";
 
 export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user"] as const;

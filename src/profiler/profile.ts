@@ -1,0 +1,107 @@
+// A PyTorch process in one plain object, for the headless views (`--json`, `run --json`, `serve`):
+// the quality of its block detail, where the loop is, the last complete step's breakdown, the
+// whole run's peak step, live memory by category, the largest tensors by name, and the findings.
+// Every figure comes from the same query the screens call, so a number on screen and in JSON agree.
+
+import { breakdown, steps } from "./breakdown";
+import { findings, type Finding } from "./findings";
+import type { ProfilerModel } from "./model";
+import { blocks, categories, deviceSummary, pickDevice } from "./queries";
+
+export interface ProcessProfile {
+  device: number;
+  detail: {
+    partial: boolean;
+    /** Why, in words (empty when whole): records lost, memory from before the attach, a resync… */
+    causes: string[];
+    lost_records: number;
+    sync_checks: number;
+    sync_disagreed: number;
+  };
+  step: number;
+  phase: string;
+  range: string | null;
+  /** Steps the model holds complete (the oldest drop after 512). */
+  steps_complete: number;
+  /** The last complete step (null before the first ends). */
+  last_step: {
+    step: number;
+    duration_us: number | null;
+    peak_allocated_bytes: number;
+    peak_phase: string | null;
+    peak_range: string | null;
+    held_at_end_bytes: number;
+    /** torch's memory_allocated() at the step's boundary (null without sync records). */
+    torch_allocated_at_end_bytes: number | null;
+    phases: Array<{ phase: string; alloc_bytes: number; temporary_bytes: number; held_at_end_bytes: number; peak_allocated_bytes: number | null; share_of_step_peak: number }>;
+    ranges: Array<{ name: string | null; alloc_bytes: number; temporary_bytes: number; held_at_end_bytes: number; peak_allocated_bytes: number; share_of_step_peak: number }>;
+  } | null;
+  /** The kept step with the highest peak. */
+  peak_step: { step: number; peak_allocated_bytes: number; peak_phase: string | null } | null;
+  categories: Array<{ category: string; bytes: number; blocks: number }>;
+  largest_tensors: Array<{ label: string; name: string | null; category: string; size_bytes: number; shape: number[] | null; dtype: string | null; phase: string; step: number | null; range: string | null }>;
+  findings: Array<Pick<Finding, "id" | "severity" | "title" | "evidence" | "numbers">>;
+}
+
+/** The profile of `device` (default: the first with events), or null before any event. */
+export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number } = {}): ProcessProfile | null {
+  const d = pickDevice(m, opts.device) ?? pickDevice(m);
+  if (!d) return null;
+  const dev = d.device;
+  const s = deviceSummary(m, d);
+  const kept = steps(m, { device: dev }).steps;
+  const done = kept.filter((x) => x.complete);
+  let peak = done[0] ?? null;
+  for (const x of done) if (x.peak_allocated_bytes > peak!.peak_allocated_bytes) peak = x;
+  const b = done.length ? breakdown(m, { device: dev }) : null;
+  const cats = categories(m, { device: dev }).categories.filter((c) => c.bytes !== 0 || c.blocks !== 0);
+  return {
+    device: dev,
+    detail: { partial: s.partial, causes: s.partial_causes, lost_records: s.lost_records, sync_checks: s.sync.checks, sync_disagreed: s.sync.disagreed },
+    step: s.step,
+    phase: s.phase,
+    range: s.range_name,
+    steps_complete: done.length,
+    last_step: b && {
+      step: b.step,
+      duration_us: b.duration_us,
+      peak_allocated_bytes: b.peak.allocated_bytes,
+      peak_phase: b.peak.phase,
+      peak_range: b.peak.range_name,
+      held_at_end_bytes: b.held_at_end_bytes,
+      torch_allocated_at_end_bytes: done[done.length - 1]!.torch_allocated_at_end_bytes,
+      phases: b.phases.map((p) => ({
+        phase: p.phase,
+        alloc_bytes: p.alloc_bytes,
+        temporary_bytes: p.temporary_bytes,
+        held_at_end_bytes: p.held_at_end_bytes,
+        peak_allocated_bytes: p.peak_allocated_bytes,
+        share_of_step_peak: p.share_of_step_peak,
+      })),
+      ranges: b.ranges.map((r) => ({
+        name: r.name,
+        alloc_bytes: r.alloc_bytes,
+        temporary_bytes: r.temporary_bytes,
+        held_at_end_bytes: r.held_at_end_bytes,
+        peak_allocated_bytes: r.peak_allocated_bytes,
+        share_of_step_peak: r.share_of_step_peak,
+      })),
+    },
+    peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase },
+    categories: cats.map((c) => ({ category: c.category, bytes: c.bytes, blocks: c.blocks })),
+    largest_tensors: blocks(m, { device: dev, limit: opts.tensors ?? 10, sort: "size" }).blocks.map((x) => ({
+      label: x.label,
+      name: x.name,
+      category: x.category,
+      size_bytes: x.size_bytes,
+      shape: x.shape,
+      dtype: x.dtype,
+      phase: x.phase,
+      step: x.step,
+      range: x.range_name,
+    })),
+    findings: findings(m)
+      .filter((f) => f.device === dev)
+      .map(({ id, severity, title, evidence, numbers }) => ({ id, severity, title, evidence, numbers })),
+  };
+}
