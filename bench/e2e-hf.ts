@@ -312,6 +312,20 @@ async function partE(p: Part): Promise<void> {
   const al = view("leak").map((x) => x.allocated_bytes);
   const [f0, f1] = [fs[0], fs[fs.length - 1]];
   const growth = f0 && f1 ? f1.memory_allocated - f0.memory_allocated : null;
+  // What a script reads of the leak: the last document's growth finding against torch's own growth
+  // per step (from the facts: memory_allocated at the first and last step boundaries).
+  const docs = jsonLines<Document>(join(tmp, "leak.ndjson"));
+  // biome-ignore lint: the profile is read defensively
+  const prof: any = docs.at(-1)?.processes.find((x) => x.pytorch?.profile)?.pytorch?.profile ?? null;
+  const finding = prof?.findings?.find((f: { id: string }) => f.id === "growth") ?? null;
+  const truePerStep = f0 && f1 && f1.step! > f0.step! ? (f1.memory_allocated - f0.memory_allocated) / (f1.step! - f0.step!) : null;
+  const named = finding ? Number(finding.numbers.growth_per_step_bytes) : null;
+  const off = named !== null && truePerStep ? Math.abs(named - truePerStep) / truePerStep : null;
+  p.check("leak-named", "run --json's last document names the growth per step within 1% of torch's, with its category and where it was allocated", [
+    ...(finding ? [] : ["no growth finding in the last document's profile"]),
+    ...(off !== null && off <= 0.01 ? [] : [`growth per step ${named} against torch's ${truePerStep} (${off === null ? "n/a" : `${(off * 100).toFixed(2)}%`})`]),
+    ...(finding && /growth is in \w+/.test(finding.evidence) ? [] : ["the evidence names no category"]),
+  ], { finding, torch_growth_per_step_bytes: truePerStep, relative_difference: off, program: docs.at(-1)?.program ?? null });
   p.check("leak", "--leak under `run --json`: exits 0; allocated grows in torch's facts and in the NDJSON", [...(leak.code === 0 ? [] : [`exit status ${leak.code}`]), ...(growth !== null && growth > 0 ? [] : [`torch's allocated did not grow (${growth})`]), ...(al.length > 1 && al[al.length - 1]! > al[0]! ? [] : ["the NDJSON's allocated did not grow"])], { torch_growth_bytes: growth, torch_growth_bytes_per_second: f0 && f1 && growth !== null ? Math.round(growth / Math.max(1e-9, f1.time - f0.time)) : null, ndjson_first_last: [al[0] ?? null, al[al.length - 1] ?? null] });
 }
 

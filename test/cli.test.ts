@@ -1,7 +1,7 @@
 // The command line as a user or a script meets it.
 import { describe, expect, test } from "bun:test";
 import { DocumentSchema } from "../src/headless/schema";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onGpu } from "./support/gpu";
@@ -140,6 +140,16 @@ describe("gpumem-tui errors and schema", () => {
     expect(code).toBe(1);
     expect(err).toBe("gpumem-tui: cannot write the samples to /nonexistent-dir/x.ndjson: its directory does not exist; the program was not started\n");
     expect(existsSync(marker)).toBe(false);
+  });
+
+  test("run --json exits with the program's status; its last line names the program and that status", () => {
+    const out = join(mkdtempSync(join(tmpdir(), "gpumem-cli-")), "run.ndjson");
+    const { code } = run(["run", "--json", "--interval", "100", "--output", out, "--", "sh", "-c", "sleep 0.3; exit 3"]);
+    expect(code).toBe(3);
+    const lines = readFileSync(out, "utf8").trim().split("\n").map((l) => DocumentSchema.parse(JSON.parse(l)));
+    expect(lines.length).toBeGreaterThan(1);
+    expect(lines.at(-1)!.program).toMatchObject({ exit_status: 3 });
+    expect(lines.slice(0, -1).every((d) => d.program === undefined)).toBe(true);
   });
 
   test("schema prints the document's JSON Schema, and real output satisfies it", () => {
