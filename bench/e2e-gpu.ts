@@ -20,7 +20,7 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, closeSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
-import type { Document, Process } from "../src/headless/schema";
+import type { Document, Process } from "../src/system/schema";
 import { alive, BUN, BYTES, CLI, findPython, findTmux, gitCommit, lastLine, median, mib, parseBytes, ppid, probeGpus, q, ROOT, show, Tmux, waitFor } from "./e2e-support";
 const TRAIN = join(ROOT, "test", "tui", "train.py");
 const SCENARIOS = join(ROOT, "test", "agent", "scenarios.py");

@@ -18,7 +18,7 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Document } from "../src/headless/schema";
+import type { Document } from "../src/system/schema";
 import { againstFacts as against, alive, bounded, kill, stopChildren, BUN, children, CLI, factFinal as finalOf, factSteps as steps, findPython, findTmux, gitCommit, jsonLines, lastLine, ppid, probeGpus, probeTorch, q, readText, ringHeader, ROOT, runPart, say, Sections, Tmux, usage, waitFor, writeReport, lineOf, Screens, table, type Fact, type Part, type Result, type Shot } from "./e2e-support";
 
 const TRAIN = join(ROOT, "test", "gpu", "hf_gpt2.py");

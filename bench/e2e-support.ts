@@ -3,7 +3,7 @@
 // to drive the screens in, processes from /proc, and byte figures as the screens print them.
 import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Document } from "../src/headless/schema";
+import type { Document } from "../src/system/schema";
 
 export const ROOT = resolve(import.meta.dir, "..");
 export const CLI = join(ROOT, "src", "cli.ts");

@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { render, renderToString } from "ink";
-import type { Document } from "../src/headless/schema";
+import type { Document } from "../src/system/schema";
 import { App } from "../src/tui/app";
 import { Controller } from "../src/tui/controller";
 import recorded from "../test/fixtures/h100-training.json";

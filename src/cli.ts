@@ -202,7 +202,7 @@ async function main(argv: string[]): Promise<number> {
       await writeOut(`${pkg.version}\n`);
       return 0;
     case "schema": {
-      const { jsonSchema } = await import("./headless/schema");
+      const { jsonSchema } = await import("./system/schema");
       await writeOut(`${JSON.stringify(jsonSchema(), null, 2)}\n`);
       return 0;
     }

@@ -1,6 +1,6 @@
 // The command line as a user or a script meets it.
 import { describe, expect, test } from "bun:test";
-import { DocumentSchema } from "../src/headless/schema";
+import { DocumentSchema } from "../src/system/schema";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "nod
 import { join } from "node:path";
 import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
-import type { Manifest } from "./manifest";
+import type { Manifest } from "../system/manifest";
 import { inOtherPidNamespace, pidAlive } from "./procfs";
 
 export function agentDir(env = process.env): string {
@@ -24,7 +24,7 @@ export interface Agent {
   header: RingHeader | null;
   exited: boolean;
   /** The host's pid of an agent in another pid namespace (a container), whose own pid names
-   *  another process here: null until the collector finds it (src/collect/join.ts); undefined
+   *  another process here: null until the collector finds it (src/system/join.ts); undefined
    *  for an agent in the monitor's namespace. Liveness is checked on it. */
   hostPid?: number | null;
   /** Why this agent's data is missing or partial, in words; null when all is well. */
@@ -75,7 +75,7 @@ export class AgentWatcher {
       try {
         // Loaded on the first manifest only: zod costs 25 ms of start-up that a machine without
         // agents should not pay.
-        const { parseManifest } = require("./manifest") as typeof import("./manifest");
+        const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
         const manifestMtimeMs = statSync(path).mtimeMs;
         const manifest = parseManifest(readFileSync(path, "utf8"), path);
         if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
@@ -153,7 +153,7 @@ export class AgentWatcher {
     }
     if (mtime === agent.manifestMtimeMs) return;
     try {
-      const { parseManifest } = require("./manifest") as typeof import("./manifest");
+      const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
       const manifest = parseManifest(readFileSync(path, "utf8"), path);
       if (manifest.pid !== agent.pid) throw new Error(`manifest ${path} now names pid ${manifest.pid}: the last one is kept`);
       agent.manifest = manifest;

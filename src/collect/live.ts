@@ -4,7 +4,7 @@
 import { newEventBatch, type EventBatch } from "../ffi/events";
 import { createModel, type ProfilerModel } from "../profiler";
 import { replay, type ReplayClock } from "../profiler/replay";
-import type { Document } from "../headless/schema";
+import type { Document } from "../system/schema";
 import type { Agent } from "./agents";
 import { NameRequests } from "./names";
 import type { Recording } from "./recording";

@@ -1,15 +1,7 @@
 // Who a process is, from /proc: user, short name, command line and parent. Absent data is null
 // (a process that exited between the NVML sample and this read, or another pid namespace).
 import { readFileSync, readlinkSync } from "node:fs";
-
-export interface ProcessInfo {
-  user: string | null;
-  name: string | null;
-  command: string | null;
-  uid: number | null;
-  /** The parent's pid (/proc/PID/stat): ranks started by one launcher share it. */
-  ppid?: number | null;
-}
+import type { PidNsInfo, ProcessInfo } from "../system/process";
 
 const COMMAND_MAX = 512;
 let users: Map<number, string> | null = null;
@@ -69,15 +61,6 @@ export function pidAlive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
-}
-
-/** Where a process sits among pid namespaces: what a container's pids are joined on. */
-export interface PidNsInfo {
-  /** /proc/PID/status's NSpid: its pid in the reader's namespace first, its own namespace's pid
-   *  (what the process calls itself: os.getpid()) last; null where the line is missing. */
-  nspid: number[] | null;
-  /** The inode of its pid namespace (/proc/PID/ns/pid: "pid:[N]"); null where unreadable. */
-  pid_namespace: number | null;
 }
 
 /** The pids of the NSpid line of /proc/PID/status's text; null where there is none. */

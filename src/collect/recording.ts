@@ -7,7 +7,7 @@ import { openRing } from "../ffi/ring";
 import type { EventSource, SavedNames } from "../profiler/replay";
 import { snapshotSource } from "../profiler/snapshot-trace";
 import type { SnapshotSegment } from "../profiler/device";
-import type { Manifest } from "./manifest";
+import type { Manifest } from "../system/manifest";
 
 export interface Recording {
   path: string;
@@ -60,7 +60,7 @@ export function openRingRecording(path: string): Recording {
   const manifestPath = path.replace(/\.ring$/, ".json");
   let manifest: Manifest | null = null;
   if (manifestPath !== path && existsSync(manifestPath)) {
-    const { parseManifest } = require("./manifest") as typeof import("./manifest");
+    const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
     manifest = parseManifest(readFileSync(manifestPath, "utf8"), manifestPath);
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];

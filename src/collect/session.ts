@@ -2,7 +2,7 @@
 // `run --json`, `serve`): NVML, the agents (their directory scanned once), their rings into their
 // models, short histories for the GPU charts, and each PyTorch process's profile in the document,
 // so findings and names reach scripts as well as eyes, from the same functions.
-import type { Document } from "../headless/schema";
+import type { Document } from "../system/schema";
 import type { LiveModels } from "./live";
 import type { SystemCollector } from "./system";
 

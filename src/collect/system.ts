@@ -3,11 +3,12 @@
 import { hostname } from "node:os";
 import { Nvml, NvmlError, type NvmlDeviceSample, type NvmlSystem } from "../ffi/nvml";
 import { NativeLibraryError } from "../ffi/lib";
-import { buildDocument } from "../headless/document";
-import type { Document } from "../headless/schema";
+import { buildDocument } from "../system/document";
+import type { Document } from "../system/schema";
 import { type Agent, AgentWatcher } from "./agents";
-import { joinAgents } from "./join";
-import { inOtherPidNamespace, ownPidNamespace, pidNsInfo, processInfo, type PidNsInfo, type ProcessInfo } from "./procfs";
+import { joinAgents } from "../system/join";
+import type { PidNsInfo, ProcessInfo } from "../system/process";
+import { inOtherPidNamespace, ownPidNamespace, pidNsInfo, processInfo } from "./procfs";
 
 export class SystemCollector {
   private nvml: Nvml | null = null;

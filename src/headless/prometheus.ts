@@ -5,7 +5,7 @@
 // working beside ours. What only we know (processes, PyTorch's allocator) follows Prometheus
 // conventions: gpumem_ prefix, base units in the name, _total for counters, snake_case labels
 // (promtool's lint flags dcgm-exporter's camelCase labels; we keep them only on its metrics).
-import type { Document } from "./schema";
+import type { Document } from "../system/schema";
 
 type Labels = Record<string, string | number | null | undefined>;
 

@@ -1,6 +1,6 @@
 // `gpumem-tui serve`: Prometheus metrics over HTTP. Each scrape samples afresh, but never more
 // often than `minIntervalMs` (several scrapers at once share one sample).
-import type { Document } from "./schema";
+import type { Document } from "../system/schema";
 import { exposition } from "./prometheus";
 
 /** Anything that produces a document: the sampling session, or a recorded document in tests. */

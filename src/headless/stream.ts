@@ -2,7 +2,7 @@
 // the reader goes away (`| head -n 3` ends quietly, with status 0).
 import type { Session } from "../collect/session";
 import { writeOut } from "./out";
-import type { Document } from "./schema";
+import type { Document } from "../system/schema";
 
 // Documents are printed as built: the tests hold every document the CLI prints to the zod schema,
 // and loading zod here would cost more start-up than the whole sample.

@@ -6,7 +6,7 @@ import { command } from "../collect/control";
 import { LiveModels, type ProcessModel } from "../collect/live";
 import { Session, type DeviceHistory } from "../collect/session";
 import type { SystemCollector } from "../collect/system";
-import type { Document } from "../headless/schema";
+import type { Document } from "../system/schema";
 import type { LineFunction } from "../collect/lines";
 import { writeModelSnapshot } from "../snapshot/write";
 import { formatBytes } from "./format";

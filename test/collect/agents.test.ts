@@ -148,7 +148,7 @@ r = Ring(${JSON.stringify(ringPath)}, create=False); r.set_totals(0, allocated=9
     expect([a!.exited, a!.problem, a!.hostPid]).toEqual([false, null, null]);
     expect(w.refresh()[0]!.exited).toBe(false);
     expect(existsSync(join(dir, `${nsPid}.json`))).toBe(true); // not taken for stale
-    // The collector found its host pid (src/collect/join.ts): liveness is that process's.
+    // The collector found its host pid (src/system/join.ts): liveness is that process's.
     a!.hostPid = host.pid;
     expect(w.refresh()[0]!.exited).toBe(false);
     host.kill();

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DocumentSchema, type Document } from "../../src/headless/schema";
+import { DocumentSchema, type Document } from "../../src/system/schema";
 import { GPU_SKIP, onGpu } from "../support/gpu";
 import { TORCH_PYTHON_HINT, torchPython } from "../support/torch";
 

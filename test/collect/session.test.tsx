@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { render } from "ink-testing-library";
 import { Session } from "../../src/collect/session";
 import { SystemCollector } from "../../src/collect/system";
-import { DocumentSchema } from "../../src/headless/schema";
+import { DocumentSchema } from "../../src/system/schema";
 import { exposition } from "../../src/headless/prometheus";
 import { formatBytes } from "../../src/profiler/format";
 import { ProcessScreen } from "../../src/tui/screens/process";

@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exposition } from "../../src/headless/prometheus";
-import type { Document } from "../../src/headless/schema";
+import type { Document } from "../../src/system/schema";
 import { startServer } from "../../src/headless/serve";
 import { hostDocument, TORCHRUN } from "../support/jobs";
 

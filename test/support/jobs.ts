@@ -3,12 +3,12 @@
 // recorded run, its manifest given a rank, world size and launcher as torchrun would.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseManifest, type Manifest } from "../../src/collect/manifest";
-import type { ProcessInfo } from "../../src/collect/procfs";
+import { parseManifest, type Manifest } from "../../src/system/manifest";
+import type { ProcessInfo } from "../../src/system/process";
 import { openRing } from "../../src/ffi/ring";
 import type { NvmlDeviceSample } from "../../src/ffi/nvml";
-import { buildDocument, type AgentView } from "../../src/headless/document";
-import type { Document } from "../../src/headless/schema";
+import { buildDocument, type AgentView } from "../../src/system/document";
+import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
 
 const FIXTURES = join(import.meta.dir, "..", "fixtures");

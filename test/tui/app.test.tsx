@@ -11,7 +11,7 @@ import { replay } from "../../src/profiler/replay";
 import { openRingRecording } from "../../src/collect/recording";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
-import type { Document } from "../../src/headless/schema";
+import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
 
 async function replayed(name: string) {

@@ -1,8 +1,8 @@
 // Overview, nvtop-style: a panel per GPU (with history charts) and the process table, where the
 // ranks of a multi-rank job (the document's jobs) sit together under the job's own row.
 import { Box, Text } from "ink";
-import { jobNotes } from "../../collect/jobs";
-import type { Device, Document, Job, Process } from "../../headless/schema";
+import { jobNotes } from "../../system/jobs";
+import type { Device, Document, Job, Process } from "../../system/schema";
 import { areaChart, bar } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
 import { color, formatBytes, orNa, pad, pct, rate } from "../format";

@@ -2,10 +2,10 @@
 import type { RingHeader } from "../ffi/events";
 import { PHASES } from "../ffi/events";
 import type { NvmlDeviceSample, NvmlSystem } from "../ffi/nvml";
-import type { ProcessInfo } from "../collect/procfs";
-import type { Manifest } from "../collect/manifest";
-import { groupJobs } from "../collect/jobs";
-import { joinAgents, type JoinResult } from "../collect/join";
+import type { ProcessInfo } from "./process";
+import type { Manifest } from "./manifest";
+import { groupJobs } from "./jobs";
+import { joinAgents, type JoinResult } from "./join";
 import type { Device, Document, Process, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
 
@@ -28,7 +28,7 @@ export interface DocumentInput {
   processInfo: Map<number, ProcessInfo>;
   agents: AgentView[];
   warnings: string[];
-  /** The agents joined to NVML's pids and devices (src/collect/join.ts, with /proc's facts);
+  /** The agents joined to NVML's pids and devices (src/system/join.ts, with /proc's facts);
    *  absent, they are joined with none: every agent taken for the monitor's pid namespace. */
   join?: JoinResult;
 }

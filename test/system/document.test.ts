@@ -4,13 +4,13 @@
 import { describe, expect, test } from "bun:test";
 import type { DeviceTotals, RingHeader } from "../../src/ffi/events";
 import type { NvmlDeviceSample } from "../../src/ffi/nvml";
-import { joinAgents } from "../../src/collect/join";
-import type { Manifest } from "../../src/collect/manifest";
-import type { PidNsInfo, ProcessInfo } from "../../src/collect/procfs";
+import { joinAgents } from "../../src/system/join";
+import type { Manifest } from "../../src/system/manifest";
+import type { PidNsInfo, ProcessInfo } from "../../src/system/process";
 import { LiveModels } from "../../src/collect/live";
 import type { Agent } from "../../src/collect/agents";
-import { buildDocument, type AgentView, type DocumentInput } from "../../src/headless/document";
-import { DocumentSchema } from "../../src/headless/schema";
+import { buildDocument, type AgentView, type DocumentInput } from "../../src/system/document";
+import { DocumentSchema } from "../../src/system/schema";
 
 const GiB = 1024 ** 3;
 const UUIDS = ["GPU-6f1d3a2e-8c4b-4f6e-9a1b-2c3d4e5f6a70", "GPU-0b9e7c51-3d2a-4c8f-b6e1-7a8f9d0c1e21"];

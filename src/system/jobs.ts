@@ -3,7 +3,7 @@
 // (torchrun, torch.distributed.run and mpirun start the ranks as its children, so they share a
 // parent pid), or, where the manifests carry one, the processes of one job id.
 import { formatBytes } from "../profiler/format";
-import type { Job, JobRank, Process, Pytorch } from "../headless/schema";
+import type { Job, JobRank, Process, Pytorch } from "./schema";
 
 export interface JobMember {
   pid: number;

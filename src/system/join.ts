@@ -8,7 +8,7 @@
 // renumbers them); NVML counts per NVML index. They are joined by device UUID, else by the
 // process's only NVML device, else by CUDA_VISIBLE_DEVICES, else index for index.
 import type { Manifest } from "./manifest";
-import type { PidNsInfo } from "./procfs";
+import type { PidNsInfo } from "./process";
 
 /** NVML's view of one device: enough to join on (an NvmlDeviceSample is one). */
 export interface JoinDevice {

@@ -2,8 +2,8 @@
 // inputs shaped as the machine gives them: a torchrun DDP job on two GPUs, CUDA_VISIBLE_DEVICES
 // that reorders, a process in its own pid namespace, facts that cannot tell two processes apart.
 import { describe, expect, test } from "bun:test";
-import { joinAgents, mapDevices, parseCudaVisibleDevices, type JoinAgent, type JoinDevice } from "../../src/collect/join";
-import type { PidNsInfo } from "../../src/collect/procfs";
+import { joinAgents, mapDevices, parseCudaVisibleDevices, type JoinAgent, type JoinDevice } from "../../src/system/join";
+import type { PidNsInfo } from "../../src/system/process";
 
 const UUID0 = "GPU-6f1d3a2e-8c4b-4f6e-9a1b-2c3d4e5f6a70";
 const UUID1 = "GPU-0b9e7c51-3d2a-4c8f-b6e1-7a8f9d0c1e21";
