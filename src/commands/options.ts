@@ -1,0 +1,150 @@
+// The command line: what each word means, checked whole before anything runs. A usage error is
+// thrown as UsageError, which the CLI prints with the usage.
+import pkg from "../../package.json";
+
+export const USAGE = `gpumem-tui ${pkg.version} — GPU memory, and what PyTorch does with it
+
+usage:
+  gpumem-tui [--interval MS] [--ascii]       the monitor (nvtop-style screens, PyTorch inside)
+  gpumem-tui --json --once                   one JSON document of every GPU and process
+  gpumem-tui --json [--interval MS]          one JSON document per line (NDJSON) until interrupted
+  gpumem-tui schema                          the JSON document's JSON Schema
+  gpumem-tui serve [--port 9464] [--host H]  Prometheus metrics at http://H:PORT/metrics
+  gpumem-tui run [--json --output F] -- CMD  start CMD (e.g. python train.py) with the agent injected,
+                                             then the monitor on it, or NDJSON samples into F
+  gpumem-tui replay FILE [--speed N] [--json] a recorded ring (or a PyTorch snapshot's trace) through
+                                             the model: the screens, or NDJSON states and a final
+                                             state with the findings
+  gpumem-tui replay FILE --snapshot OUT      the recording as a PyTorch memory snapshot (.pickle)
+                                             that pytorch.org/memory_viz opens
+  gpumem-tui view FILE [--json]              a PyTorch memory snapshot (.pickle, optionally gzip):
+                                             the screens, or its summary
+
+options:
+  --interval MS   sampling interval in milliseconds (default 1000, at least 50, at most a day)
+  --ascii         plain-ASCII charts (no braille)
+  --demo          the monitor with a replay of a real training run recorded on an H100
+  --speed N       replay: N times the recorded pace (default: as fast as it goes)
+  --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
+  --snapshot OUT  replay: write the recording, played to its end, as a memory snapshot to OUT
+  --port N        serve: the port (default 9464)
+  --host H        serve: the address to listen on (default 0.0.0.0)
+  -h, --help      this help
+  -v, --version   the version
+`;
+
+export class UsageError extends Error {}
+
+/** A day: longer waits overflow the timers (2^31 ms, after which they fire at once, in a loop). */
+const MAX_INTERVAL_MS = 86_400_000;
+
+export interface Options {
+  command: "monitor" | "schema" | "serve" | "replay" | "view" | "run" | "help" | "version";
+  json: boolean;
+  once: boolean;
+  intervalMs: number;
+  ascii: boolean;
+  demo: boolean;
+  port: number;
+  host: string;
+  speed: number | undefined;
+  output: string | undefined;
+  snapshot: string | undefined;
+  rest: string[];
+}
+
+export function parseCli(argv: string[]): Options {
+  // `run -- CMD ARGS`: everything after `--` is the program's, never ours.
+  const dashes = argv.indexOf("--");
+  const program = dashes >= 0 ? argv.slice(dashes + 1) : [];
+  if (dashes >= 0) argv = argv.slice(0, dashes);
+  // Loaded here, after NVML's warm-up has started: node:util costs about 2 ms of start-up.
+  const { parseArgs } = require("node:util") as typeof import("node:util");
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        json: { type: "boolean", default: false },
+        once: { type: "boolean", default: false },
+        interval: { type: "string" },
+        ascii: { type: "boolean", default: false },
+        demo: { type: "boolean", default: false },
+        port: { type: "string" },
+        speed: { type: "string" },
+        output: { type: "string" },
+        snapshot: { type: "string" },
+        host: { type: "string", default: "0.0.0.0" },
+        help: { type: "boolean", short: "h", default: false },
+        version: { type: "boolean", short: "v", default: false },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { values, positionals } = parsed;
+  let intervalMs = 1000;
+  if (values.interval !== undefined) {
+    intervalMs = Number(values.interval);
+    if (!/^\d+$/.test(values.interval) || intervalMs < 50 || intervalMs > MAX_INTERVAL_MS) {
+      throw new UsageError(`--interval takes a whole number of milliseconds, at least 50 and at most ${MAX_INTERVAL_MS} (a day) (got "${values.interval}")`);
+    }
+  }
+  if (values.once && !values.json) throw new UsageError("--once goes with --json");
+  if (values.once && values.interval !== undefined) throw new UsageError("--once and --interval exclude each other");
+  let port = 9464;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d+$/.test(values.port) || port < 1 || port > 65535) throw new UsageError(`--port takes a port number, 1 to 65535 (got "${values.port}")`);
+  }
+  const [first, ...rest] = positionals;
+  let command: Options["command"] = "monitor";
+  if (values.help) command = "help";
+  else if (values.version) command = "version";
+  else if (first === "schema") command = "schema";
+  else if (first === "serve") command = "serve";
+  else if (first === "replay") command = "replay";
+  else if (first === "run") command = "run";
+  else if (first === "view") command = "view";
+  else if (first !== undefined) throw new UsageError(`unknown command "${first}"`);
+  if ((values.port !== undefined || argv.includes("--host")) && command !== "serve") throw new UsageError("--port and --host go with serve");
+  let speed: number | undefined;
+  if (values.speed !== undefined) {
+    speed = Number(values.speed);
+    if (command !== "replay" && !values.demo) throw new UsageError("--speed goes with replay or --demo");
+    if (!(speed > 0) || !Number.isFinite(speed)) throw new UsageError(`--speed takes a positive number (got "${values.speed}")`);
+  }
+  if (command === "replay" && rest.length !== 1) throw new UsageError("replay takes one FILE (a recorded .ring or a snapshot)");
+  if (command === "view" && rest.length !== 1) throw new UsageError("view takes one FILE (a PyTorch memory snapshot)");
+  if (command === "run") {
+    if (rest.length > 0 || program.length === 0) throw new UsageError("run takes its program after --: gpumem-tui run -- python train.py");
+    if (values.once) throw new UsageError("--once does not go with run");
+  } else if (program.length > 0) {
+    throw new UsageError("only run takes a program after --");
+  }
+  if (values.output !== undefined && !(command === "run" && values.json)) throw new UsageError("--output goes with run --json");
+  if (values.snapshot !== undefined && command !== "replay") throw new UsageError("--snapshot goes with replay");
+  if (values.snapshot !== undefined && (values.json || speed !== undefined)) throw new UsageError("--snapshot replays to the end as fast as it goes: no --json, no --speed");
+  if (values.snapshot === "") throw new UsageError("--snapshot takes the path of the file to write");
+  if (command !== "replay" && command !== "view" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  if (values.demo && (command !== "monitor" || values.json)) throw new UsageError("--demo goes with the monitor");
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, rest: command === "run" ? program : rest };
+}
+
+/** The same data without the screens, per command that has screens. */
+export const SCRIPTED: Partial<Record<Options["command"], string>> = {
+  monitor: "`gpumem-tui --json --once`, or `gpumem-tui --json --interval MS` for a stream",
+  run: "`gpumem-tui run --json --output F.ndjson -- CMD`",
+  replay: "`gpumem-tui replay FILE --json`, or `--snapshot OUT` for memory_viz",
+  view: "`gpumem-tui view FILE --json`",
+};
+
+/** Whether the command line opens the interactive screens (everything else prints and exits). */
+export function opensScreens(o: Options): boolean {
+  if (o.json) return false;
+  if (o.command === "monitor" || o.command === "run" || o.command === "view") return true;
+  return o.command === "replay" && !o.snapshot;
+}
+

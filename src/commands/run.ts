@@ -1,0 +1,25 @@
+// `gpumem-tui run -- CMD`: the program with the agent injected, and the monitor or NDJSON samples on it.
+import { loadScreens } from "./screens";
+import type { Options } from "./options";
+
+export async function command(opts: Options): Promise<number> {
+  const { startChild } = await import("../collect/child");
+  if (opts.json) {
+    // The program keeps the terminal (stdin, stdout, stderr untouched); samples go to a file.
+    const { SystemCollector } = await import("../collect/system");
+    const { runJson } = await import("../headless/run");
+    // The line profiler's results (gpumem_agent.profile) land beside the samples at exit.
+    const output = opts.output ?? "gpumem-tui-run.ndjson";
+    const lines = process.env.GPUMEM_PROFILE_JSON ?? `${output.replace(/\.ndjson$/, "")}.lines.json`;
+    const start = () => startChild(opts.rest, { stdin: "inherit", stdout: "inherit", stderr: "inherit" }, { GPUMEM_PROFILE_JSON: lines });
+    const { Session } = await import("../collect/session");
+    const collector = new SystemCollector();
+    try {
+      return await runJson(new Session(collector), start, { output, intervalMs: opts.intervalMs });
+    } finally {
+      collector.close();
+    }
+  }
+  const { runMonitorOnChild } = await loadScreens();
+  return await runMonitorOnChild(opts, startChild);
+}
