@@ -35,6 +35,7 @@ export class NameRequests {
   private inflight = false;
   private pending: { tensors: NamedTensor[]; writeIndex: number } | null = null;
   private lastAskMs = -Infinity;
+  private lastWalkMs = -Infinity;
   private askedAfterFirstStep = false;
   /** Records lost when the last request went: more since (the ring lapped) is worth a resync. */
   private lostAtAsk = 0;
@@ -49,7 +50,9 @@ export class NameRequests {
     if (this.status.requests === 0) reason = "the agent appeared";
     else if (step >= 1 && !this.askedAfterFirstStep) reason = "after the first optimizer step";
     else if (model.lostRecords > this.lostAtAsk && nowMs - this.lastAskMs >= ASK_EVERY_MS) reason = "records were lost: names fill the blocks back in";
-    else if (nowMs - this.lastAskMs >= ASK_EVERY_MS) {
+    else if (nowMs - this.lastAskMs >= ASK_EVERY_MS && nowMs - this.lastWalkMs >= ASK_EVERY_MS) {
+      // The walk over every block, too, at most once a period (not every tick under the bar).
+      this.lastWalkMs = nowMs;
       const unnamed = unnamedBytes(model);
       if (unnamed >= UNNAMED_BYTES_TO_ASK) reason = `${Math.round(unnamed / 2 ** 20)} MiB in unnamed blocks`;
     }
