@@ -94,10 +94,8 @@ export class Consistency {
   }
 
   private compare(at: DetailAtSync, t: number, allocated: number, reserved: number, requested: number): SyncPoint {
-    const before = this.before ?? { allocated: 0, requested: 0 };
-    const preAttach = Math.max(0, before.allocated - at.unknownFreeBytes);
-    const unaccounted = allocated - preAttach - at.blockBytes;
-    const requestedDifference = requested - before.requested - at.requested;
+    const unaccounted = allocated - this.preAttachBytes(at.unknownFreeBytes) - at.blockBytes;
+    const requestedDifference = requested - (this.before?.requested ?? 0) - at.requested;
     const agreed = requestedDifference === 0 && unaccounted >= 0 && unaccounted <= at.largeBlocks * LARGE_REMAINDER;
     this.checks++;
     if (agreed) this.agreed++;

@@ -126,7 +126,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     }
     if (input === "+") return ctl.setInterval(ctl.intervalMs * 2);
     if (input === "-") return ctl.setInterval(ctl.intervalMs / 2);
-    const target = screen === 0 ? models.find((m) => m.pid === (procs[selectedNow.current[0]!]?.agent_pid ?? procs[selectedNow.current[0]!]?.pid)) : pm;
+    const row = procs[selectedNow.current[0]!];
+    const target = screen === 0 ? models.find((m) => m.pid === (row?.agent_pid ?? row?.pid)) : pm;
     if (input === "d") return void ctl.run(target, "dump_snapshot");
     if (input === "r") return void ctl.run(target, "reset_peaks");
     if (input === "e") {
