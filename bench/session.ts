@@ -1,21 +1,38 @@
 #!/usr/bin/env bun
 // One sampling session following eight busy agents, by simulation: eight ring writers (the C
-// producer the reader's tests use, through the same header as the hook) at about 100,000 records a
-// second each (a GPT-2 training on an H200 wrote 118,657 a second), the session ticking once a
-// second as every front end does (rings into models, a profile per process), beside the same
-// session with no agent, in one run. Reports the share of one core the session's ticks take.
+// producer the reader's tests use, through the same header as the hook), each writing a real
+// transformers GPT-2 training's records again and again (test/fixtures/hf-gpt2.ring, recorded on an
+// H200: allocations, frees, segments, phase and step marks as the hook wrote them) at the rate it was
+// recorded, the session ticking once a second as every front end does (rings into models, a profile
+// per process), beside the same session with no agent, in one run. Reports the share of one core the
+// session's ticks take.
 //   bun bench/session.ts [OUT_DIR] [SECONDS]
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Session } from "../src/collect/session";
 import { SystemCollector } from "../src/collect/system";
+import { openRingRecording } from "../src/collect/recording";
+import { ACTION, newEventBatch } from "../src/ffi/events";
 import { buildTool } from "../test/support/native";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 const seconds = Number(process.argv[3] ?? 20);
 const AGENTS = 8;
-const DELAY_US = 600; // the producer sleeps this long every 64 records: ~100,000 records/s
+const FIXTURE = join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
+
+/** The recording's own rate: records a second from its first step mark to its last. */
+function recordedRate(): number {
+  const rec = openRingRecording(FIXTURE);
+  const b = newEventBatch(1 << 20);
+  rec.source.read(b);
+  rec.close();
+  let first = -1;
+  let last = -1;
+  for (let i = 0; i < b.count; i++) if (b.action[i] === ACTION.step) (first < 0 ? (first = i) : 0), (last = i);
+  return (last - first) / ((b.time_us[last]! - b.time_us[first]!) / 1e6);
+}
+const RATE = Math.round(recordedRate());
 
 function agentDir(): string {
   const dir = join(mkdtempSync(join(tmpdir(), "gpumem-bench-session-")), "agents");
@@ -60,7 +77,7 @@ const producer = buildTool("producer");
 const sleepers = Array.from({ length: AGENTS }, () => Bun.spawn(["sleep", String(seconds + 30)]));
 const writers = sleepers.map((s) => {
   const ring = join(dir, `${s.pid}.ring`);
-  const w = Bun.spawn([producer, ring, String(1 << 20), String(200_000 * (seconds + 10)), "1", "--delay-us", String(DELAY_US), "--pid", String(s.pid)], { stdout: "ignore", stderr: "ignore" });
+  const w = Bun.spawn([producer, ring, String(1 << 20), String(RATE * (seconds + 10)), "--replay", FIXTURE, "--rate", String(RATE), "--pid", String(s.pid)], { stdout: "ignore", stderr: "ignore" });
   const manifest = { version: 1, pid: s.pid, cmdline: ["train.py"], devices: [0], hook_mode: "hook", ring, socket: null };
   writeFileSync(join(dir, `${s.pid}.json`), JSON.stringify(manifest), { mode: 0o600 });
   return w;
@@ -74,6 +91,8 @@ const result = {
   machine: `${navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
   command: `bun bench/session.ts ${outDir} ${seconds}`,
   agents: AGENTS,
+  records_per_second_per_agent: RATE,
+  source: "test/fixtures/hf-gpt2.ring (a transformers GPT-2 training recorded on an H200), its steps written again and again at its recorded rate",
   idle,
   busy,
   busy_minus_idle_percent_of_a_core: Math.round((busy.cpu_percent_of_a_core - idle.cpu_percent_of_a_core) * 100) / 100,

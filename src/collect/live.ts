@@ -28,12 +28,22 @@ export class LiveModels {
   readonly byPid = new Map<number, ProcessModel>();
   private readonly batch: EventBatch = newEventBatch(1 << 16);
 
+  /** `keepTrace`: each model keeps its newest records, for the screens' phase bands and for `d`
+   *  (a snapshot written from the monitor's own events). The headless front ends do neither, and
+   *  copying every record costs a tenth of the session's time on a busy process. */
+  constructor(private readonly opts: { keepTrace?: boolean } = { keepTrace: true }) {}
+
+  private newModel(): ProfilerModel {
+    const m = createModel();
+    return this.opts.keepTrace ? m.keepTrace() : m;
+  }
+
   /** Read new events of every agent and anchor totals to their headers and to NVML. */
   update(agents: Agent[], doc: Document | null, nowUs: number): void {
     for (const a of agents) {
       let pm = this.byPid.get(a.pid);
       if (!pm) {
-        pm = { pid: a.pid, model: createModel().keepTrace(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false, names: new NameRequests() };
+        pm = { pid: a.pid, model: this.newModel(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false, names: new NameRequests() };
         this.byPid.set(a.pid, pm);
       }
       pm.model.setRanges(a.manifest.ranges);

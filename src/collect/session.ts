@@ -19,12 +19,16 @@ export class Session {
   doc: Document | null = null;
   private live: LiveModels | null = null;
 
-  constructor(readonly collector: SystemCollector) {}
+  /** `keepTrace`: the models keep their newest records (the screens: phase bands and `d`). */
+  constructor(
+    readonly collector: SystemCollector,
+    private readonly opts: { keepTrace?: boolean } = {},
+  ) {}
 
   /** The models of the agents' processes. Loaded on first use: a machine with no agent (and
    *  `--json --once` there) pays nothing for the profiler. */
   get models(): LiveModels {
-    return (this.live ??= new (require("./live") as typeof import("./live")).LiveModels());
+    return (this.live ??= new (require("./live") as typeof import("./live")).LiveModels({ keepTrace: this.opts.keepTrace ?? false }));
   }
 
   /** One sample. `oneShot` (`--json --once`): no rates are read, each ring is read once. */

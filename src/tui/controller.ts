@@ -40,7 +40,7 @@ export class Controller {
     readonly collector: SystemCollector | null,
     public intervalMs: number,
   ) {
-    this.session = collector ? new Session(collector) : null;
+    this.session = collector ? new Session(collector, { keepTrace: true }) : null;
     this.models = this.session?.models ?? new LiveModels();
     this.history = this.session?.history ?? new Map();
   }

@@ -3,10 +3,16 @@
  * the same header (gpumem_ring_push, gpumem_totals_apply), from one or several threads.
  *
  *   producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N]
+ *   producer PATH CAPACITY EVENTS --replay RING --rate N [--pid N]
  *
  * Thread t writes EVENTS records on device t, alternating alloc and free_requested of the same
  * block; every record carries a checksum (extra = address ^ size ^ step) so that a reader can tell
  * a torn record from a whole one. Time is unix ns (clock_ns_per_tick = 0).
+ *
+ * --replay RING: instead, write a recorded ring's steady state (its records from the first step mark
+ * to the last) again and again on device 0, N records a second, times moved to now: a real
+ * training's mix of allocations, frees, segments and marks at a chosen rate, for benchmarks. Sync
+ * records are written as unsure (their counts belong to the recording, not to this ring).
  */
 #define _GNU_SOURCE
 #include "gpumem_ring.h"
@@ -17,12 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static gpumem_header *h;
 static long events;
 static long delay_us;
+static const char *replay_path;
+static double replay_rate;
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -54,9 +63,58 @@ static void *writer(void *arg) {
   return NULL;
 }
 
+static uint64_t to_ns(const gpumem_header *src, uint64_t t) {
+  if (src->clock_ns_per_tick == 0) return t;
+  return (uint64_t)(src->clock_base_ns + (int64_t)(((double)((int64_t)t - src->clock_base_ticks)) * src->clock_ns_per_tick));
+}
+
+static int replay(void) {
+  int fd = open(replay_path, O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    perror(replay_path);
+    return 1;
+  }
+  const gpumem_header *src = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (src == MAP_FAILED || src->magic != GPUMEM_RING_MAGIC) {
+    fprintf(stderr, "%s: not a ring\n", replay_path);
+    return 1;
+  }
+  const gpumem_record *rec = (const gpumem_record *)((const uint8_t *)src + GPUMEM_HEADER_SIZE);
+  uint64_t n = src->write_index < src->capacity ? src->write_index : src->capacity;
+  uint64_t first = n, last = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (rec[i].action == GPUMEM_ACTION_STEP) {
+      if (first == n) first = i;
+      last = i;
+    }
+  if (first >= last) {
+    fprintf(stderr, "%s: fewer than two step marks\n", replay_path);
+    return 1;
+  }
+  uint64_t span = to_ns(src, rec[last].time) - to_ns(src, rec[first].time);
+  uint64_t start = now_ns();
+  for (long k = 0; k < events; k++) {
+    uint64_t lap = (uint64_t)k / (last - first), j = first + (uint64_t)k % (last - first);
+    gpumem_record r = rec[j];
+    r.device = 0;
+    r.time = to_ns(src, r.time) - to_ns(src, rec[first].time) + start + lap * span;
+    if (r.action == GPUMEM_ACTION_SYNC) r.extra = GPUMEM_SYNC_UNSURE;
+    gpumem_totals_apply(&h->totals[0], r.action, (int64_t)r.size);
+    gpumem_ring_push(h, &r);
+    if (k % 64 == 63) {
+      /* Keep to the rate: sleep until the time the next record is due. */
+      uint64_t due = start + (uint64_t)((double)(k + 1) / replay_rate * 1e9), now = now_ns();
+      if (due > now) usleep((useconds_t)((due - now) / 1000));
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N]\n");
+    fprintf(stderr, "usage: producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N]\n"
+                    "       producer PATH CAPACITY EVENTS --replay RING --rate N [--pid N]\n");
     return 2;
   }
   const char *path = argv[1];
@@ -71,6 +129,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--magic") && i + 1 < argc) magic = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--delay-us") && i + 1 < argc) delay_us = strtol(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (int32_t)strtol(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--replay") && i + 1 < argc) replay_path = argv[++i];
+    else if (!strcmp(argv[i], "--rate") && i + 1 < argc) replay_rate = strtod(argv[++i], NULL);
     else threads = atoi(argv[i]);
   }
   size_t bytes = GPUMEM_HEADER_SIZE + capacity * GPUMEM_RECORD_SIZE;
@@ -99,6 +159,16 @@ int main(int argc, char **argv) {
   if (rename(tmp, path) != 0) {
     perror("rename");
     return 1;
+  }
+  if (replay_path) {
+    if (replay_rate <= 0) {
+      fprintf(stderr, "--replay needs --rate N (records a second)\n");
+      return 2;
+    }
+    h->n_devices = 1;
+    int rc = replay();
+    h->closed = 1;
+    return rc;
   }
   pthread_t t[GPUMEM_MAX_DEVICES];
   if (threads < 1 || threads > (int)GPUMEM_MAX_DEVICES) threads = 1;
