@@ -116,9 +116,17 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
       peak_rank: top?.rank ?? null,
       peak_allocated_bytes: top?.peak_allocated_bytes ?? null,
       peak_margin_bytes: top ? top.peak_allocated_bytes! - peaks[1]!.peak_allocated_bytes! : null,
+      state: jobState(ranks, missing),
     });
   }
   return jobs.sort((a, b) => a.pids[0]! - b.pids[0]!);
+}
+
+/** Every rank here and alive; some missing or gone while others run; or all gone. */
+export function jobState(ranks: JobRank[], missing: number[]): Job["state"] {
+  const alive = ranks.filter((r) => !r.exited).length;
+  if (alive === 0) return "ended";
+  return missing.length > 0 || alive < ranks.length ? "incomplete" : "running";
 }
 
 /**
@@ -158,6 +166,8 @@ export function jobNotes(job: Job): string[] {
   if (job.missing_ranks.length) notes.push(`${ranksWord(job.missing_ranks)} missing`);
   const exited = job.ranks.filter((r) => r.exited).map((r) => r.rank);
   if (exited.length) notes.push(`${ranksWord(exited)} exited`);
+  // The word a user scans for when a rank died under a running job.
+  if (job.state === "incomplete") notes[0] = `incomplete: ${notes[0]}`;
   if (job.step_min !== null && job.step_max !== null && job.step_min !== job.step_max) {
     const behind = job.ranks.filter((r) => r.step === job.step_min).map((r) => r.rank);
     notes.push(`steps ${job.step_min}-${job.step_max}, ${behind.length <= 3 ? ranksWord(behind) : `${behind.length} ranks`} behind`);

@@ -177,6 +177,10 @@ export const JobSchema = z.object({
   peak_rank: nullableInt.describe("the rank with the highest peak allocated bytes (with two ranks or more)"),
   peak_allocated_bytes: nullableInt.describe("that rank's peak"),
   peak_margin_bytes: nullableInt.describe("how far that peak lies above the highest peak of the other ranks"),
+  state: z
+    .enum(["running", "incomplete", "ended"])
+    .default("running")
+    .describe("running: every rank this host should run is here and alive; incomplete: some are missing or have exited while others still run (a rank died: the job will hang or be torn down); ended: every rank has exited"),
 });
 
 export const DocumentSchema = z.object({

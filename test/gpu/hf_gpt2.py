@@ -5,6 +5,7 @@ speed, for a while: the kind of program a user points the monitor at.
     python3 test/gpu/hf_gpt2.py --leak --seconds 30           # keeps a bit of every step's logits
     python3 test/gpu/hf_gpt2.py --oom-after 10 --seconds 20   # asks for 16 TiB once, then a few steps
     torchrun --standalone --nproc_per_node 2 test/gpu/hf_gpt2.py --ddp --seconds 60 --facts F.jsonl
+    torchrun ... test/gpu/hf_gpt2.py --ddp --batch-per-rank 8,12   # rank 1 peaks above rank 0
 
 The model is built from a config (no download). AdamW, zero_grad(set_to_none=True), and the
 user's own record_function ranges "data" and "train_step" (PyTorch adds its own, such as
@@ -44,6 +45,7 @@ ap.add_argument("--facts", help="JSONL file: torch's own figures after every opt
 ap.add_argument("--leak", action="store_true", help="keep every step's last-position logits on the GPU (memory grows every step)")
 ap.add_argument("--oom-after", type=float, help="after this many seconds ask for 16 TiB once (caught), train 5 more steps, exit")
 ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel over NCCL (under torchrun)")
+ap.add_argument("--batch-per-rank", help="under --ddp, each rank's batch, comma separated (e.g. 8,12: rank 1 peaks above rank 0)")
 args = ap.parse_args()
 
 rank, world_size = 0, 1
@@ -59,6 +61,9 @@ if args.ddp:
 else:
     dev = torch.device("cuda", 0)
 
+if args.batch_per_rank:
+    sizes = [int(b) for b in args.batch_per_rank.split(",")]
+    args.batch = sizes[rank % len(sizes)]
 torch.manual_seed(rank)
 torch.set_float32_matmul_precision("high")
 config = GPT2Config(vocab_size=args.vocab, n_positions=max(256, args.seq), n_embd=args.embd, n_layer=args.layers, n_head=args.heads)

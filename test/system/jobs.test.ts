@@ -66,7 +66,8 @@ describe("grouping", () => {
     expect(job.peak_rank).toBe(2);
     expect(job.peak_allocated_bytes).toBe(facts(r2).max_memory_allocated);
     expect(job.peak_margin_bytes).toBe(facts(r2).max_memory_allocated - facts(r1).max_memory_allocated);
-    expect(jobNotes(job)).toEqual(["rank 3 missing", "steps 12-20, ranks 1-2 behind", "rank 2 peaks 384.19 MiB above the others"]);
+    expect(job.state).toBe("incomplete");
+    expect(jobNotes(job)).toEqual(["incomplete: rank 3 missing", "steps 12-20, ranks 1-2 behind", "rank 2 peaks 384.19 MiB above the others"]);
   });
 
   test("processes that are no rank of a multi-rank job stay as they were", () => {
@@ -87,7 +88,8 @@ describe("grouping", () => {
     const job = doc.jobs[0]!;
     expect(job.host_ranks).toEqual({ first: 4, count: 4 });
     expect(job.missing_ranks).toEqual([6]);
-    expect(jobNotes(job)[0]).toBe("rank 6 missing");
+    expect(job.state).toBe("incomplete");
+    expect(jobNotes(job)[0]).toBe("incomplete: rank 6 missing");
     // Where the ranks do not say (no torchrun variables), every rank not here counts as missing.
     const unknown = hostDocument([0, 1, 2].map((r, i) => ({ ...node1(r + 4, ["normal", "no-zero-grad", "kept-loss-graph"][i]!, i), local_world_size: null, group_rank: null })));
     expect(unknown.jobs[0]!.host_ranks).toBeNull();
@@ -138,7 +140,8 @@ describe("grouping", () => {
     expect(job.ranks.map((r) => [r.rank, r.exited])).toEqual([[0, false], [1, true]]);
     expect(job.ranks[1]!.allocated_bytes).toBe(facts("oom").memory_allocated);
     expect(job.used_bytes).toBe(doc.processes.find((p) => p.pid === pidOf("normal"))!.used_bytes);
-    expect(jobNotes(job)).toEqual(["rank 1 exited", "steps 2-20, rank 1 behind"]);
+    expect(job.state).toBe("incomplete");
+    expect(jobNotes(job)).toEqual(["incomplete: rank 1 exited", "steps 2-20, rank 1 behind"]);
   });
 
   test("a rank NVML lists on two devices is counted once", () => {
@@ -209,7 +212,7 @@ describe("on this machine", () => {
       });
       const doc = DocumentSchema.parse(collector.sample());
       expect(doc.jobs).toHaveLength(1);
-      expect(doc.jobs[0]).toMatchObject({ id: `ppid:${launcher.pid}`, launcher_pid: launcher.pid, world_size: 2, pids, missing_ranks: [], name: "sleep 30" });
+      expect(doc.jobs[0]).toMatchObject({ id: `ppid:${launcher.pid}`, launcher_pid: launcher.pid, world_size: 2, pids, missing_ranks: [], name: "sleep 30", state: "running" });
       expect(doc.jobs[0]!.allocated_bytes).toBe(2 * 3072); // the producer's 11 events leave 3072 bytes live in each
       // Rank 1 exits: /proc forgets it, the monitor does not; it stays in its job, said exited.
       process.kill(pids[1]!);
@@ -217,7 +220,8 @@ describe("on this machine", () => {
       const after = DocumentSchema.parse(collector.sample());
       expect(after.jobs).toHaveLength(1);
       expect(after.jobs[0]!.ranks.map((r) => [r.rank, r.exited])).toEqual([[0, false], [1, true]]);
-      expect(jobNotes(after.jobs[0]!)).toContain("rank 1 exited");
+      expect(after.jobs[0]!.state).toBe("incomplete");
+      expect(jobNotes(after.jobs[0]!)).toContain("incomplete: rank 1 exited");
     } finally {
       collector.close();
       for (const pid of pids) {
