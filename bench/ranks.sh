@@ -16,6 +16,9 @@ W=/tmp/gpumem-ranks
 rm -rf $W && mkdir -p $W/agents && chmod 700 $W $W/agents
 T="tmux -L ranks -f /dev/null"
 BATCH=$(seq -s, 8 2 $((8 + 2 * (N - 1))))   # 8,10,12…: the last rank peaks above the others
+# The hook is built once per torch (the first process to attach builds it, while the program runs
+# on): build it first, so every rank attaches before its first allocation.
+$PY -c "import sys, torch; sys.path.insert(0, 'agent'); from gpumem_agent import build; print(build.hook_library(torch))" > $W/hook.txt 2>&1
 export GPUMEM_TUI_DIR=$W/agents PYTHONUNBUFFERED=1 NO_COLOR=1 CUDA_DEVICE_ORDER=PCI_BUS_ID
 $T new-session -d -s r -x 200 -y 60 "cd $PWD; $BUN src/cli.ts run -- $PYBIN/torchrun --standalone --nproc_per_node $N --monitor-interval 5 test/gpu/hf_gpt2.py --ddp --seconds $SECONDS_RUN --batch-per-rank $BATCH --facts $W/f.jsonl 2> $W/monitor.err; echo exit status \$?; sleep 600"
 cap() { echo "===== $1 $(date +%T) ($($T display -p -t r '#{window_width}x#{window_height}'))" >> $OUT/screens.txt; $T capture-pane -p -t r | grep -v '^\s*$' | grep -v '⠀⠀⠀⠀' >> $OUT/screens.txt; }
@@ -23,7 +26,7 @@ once() { echo "{\"label\": \"$1\", \"doc\": $(timeout 20 $BUN src/cli.ts --json 
 # Wait for every rank's agent (model build and NCCL take a while), then watch.
 for i in $(seq 60); do [ "$(ls $W/agents/*.json 2>/dev/null | wc -l)" -ge "$N" ] && break; sleep 1; done
 sleep 15; cap overview-200x60
-MON=$(pgrep -f "src/cli.ts run -- $PYBIN/torchrun" | head -1)
+MON=$(for p in $(pgrep -x bun); do grep -qa "cli.ts.run" /proc/$p/cmdline && echo $p; done | head -1)
 a=$(awk '{print $14+$15}' /proc/$MON/stat); t0=$(date +%s%N)
 once running
 $T send-keys -t r Enter; sleep 2; cap process-first-rank
@@ -42,6 +45,6 @@ sleep 20; cap end
 $T capture-pane -p -S -400 -t r | grep -v '⠀⠀⠀⠀' | tail -40 > $W/scroll.txt; cat $W/scroll.txt >> $OUT/screens.txt
 cat $W/monitor.err >> $OUT/monitor.txt 2>/dev/null
 $T kill-server
-(cd $W && tar cJf $OUT/facts.tar.xz f.jsonl.rank* 2>/dev/null)
+(cd $W && tar cJf $OUT/facts.tar.xz f.jsonl.rank* hook.txt 2>/dev/null)
 timeout 120 $BUN bench/nvml.ts $W/nvml > /dev/null 2>&1; cp $W/nvml/nvml.md $OUT/nvml.md 2>/dev/null
 $PY bench/ranks_check.py $OUT

@@ -67,10 +67,14 @@ export class Consistency {
       return null;
     }
     if (this.before === null) {
-      // The first sync. Before any record of the device (the attach's): what torch held before
-      // the hook saw anything. After records (the attach's sync was lost): taken as nothing.
-      const first = at.events === 0 && at.blockBytes === 0;
-      this.before = first ? { allocated, requested } : { allocated: 0, requested: 0 };
+      // The first sync: what torch holds that the records seen so far do not account for was
+      // there before the recording. At the attach that is all of it; where records came first (an
+      // allocation on another thread between the tracker's registration and the attach's sync, as
+      // a DDP rank's communicator makes, or the attach's sync lost), the remainder.
+      this.before = {
+        allocated: Math.max(0, allocated - at.blockBytes + at.unknownFreeBytes),
+        requested: Math.max(0, requested - at.requested),
+      };
       this.offset = events - at.events;
     } else if (this.offset !== this.offset) {
       this.offset = events - at.events;

@@ -188,6 +188,7 @@ export function buildDocument(input: DocumentInput): Document {
         group_rank: a.manifest.group_rank ?? null,
         command: info?.command ?? (a.manifest.cmdline.join(" ") || null),
         exited: a.exited,
+        detached: a.header?.closed ?? false,
       };
     }),
   );

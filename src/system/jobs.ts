@@ -20,6 +20,8 @@ export interface JobMember {
   /** The command line: /proc's, else the manifest's. */
   command: string | null;
   exited: boolean;
+  /** The agent closed its ring (a clean exit); false while running or where it never did. */
+  detached?: boolean;
 }
 
 /** What makes a member one rank of a job; null for a process that is none. */
@@ -58,6 +60,7 @@ function rankOf(m: JobMember, rows: Process[]): JobRank {
     phase: main?.pytorch?.phase ?? null,
     step: main?.pytorch?.step ?? null,
     exited: m.exited || (rows.length > 0 && rows.every((r) => r.exited)),
+    died: m.exited && m.detached === false,
   };
 }
 
@@ -125,7 +128,7 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
 /** Every rank here and alive; some missing or gone while others run; or all gone. */
 export function jobState(ranks: JobRank[], missing: number[]): Job["state"] {
   const alive = ranks.filter((r) => !r.exited).length;
-  if (alive === 0) return "ended";
+  if (alive === 0) return ranks.some((r) => r.died) ? "incomplete" : "ended";
   return missing.length > 0 || alive < ranks.length ? "incomplete" : "running";
 }
 
@@ -164,7 +167,9 @@ const ranksWord = (ranks: number[]) => `${ranks.length === 1 ? "rank" : "ranks"}
 export function jobNotes(job: Job): string[] {
   const notes: string[] = [];
   if (job.missing_ranks.length) notes.push(`${ranksWord(job.missing_ranks)} missing`);
-  const exited = job.ranks.filter((r) => r.exited).map((r) => r.rank);
+  const died = job.ranks.filter((r) => r.died).map((r) => r.rank);
+  if (died.length) notes.push(`${ranksWord(died)} killed or crashed`);
+  const exited = job.ranks.filter((r) => r.exited && !r.died).map((r) => r.rank);
   if (exited.length) notes.push(`${ranksWord(exited)} exited`);
   // The word a user scans for when a rank died under a running job.
   if (job.state === "incomplete") notes[0] = `incomplete: ${notes[0]}`;

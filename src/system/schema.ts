@@ -154,6 +154,7 @@ export const JobRankSchema = z.object({
   phase: z.string().nullable(),
   step: z.number().int().nullable(),
   exited: z.boolean(),
+  died: z.boolean().default(false).describe("exited without its agent detaching (killed, crashed: the ring was never closed); false while running and after a clean exit"),
 });
 
 export const JobSchema = z.object({
@@ -180,7 +181,7 @@ export const JobSchema = z.object({
   state: z
     .enum(["running", "incomplete", "ended"])
     .default("running")
-    .describe("running: every rank this host should run is here and alive; incomplete: some are missing or have exited while others still run (a rank died: the job will hang or be torn down); ended: every rank has exited"),
+    .describe("running: every rank this host should run is here and alive; incomplete: some are missing or have exited while others still run, or every rank has exited and one of them died (killed, crashed); ended: every rank has exited cleanly"),
 });
 
 export const DocumentSchema = z.object({

@@ -99,6 +99,18 @@ describe("consistency at sync records", () => {
     expect(d.partial_causes).toEqual(["6.00 MiB allocated before the agent attached", "1 frees of blocks allocated before the recording (2.00 MiB)"]);
   });
 
+  test("records before the first sync (another thread allocated between the tracker and the attach's sync): the rest is from before, and later syncs agree", () => {
+    // torch held 8 MiB before; a communicator's 1 MiB lands before the attach's sync, which counts 9
+    const tr = new Trace().alloc(0x9000_0000, 1 * MiB).sync(9 * MiB, 16 * MiB, 9 * MiB, 21);
+    tr.alloc(0x9010_0000, 1 * MiB).free(0x1000, 2 * MiB).sync(8 * MiB, 16 * MiB, 8 * MiB, 23);
+    const m = createModel();
+    m.ingest(tr.batch());
+    const d = summary(m).devices[0]!;
+    expect(d.before_attach_bytes).toBe(6 * MiB);
+    expect(d.sync).toMatchObject({ checks: 2, agreed: 2, disagreed: 0 });
+    expect(d.sync.last).toMatchObject({ unaccounted_bytes: 0, requested_difference_bytes: 0 });
+  });
+
   test("after lost records the next sync re-anchors the counts, the one after compares again", () => {
     const tr = new Trace().sync(0, 0, 0, 0).alloc(0x1000, 1 * MiB).alloc(0x2000_0000, 1 * MiB);
     tr.sync(2 * MiB, 0, 2 * MiB, 2).alloc(0x3000_0000, 1 * MiB).sync(3 * MiB, 0, 3 * MiB, 3);

@@ -30,6 +30,8 @@ export interface RankSpec {
   device: number;
   command?: string;
   exited?: boolean;
+  /** The ring as its agent left it at a clean exit (closed), whatever the recording's header says. */
+  closed?: boolean;
   /** Listed by NVML (false: an agent NVML does not see). */
   nvml?: boolean;
 }
@@ -41,7 +43,7 @@ export function agentOf(spec: RankSpec): AgentView {
   const ring = openRing(join(FIXTURES, `${spec.fixture}.ring`));
   const header = ring.header();
   ring.close();
-  return { pid: manifest.pid, manifest, header, exited: spec.exited ?? false };
+  return { pid: manifest.pid, manifest, header: spec.closed === undefined ? header : { ...header, closed: spec.closed }, exited: spec.exited ?? false };
 }
 
 /** The recorded H100's device, as NVML sampled it, at `index`. */

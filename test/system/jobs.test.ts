@@ -140,8 +140,22 @@ describe("grouping", () => {
     expect(job.ranks.map((r) => [r.rank, r.exited])).toEqual([[0, false], [1, true]]);
     expect(job.ranks[1]!.allocated_bytes).toBe(facts("oom").memory_allocated);
     expect(job.used_bytes).toBe(doc.processes.find((p) => p.pid === pidOf("normal"))!.used_bytes);
+    // Its ring was never closed (the agent did not detach): killed or crashed, not finished.
+    expect(job.ranks[1]!.died).toBe(true);
     expect(job.state).toBe("incomplete");
-    expect(jobNotes(job)).toEqual(["incomplete: rank 1 exited", "steps 2-20, rank 1 behind"]);
+    expect(jobNotes(job)).toEqual(["incomplete: rank 1 killed or crashed", "steps 2-20, rank 1 behind"]);
+  });
+
+  test("a job whose ranks all exited: ended when every agent detached, incomplete when one died", () => {
+    const ranks = (closed1: boolean) =>
+      hostDocument([
+        { fixture: "normal", rank: 0, world_size: 2, ppid: 4800, device: 0, exited: true, closed: true },
+        { fixture: "oom", rank: 1, world_size: 2, ppid: 4800, device: 1, exited: true, closed: closed1 },
+      ]).jobs[0]!;
+    expect(ranks(true).state).toBe("ended");
+    expect(jobNotes(ranks(true))[0]).toBe("ranks 0-1 exited");
+    expect(ranks(false).state).toBe("incomplete");
+    expect(jobNotes(ranks(false)).slice(0, 2)).toEqual(["incomplete: rank 1 killed or crashed", "rank 0 exited"]);
   });
 
   test("a rank NVML lists on two devices is counted once", () => {
