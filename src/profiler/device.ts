@@ -2,6 +2,7 @@
 // on numbers and typed arrays plus one Map operation keyed by address; work that walks many blocks
 // happens at phase and step boundaries (amortized over the events of the phase) or in queries.
 
+import { PHASE } from "../ffi/events";
 import { BlockTable, type TensorInfo } from "./blocks";
 import {
   CAT_ACTIVATION,
@@ -24,13 +25,10 @@ export const RANGE_DETAIL_STEPS = 64;
 /** How many OOM incidents a device keeps (the first ones: later ones are usually the same story). */
 export const MAX_OOMS = 16;
 
-const PHASE_OTHER = 0;
-const PHASE_BACKWARD = 2;
 /** The caching allocator's small-pool limit (kSmallSize): requests above it come from large segments. */
 export const LARGE = 1024 * 1024;
 /** The step stamped on blocks inserted by a resync (their step is unknown). */
 export const RESYNCED_STEP = 0xffffffff;
-const PHASE_FORWARD = 1;
 
 /**
  * The block size the caching allocator gives a request: at least 512 bytes, a multiple of 512.
@@ -190,7 +188,7 @@ export class DeviceState {
     this.cur.phEntries[this.phase]!++;
     this.phaseStart_us = t;
     this.firstTime_us = t;
-    if (this.phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.noteFirstForward();
+    if (this.phase === PHASE.forward && this.firstForwardSerial < 0) this.noteFirstForward();
     this.curRange = this.range !== 0 ? this.cur.rangeStats(this.range) : null;
     if (this.curRange) this.curRange.entries++;
   }
@@ -515,8 +513,8 @@ export class DeviceState {
   }
 
   private enterPhase(phase: number): void {
-    if (phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.noteFirstForward();
-    if (phase === PHASE_BACKWARD && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
+    if (phase === PHASE.forward && this.firstForwardSerial < 0) this.noteFirstForward();
+    if (phase === PHASE.backward && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
       this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
       this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
     }
@@ -543,7 +541,7 @@ export class DeviceState {
    *  Outside any module's forward but right before backward is where the loss is computed: what
    *  it keeps for backward is activation too. */
   private endPhaseInstance(t: number, next: number): void {
-    const promoted = this.phase === PHASE_OTHER && next === PHASE_BACKWARD ? CAT_ACTIVATION : survivorCategory(this.phase);
+    const promoted = this.phase === PHASE.other && next === PHASE.backward ? CAT_ACTIVATION : survivorCategory(this.phase);
     const backward = promoted === CAT_GRADIENT;
     const b = this.blocks;
     const cat = b.category;
@@ -645,7 +643,7 @@ export class DeviceState {
     // sizes cannot tell gradients from caches, so what outlived backward is taken for gradients.
     this.paramSizes.clear();
     for (const slot of b.bySlot.values())
-      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE_BACKWARD) this.move(slot, CAT_OTHER, CAT_GRADIENT);
+      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE.backward) this.move(slot, CAT_OTHER, CAT_GRADIENT);
   }
 
   private move(slot: number, from: number, to: number): void {

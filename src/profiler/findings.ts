@@ -1,7 +1,7 @@
 // Detectors: what is wrong, in words a user can act on, with the numbers as evidence. Each reads
 // the model's per-step records and live state; none walks more than the live blocks once.
 
-import { PHASES } from "../ffi/events";
+import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
 import type { DeviceState, OomIncident } from "./device";
 import { formatBytes, formatShare } from "./format";
@@ -44,7 +44,7 @@ export const THRESHOLDS = {
 };
 
 function phaseName(p: number): string {
-  return PHASES[p] ?? `phase#${p}`;
+  return PHASE_NAMES[p] ?? `phase#${p}`;
 }
 
 function where(m: ProfilerModel, step: number, phase: number, range: number): string {

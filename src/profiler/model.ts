@@ -3,7 +3,7 @@
 // live one. Views call the query functions (queries.ts, segments.ts, findings.ts); every output is
 // a plain JSON-able object with units in the names.
 
-import { ACTION, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
+import { ACTION, isMark, MAX_DEVICES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { categoryCode } from "./categories";
 import { DeviceState, MAX_OOMS, type SnapshotSegment } from "./device";
 import { largestFreeBlock } from "./segments";
@@ -30,7 +30,6 @@ export interface SetHeaderOptions {
   streamEnd?: boolean;
 }
 
-const MAX_DEVICES = 16;
 /** Range ids index the model's per-range arrays: more distinct ranges than this is not a real run. */
 const MAX_RANGE_ID = 1 << 16;
 
@@ -101,9 +100,12 @@ export class ProfilerModel {
         else this.emptyAtAttach.set(dev, { t, events: batch.extra[i]! });
         continue;
       }
-      if (a >= 16) {
-        // phase, step, range_enter (18), range_exit (19): marks for every device
-        this.mark(t, st, ph, a === 18 ? this.enterRange(rg) : a === 19 ? this.exitRange(rg) : this.keepRange(rg));
+      if (isMark(a)) {
+        // phase, step, range_enter, range_exit: marks for every device
+        if (a === ACTION.range_enter) this.mark(t, st, ph, this.enterRange(rg));
+        else if (a === ACTION.range_exit) this.mark(t, st, ph, this.exitRange(rg));
+        else if (a === ACTION.phase || a === ACTION.step) this.mark(t, st, ph, this.keepRange(rg));
+        else this.invalidRecords++; // a mark this model does not know (a newer writer)
         if (d !== undefined) {
           cs = d.step;
           cp = d.phase;
@@ -137,32 +139,36 @@ export class ProfilerModel {
         cr = rg;
       }
       switch (a) {
-        case 0: // alloc
+        case ACTION.alloc:
           ds.alloc(t, address[i]!, size[i]!, stream[i]!);
           break;
-        case 1: // free_requested
+        case ACTION.free_requested:
           ds.freeRequested(t, address[i]!, size[i]!);
           break;
-        case 2: // free_completed
+        case ACTION.free_completed:
           ds.freeCompleted(t, size[i]!);
           break;
-        case 3: // segment_alloc
+        case ACTION.segment_alloc:
           ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true);
           break;
-        case 4: // segment_free
+        case ACTION.segment_free:
           ds.segmentFree(t, address[i]!, size[i]!, true);
           break;
-        case 5: // segment_map
+        case ACTION.segment_map:
           ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, false);
           break;
-        case 6: // segment_unmap
+        case ACTION.segment_unmap:
           ds.segmentFree(t, address[i]!, size[i]!, false);
           break;
-        case 8: // oom (the segment sweep only for incidents the device still keeps)
+        case ACTION.oom: // the segment sweep only for incidents the device still keeps
           ds.oom(t, size[i]!, batch.extra[i]!, ds.ooms.length < MAX_OOMS ? largestFreeBlock(ds) : 0);
           break;
-        default: // snapshot, and codes this model does not know: nothing to account
+        case ACTION.snapshot: // nothing to account
           ds.lastTime_us = t;
+          break;
+        default: // an allocator action this model does not know (a newer writer): counted, not guessed at
+          ds.lastTime_us = t;
+          this.invalidRecords++;
       }
     }
     this.eventsIngested += end - start;

@@ -2,7 +2,7 @@
 // integers, times in µs, null for "not available"); a number in the TUI and the same number in
 // JSON come from one of these functions.
 
-import { PHASES } from "../ffi/events";
+import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_BUFFER, CAT_GRADIENT, CAT_OPTIMIZER_STATE, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { SyncPoint } from "./consistency";
 import { DeviceState, RESYNCED_STEP } from "./device";
@@ -78,7 +78,8 @@ export interface Summary {
   closed: boolean;
   events: number;
   lost_records: number;
-  /** Records naming a device outside 0..15 (skipped) or a range id beyond 65535 (taken as no range). */
+  /** Records naming a device outside 0..15 (skipped), a range id beyond 65535 (taken as no range), or
+   *  an action this model does not know (skipped). */
   invalid_records: number;
   partial: boolean;
   devices: DeviceSummary[];
@@ -150,7 +151,7 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
     sync: { checks: c.checks, agreed: c.agreed, disagreed: c.disagreed, skipped: c.skipped, last: c.last },
     lost_records: d.lost,
     step: d.step,
-    phase: PHASES[d.phase] ?? `phase#${d.phase}`,
+    phase: PHASE_NAMES[d.phase] ?? `phase#${d.phase}`,
     range: d.range,
     range_name: m.rangeName(d.range),
     first_time_us: num(d.firstTime_us),
@@ -288,7 +289,7 @@ export function categories(m: ProfilerModel, opts: { device?: number } = {}): Ca
     total_bytes: total,
     categories: lines,
     unresolved_bytes: d.liveByCat[CAT_UNRESOLVED]!,
-    unresolved_phase: PHASES[d.phase] ?? `phase#${d.phase}`,
+    unresolved_phase: PHASE_NAMES[d.phase] ?? `phase#${d.phase}`,
   };
 }
 
@@ -366,7 +367,7 @@ export function blocks(
     const name = b.names[s] ?? null;
     const tensor = b.tensors[s];
     const step = b.step[s] === RESYNCED_STEP ? null : b.step[s]!;
-    const phase = PHASES[b.phase[s]!] ?? `phase#${b.phase[s]}`;
+    const phase = PHASE_NAMES[b.phase[s]!] ?? `phase#${b.phase[s]}`;
     const rangeName = m.rangeName(b.range[s]!);
     const category = CATEGORIES[cat === CAT_UNRESOLVED ? into : cat]!;
     out.push({
