@@ -15,6 +15,7 @@ import {
   survivorCategory,
 } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
+import { SegmentTable } from "./segment-table";
 import { StepRecord, type RangeStats } from "./steps";
 import { Timeline } from "./timeline";
 
@@ -91,18 +92,13 @@ export class DeviceState {
   /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
   readonly liveStepByPhase = new Float64Array(4);
   liveStepByRange = new Float64Array(64);
-  /** Segments: address → size, stream, time. */
-  readonly segSize = new Map<number, number>();
-  readonly segStream = new Map<number, number>();
-  readonly segTime = new Map<number, number>();
-  /** A segment_unmap that matched no mapped range: the segment map is approximate. */
-  segmentsApprox = false;
-  /** Counts changes to segments and to block categories (see `version`). */
+  readonly segments = new SegmentTable();
+  /** Counts changes to block categories (see `version`). */
   private otherChanges = 0;
 
   /** Changes whenever a block, a segment or a category changes: a key for queries' caches. */
   get version(): number {
-    return this.blocks.changes + this.otherChanges;
+    return this.blocks.changes + this.segments.changes + this.otherChanges;
   }
 
   // Where the training loop is (from the records' stamps).
@@ -339,64 +335,21 @@ export class DeviceState {
     this.lastTime_us = t;
   }
 
-  /** segment_alloc (counted) or segment_map (expandable segments: pages mapped onto the end of a
-   *  reserved range, so a map right after a mapped range extends it into one segment). */
+  /** segment_alloc (counted) or segment_map (expandable segments: pages mapped). */
   segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean): void {
     this.reserved += size;
     if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
     if (counted) this.nSegmentAlloc++;
-    else {
-      for (const [start, len] of this.segSize) {
-        if (start + len === address && this.segStream.get(start) === stream) {
-          this.segSize.set(start, len + size);
-          this.otherChanges++;
-          this.observeSegment(t);
-          return;
-        }
-      }
-    }
-    this.putSegment(address, size, stream, t);
+    this.segments.add(address, size, stream, t, counted);
     this.observeSegment(t);
   }
 
-  /** segment_free (counted), or segment_unmap: pages unmapped from the end, the start or the
-   *  middle of a mapped range, which then shrinks or splits in two. */
+  /** segment_free (counted), or segment_unmap (pages unmapped). */
   segmentFree(t: number, address: number, size: number, counted: boolean): void {
     this.reserved -= size;
     if (counted) this.nSegmentFree++;
-    const had = this.segSize.get(address);
-    if (had === size) this.dropSegment(address);
-    else if (counted) this.segmentsApprox = true;
-    else {
-      let found = false;
-      for (const [start, len] of this.segSize) {
-        if (address < start || address + size > start + len) continue;
-        found = true;
-        const stream = this.segStream.get(start) ?? 0;
-        const time = this.segTime.get(start) ?? t;
-        this.dropSegment(start);
-        if (address > start) this.putSegment(start, address - start, stream, time);
-        const tail = start + len - (address + size);
-        if (tail > 0) this.putSegment(address + size, tail, stream, time);
-        break;
-      }
-      if (!found) this.segmentsApprox = true;
-    }
+    this.segments.remove(address, size, counted);
     this.observeSegment(t);
-  }
-
-  private putSegment(address: number, size: number, stream: number, t: number): void {
-    this.otherChanges++;
-    this.segSize.set(address, size);
-    this.segStream.set(address, stream);
-    this.segTime.set(address, t);
-  }
-
-  private dropSegment(address: number): void {
-    this.otherChanges++;
-    this.segSize.delete(address);
-    this.segStream.delete(address);
-    this.segTime.delete(address);
   }
 
   private observeSegment(t: number): void {
@@ -719,19 +672,12 @@ export class DeviceState {
     const want = new Map<number, number>();
     let active = 0;
     this.otherChanges++;
-    this.segSize.clear();
-    this.segStream.clear();
-    this.segTime.clear();
-    let reserved = 0;
-    for (const seg of segments) {
-      this.segSize.set(seg.address, seg.total_size);
-      this.segStream.set(seg.address, seg.stream ?? 0);
-      reserved += seg.total_size;
+    const reserved = this.segments.replace(segments.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0 })));
+    for (const seg of segments)
       for (const b of seg.blocks ?? []) {
         if (b.state === "active_allocated") want.set(b.address, b.size);
         if (b.state === "active_allocated" || b.state === "active_awaiting_free") active += b.size;
       }
-    }
     const b = this.blocks;
     let kept = 0;
     let dropped = 0;
@@ -756,7 +702,6 @@ export class DeviceState {
     this.unknownFreeBytes = 0;
     this.replacedBlocks = 0;
     this.resyncedBlocks = 0;
-    this.segmentsApprox = false;
     this.consistency.restart();
     return { kept, added: want.size, dropped };
   }

@@ -143,7 +143,7 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
     non_pytorch_bytes: d.nvmlUsed === null ? null : d.nvmlUsed - reserved,
     live_blocks: d.blocks.count,
     live_block_bytes: live,
-    segments: d.segSize.size,
+    segments: d.segments.count,
     unaccounted_bytes: c.last ? c.last.unaccounted_bytes : null,
     partial: causes.length > 0,
     partial_causes: causes,
