@@ -3,8 +3,9 @@
 // happens at phase and step boundaries (amortized over the events of the phase) or in queries.
 
 import { PHASE } from "../ffi/events";
-import { BlockTable, type TensorInfo } from "./blocks";
+import { BlockTable, blockSize, FROM_NAMES, LARGE, RESYNCED, RESYNCED_STEP, type TensorInfo } from "./blocks";
 import {
+  CATEGORIES,
   CAT_ACTIVATION,
   CAT_GRADIENT,
   CAT_OTHER,
@@ -13,6 +14,7 @@ import {
   CAT_UNRESOLVED,
   N_CAT,
   survivorCategory,
+  type CategoryName,
 } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { SegmentTable } from "./segment-table";
@@ -26,19 +28,6 @@ export const RANGE_DETAIL_STEPS = 64;
 /** How many OOM incidents a device keeps (the first ones: later ones are usually the same story). */
 export const MAX_OOMS = 16;
 
-/** The caching allocator's small-pool limit (kSmallSize): requests above it come from large segments. */
-export const LARGE = 1024 * 1024;
-/** The step stamped on blocks inserted by a resync (their step is unknown). */
-export const RESYNCED_STEP = 0xffffffff;
-
-/**
- * The block size the caching allocator gives a request: at least 512 bytes, a multiple of 512.
- * Trace entries (the hook's records, a snapshot's device_traces) carry the size the program asked
- * for, while torch.cuda.memory_allocated() counts blocks; rounding here makes the two agree.
- */
-export function blockSize(requested: number): number {
-  return requested <= 0 ? 0 : requested <= 512 ? 512 : Math.ceil(requested / 512) * 512;
-}
 
 /** A segment as a PyTorch snapshot lists it (frames and other fields ignored). */
 export interface SnapshotSegment {
@@ -80,15 +69,6 @@ export class DeviceState {
   nSegmentAlloc = 0;
   nSegmentFree = 0;
   nOom = 0;
-  /** Live bytes and blocks by category code. */
-  readonly liveByCat = new Float64Array(N_CAT);
-  readonly liveCountByCat = new Float64Array(N_CAT);
-  /** Live blocks above 1 MiB (the allocator's large pool). Such a block may be up to 1 MiB larger
-   *  than the request the trace carries (a free block is not split for a remainder ≤ 1 MiB), so
-   *  allocated from the events may fall short of the allocator's by at most 1 MiB for each. */
-  liveLarge = 0;
-  /** Live bytes by the range (id) they were allocated in. */
-  liveByRange = new Float64Array(64);
   /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
   readonly liveStepByPhase = new Float64Array(4);
   liveStepByRange = new Float64Array(64);
@@ -147,8 +127,6 @@ export class DeviceState {
   lost = 0;
   /** Block detail against torch's own figures at sync records. */
   readonly consistency = new Consistency();
-  /** Blocks a resync added (from names or a snapshot) that no recorded alloc accounts for. */
-  resyncedBlocks = 0;
 
   // NVML's view of this process on this device.
   nvmlUsed: number | null = null;
@@ -193,32 +171,19 @@ export class DeviceState {
     const size = blockSize(requested);
     this.requested += requested;
     const blocks = this.blocks;
-    const slot = blocks.take();
-    const old = blocks.bySlot.put(address, slot);
+    const serial = ++this.serial;
+    const slot = blocks.add(address, size, stream, t, serial, this.step, this.range, this.phase, CAT_UNRESOLVED, 0);
+    const old = blocks.displaced;
     if (old >= 0) {
       // Its free was lost (ring lapped): it was freed, or the allocator could not hand the address out again.
       const oldSize = blocks.size[old]!;
       this.allocated -= oldSize;
       this.active -= oldSize;
       this.drop(old);
-      blocks.release(old);
+      blocks.discard(old);
       this.replacedBlocks++;
     }
-    const serial = ++this.serial;
-    blocks.address[slot] = address;
-    blocks.size[slot] = size;
-    blocks.stream[slot] = stream;
-    blocks.time_us[slot] = t;
-    blocks.serial[slot] = serial;
-    blocks.step[slot] = this.step;
-    blocks.range[slot] = this.range;
-    blocks.phase[slot] = this.phase;
-    blocks.category[slot] = CAT_UNRESOLVED;
-    if (size > LARGE) this.liveLarge++;
-    this.liveByCat[CAT_UNRESOLVED]! += size;
-    this.liveCountByCat[CAT_UNRESOLVED]!++;
-    if (this.range >= this.liveByRange.length) this.growRanges(this.range);
-    this.liveByRange[this.range]! += size;
+    if (this.range >= this.liveStepByRange.length) this.growRanges(this.range);
     this.liveStepByRange[this.range]! += size;
     this.liveStepByPhase[this.phase]! += size;
     if (this.pendLen === this.pendSlot.length) this.growPending();
@@ -255,7 +220,7 @@ export class DeviceState {
     cur.peak_time_us = t;
     cur.peak_phase = this.phase;
     cur.peak_range = this.range;
-    cur.peakComp.set(this.liveByCat);
+    cur.peakComp.set(this.blocks.bytesByCat);
     cur.peakByPhase.set(this.liveStepByPhase);
     if (cur.peakByRange.length !== this.liveStepByRange.length)
       cur.peakByRange = new Float64Array(this.liveStepByRange.length);
@@ -268,7 +233,7 @@ export class DeviceState {
 
   freeRequested(t: number, address: number, requested: number): void {
     this.requested -= requested;
-    const slot = this.blocks.bySlot.remove(address);
+    const slot = this.blocks.remove(address);
     // The block's own size where the model holds it: a free's requested size may differ by rounding.
     const size = slot >= 0 ? this.blocks.size[slot]! : blockSize(requested);
     const allocated = (this.allocated -= size);
@@ -293,7 +258,7 @@ export class DeviceState {
       }
       if (rs !== null && b.serial[slot]! > this.rangeStartSerial) rs.freed_within_bytes += b.size[slot]!;
       this.drop(slot);
-      b.release(slot);
+      b.discard(slot);
     } else {
       this.unknownFrees++;
       this.unknownFreeBytes += size;
@@ -303,23 +268,11 @@ export class DeviceState {
     this.lastTime_us = t;
   }
 
-  /** Remove a live block from the table and from the live counters. */
-  private forget(slot: number): void {
-    this.drop(slot);
-    this.blocks.bySlot.delete(this.blocks.address[slot]!);
-    this.blocks.release(slot);
-  }
-
-  /** Take a block out of the live counters (the caller removes it from the table). */
+  /** A live block leaves: out of the running step's figures (the caller discards it from the table). */
   private drop(slot: number): void {
     const b = this.blocks;
     const size = b.size[slot]!;
     const cat = b.category[slot]!;
-    this.liveByCat[cat]! -= size;
-    this.liveCountByCat[cat]!--;
-    if (size > LARGE) this.liveLarge--;
-    if (b.flags[slot] === 2) this.resyncedBlocks--;
-    this.liveByRange[b.range[slot]!]! -= size;
     if (b.step[slot] === this.step) {
       this.liveStepByPhase[b.phase[slot]!]! -= size;
       this.liveStepByRange[b.range[slot]!]! -= size;
@@ -357,11 +310,16 @@ export class DeviceState {
     this.lastTime_us = t;
   }
 
+  /** The category a view shows for a live block: one allocated in the running phase counts under
+   *  the category it takes if it outlives the phase. */
+  categoryOf(slot: number): CategoryName {
+    const cat = this.blocks.category[slot]!;
+    return CATEGORIES[cat === CAT_UNRESOLVED ? survivorCategory(this.phase) : cat]!;
+  }
+
   /** Bytes of the live blocks. */
   liveBytes(): number {
-    let s = 0;
-    for (let c = 0; c < N_CAT; c++) s += this.liveByCat[c]!;
-    return s;
+    return this.blocks.liveBytes();
   }
 
   private detail(): DetailAtSync {
@@ -369,7 +327,7 @@ export class DeviceState {
       step: this.step,
       events: this.nAlloc + this.nFree,
       blockBytes: this.liveBytes(),
-      largeBlocks: this.liveLarge,
+      largeBlocks: this.blocks.large,
       requested: this.requested,
       unknownFreeBytes: this.unknownFreeBytes,
     };
@@ -403,7 +361,7 @@ export class DeviceState {
       reserved_bytes: this.reserved,
       active_bytes: this.active,
       largest_free_block_bytes: largestFree,
-      live_by_category_bytes: this.liveByCat.slice(),
+      live_by_category_bytes: this.blocks.bytesByCat.slice(),
       nvml_used_bytes: this.nvmlUsed,
     });
   }
@@ -416,10 +374,11 @@ export class DeviceState {
     cur.end_us = t;
     cur.allocated_at_end = this.allocated;
     cur.reserved_at_end = this.reserved;
-    cur.liveByCatAtEnd.set(this.liveByCat);
+    cur.liveByCatAtEnd.set(this.blocks.bytesByCat);
     const byRange: Array<[number, number]> = [];
-    for (let r = 0; r < this.liveByRange.length; r++) {
-      const v = this.liveByRange[r]!;
+    const liveByRange = this.blocks.bytesByRange;
+    for (let r = 0; r < liveByRange.length; r++) {
+      const v = liveByRange[r]!;
       if (v !== 0) byRange.push([r, v]);
     }
     cur.liveByRangeAtEnd = byRange;
@@ -434,8 +393,8 @@ export class DeviceState {
     }
     if (this.firstForwardSerial >= 0 && ++this.boundariesSinceFirstForward === 2) this.promoteParameters();
     // Every gradient alive now came from this step or earlier: count what the next steps still hold.
-    this.carryGrad = this.liveByCat[CAT_GRADIENT]!;
-    this.carryGradN = this.liveCountByCat[CAT_GRADIENT]!;
+    this.carryGrad = this.blocks.bytesByCat[CAT_GRADIENT]!;
+    this.carryGradN = this.blocks.countByCat[CAT_GRADIENT]!;
 
     this.liveStepByPhase.fill(0);
     this.liveStepByRange.fill(0);
@@ -519,12 +478,8 @@ export class DeviceState {
     }
     this.pendLen = 0;
     this.otherChanges++;
-    this.liveByCat[CAT_UNRESOLVED]! -= bytes + otherBytes;
-    this.liveCountByCat[CAT_UNRESOLVED]! -= n + otherN;
-    this.liveByCat[promoted]! += bytes;
-    this.liveCountByCat[promoted]! += n;
-    this.liveByCat[CAT_OTHER]! += otherBytes;
-    this.liveCountByCat[CAT_OTHER]! += otherN;
+    b.moveSums(CAT_UNRESOLVED, promoted, bytes, n);
+    b.moveSums(CAT_UNRESOLVED, CAT_OTHER, otherBytes, otherN);
     const cur = this.cur;
     cur.phAllocatedAtEnd[this.phase] = this.allocated;
     if (this.phaseStart_us === this.phaseStart_us) cur.phDuration[this.phase]! += t - this.phaseStart_us;
@@ -588,7 +543,7 @@ export class DeviceState {
       if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
       else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;
       if (to < 0) continue;
-      this.move(slot, cat, to);
+      b.recategorize(slot, to);
       if (to === CAT_PARAMETER) parameters++;
     }
     if (parameters > 0) return;
@@ -596,16 +551,7 @@ export class DeviceState {
     // sizes cannot tell gradients from caches, so what outlived backward is taken for gradients.
     this.paramSizes.clear();
     for (const slot of b.bySlot.values())
-      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE.backward) this.move(slot, CAT_OTHER, CAT_GRADIENT);
-  }
-
-  private move(slot: number, from: number, to: number): void {
-    const size = this.blocks.size[slot]!;
-    this.blocks.category[slot] = to;
-    this.liveByCat[from]! -= size;
-    this.liveCountByCat[from]!--;
-    this.liveByCat[to]! += size;
-    this.liveCountByCat[to]!++;
+      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE.backward) b.recategorize(slot, CAT_GRADIENT);
   }
 
   /**
@@ -626,39 +572,14 @@ export class DeviceState {
         this.nameMemory.set(b.address[slot]!, { name, size: b.size[slot]!, cat, info: { ...info ?? { shape: null, dtype: null }, carried: true } });
     }
     if (cat < 0) return;
-    const old = b.category[slot]!;
-    if (old !== cat) {
-      const size = b.size[slot]!;
-      this.liveByCat[old]! -= size;
-      this.liveCountByCat[old]!--;
-      this.liveByCat[cat]! += size;
-      this.liveCountByCat[cat]!++;
-      b.category[slot] = cat;
-    }
-    b.flags[slot] = 1;
+    b.recategorize(slot, cat);
+    b.flags[slot] = FROM_NAMES;
   }
 
   /** A block the agent names but the model never saw allocated (records were lost): add it. */
   insertResynced(address: number, size: number, cat: number, name: string | undefined, t: number): number {
-    const b = this.blocks;
-    const slot = b.take();
-    b.bySlot.set(address, slot);
-    b.address[slot] = address;
-    b.size[slot] = size;
-    b.stream[slot] = 0;
-    b.time_us[slot] = t;
-    b.serial[slot] = 0;
-    b.step[slot] = RESYNCED_STEP;
-    b.range[slot] = 0;
-    b.phase[slot] = 0;
-    b.category[slot] = cat;
-    b.flags[slot] = 2;
-    b.names[slot] = name;
-    this.resyncedBlocks++;
-    if (size > LARGE) this.liveLarge++;
-    this.liveByCat[cat]! += size;
-    this.liveCountByCat[cat]!++;
-    this.liveByRange[0]! += size;
+    const slot = this.blocks.add(address, size, 0, t, 0, RESYNCED_STEP, 0, PHASE.other, cat, RESYNCED);
+    this.blocks.names[slot] = name;
     return slot;
   }
 
@@ -687,21 +608,20 @@ export class DeviceState {
         want.delete(b.address[slot]!);
         kept++;
       } else {
-        this.forget(slot);
+        this.drop(slot);
+        b.forget(slot);
         dropped++;
       }
     }
     for (const [address, size] of want) this.insertResynced(address, size, CAT_OTHER, undefined, t);
-    let allocated = 0;
-    for (let c = 0; c < N_CAT; c++) allocated += this.liveByCat[c]!;
-    this.allocated = allocated;
+    this.allocated = b.liveBytes();
     this.reserved = reserved;
     this.active = active;
     this.lost = 0;
     this.unknownFrees = 0;
     this.unknownFreeBytes = 0;
     this.replacedBlocks = 0;
-    this.resyncedBlocks = 0;
+    b.clearResynced();
     this.consistency.restart();
     return { kept, added: want.size, dropped };
   }
@@ -714,11 +634,8 @@ export class DeviceState {
   }
 
   private growRanges(range: number): void {
-    let n = this.liveByRange.length;
+    let n = this.liveStepByRange.length;
     while (n <= range) n *= 2;
-    const a = new Float64Array(n);
-    a.set(this.liveByRange);
-    this.liveByRange = a;
     const s = new Float64Array(n);
     s.set(this.liveStepByRange);
     this.liveStepByRange = s;

@@ -296,7 +296,7 @@ function partialFinding(m: ProfilerModel, d: DeviceState): Finding | null {
       before_attach_bytes: s.before_attach_bytes,
       unaccounted_bytes: s.unaccounted_bytes,
       replaced_blocks: d.replacedBlocks,
-      resynced_blocks: d.resyncedBlocks,
+      resynced_blocks: d.blocks.resynced,
     },
   };
 }

@@ -24,7 +24,8 @@
 // Every output is a plain JSON-able object: bytes as integers (`*_bytes`), times in µs (`*_us`),
 // null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
-export type { SnapshotSegment } from "./device";
+export type { DeviceState, SnapshotSegment } from "./device";
+export { blockSize } from "./blocks";
 export { summary, timeline, categories, blocks, segments, deviceSummary, partialCauses, unnamedBytes, blockLabel } from "./queries";
 export type { Summary, DeviceSummary, SyncSummary, Categories, BlocksView, BlockLine } from "./queries";
 export type { SyncPoint } from "./consistency";

@@ -2,7 +2,6 @@
 // with the live blocks inside them and the free ranges between them. A query, not per event:
 // it sorts segments and blocks by address and sweeps once.
 
-import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { DeviceState } from "./device";
 
 export interface SegmentBlock {
@@ -105,11 +104,10 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
 
 function blockOf(d: DeviceState, s: number): SegmentBlock {
   const b = d.blocks;
-  const cat = b.category[s]!;
   return {
     address: b.address[s]!,
     size_bytes: b.size[s]!,
-    category: CATEGORIES[cat === CAT_UNRESOLVED ? survivorCategory(d.phase) : cat]!,
+    category: d.categoryOf(s),
     name: b.names[s] ?? null,
   };
 }

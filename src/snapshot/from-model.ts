@@ -11,10 +11,7 @@
 // checkTrace walks the same way and the trace starts after the last entry that would not add up.
 
 import { ACTION, ACTION_NAMES, isMark, PHASE_NAMES } from "../ffi/events";
-import type { ProfilerModel } from "../profiler";
-import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "../profiler/categories";
-import { blockSize, type DeviceState } from "../profiler/device";
-import { segmentMap } from "../profiler/segments";
+import { blockSize, segmentMap, type DeviceState, type ProfilerModel } from "../profiler";
 import { Tuple } from "./pickle-write";
 
 export interface TraceEntry {
@@ -173,9 +170,8 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
   const live = b.slotsByAddress();
   const blockFrames = (s: number): Frame[] => {
     const name = b.names[s];
-    const c = b.category[s]!;
-    const line = CATEGORIES[c === CAT_UNRESOLVED ? survivorCategory(d.phase) : c] ?? "other";
-    const at = b.flags[s] === 2 ? "seen in a resync" : `allocated ${where(b.step[s]!, b.phase[s]!, b.range[s] ? m.rangeName(b.range[s]!) : null)}`;
+    const line = d.categoryOf(s);
+    const at = b.isResynced(s) ? "seen in a resync" : `allocated ${where(b.step[s]!, b.phase[s]!, b.range[s] ? m.rangeName(b.range[s]!) : null)}`;
     return frame(`${name ? `${name} ` : ""}(${line}) ${at}`);
   };
   // Candidates for the segments, by address: live blocks, and blocks freed but not yet completed
