@@ -3,19 +3,17 @@
 // happens at phase and step boundaries (amortized over the events of the phase) or in queries.
 
 import { PHASE } from "../ffi/events";
-import { BlockTable, blockSize, FROM_NAMES, LARGE, RESYNCED, RESYNCED_STEP, type TensorInfo } from "./blocks";
+import { BlockTable, blockSize, RESYNCED, RESYNCED_STEP, type TensorInfo } from "./blocks";
 import {
   CATEGORIES,
-  CAT_ACTIVATION,
   CAT_GRADIENT,
   CAT_OTHER,
-  CAT_PARAMETER,
   CAT_TEMPORARY,
   CAT_UNRESOLVED,
-  N_CAT,
   survivorCategory,
   type CategoryName,
 } from "./categories";
+import { Lifetimes } from "./lifetimes";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { SegmentTable } from "./segment-table";
 import { StepRecord, type RangeStats } from "./steps";
@@ -73,12 +71,11 @@ export class DeviceState {
   readonly liveStepByPhase = new Float64Array(4);
   liveStepByRange = new Float64Array(64);
   readonly segments = new SegmentTable();
-  /** Counts changes to block categories (see `version`). */
-  private otherChanges = 0;
+  private readonly lifetimes = new Lifetimes(this.blocks);
 
   /** Changes whenever a block, a segment or a category changes: a key for queries' caches. */
   get version(): number {
-    return this.blocks.changes + this.segments.changes + this.otherChanges;
+    return this.blocks.changes + this.segments.changes + this.lifetimes.changes;
   }
 
   // Where the training loop is (from the records' stamps).
@@ -95,12 +92,6 @@ export class DeviceState {
   lastTime_us = NaN;
   firstTime_us = NaN;
 
-  // Blocks allocated in the running phase instance, resolved when it ends. Entries are (slot,
-  // serial) so a slot freed and reused meanwhile is told apart.
-  private pendSlot = new Int32Array(1024);
-  private pendSerial = new Float64Array(1024);
-  private pendLen = 0;
-
   readonly steps: StepRecord[] = [];
   cur: StepRecord;
   private curRange: RangeStats | null = null;
@@ -108,14 +99,6 @@ export class DeviceState {
   /** Gradient bytes alive at the last step boundary and not freed since (see StepRecord.gradHeldBytes). */
   carryGrad = 0;
   carryGradN = 0;
-  private firstForwardSerial = -1;
-  private firstForwardStep = -1;
-  /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
-   *  that outlives backward is a gradient when a parameter of its size exists, else it is a cache
-   *  the backward pass made (the cuBLAS workspace of autograd's thread, for one). */
-  private paramSizes = new Set<number>();
-  private boundariesSinceFirstForward = 0;
-
   readonly ooms: OomIncident[] = [];
 
   /** Frees of blocks the model never saw allocated (attach after, or lost records). */
@@ -162,7 +145,7 @@ export class DeviceState {
     this.cur.phEntries[this.phase]!++;
     this.phaseStart_us = t;
     this.firstTime_us = t;
-    if (this.phase === PHASE.forward && this.firstForwardSerial < 0) this.noteFirstForward();
+    if (this.phase === PHASE.forward) this.lifetimes.forward(this.serial, this.step);
     this.curRange = this.range !== 0 ? this.cur.rangeStats(this.range) : null;
     if (this.curRange) this.curRange.entries++;
   }
@@ -186,9 +169,7 @@ export class DeviceState {
     if (this.range >= this.liveStepByRange.length) this.growRanges(this.range);
     this.liveStepByRange[this.range]! += size;
     this.liveStepByPhase[this.phase]! += size;
-    if (this.pendLen === this.pendSlot.length) this.growPending();
-    this.pendSlot[this.pendLen] = slot;
-    this.pendSerial[this.pendLen++] = serial;
+    this.lifetimes.pend(slot, serial);
 
     const allocated = (this.allocated += size);
     this.active += size;
@@ -391,7 +372,7 @@ export class DeviceState {
       aged.peakByRange = new Float64Array(0);
       aged.rangeDetailDropped = true;
     }
-    if (this.firstForwardSerial >= 0 && ++this.boundariesSinceFirstForward === 2) this.promoteParameters();
+    this.lifetimes.stepBoundary();
     // Every gradient alive now came from this step or earlier: count what the next steps still hold.
     this.carryGrad = this.blocks.bytesByCat[CAT_GRADIENT]!;
     this.carryGradN = this.blocks.countByCat[CAT_GRADIENT]!;
@@ -425,7 +406,7 @@ export class DeviceState {
   }
 
   private enterPhase(phase: number): void {
-    if (phase === PHASE.forward && this.firstForwardSerial < 0) this.noteFirstForward();
+    if (phase === PHASE.forward) this.lifetimes.forward(this.serial, this.step);
     if (phase === PHASE.backward && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
       this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
       this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
@@ -442,49 +423,15 @@ export class DeviceState {
     }
   }
 
-  private noteFirstForward(): void {
-    this.firstForwardSerial = this.serial;
-    this.firstForwardStep = this.step;
-    const b = this.blocks;
-    for (const slot of b.bySlot.values()) this.paramSizes.add(b.size[slot]!);
-  }
-
-  /** The running phase instance ends (`next` begins): its surviving blocks get their category.
-   *  Outside any module's forward but right before backward is where the loss is computed: what
-   *  it keeps for backward is activation too. */
+  /** The running phase instance ends (`next` begins): its survivors get their category, the step
+   *  its figures for the phase. */
   private endPhaseInstance(t: number, next: number): void {
-    const promoted = this.phase === PHASE.other && next === PHASE.backward ? CAT_ACTIVATION : survivorCategory(this.phase);
-    const backward = promoted === CAT_GRADIENT;
-    const b = this.blocks;
-    const cat = b.category;
-    let bytes = 0;
-    let n = 0;
-    let otherBytes = 0;
-    let otherN = 0;
-    for (let k = 0; k < this.pendLen; k++) {
-      const slot = this.pendSlot[k]!;
-      if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
-        if (backward && this.paramSizes.size > 0 && !this.paramSizes.has(b.size[slot]!)) {
-          cat[slot] = CAT_OTHER;
-          otherBytes += b.size[slot]!;
-          otherN++;
-        } else {
-          cat[slot] = promoted;
-          bytes += b.size[slot]!;
-          n++;
-        }
-        if (this.nameMemory.size > 0) this.carryName(slot);
-      }
-    }
-    this.pendLen = 0;
-    this.otherChanges++;
-    b.moveSums(CAT_UNRESOLVED, promoted, bytes, n);
-    b.moveSums(CAT_UNRESOLVED, CAT_OTHER, otherBytes, otherN);
+    const v = this.lifetimes.endPhase(this.phase, next);
     const cur = this.cur;
     cur.phAllocatedAtEnd[this.phase] = this.allocated;
     if (this.phaseStart_us === this.phaseStart_us) cur.phDuration[this.phase]! += t - this.phaseStart_us;
     if (cur.peakPhaseInst === this.phaseInst && !cur.peakResolved)
-      this.resolvePeak(promoted, bytes + otherBytes > 0 ? bytes / (bytes + otherBytes) : 1);
+      this.resolvePeak(v.promoted, v.bytes + v.otherBytes > 0 ? v.bytes / (v.bytes + v.otherBytes) : 1);
   }
 
   /** Split the bytes that were unresolved at the step's peak into temporaries and survivors
@@ -502,17 +449,6 @@ export class DeviceState {
     cur.peakResolved = true;
   }
 
-  /** A block whose lifetime category matches a tensor named at its address and size before. */
-  private carryName(slot: number): void {
-    const b = this.blocks;
-    if (b.names[slot] !== undefined) return;
-    const known = this.nameMemory.get(b.address[slot]!);
-    if (known && known.size === b.size[slot] && known.cat === b.category[slot]) {
-      b.names[slot] = known.name;
-      b.tensors[slot] = known.info;
-    }
-  }
-
   /** The composition at the running step's peak as it stands now (for queries mid-phase). */
   provisionalPeakComp(): Float64Array {
     const cur = this.cur;
@@ -526,54 +462,9 @@ export class DeviceState {
     return comp;
   }
 
-  /**
-   * Two steps after the first forward: blocks allocated before it (outside any phase) and still
-   * alive are the model's parameters and buffers (input batches of the first step are gone by now).
-   * And "activations" of that first step that no later step freed are caches made on first use
-   * (the cuBLAS workspace of the forward's thread, for one), not activations: they become other.
-   */
-  private promoteParameters(): void {
-    this.otherChanges++;
-    const b = this.blocks;
-    let parameters = 0;
-    for (const slot of b.bySlot.values()) {
-      if (b.flags[slot] !== 0) continue;
-      const cat = b.category[slot]!;
-      let to = -1;
-      if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
-      else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;
-      if (to < 0) continue;
-      b.recategorize(slot, to);
-      if (to === CAT_PARAMETER) parameters++;
-    }
-    if (parameters > 0) return;
-    // No parameter was allocated while the model watched (it attached after the model was built):
-    // sizes cannot tell gradients from caches, so what outlived backward is taken for gradients.
-    this.paramSizes.clear();
-    for (const slot of b.bySlot.values())
-      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE.backward) b.recategorize(slot, CAT_GRADIENT);
-  }
-
-  /**
-   * Names the agent gave, by address: a tensor freed and made again each step (a gradient under
-   * zero_grad(set_to_none=True)) comes back at the same address with the same size, and its new
-   * block takes the name once its lifetime gives it the same category (see carryName).
-   */
-  private readonly nameMemory = new Map<number, { name: string; size: number; cat: number; info: TensorInfo }>();
-
   /** Give a live block the agent's category (cat < 0: a name only, the lifetime category stays). */
   setCategory(slot: number, cat: number, name: string | undefined, info?: TensorInfo): void {
-    this.otherChanges++;
-    const b = this.blocks;
-    if (name !== undefined) {
-      b.names[slot] = name;
-      if (info) b.tensors[slot] = info;
-      if (cat >= 0 && this.nameMemory.size < 1 << 16)
-        this.nameMemory.set(b.address[slot]!, { name, size: b.size[slot]!, cat, info: { ...info ?? { shape: null, dtype: null }, carried: true } });
-    }
-    if (cat < 0) return;
-    b.recategorize(slot, cat);
-    b.flags[slot] = FROM_NAMES;
+    this.lifetimes.name(slot, cat, name, info);
   }
 
   /** A block the agent names but the model never saw allocated (records were lost): add it. */
@@ -592,7 +483,6 @@ export class DeviceState {
   resync(segments: ReadonlyArray<SnapshotSegment>, t: number): { kept: number; added: number; dropped: number } {
     const want = new Map<number, number>();
     let active = 0;
-    this.otherChanges++;
     const reserved = this.segments.replace(segments.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0 })));
     for (const seg of segments)
       for (const b of seg.blocks ?? []) {
@@ -639,27 +529,5 @@ export class DeviceState {
     const s = new Float64Array(n);
     s.set(this.liveStepByRange);
     this.liveStepByRange = s;
-  }
-
-  private growPending(): void {
-    // Compact first: entries whose block is gone or already resolved need not stay.
-    const b = this.blocks;
-    let w = 0;
-    for (let k = 0; k < this.pendLen; k++) {
-      const slot = this.pendSlot[k]!;
-      if (b.serial[slot] === this.pendSerial[k] && b.category[slot] === CAT_UNRESOLVED) {
-        this.pendSlot[w] = slot;
-        this.pendSerial[w++] = this.pendSerial[k]!;
-      }
-    }
-    this.pendLen = w;
-    if (w * 2 < this.pendSlot.length) return;
-    const n = this.pendSlot.length * 2;
-    const s = new Int32Array(n);
-    s.set(this.pendSlot);
-    const r = new Float64Array(n);
-    r.set(this.pendSerial);
-    this.pendSlot = s;
-    this.pendSerial = r;
   }
 }
