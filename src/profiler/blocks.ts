@@ -127,6 +127,14 @@ export class BlockTable {
     return slot;
   }
 
+  /** A block the model never saw allocated (records were lost) that the agent's names or a snapshot
+   *  show alive: its step, phase and range are unknown. Returns its slot. */
+  addResynced(address: number, size: number, category: number, name: string | undefined, t: number): number {
+    const slot = this.add(address, size, 0, t, 0, RESYNCED_STEP, 0, 0, category, RESYNCED);
+    this.names[slot] = name;
+    return slot;
+  }
+
   /** The live slot at `address`, taken out of the address map (its columns and sums stay until
    *  discard), or −1. */
   remove(address: number): number {

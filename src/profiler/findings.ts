@@ -3,7 +3,8 @@
 
 import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
-import type { DeviceState, OomIncident } from "./device";
+import type { DeviceState } from "./device";
+import type { OomIncident } from "./oom";
 import { formatBytes, formatShare } from "./format";
 import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
