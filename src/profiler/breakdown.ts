@@ -5,7 +5,7 @@
 import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { DeviceState } from "./device";
-import { formatBytes, formatShare } from "./format";
+import { formatBytes, formatShare } from "../words";
 import type { ProfilerModel } from "./model";
 import { num, requireDevice } from "./queries";
 import { N_PHASE, type StepRecord } from "./steps";

@@ -5,7 +5,7 @@ import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
 import type { DeviceState } from "./device";
 import type { OomIncident } from "./oom";
-import { formatBytes, formatShare } from "./format";
+import { formatBytes, formatShare } from "../words";
 import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
 import { segmentMap } from "./segments";

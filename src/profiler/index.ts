@@ -36,6 +36,6 @@ export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timel
 export { CATEGORIES, type CategoryName } from "./categories";
 export { replay, batchSource, stateLine, finalLine, type SavedNames, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
 export { phaseBands, oomColumns } from "./bands";
-export { EventTail, DEFAULT_TRACE_ENTRIES } from "./trace";
+export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
 export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";
 export { processProfile, type ProcessProfile } from "./profile";

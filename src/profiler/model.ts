@@ -9,7 +9,7 @@ import { byDevice, type Named, type NamedTensor } from "./names";
 
 export type { NamedTensor } from "./names";
 import { largestFreeBlock } from "./segments";
-import { EventTail } from "./trace";
+import { EventTail } from "./tail";
 
 export interface SetHeaderOptions {
   /** Take the header's totals (default true). Replay of a recorded ring sets false until the end:

@@ -7,7 +7,7 @@ import { CATEGORIES, CAT_BUFFER, CAT_GRADIENT, CAT_OPTIMIZER_STATE, CAT_PARAMETE
 import type { SyncPoint } from "./consistency";
 import { FROM_NAMES, RESYNCED, RESYNCED_STEP } from "./blocks";
 import { DeviceState } from "./device";
-import { formatBytes } from "./format";
+import { formatBytes } from "../words";
 import type { ProfilerModel } from "./model";
 import type { TimelineView } from "./timeline";
 import { segmentMap, type SegmentMap } from "./segments";
