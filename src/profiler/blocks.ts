@@ -14,6 +14,15 @@ export const RESYNCED_STEP = 0xffffffff;
 export const FROM_NAMES = 1;
 export const RESYNCED = 2;
 
+/** `a` copied into one twice as long as often as needed to hold index `i` (arrays by range id). */
+export function grownToHold(a: Float64Array, i: number): Float64Array<ArrayBuffer> {
+  let n = a.length;
+  while (n <= i) n *= 2;
+  const out = new Float64Array(n);
+  out.set(a);
+  return out;
+}
+
 /**
  * The block size the caching allocator gives a request: at least 512 bytes, a multiple of 512.
  * Trace entries (the hook's records, a snapshot's device_traces) carry the size the program asked
@@ -122,7 +131,7 @@ export class BlockTable {
     if (flags === RESYNCED) this.resynced++;
     this.bytesByCat[category]! += size;
     this.countByCat[category]!++;
-    if (range >= this.bytesByRange.length) this.growRanges(range);
+    if (range >= this.bytesByRange.length) this.bytesByRange = grownToHold(this.bytesByRange, range);
     this.bytesByRange[range]! += size;
     return slot;
   }
@@ -184,13 +193,6 @@ export class BlockTable {
     this.resynced = 0;
   }
 
-  private growRanges(range: number): void {
-    let n = this.bytesByRange.length;
-    while (n <= range) n *= 2;
-    const a = new Float64Array(n);
-    a.set(this.bytesByRange);
-    this.bytesByRange = a;
-  }
 
   /** A slot for a new block (its columns are the caller's to fill). */
   private take(): number {

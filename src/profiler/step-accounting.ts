@@ -3,7 +3,7 @@
 // what outlives a step (gradients held into the next). Fed by DeviceState per allocator event and
 // at the loop's boundaries; queries read `cur` and `kept`.
 
-import type { BlockTable } from "./blocks";
+import { grownToHold, type BlockTable } from "./blocks";
 import { CAT_GRADIENT, CAT_OTHER, CAT_TEMPORARY, CAT_UNRESOLVED } from "./categories";
 import type { PhaseVerdict } from "./lifetimes";
 import { N_PHASE, StepRecord, type RangeStats } from "./steps";
@@ -54,7 +54,7 @@ export class StepAccounting {
 
   /** A block of `size` was allocated (`allocated`: the device's allocated bytes now). */
   alloc(t: number, size: number, allocated: number, serial: number, phase: number, range: number): void {
-    if (range >= this.liveByRange.length) this.growRanges(range);
+    if (range >= this.liveByRange.length) this.liveByRange = grownToHold(this.liveByRange, range);
     this.liveByRange[range]! += size;
     this.liveByPhase[phase]! += size;
     const cur = this.cur;
@@ -227,13 +227,5 @@ export class StepAccounting {
       this.curRange.entries++;
       if (allocated > this.curRange.peak_allocated_bytes) this.curRange.peak_allocated_bytes = allocated;
     }
-  }
-
-  private growRanges(range: number): void {
-    let n = this.liveByRange.length;
-    while (n <= range) n *= 2;
-    const s = new Float64Array(n);
-    s.set(this.liveByRange);
-    this.liveByRange = s;
   }
 }
