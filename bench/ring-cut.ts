@@ -8,8 +8,7 @@
 // the records and torch's own figures from their sync records; nothing is made up to look whole.
 // The manifest beside IN (x.json) is copied beside OUT with its ring path pointing at OUT.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { ACTION } from "../src/ffi/events";
-import { HEADER_SIZE, LAYOUT, RECORD_SIZE } from "../src/ffi/ring";
+import { ACTION, HEADER_OFFSET, HEADER_SIZE, RECORD_OFFSET, RECORD_SIZE } from "../src/ffi/wire";
 
 const argv = process.argv.slice(2);
 const bySteps = argv[2] === "--steps";
@@ -21,16 +20,15 @@ if (!inPath || !outPath || !(Number.isInteger(count) && count > 0) || argv.lengt
 }
 const src = readFileSync(inPath);
 const view = new DataView(src.buffer, src.byteOffset, src.byteLength);
-const capacity = Number(view.getBigUint64(LAYOUT.capacity, true));
-const written = Number(view.getBigUint64(LAYOUT.write_index, true));
+const capacity = Number(view.getBigUint64(HEADER_OFFSET.capacity, true));
+const written = Number(view.getBigUint64(HEADER_OFFSET.write_index, true));
 if (written > capacity) throw new Error(`${inPath} lapped (${written} records written, ${capacity} kept): cut a ring that holds its whole run`);
-const ACTION_AT = 56; // gpumem_record.action
 let end = bySteps ? -1 : Math.min(count, written);
 let seen = 0;
 for (let i = 0; i < written && (bySteps ? end < 0 : i < end); i++) {
   const at = HEADER_SIZE + i * RECORD_SIZE;
   if (Number(view.getBigUint64(at, true)) !== i + 1) throw new Error(`${inPath}: record ${i} is not whole (seq)`);
-  if (bySteps && src[at + ACTION_AT] === ACTION.step && ++seen === count) end = i + 1;
+  if (bySteps && src[at + RECORD_OFFSET.action] === ACTION.step && ++seen === count) end = i + 1;
 }
 if (end < 0) throw new Error(`${inPath} holds ${seen} step marks, fewer than ${count}`);
 let cap = 1;
@@ -38,11 +36,11 @@ while (cap < end) cap *= 2;
 const out = Buffer.alloc(HEADER_SIZE + cap * RECORD_SIZE);
 src.copy(out, 0, 0, HEADER_SIZE + end * RECORD_SIZE);
 const o = new DataView(out.buffer, out.byteOffset, out.byteLength);
-o.setBigUint64(LAYOUT.capacity, BigInt(cap), true);
-o.setBigUint64(LAYOUT.write_index, BigInt(end), true);
-o.setUint32(LAYOUT.n_devices, 0, true);
-out.fill(0, LAYOUT.totals, HEADER_SIZE);
-out[LAYOUT.closed] = 0;
+o.setBigUint64(HEADER_OFFSET.capacity, BigInt(cap), true);
+o.setBigUint64(HEADER_OFFSET.write_index, BigInt(end), true);
+o.setUint32(HEADER_OFFSET.n_devices, 0, true);
+out.fill(0, HEADER_OFFSET.totals, HEADER_SIZE);
+out[HEADER_OFFSET.closed] = 0;
 writeFileSync(outPath, out);
 const manifest = inPath.replace(/\.ring$/, ".json");
 if (existsSync(manifest)) {

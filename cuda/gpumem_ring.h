@@ -2,8 +2,12 @@
  * gpumem_ring.h — the one definition of the event ring's layout (ABI).
  *
  * The in-process hook (cuda/hook.cpp, built by the Python agent against the local torch) is the
- * writer; libgpumem's reader (cuda/ring.c, read through bun:ffi) and the TypeScript views of the
- * records (src/ffi/ring.ts) are the readers. Every one of them takes its offsets from this file.
+ * writer; libgpumem's reader (cuda/ring.c, read through bun:ffi) is the reader. Code that does not
+ * include this file takes its constants from files generated from it by cuda/gen-wire.ts:
+ * src/ffi/wire.ts (TypeScript) and agent/gpumem_agent/wire.py (Python), each name without its
+ * GPUMEM_ prefix. test/ffi/wire.test.ts fails when they are stale or when the C compiler lays this
+ * file out otherwise. The generator reads the defines, enums and structs below: keep them plain
+ * (one member or field a line, a comment after it or on the lines before it).
  *
  * A ring file is one header (GPUMEM_HEADER_SIZE bytes) followed by `capacity` records of
  * GPUMEM_RECORD_SIZE bytes each, capacity a power of two.
@@ -30,9 +34,13 @@
 #define GPUMEM_RECORD_SIZE 64u
 #define GPUMEM_MAX_DEVICES 16u
 
+/* Actions from here on are marks: records of where the training loop is (written by the agent
+ * through the hook) and of torch's own figures, not allocator events; they carry no block. */
+#define GPUMEM_FIRST_MARK 16u
+
 /* Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook
- * stores them unchanged; 16 and up are marks the agent writes. Names (lower case) are the same in
- * C, Python (gpumem_agent.ring.ACTIONS) and TypeScript (src/ffi/events.ts ACTION). */
+ * stores them unchanged; GPUMEM_FIRST_MARK and up are marks. Names (lower case) are the same in C,
+ * Python (gpumem_agent.wire.ACTION) and TypeScript (src/ffi/wire.ts ACTION). */
 enum gpumem_action {
   GPUMEM_ACTION_ALLOC = 0,          /* a block handed out: address, size */
   GPUMEM_ACTION_FREE_REQUESTED = 1, /* the program freed it: allocated drops */
@@ -66,21 +74,29 @@ enum gpumem_phase {
   GPUMEM_PHASE_OPTIMIZER = 3
 };
 
-/* How the totals are fed. */
+/* How the totals are fed (the header's `mode`). */
 enum gpumem_mode {
   GPUMEM_MODE_NONE = 0,    /* header written, nothing feeding it yet */
   GPUMEM_MODE_HOOK = 1,    /* the allocator trace hook: every event, exact totals */
   GPUMEM_MODE_POLLING = 2  /* no hook (no compiler, build failed): totals polled, no records */
 };
 
+/* What the hook's tracker does per allocator event: gpumem_hook_attach's `tracker`, chosen by the
+ * agent from GPUMEM_TUI_HOOK (empty: events, or the name below). */
+enum gpumem_tracker {
+  GPUMEM_TRACKER_EVENTS = 0, /* records and running totals from the event alone */
+  GPUMEM_TRACKER_EXACT = 1,  /* also copies the allocator's own statistics (costly) */
+  GPUMEM_TRACKER_EMPTY = 2   /* returns at once, writes nothing: torch's own cost of a tracker */
+};
+
 /* One event: 64 bytes, one cache line. */
 typedef struct gpumem_record {
   uint64_t seq;     /* index + 1, stored last (release): the reader's check that it is whole */
   uint64_t time;    /* the allocator's approximate clock (ticks); see the header's calibration */
-  uint64_t address; /* block or segment address; 0 for marks */
+  uint64_t address; /* block or segment address; 0 for marks (a sync's fields: GPUMEM_ACTION_SYNC) */
   uint64_t size;    /* bytes; for oom the requested size */
   uint64_t stream;  /* cudaStream_t as an integer */
-  uint64_t extra;   /* oom: bytes free on the device; otherwise 0 */
+  uint64_t extra;   /* oom: bytes free on the device; sync: the hook's event count; otherwise 0 */
   uint32_t step;    /* training step (optimizer steps completed so far) */
   uint32_t range;   /* innermost record_function range id (manifest's range table); 0 = none */
   uint8_t action;   /* enum gpumem_action */
@@ -91,8 +107,8 @@ typedef struct gpumem_record {
 } gpumem_record;
 
 /* Running totals of one device, in bytes and counts. Written with relaxed atomics by the writer;
- * a reader's copy may mix two moments by one event, never more. */
-/* The trace carries each block's requested size, not its rounded block size, so the hook keeps
+ * a reader's copy may mix two moments by one event, never more.
+ * The trace carries each block's requested size, not its rounded block size, so the hook keeps
  * `requested` exactly from events alone, and `allocated`/`active` (block sizes) between the agent's
  * copies from torch.cuda.memory_stats() as requested-size deltas. Segment sizes are exact. */
 typedef struct gpumem_totals {
@@ -112,6 +128,7 @@ typedef struct gpumem_totals {
   int64_t reserved_fields[3];
 } gpumem_totals; /* 128 bytes */
 
+/* The ring file's first GPUMEM_HEADER_SIZE bytes: what the ring is, who writes it, and the totals. */
 typedef struct gpumem_header {
   uint64_t magic;             /* GPUMEM_RING_MAGIC */
   uint32_t abi_version;       /* GPUMEM_RING_ABI_VERSION */
@@ -146,16 +163,14 @@ static_assert(sizeof(gpumem_record) == GPUMEM_RECORD_SIZE, "record size");
 static_assert(sizeof(gpumem_totals) == 128, "totals size");
 static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES, "header layout");
 static_assert(sizeof(gpumem_header) <= GPUMEM_HEADER_SIZE, "header fits");
+static_assert(GPUMEM_ACTION_OOM < GPUMEM_FIRST_MARK && GPUMEM_ACTION_PHASE == GPUMEM_FIRST_MARK, "marks follow the allocator's actions");
 #else
 _Static_assert(sizeof(gpumem_record) == GPUMEM_RECORD_SIZE, "record size");
 _Static_assert(sizeof(gpumem_totals) == 128, "totals size");
 _Static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES, "header layout");
 _Static_assert(sizeof(gpumem_header) <= GPUMEM_HEADER_SIZE, "header fits");
+_Static_assert(GPUMEM_ACTION_OOM < GPUMEM_FIRST_MARK && GPUMEM_ACTION_PHASE == GPUMEM_FIRST_MARK, "marks follow the allocator's actions");
 #endif
-
-/* Byte offsets, for readers that do not include this file (TypeScript, Python). */
-#define GPUMEM_OFF_WRITE_INDEX 128u
-#define GPUMEM_OFF_TOTALS 192u
 
 static inline gpumem_record *gpumem_records(gpumem_header *h) {
   return (gpumem_record *)((uint8_t *)h + GPUMEM_HEADER_SIZE);

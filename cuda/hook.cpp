@@ -202,9 +202,9 @@ at::CallbackHandle g_range_callback = 0;
 extern "C" {
 
 // Map the ring the agent created and start receiving the allocator's events. The caller (the
-// agent) has filled the header and seeded the totals. `exact`: 0 normal, 1 copy the allocator's
-// exact stats at each event (costly), 2 an empty tracker (to measure torch's own cost). 0 or -errno.
-int gpumem_hook_attach(const char* ring_path, int exact) {
+// agent) has filled the header and seeded the totals. `tracker`: what the tracker does per event
+// (enum gpumem_tracker in gpumem_ring.h). 0 or -errno.
+int gpumem_hook_attach(const char* ring_path, int tracker) {
   if (g_header.load()) return 0;
   int fd = open(ring_path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return -errno;
@@ -222,8 +222,8 @@ int gpumem_hook_attach(const char* ring_path, int exact) {
     munmap(map, size_t(st.st_size));
     return -EINVAL;
   }
-  g_exact.store(exact == 1);
-  g_empty.store(exact == 2);
+  g_exact.store(tracker == GPUMEM_TRACKER_EXACT);
+  g_empty.store(tracker == GPUMEM_TRACKER_EMPTY);
   h->mode = GPUMEM_MODE_HOOK;
   g_header.store(h, std::memory_order_release);
   std::call_once(g_tracker_once, [] {

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import build, identity, names, paths, ring
+from . import build, identity, names, paths, ring, wire
 from .control import ControlServer
 from .phases import Phases
 
@@ -155,7 +155,7 @@ class Agent:
         self.manifest_path = os.path.join(self.dir, "%d.json" % self.pid)
         capacity = ring_capacity(os.environ)
         self.ring = ring.Ring(self.ring_path, capacity=capacity, n_devices=n)
-        self.n_devices = min(n, ring.MAX_DEVICES)
+        self.n_devices = min(n, wire.MAX_DEVICES)
         self.sync()  # seed the totals from the allocator's statistics
         self._builder.join()
         lib, err = self._built
@@ -171,8 +171,8 @@ class Agent:
                 self.ring.set_calibration(ticks.value, ns.value, ratio.value)
                 # GPUMEM_TUI_HOOK: "exact" copies the allocator's stats at every event; "empty"
                 # registers a tracker that does nothing (benchmarks: torch's own cost of one).
-                exact = {"exact": 1, "empty": 2}.get(os.environ.get("GPUMEM_TUI_HOOK", ""), 0)
-                rc = self.hook.gpumem_hook_attach(self.ring_path.encode(), exact)
+                tracker = wire.TRACKER.get(os.environ.get("GPUMEM_TUI_HOOK", ""), wire.TRACKER["events"])
+                rc = self.hook.gpumem_hook_attach(self.ring_path.encode(), tracker)
                 if rc != 0:
                     raise OSError(-rc, "attaching the hook: %s" % os.strerror(-rc))
                 self.mode = "hook"
@@ -182,7 +182,7 @@ class Agent:
         if not self.hook:
             self.hook_error = err
             self.mode = "polling"
-            self.ring.set("<I", "mode", ring.MODE_POLLING)
+            self.ring.set("<I", "mode", wire.MODE["polling"])
         self.phases = Phases(self._mark)
         self.phases.install(torch)
         self.server = ControlServer(self.sock_path, self.handlers()).start()

@@ -25,15 +25,14 @@ import struct
 import sys
 import threading
 
-from . import ring as ringmod
+from .wire import ACTION as A, HEADER_OFFSET, RECORD_FIELDS
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
-CUR_LINE = ringmod.OFF["cur_line"]
-WRITE_INDEX = ringmod.OFF["write_index"]
-A = ringmod.ACTIONS
-# RECORD fields: seq time address size stream extra step range action device phase flags line
-F_SIZE, F_ACTION, F_DEVICE = 3, 8, 9
+CUR_LINE = HEADER_OFFSET["cur_line"]
+WRITE_INDEX = HEADER_OFFSET["write_index"]
+# Where a record tuple (ring.Ring.records) holds each field
+F_SIZE, F_ACTION, F_DEVICE = (RECORD_FIELDS.index(f) for f in ("size", "action", "device"))
 
 
 def block_size(n):

@@ -10,8 +10,9 @@ import functools
 import threading
 import weakref
 
-OTHER, FORWARD, BACKWARD, OPTIMIZER = 0, 1, 2, 3
-ACTION_PHASE, ACTION_STEP = 16, 17
+from .wire import ACTION, PHASE
+
+OTHER, FORWARD, BACKWARD, OPTIMIZER = PHASE["other"], PHASE["forward"], PHASE["backward"], PHASE["optimizer"]
 
 
 class Phases:
@@ -28,7 +29,7 @@ class Phases:
         # step mark written): what must see the step's gradients and optimizer state alive.
         self.after_step = []
 
-    def set(self, phase, action=ACTION_PHASE):
+    def set(self, phase, action=ACTION["phase"]):
         self.phase = phase
         self.mark(action, phase, self.step)
 
@@ -69,7 +70,7 @@ class Phases:
             self.step += 1
             if global_hooks[0] in self.handles and len(self.models) > 0:
                 narrow()
-            self.set(OTHER, ACTION_STEP)
+            self.set(OTHER, ACTION["step"])
             while self.after_step:
                 self.after_step.pop(0)()
 

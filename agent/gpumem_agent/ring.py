@@ -1,43 +1,21 @@
 """The ring file from Python's side: creating it, and the header fields the agent writes.
 
-Offsets follow cuda/gpumem_ring.h, the one definition of the layout; tests hold this file to it.
-The hook (C++) writes records and running totals; Python writes the header once, seeds the totals,
-and in polling mode (no hook) keeps the totals from torch.cuda.memory_stats().
+Offsets, codes and record formats come from .wire, generated from cuda/gpumem_ring.h (the one
+definition of the layout). The hook (C++) writes records and running totals; Python writes the
+header once, seeds the totals, and in polling mode (no hook) keeps the totals from
+torch.cuda.memory_stats().
 """
 import mmap
 import os
 import struct
 import time
 
-MAGIC = 0x31474E52504D4750
-ABI_VERSION = 1
-HEADER_SIZE = 4096
-RECORD_SIZE = 64
-MAX_DEVICES = 16
+from .wire import (HEADER_OFFSET, HEADER_SIZE, MAX_DEVICES, MODE, RECORD_FORMAT, RECORD_SIZE, RING_ABI_VERSION,
+                   RING_MAGIC, TOTALS_FIELDS, TOTALS_FORMAT, TOTALS_OFFSET, TOTALS_SIZEOF)
+
 DEFAULT_CAPACITY = 1 << 18  # 16 MiB of records
-
-MODE_NONE, MODE_HOOK, MODE_POLLING = 0, 1, 2
-MODES = {MODE_NONE: "none", MODE_HOOK: "hook", MODE_POLLING: "polling"}
-
-ACTIONS = {
-    "alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3, "segment_free": 4,
-    "segment_map": 5, "segment_unmap": 6, "snapshot": 7, "oom": 8,
-    "phase": 16, "step": 17, "range_enter": 18, "range_exit": 19, "sync": 20,
-}
-PHASES = ["other", "forward", "backward", "optimizer"]
-
-OFF = {
-    "magic": 0, "abi_version": 8, "header_size": 12, "record_size": 16, "n_devices": 20,
-    "capacity": 24, "pid": 32, "mode": 36, "clock_base_ticks": 40, "clock_base_ns": 48,
-    "clock_ns_per_tick": 56, "attach_ns": 64, "cur_step": 72, "cur_range": 76, "cur_phase": 80,
-    "closed": 81, "updated_ns": 88, "cur_line": 96, "write_index": 128, "totals": 192,
-}
-TOTALS = [
-    "allocated", "reserved", "active", "peak_allocated", "peak_reserved", "peak_active",
-    "n_alloc", "n_free", "n_segment_alloc", "n_segment_free", "n_oom", "n_retries", "requested",
-]
-TOTALS_SIZE = 128
-RECORD = struct.Struct("<QQQQQQIIBbBBI")  # seq time address size stream extra step range action device phase flags line
+RECORD = struct.Struct(RECORD_FORMAT)  # wire.RECORD_FIELDS in order: seq first, line last
+TOTALS = struct.Struct(TOTALS_FORMAT)  # wire.TOTALS_FIELDS in order
 
 
 class Ring:
@@ -55,12 +33,12 @@ class Ring:
             self.map = mmap.mmap(fd, size)
             os.close(fd)
             p = self.map
-            struct.pack_into("<QIIII", p, 0, MAGIC, ABI_VERSION, HEADER_SIZE, RECORD_SIZE, min(n_devices, MAX_DEVICES))
-            struct.pack_into("<Q", p, OFF["capacity"], capacity)
-            struct.pack_into("<iI", p, OFF["pid"], os.getpid(), MODE_NONE)
-            struct.pack_into("<Q", p, OFF["attach_ns"], time.time_ns())
+            struct.pack_into("<QIIII", p, 0, RING_MAGIC, RING_ABI_VERSION, HEADER_SIZE, RECORD_SIZE, min(n_devices, MAX_DEVICES))
+            struct.pack_into("<Q", p, HEADER_OFFSET["capacity"], capacity)
+            struct.pack_into("<iI", p, HEADER_OFFSET["pid"], os.getpid(), MODE["none"])
+            struct.pack_into("<Q", p, HEADER_OFFSET["attach_ns"], time.time_ns())
             # Records carry unix ns until a hook with its own clock calibrates (ns_per_tick 0).
-            struct.pack_into("<qqd", p, OFF["clock_base_ticks"], 0, 0, 0.0)
+            struct.pack_into("<qqd", p, HEADER_OFFSET["clock_base_ticks"], 0, 0, 0.0)
             os.replace(tmp, path)  # published only once its header is whole
         else:
             fd = os.open(path, os.O_RDWR)
@@ -72,33 +50,32 @@ class Ring:
             finally:
                 os.close(fd)
             magic, abi = struct.unpack_from("<QI", self.map, 0)
-            cap = struct.unpack_from("<Q", self.map, OFF["capacity"])[0]
+            cap = struct.unpack_from("<Q", self.map, HEADER_OFFSET["capacity"])[0]
             why = None
-            if magic != MAGIC:
+            if magic != RING_MAGIC:
                 why = "not a gpumem ring (magic %#x)" % magic
-            elif abi != ABI_VERSION:
-                why = "a ring of ABI %d; this agent reads ABI %d" % (abi, ABI_VERSION)
+            elif abi != RING_ABI_VERSION:
+                why = "a ring of ABI %d; this agent reads ABI %d" % (abi, RING_ABI_VERSION)
             elif cap == 0 or cap & (cap - 1) or HEADER_SIZE + cap * RECORD_SIZE > size:
                 why = "a ring whose capacity (%d) does not match its size (%d bytes)" % (cap, size)
             if why:
                 self.map.close()
                 raise ValueError("%s is %s" % (path, why))
-        self.capacity = struct.unpack_from("<Q", self.map, OFF["capacity"])[0]
+        self.capacity = struct.unpack_from("<Q", self.map, HEADER_OFFSET["capacity"])[0]
 
     def set(self, fmt, field, *values):
-        struct.pack_into(fmt, self.map, OFF[field], *values)
+        struct.pack_into(fmt, self.map, HEADER_OFFSET[field], *values)
 
     def get(self, fmt, field):
-        return struct.unpack_from(fmt, self.map, OFF[field])[0]
+        return struct.unpack_from(fmt, self.map, HEADER_OFFSET[field])[0]
 
     def totals(self, device):
-        base = OFF["totals"] + device * TOTALS_SIZE
-        return dict(zip(TOTALS, struct.unpack_from("<13q", self.map, base)))
+        return dict(zip(TOTALS_FIELDS, TOTALS.unpack_from(self.map, HEADER_OFFSET["totals"] + device * TOTALS_SIZEOF)))
 
     def set_totals(self, device, **values):
-        base = OFF["totals"] + device * TOTALS_SIZE
+        base = HEADER_OFFSET["totals"] + device * TOTALS_SIZEOF
         for name, value in values.items():
-            struct.pack_into("<q", self.map, base + 8 * TOTALS.index(name), int(value))
+            struct.pack_into("<q", self.map, base + TOTALS_OFFSET[name], int(value))
 
     def set_calibration(self, base_ticks, base_ns, ns_per_tick):
         self.set("<qqd", "clock_base_ticks", base_ticks, base_ns, ns_per_tick)
@@ -136,8 +113,8 @@ def save_compact(src_path, dst_path):
         header = bytearray(src.map[:HEADER_SIZE])
     finally:
         src.close()
-    struct.pack_into("<Q", header, OFF["capacity"], cap)
-    struct.pack_into("<Q", header, OFF["write_index"], len(recs))
+    struct.pack_into("<Q", header, HEADER_OFFSET["capacity"], cap)
+    struct.pack_into("<Q", header, HEADER_OFFSET["write_index"], len(recs))
     body = bytearray(cap * RECORD_SIZE)
     for j, rec in enumerate(recs):
         RECORD.pack_into(body, j * RECORD_SIZE, j + 1, *rec[1:])

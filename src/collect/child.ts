@@ -1,7 +1,7 @@
 // The program `gpumem-tui run` starts: the agent injected, its exit code passed through, and
 // signals that reach us (Ctrl-C in the terminal, SIGTERM from a scheduler) passed on to it.
 import type { Subprocess } from "bun";
-import { agentEnv } from "../launch";
+import { launchSpec } from "../launch";
 
 export interface Child {
   proc: Subprocess;
@@ -14,10 +14,10 @@ export function startChild(
   stdio: { stdout: "inherit" | number; stderr: "inherit" | number; stdin: "inherit" | "ignore" },
   extraEnv: Record<string, string> = {},
 ): Child {
-  if (argv.length === 0) throw new Error("run needs a program: gpumem-tui run -- python train.py");
+  const spec = launchSpec(argv, { ...process.env, ...extraEnv });
   let proc: Subprocess;
   try {
-    proc = Bun.spawn(argv, { env: { ...agentEnv(), ...extraEnv }, stdin: stdio.stdin, stdout: stdio.stdout, stderr: stdio.stderr });
+    proc = Bun.spawn(spec.argv, { env: spec.env, stdin: stdio.stdin, stdout: stdio.stdout, stderr: stdio.stderr });
   } catch (e) {
     throw new Error(`cannot start ${argv[0]}: ${(e as Error).message}`);
   }

@@ -2,8 +2,7 @@
 // tick (bounded work per tick, so keys and drawing never wait on a busy process), or from a
 // recording for `replay` and `--demo`.
 import { newEventBatch, type EventBatch } from "../ffi/events";
-import { createModel, type ProfilerModel } from "../profiler";
-import { replay, type ReplayClock } from "../profiler/replay";
+import { createModel, replay, type ProfilerModel, type ReplayClock } from "../profiler";
 import type { Document } from "../system/schema";
 import type { Agent } from "./agents";
 import { NameRequests } from "./names";
@@ -71,7 +70,6 @@ export class LiveModels {
   }
 }
 
-/** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
 /**
  * A wall clock for replays whose waits are cut to `maxWaitUs`; the time cut is added to what the
  * clock reads, so the schedule after a cut stays paced instead of rushing to catch up. A recording
@@ -88,6 +86,7 @@ export function idleCuttingClock(maxWaitUs: number, base: ReplayClock): ReplayCl
   };
 }
 
+/** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
 export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number }): { pm: ProcessModel; stop: () => void } {
   const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null };
   let stopped = false;

@@ -4,9 +4,8 @@
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { RING_MAGIC } from "../ffi/events";
 import { openRing } from "../ffi/ring";
-import type { EventSource, SavedNames } from "../profiler/replay";
+import type { EventSource, SavedNames, SnapshotSegment } from "../profiler";
 import { snapshotSource } from "../profiler/snapshot-trace";
-import type { SnapshotSegment } from "../profiler/device";
 import type { Manifest } from "../system/manifest";
 
 export interface Recording {

@@ -1,41 +1,29 @@
-// The allocator event as it leaves src/ffi: a columnar batch of plain numbers.
-// Mirrors gpumem_record in cuda/gpumem_ring.h (the one definition of the layout).
-// Columns, not objects: the model ingests millions of events a second, and a typed-array
-// column costs nothing to allocate or to walk.
+// The allocator event as it leaves src/ffi: a columnar batch of plain numbers, and the codes its
+// columns carry. Mirrors gpumem_record in cuda/gpumem_ring.h (the one definition of the layout);
+// the codes come from ./wire.ts, generated from that header. Columns, not objects: the model
+// ingests millions of events a second, and a typed-array column costs nothing to allocate or walk.
+import * as wire from "./wire";
+
+export { ACTION, ACTION_NAMES, MAX_DEVICES, MODE_NAMES, PHASE, PHASE_NAMES } from "./wire";
 
 /** GPUMEM_RING_MAGIC as its bytes lie at the start of a ring file: how a recording is told apart. */
-export const RING_MAGIC = "PGMPRNG1";
+export const RING_MAGIC = (() => {
+  const bytes = new DataView(new ArrayBuffer(8));
+  bytes.setBigUint64(0, wire.RING_MAGIC, true);
+  return new TextDecoder("latin1").decode(bytes);
+})();
 
-/** Action codes, indexed by the record's `action` byte (PyTorch's TraceEntry order, then marks). */
-export const ACTION = {
-  alloc: 0,
-  free_requested: 1,
-  free_completed: 2,
-  segment_alloc: 3,
-  segment_free: 4,
-  segment_map: 5,
-  segment_unmap: 6,
-  snapshot: 7,
-  oom: 8,
-  phase: 16,
-  step: 17,
-  range_enter: 18,
-  range_exit: 19,
-  /** torch's own figures of one device at this point of the stream (gpumem_ring.h GPUMEM_ACTION_SYNC). */
-  sync: 20,
-} as const;
+/** A sync record's `extra` when an allocator event raced the read (GPUMEM_SYNC_UNSURE) as the
+ *  float64 column holds it: 2^64 − 1 rounds to 2^64. */
+export const SYNC_UNSURE = Number(wire.SYNC_UNSURE);
 
-/** A sync record's `extra` when an allocator event raced the read (GPUMEM_SYNC_UNSURE, 2^64 − 1 as a double). */
-export const SYNC_UNSURE = 2 ** 64;
-export type ActionName = keyof typeof ACTION;
+export type ActionName = keyof typeof wire.ACTION;
+export type PhaseName = (typeof wire.PHASE_NAMES)[number];
 
-export const ACTION_NAMES: Record<number, ActionName> = Object.fromEntries(
-  Object.entries(ACTION).map(([name, code]) => [code, name as ActionName]),
-);
-
-/** Phase codes, indexed by the record's `phase` byte. */
-export const PHASES = ["other", "forward", "backward", "optimizer"] as const;
-export type PhaseName = (typeof PHASES)[number];
+/** Records from FIRST_MARK on are marks (phase, step, range, sync): no block, no allocator event. */
+export function isMark(action: number): boolean {
+  return action >= wire.FIRST_MARK;
+}
 
 /**
  * A batch of events. Each column has room for `capacity` events; the first `count` are valid.
@@ -78,27 +66,11 @@ export function newEventBatch(capacity: number): EventBatch {
   };
 }
 
-/** Running totals of one device, from the ring header (exact even when records are lost). */
-export interface DeviceTotals {
-  device: number;
-  allocated: number;
-  reserved: number;
-  active: number;
-  peak_allocated: number;
-  peak_reserved: number;
-  peak_active: number;
-  n_alloc: number;
-  n_free: number;
-  n_segment_alloc: number;
-  n_segment_free: number;
-  n_oom: number;
-  n_retries: number;
-  /** Live bytes as requested by the program (the trace's sizes): torch's requested_bytes. */
-  requested: number;
-}
+/** Running totals of one device, from the ring header (exact even when records are lost): the
+ *  fields of gpumem_totals (see TOTALS_OFFSET in ./wire.ts for what each means). */
+export type DeviceTotals = { device: number } & { [K in (typeof wire.TOTALS_FIELDS)[number]]: number };
 
-export type HookMode = "none" | "hook" | "polling";
-export const HOOK_MODES: HookMode[] = ["none", "hook", "polling"];
+export type HookMode = (typeof wire.MODE_NAMES)[number];
 
 /** The ring header's state at one read. */
 export interface RingHeader {

@@ -1,47 +1,9 @@
 // The event ring's reader (cuda/ring.c) through bun:ffi: one FFI call copies a whole batch of
 // records into an EventBatch's columns. The header is read through a zero-copy view of the mapping.
 import { dlopen, FFIType, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
-import { HOOK_MODES, type DeviceTotals, type EventBatch, type RingHeader } from "./events";
+import type { DeviceTotals, EventBatch, RingHeader } from "./events";
 import { libraryPath } from "./lib";
-
-/** Layout constants of cuda/gpumem_ring.h (the one definition; checked against it by the tests). */
-export const RING_ABI_VERSION = 1;
-export const HEADER_SIZE = 4096;
-export const RECORD_SIZE = 64;
-export const MAX_DEVICES = 16;
-/** Byte offsets of the header's fields (gpumem_header); test/ffi/ring.test.ts checks them against C. */
-export const LAYOUT = {
-  abi: 8,
-  n_devices: 20,
-  capacity: 24,
-  pid: 32,
-  mode: 36,
-  attach_ns: 64,
-  cur_step: 72,
-  cur_range: 76,
-  cur_phase: 80,
-  closed: 81,
-  updated_ns: 88,
-  cur_line: 96,
-  write_index: 128,
-  totals: 192,
-  totals_size: 128,
-} as const;
-const TOTALS_FIELDS = [
-  "allocated",
-  "reserved",
-  "active",
-  "peak_allocated",
-  "peak_reserved",
-  "peak_active",
-  "n_alloc",
-  "n_free",
-  "n_segment_alloc",
-  "n_segment_free",
-  "n_oom",
-  "n_retries",
-  "requested",
-] as const;
+import { HEADER_OFFSET as H, HEADER_SIZE, MAX_DEVICES, MODE_NAMES, TOTALS_FIELDS, TOTALS_OFFSET, TOTALS_SIZEOF } from "./wire";
 
 export type RingErrorKind = "open" | "truncated" | "format" | "version";
 const KINDS: Record<number, RingErrorKind> = { [-1]: "open", [-2]: "truncated", [-3]: "format", [-4]: "version" };
@@ -112,29 +74,28 @@ class NativeRingReader implements RingReader {
     const v = this.view;
     const u64 = (o: number) => Number(v.getBigUint64(o, true));
     const i64 = (o: number) => Number(v.getBigInt64(o, true));
-    const L = LAYOUT;
-    const nDevices = Math.min(v.getUint32(L.n_devices, true), MAX_DEVICES);
+    const nDevices = Math.min(v.getUint32(H.n_devices, true), MAX_DEVICES);
     const totals: DeviceTotals[] = [];
     for (let d = 0; d < nDevices; d++) {
-      const base = L.totals + d * L.totals_size;
+      const base = H.totals + d * TOTALS_SIZEOF;
       const t = { device: d } as DeviceTotals;
-      TOTALS_FIELDS.forEach((name, i) => (t[name] = i64(base + 8 * i)));
+      for (const name of TOTALS_FIELDS) t[name] = i64(base + TOTALS_OFFSET[name]);
       totals.push(t);
     }
     return {
-      abi_version: v.getUint32(L.abi, true),
-      capacity: u64(L.capacity),
-      pid: v.getInt32(L.pid, true),
-      mode: HOOK_MODES[v.getUint32(L.mode, true)] ?? "none",
+      abi_version: v.getUint32(H.abi_version, true),
+      capacity: u64(H.capacity),
+      pid: v.getInt32(H.pid, true),
+      mode: MODE_NAMES[v.getUint32(H.mode, true)] ?? "none",
       n_devices: nDevices,
-      attach_unix_us: u64(L.attach_ns) / 1000,
-      updated_unix_us: u64(L.updated_ns) / 1000,
-      current_step: v.getUint32(L.cur_step, true),
-      current_range: v.getUint32(L.cur_range, true),
-      current_phase: v.getUint8(L.cur_phase),
-      current_line: v.getUint32(L.cur_line, true),
-      closed: v.getUint8(L.closed) === 1,
-      write_index: u64(L.write_index),
+      attach_unix_us: u64(H.attach_ns) / 1000,
+      updated_unix_us: u64(H.updated_ns) / 1000,
+      current_step: v.getUint32(H.cur_step, true),
+      current_range: v.getUint32(H.cur_range, true),
+      current_phase: v.getUint8(H.cur_phase),
+      current_line: v.getUint32(H.cur_line, true),
+      closed: v.getUint8(H.closed) === 1,
+      write_index: u64(H.write_index),
       totals,
     };
   }

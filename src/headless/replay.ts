@@ -1,6 +1,6 @@
 // `replay FILE --json`: the model's states as NDJSON, the final state (with findings) last.
 import type { Recording } from "../collect/recording";
-import { replay, type ReplayClock } from "../profiler/replay";
+import { replay, type ReplayClock } from "../profiler";
 
 const wallClock: ReplayClock = {
   now_us: () => performance.now() * 1000,

@@ -2,28 +2,31 @@
 // the records the model keeps (model.keepTrace), so a glance tells forward from backward from the
 // optimizer; and where the peak and the OOMs fall. Pure: model and a time window in, columns out.
 
+import { isMark } from "../ffi/events";
 import type { ProfilerModel } from "./model";
+import { N_PHASE } from "./steps";
 
-/** Phase codes as in PHASES (0 other, 1 forward, 2 backward, 3 optimizer); -1: no record in the column. */
+/** Phase codes as in PHASE_NAMES (0 other, 1 forward, 2 backward, 3 optimizer); -1: no record in the column. */
 export function phaseBands(m: ProfilerModel, device: number, fromUs: number, toUs: number, columns: number): Int8Array {
   const out = new Int8Array(columns).fill(-1);
   const t = m.tail;
   if (!t || columns <= 0) return out;
   const span = Math.max(1, toUs - fromUs);
   // Allocator records per column and phase; the phase with the most records names the column.
-  const counts = new Uint32Array(columns * 4);
+  const counts = new Uint32Array(columns * N_PHASE);
   for (let k = t.first; k < t.total; k++) {
     const s = t.slot(k);
-    if (t.action[s]! > 8 || t.device[s] !== device) continue;
+    const phase = t.phase[s]!;
+    if (isMark(t.action[s]!) || t.device[s] !== device || phase >= N_PHASE) continue;
     const time = t.time_us[s]!;
     if (time < fromUs || time > toUs) continue;
     const c = Math.min(columns - 1, Math.floor(((time - fromUs) / span) * columns));
-    counts[c * 4 + (t.phase[s]! & 3)]!++;
+    counts[c * N_PHASE + phase]!++;
   }
   for (let c = 0; c < columns; c++) {
     let best = -1;
     let n = 0;
-    for (let p = 0; p < 4; p++) if (counts[c * 4 + p]! > n) (n = counts[c * 4 + p]!), (best = p);
+    for (let p = 0; p < N_PHASE; p++) if (counts[c * N_PHASE + p]! > n) (n = counts[c * N_PHASE + p]!), (best = p);
     out[c] = best;
   }
   return out;

@@ -1,8 +1,36 @@
-// Live blocks of one device: address → slot in typed-array columns. The hot path allocates no
+// Live blocks of one device: address → slot in typed-array columns, and their running sums (bytes
+// and blocks by category, bytes by range, blocks of the large pool). The hot path allocates no
 // object per event: a hash table from address to slot number, a free list of slots, and columns
 // that grow by doubling only when more blocks are alive at once than ever before.
 
 import { AddressMap } from "./address-map";
+import { N_CAT } from "./categories";
+
+/** The caching allocator's small-pool limit (kSmallSize): requests above it come from large segments. */
+export const LARGE = 1024 * 1024;
+/** The step stamped on blocks inserted by a resync (their step is unknown). */
+export const RESYNCED_STEP = 0xffffffff;
+/** flags: the category came from the agent's names; the block was inserted by a resync (no alloc seen). */
+export const FROM_NAMES = 1;
+export const RESYNCED = 2;
+
+/** `a` copied into one twice as long as often as needed to hold index `i` (arrays by range id). */
+export function grownToHold(a: Float64Array, i: number): Float64Array<ArrayBuffer> {
+  let n = a.length;
+  while (n <= i) n *= 2;
+  const out = new Float64Array(n);
+  out.set(a);
+  return out;
+}
+
+/**
+ * The block size the caching allocator gives a request: at least 512 bytes, a multiple of 512.
+ * Trace entries (the hook's records, a snapshot's device_traces) carry the size the program asked
+ * for, while torch.cuda.memory_allocated() counts blocks; rounding here makes the two agree.
+ */
+export function blockSize(requested: number): number {
+  return requested <= 0 ? 0 : requested <= 512 ? 512 : Math.ceil(requested / 512) * 512;
+}
 
 /** What the agent said of the tensor a block holds, beside its name. */
 export interface TensorInfo {
@@ -28,7 +56,7 @@ export class BlockTable {
   range: Uint32Array;
   phase: Uint8Array;
   category: Uint8Array;
-  /** 1 = category came from the agent's names, 2 = block inserted by a resync (no alloc seen). */
+  /** FROM_NAMES, RESYNCED, or 0. */
   flags: Uint8Array;
   /** Tensor names from the agent, by slot (undefined where unknown). */
   names: (string | undefined)[] = [];
@@ -36,6 +64,20 @@ export class BlockTable {
   tensors: (TensorInfo | undefined)[] = [];
   /** Counts every block added or removed: queries that sort blocks reuse their work while it stands still. */
   changes = 0;
+  /** Live bytes and blocks by category code. */
+  readonly bytesByCat = new Float64Array(N_CAT);
+  readonly countByCat = new Float64Array(N_CAT);
+  /** Live bytes by the range (id) they were allocated in. */
+  bytesByRange = new Float64Array(64);
+  /** Live blocks above LARGE. Such a block may be up to 1 MiB larger than the request the trace
+   *  carries (a free block is not split for a remainder ≤ 1 MiB), so allocated from the events may
+   *  fall short of the allocator's by at most 1 MiB for each. */
+  large = 0;
+  /** Live blocks a resync added that no recorded alloc accounts for. */
+  resynced = 0;
+  /** The slot add() took the address from (its free was lost), still counted: the caller reads it,
+   *  then discards it. −1 when the address was free. */
+  displaced = -1;
   private freeSlots: Int32Array;
   private nFree = 0;
   private used = 0;
@@ -59,8 +101,101 @@ export class BlockTable {
     return this.bySlot.size;
   }
 
+  /** Inserted by a resync: when and where it was allocated is unknown. */
+  isResynced(slot: number): boolean {
+    return this.flags[slot] === RESYNCED;
+  }
+
+  /** Bytes of the live blocks. */
+  liveBytes(): number {
+    let s = 0;
+    for (let c = 0; c < N_CAT; c++) s += this.bytesByCat[c]!;
+    return s;
+  }
+
+  /** A new live block at `address` (see `displaced` for the one it replaces). Returns its slot. */
+  add(address: number, size: number, stream: number, t: number, serial: number, step: number, range: number, phase: number, category: number, flags: number): number {
+    const slot = this.take();
+    this.displaced = this.bySlot.put(address, slot);
+    this.address[slot] = address;
+    this.size[slot] = size;
+    this.stream[slot] = stream;
+    this.time_us[slot] = t;
+    this.serial[slot] = serial;
+    this.step[slot] = step;
+    this.range[slot] = range;
+    this.phase[slot] = phase;
+    this.category[slot] = category;
+    this.flags[slot] = flags;
+    if (size > LARGE) this.large++;
+    if (flags === RESYNCED) this.resynced++;
+    this.bytesByCat[category]! += size;
+    this.countByCat[category]!++;
+    if (range >= this.bytesByRange.length) this.bytesByRange = grownToHold(this.bytesByRange, range);
+    this.bytesByRange[range]! += size;
+    return slot;
+  }
+
+  /** A block the model never saw allocated (records were lost) that the agent's names or a snapshot
+   *  show alive: its step, phase and range are unknown. Returns its slot. */
+  addResynced(address: number, size: number, category: number, name: string | undefined, t: number): number {
+    const slot = this.add(address, size, 0, t, 0, RESYNCED_STEP, 0, 0, category, RESYNCED);
+    this.names[slot] = name;
+    return slot;
+  }
+
+  /** The live slot at `address`, taken out of the address map (its columns and sums stay until
+   *  discard), or −1. */
+  remove(address: number): number {
+    return this.bySlot.remove(address);
+  }
+
+  /** Take a block out of the sums and give its slot back (the address map no longer points at it). */
+  discard(slot: number): void {
+    const size = this.size[slot]!;
+    const cat = this.category[slot]!;
+    this.bytesByCat[cat]! -= size;
+    this.countByCat[cat]!--;
+    if (size > LARGE) this.large--;
+    if (this.flags[slot] === RESYNCED) this.resynced--;
+    this.bytesByRange[this.range[slot]!]! -= size;
+    this.release(slot);
+  }
+
+  /** Remove a live block entirely. */
+  forget(slot: number): void {
+    this.bySlot.delete(this.address[slot]!);
+    this.discard(slot);
+  }
+
+  /** Move a live block to another category, its sums with it. */
+  recategorize(slot: number, to: number): void {
+    const from = this.category[slot]!;
+    if (from === to) return;
+    const size = this.size[slot]!;
+    this.bytesByCat[from]! -= size;
+    this.countByCat[from]!--;
+    this.bytesByCat[to]! += size;
+    this.countByCat[to]!++;
+    this.category[slot] = to;
+  }
+
+  /** Move many blocks' sums from one category to others at once (their columns already changed). */
+  moveSums(from: number, to: number, bytes: number, blocks: number): void {
+    this.bytesByCat[from]! -= bytes;
+    this.countByCat[from]! -= blocks;
+    this.bytesByCat[to]! += bytes;
+    this.countByCat[to]! += blocks;
+  }
+
+  /** Forget every sum of resyncs (a snapshot made the detail whole again). */
+  clearResynced(): void {
+    this.resynced = 0;
+  }
+
+
   /** A slot for a new block (its columns are the caller's to fill). */
-  take(): number {
+  private take(): number {
     this.changes++;
     if (this.nFree > 0) return this.freeSlots[--this.nFree]!;
     if (this.used === this.capacity) this.grow();
@@ -68,7 +203,7 @@ export class BlockTable {
   }
 
   /** Give a slot back once its block is gone. */
-  release(slot: number): void {
+  private release(slot: number): void {
     this.changes++;
     this.names[slot] = undefined;
     this.tensors[slot] = undefined;

@@ -2,13 +2,13 @@
 // it, its temporaries, what it still held at its end, its peak, and its share of the step's peak,
 // with the peak's composition in words. Pure queries over the model's step records.
 
-import { PHASES } from "../ffi/events";
+import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { DeviceState } from "./device";
-import { formatBytes, formatShare } from "./format";
+import { formatBytes, formatShare } from "../words";
 import type { ProfilerModel } from "./model";
 import { num, requireDevice } from "./queries";
-import type { StepRecord } from "./steps";
+import { N_PHASE, type StepRecord } from "./steps";
 
 export interface PhaseBreakdown {
   phase: string;
@@ -103,11 +103,11 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
   const shareByCat: Record<string, number> = {};
   for (const [k, v] of Object.entries(byCat)) shareByCat[k] = share(v);
   let fromStep = 0;
-  for (let p = 0; p < 4; p++) fromStep += r.peakByPhase[p]!;
+  for (let p = 0; p < N_PHASE; p++) fromStep += r.peakByPhase[p]!;
   const phases: PhaseBreakdown[] = [];
-  for (let p = 0; p < 4; p++) {
+  for (let p = 0; p < N_PHASE; p++) {
     phases.push({
-      phase: PHASES[p]!,
+      phase: PHASE_NAMES[p]!,
       entries: r.phEntries[p]!,
       alloc_bytes: r.phAlloc[p]!,
       freed_bytes: r.phFreed[p]!,
@@ -155,7 +155,7 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
     }
   }
   ranges.sort((a, b) => b.inclusive_peak_allocated_bytes - a.inclusive_peak_allocated_bytes || b.inclusive_alloc_bytes - a.inclusive_alloc_bytes);
-  const peakPhase = r.peak_phase >= 0 ? (PHASES[r.peak_phase] ?? null) : null;
+  const peakPhase = r.peak_phase >= 0 ? (PHASE_NAMES[r.peak_phase] ?? null) : null;
   const peakRangeName = m.rangeName(r.peak_range);
   // The categories that make up the peak, largest first: those with at least a tenth of it (three at most).
   const parts = Object.entries(byCat)
@@ -244,7 +244,7 @@ export function steps(m: ProfilerModel, opts: { device?: number } = {}): { devic
     held_at_end_bytes: complete ? r.allocated_at_end : d.allocated,
     torch_allocated_at_end_bytes: num(r.torchAllocated),
     peak_allocated_bytes: r.peak_allocated,
-    peak_phase: r.peak_phase >= 0 ? (PHASES[r.peak_phase] ?? null) : null,
+    peak_phase: r.peak_phase >= 0 ? (PHASE_NAMES[r.peak_phase] ?? null) : null,
     alloc_bytes: r.alloc_bytes,
     gradient_held_from_earlier_steps_bytes: num(r.gradHeldBytes),
   });

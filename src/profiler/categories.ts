@@ -1,6 +1,8 @@
 // The categories of live memory, in the same words as the agent's `names` verb (docs/protocol.md).
 // Codes index the model's typed arrays; names are what every view prints.
 
+import { PHASE } from "../ffi/events";
+
 export const CATEGORIES = [
   "other",
   "parameter",
@@ -39,11 +41,11 @@ export function categoryCode(name: string): number {
  */
 export function survivorCategory(phase: number): number {
   switch (phase) {
-    case 1:
+    case PHASE.forward:
       return CAT_ACTIVATION;
-    case 2:
+    case PHASE.backward:
       return CAT_GRADIENT;
-    case 3:
+    case PHASE.optimizer:
       return CAT_OPTIMIZER_STATE;
     default:
       return CAT_OTHER;

@@ -1,165 +1,71 @@
-// The state of one device of one process, fed event by event. Everything per event is arithmetic
-// on numbers and typed arrays plus one Map operation keyed by address; work that walks many blocks
-// happens at phase and step boundaries (amortized over the events of the phase) or in queries.
+// The state of one device of one process, fed event by event: its totals (allocated, reserved,
+// active, peaks, counts), where the training loop is, and the parts that keep the detail: the
+// block table, the segment table, step accounting, category inference (lifetimes), OOM incidents and
+// consistency against torch's own figures. Everything per event is arithmetic on numbers and typed
+// arrays plus one Map operation keyed by address; work that walks many blocks happens at phase and
+// step boundaries (amortized over the events of the phase) or in queries. Readers use the getters.
 
-import { BlockTable, type TensorInfo } from "./blocks";
-import {
-  CAT_ACTIVATION,
-  CAT_GRADIENT,
-  CAT_OTHER,
-  CAT_PARAMETER,
-  CAT_TEMPORARY,
-  CAT_UNRESOLVED,
-  N_CAT,
-  survivorCategory,
-} from "./categories";
+import { PHASE } from "../ffi/events";
+import { BlockTable, blockSize } from "./blocks";
+import { CATEGORIES, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
-import { StepRecord, type RangeStats } from "./steps";
+import { Lifetimes } from "./lifetimes";
+import { nameBlocks, type Named, type NamedTensor } from "./names";
+import { OomLog, type OomIncident } from "./oom";
+import { resyncFromSegments, type SnapshotSegment } from "./resync";
+import { SegmentTable } from "./segment-table";
+import { StepAccounting } from "./step-accounting";
+import type { StepRecord } from "./steps";
 import { Timeline } from "./timeline";
 
-/** How many finished steps a device keeps (older ones are dropped; the growth detector needs ~dozens). */
-export const MAX_STEPS = 512;
-/** How many recent finished steps keep their per-range breakdown. */
-export const RANGE_DETAIL_STEPS = 64;
-/** How many OOM incidents a device keeps (the first ones: later ones are usually the same story). */
-export const MAX_OOMS = 16;
-
-const PHASE_OTHER = 0;
-const PHASE_BACKWARD = 2;
-/** The caching allocator's small-pool limit (kSmallSize): requests above it come from large segments. */
-export const LARGE = 1024 * 1024;
-/** The step stamped on blocks inserted by a resync (their step is unknown). */
-export const RESYNCED_STEP = 0xffffffff;
-const PHASE_FORWARD = 1;
-
-/**
- * The block size the caching allocator gives a request: at least 512 bytes, a multiple of 512.
- * Trace entries (the hook's records, a snapshot's device_traces) carry the size the program asked
- * for, while torch.cuda.memory_allocated() counts blocks; rounding here makes the two agree.
- */
-export function blockSize(requested: number): number {
-  return requested <= 0 ? 0 : requested <= 512 ? 512 : Math.ceil(requested / 512) * 512;
-}
-
-/** A segment as a PyTorch snapshot lists it (frames and other fields ignored). */
-export interface SnapshotSegment {
-  address: number;
-  total_size: number;
-  stream?: number;
-  device?: number;
-  blocks?: Array<{ address: number; size: number; state: string }>;
-}
-
-export interface OomIncident {
-  time_us: number;
-  step: number;
-  phase: number;
-  range: number;
-  request_bytes: number;
-  device_free_bytes: number;
-  allocated_bytes: number;
-  reserved_bytes: number;
-  active_bytes: number;
-  largest_free_block_bytes: number;
-  live_by_category_bytes: Float64Array;
-  nvml_used_bytes: number | null;
-}
+export type { SnapshotSegment } from "./resync";
 
 export class DeviceState {
   readonly blocks = new BlockTable();
+  readonly segments = new SegmentTable();
   readonly timeline = new Timeline();
-  allocated = 0;
-  /** Live bytes as the program asked for them (the trace's sizes): torch's requested_bytes. */
-  requested = 0;
-  reserved = 0;
-  active = 0;
-  peakAllocated = 0;
-  peakReserved = 0;
-  peakActive = 0;
-  nAlloc = 0;
-  nFree = 0;
-  nSegmentAlloc = 0;
-  nSegmentFree = 0;
-  nOom = 0;
-  /** Live bytes and blocks by category code. */
-  readonly liveByCat = new Float64Array(N_CAT);
-  readonly liveCountByCat = new Float64Array(N_CAT);
-  /** Live blocks above 1 MiB (the allocator's large pool). Such a block may be up to 1 MiB larger
-   *  than the request the trace carries (a free block is not split for a remainder ≤ 1 MiB), so
-   *  allocated from the events may fall short of the allocator's by at most 1 MiB for each. */
-  liveLarge = 0;
-  /** Live bytes by the range (id) they were allocated in. */
-  liveByRange = new Float64Array(64);
-  /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
-  readonly liveStepByPhase = new Float64Array(4);
-  liveStepByRange = new Float64Array(64);
-  /** Segments: address → size, stream, time. */
-  readonly segSize = new Map<number, number>();
-  readonly segStream = new Map<number, number>();
-  readonly segTime = new Map<number, number>();
-  /** A segment_unmap that matched no mapped range: the segment map is approximate. */
-  segmentsApprox = false;
-  /** Counts changes to segments and to block categories (see `version`). */
-  private otherChanges = 0;
-
-  /** Changes whenever a block, a segment or a category changes: a key for queries' caches. */
-  get version(): number {
-    return this.blocks.changes + this.otherChanges;
-  }
-
-  // Where the training loop is (from the records' stamps).
-  step = 0;
-  phase = 0;
-  range = 0;
-  /** Counts phase instances (a phase entered, or a step begun); the step's peak remembers which. */
-  phaseInst = 0;
-  /** Serial of the last block allocated before the running phase instance / range instance began. */
-  phaseStartSerial = 0;
-  rangeStartSerial = 0;
-  phaseStart_us = NaN;
-  serial = 0;
-  lastTime_us = NaN;
-  firstTime_us = NaN;
-
-  // Blocks allocated in the running phase instance, resolved when it ends. Entries are (slot,
-  // serial) so a slot freed and reused meanwhile is told apart.
-  private pendSlot = new Int32Array(1024);
-  private pendSerial = new Float64Array(1024);
-  private pendLen = 0;
-
-  readonly steps: StepRecord[] = [];
-  cur: StepRecord;
-  private curRange: RangeStats | null = null;
-
-  /** Gradient bytes alive at the last step boundary and not freed since (see StepRecord.gradHeldBytes). */
-  carryGrad = 0;
-  carryGradN = 0;
-  private firstForwardSerial = -1;
-  private firstForwardStep = -1;
-  /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
-   *  that outlives backward is a gradient when a parameter of its size exists, else it is a cache
-   *  the backward pass made (the cuBLAS workspace of autograd's thread, for one). */
-  private paramSizes = new Set<number>();
-  private boundariesSinceFirstForward = 0;
-
-  readonly ooms: OomIncident[] = [];
-
-  /** Frees of blocks the model never saw allocated (attach after, or lost records). */
-  unknownFrees = 0;
-  unknownFreeBytes = 0;
-  /** Allocs at an address the model still held live (its free was lost). */
-  replacedBlocks = 0;
-  /** Records lost while feeding this device (from the reader's lap count). */
-  lost = 0;
   /** Block detail against torch's own figures at sync records. */
   readonly consistency = new Consistency();
-  /** Blocks a resync added (from names or a snapshot) that no recorded alloc accounts for. */
-  resyncedBlocks = 0;
+  private readonly lifetimes = new Lifetimes(this.blocks);
+  private readonly accounting: StepAccounting;
+  private readonly oomLog = new OomLog();
+
+  // Totals from the events (the ring header's exact ones, where there is a header, are the model's).
+  private _allocated = 0;
+  /** Live bytes as the program asked for them (the trace's sizes): torch's requested_bytes. */
+  private _requested = 0;
+  private _reserved = 0;
+  private _active = 0;
+  private _peakAllocated = 0;
+  private _peakReserved = 0;
+  private _peakActive = 0;
+  private _nAlloc = 0;
+  private _nFree = 0;
+  private _nSegmentAlloc = 0;
+  private _nSegmentFree = 0;
+
+  // Where the training loop is (from the records' stamps).
+  private _step: number;
+  private _phase: number;
+  private _range: number;
+  /** Serial number of the last allocation (see BlockTable.serial). */
+  private serial = 0;
+  private _firstTime_us = NaN;
+  private _lastTime_us = NaN;
+
+  // Why block detail may be partial.
+  /** Frees of blocks the model never saw allocated (attach after, or lost records). */
+  private _unknownFrees = 0;
+  private _unknownFreeBytes = 0;
+  /** Allocs at an address the model still held live (its free was lost). */
+  private _replacedBlocks = 0;
+  /** Records lost while feeding this device (from the reader's lap count). */
+  private _lost = 0;
 
   // NVML's view of this process on this device.
-  nvmlUsed: number | null = null;
-  nvmlTime_us = NaN;
-  nvmlPid: number | null = null;
+  private _nvmlUsed: number | null = null;
+  private _nvmlTime_us = NaN;
+  private _nvmlPid: number | null = null;
 
   constructor(
     readonly device: number,
@@ -167,645 +73,346 @@ export class DeviceState {
     phase = 0,
     range = 0,
   ) {
-    this.step = step;
-    this.phase = phase;
-    this.range = range;
-    this.cur = new StepRecord(step, NaN, 0, 0);
-    this.cur.phEntries[phase]!++;
+    this._step = step;
+    this._phase = phase;
+    this._range = range;
+    this.accounting = new StepAccounting(this.blocks, step, phase);
   }
 
-  /** The records' stamps changed: a step boundary, a phase change or a range change. */
-  sync(t: number, step: number, phase: number, range: number): void {
-    if (step !== this.step) this.stepChange(t, step, phase, range);
-    else {
-      if (phase !== this.phase) this.phaseChange(t, phase);
-      if (range !== this.range) this.rangeChange(range);
-    }
+  // ---- what readers see ----
+
+  get allocated(): number {
+    return this._allocated;
+  }
+  get requested(): number {
+    return this._requested;
+  }
+  get reserved(): number {
+    return this._reserved;
+  }
+  get active(): number {
+    return this._active;
+  }
+  get peakAllocated(): number {
+    return this._peakAllocated;
+  }
+  get peakReserved(): number {
+    return this._peakReserved;
+  }
+  get peakActive(): number {
+    return this._peakActive;
+  }
+  get nAlloc(): number {
+    return this._nAlloc;
+  }
+  get nFree(): number {
+    return this._nFree;
+  }
+  get nSegmentAlloc(): number {
+    return this._nSegmentAlloc;
+  }
+  get nSegmentFree(): number {
+    return this._nSegmentFree;
+  }
+  get nOom(): number {
+    return this.oomLog.count;
+  }
+  /** The OOM incidents kept (the first MAX_OOMS). */
+  get ooms(): readonly OomIncident[] {
+    return this.oomLog.kept;
+  }
+  get step(): number {
+    return this._step;
+  }
+  get phase(): number {
+    return this._phase;
+  }
+  get range(): number {
+    return this._range;
+  }
+  get firstTime_us(): number {
+    return this._firstTime_us;
+  }
+  get lastTime_us(): number {
+    return this._lastTime_us;
+  }
+  get unknownFrees(): number {
+    return this._unknownFrees;
+  }
+  get unknownFreeBytes(): number {
+    return this._unknownFreeBytes;
+  }
+  get replacedBlocks(): number {
+    return this._replacedBlocks;
+  }
+  get lost(): number {
+    return this._lost;
+  }
+  get nvmlUsed(): number | null {
+    return this._nvmlUsed;
+  }
+  get nvmlTime_us(): number {
+    return this._nvmlTime_us;
+  }
+  get nvmlPid(): number | null {
+    return this._nvmlPid;
+  }
+  /** The running step. */
+  get cur(): StepRecord {
+    return this.accounting.cur;
+  }
+  /** Finished steps kept, oldest first. */
+  get steps(): readonly StepRecord[] {
+    return this.accounting.kept;
+  }
+  /** When the running phase instance began. */
+  get phaseStart_us(): number {
+    return this.accounting.phaseStart_us;
   }
 
-  /** The device's first event (the model calls this once): the first step's start time. */
-  begin(t: number): void {
-    const old = this.cur;
-    this.cur = new StepRecord(old.step, t, this.allocated, this.reserved);
-    this.cur.phEntries[this.phase]!++;
-    this.phaseStart_us = t;
-    this.firstTime_us = t;
-    if (this.phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.noteFirstForward();
-    this.curRange = this.range !== 0 ? this.cur.rangeStats(this.range) : null;
-    if (this.curRange) this.curRange.entries++;
-  }
-
-  alloc(t: number, address: number, requested: number, stream: number): void {
-    const size = blockSize(requested);
-    this.requested += requested;
-    const blocks = this.blocks;
-    const slot = blocks.take();
-    const old = blocks.bySlot.put(address, slot);
-    if (old >= 0) {
-      // Its free was lost (ring lapped): it was freed, or the allocator could not hand the address out again.
-      const oldSize = blocks.size[old]!;
-      this.allocated -= oldSize;
-      this.active -= oldSize;
-      this.drop(old);
-      blocks.release(old);
-      this.replacedBlocks++;
-    }
-    const serial = ++this.serial;
-    blocks.address[slot] = address;
-    blocks.size[slot] = size;
-    blocks.stream[slot] = stream;
-    blocks.time_us[slot] = t;
-    blocks.serial[slot] = serial;
-    blocks.step[slot] = this.step;
-    blocks.range[slot] = this.range;
-    blocks.phase[slot] = this.phase;
-    blocks.category[slot] = CAT_UNRESOLVED;
-    if (size > LARGE) this.liveLarge++;
-    this.liveByCat[CAT_UNRESOLVED]! += size;
-    this.liveCountByCat[CAT_UNRESOLVED]!++;
-    if (this.range >= this.liveByRange.length) this.growRanges(this.range);
-    this.liveByRange[this.range]! += size;
-    this.liveStepByRange[this.range]! += size;
-    this.liveStepByPhase[this.phase]! += size;
-    if (this.pendLen === this.pendSlot.length) this.growPending();
-    this.pendSlot[this.pendLen] = slot;
-    this.pendSerial[this.pendLen++] = serial;
-
-    const allocated = (this.allocated += size);
-    this.active += size;
-    if (allocated > this.peakAllocated) this.peakAllocated = allocated;
-    if (this.active > this.peakActive) this.peakActive = this.active;
-    this.nAlloc++;
-
-    const cur = this.cur;
-    const ph = this.phase;
-    cur.alloc_bytes += size;
-    cur.n_alloc++;
-    cur.phAlloc[ph]! += size;
-    cur.phNAlloc[ph]!++;
-    if (allocated > cur.phPeak[ph]!) cur.phPeak[ph] = allocated;
-    if (allocated > cur.peak_allocated) this.newStepPeak(t, allocated, serial);
-    const rs = this.curRange;
-    if (rs !== null) {
-      rs.alloc_bytes += size;
-      rs.n_alloc++;
-      if (allocated > rs.peak_allocated_bytes) rs.peak_allocated_bytes = allocated;
-    }
-    this.timeline.observe(t, allocated, this.reserved);
-    this.lastTime_us = t;
-  }
-
-  private newStepPeak(t: number, allocated: number, serial: number): void {
-    const cur = this.cur;
-    cur.peak_allocated = allocated;
-    cur.peak_time_us = t;
-    cur.peak_phase = this.phase;
-    cur.peak_range = this.range;
-    copyInto(cur.peakComp, this.liveByCat);
-    copyInto(cur.peakByPhase, this.liveStepByPhase);
-    if (cur.peakByRange.length !== this.liveStepByRange.length)
-      cur.peakByRange = new Float64Array(this.liveStepByRange.length);
-    copyInto(cur.peakByRange, this.liveStepByRange);
-    cur.peakPhaseInst = this.phaseInst;
-    cur.peakSerial = serial;
-    cur.peakTemp = 0;
-    cur.peakResolved = false;
-  }
-
-  freeRequested(t: number, address: number, requested: number): void {
-    this.requested -= requested;
-    const slot = this.blocks.bySlot.remove(address);
-    // The block's own size where the model holds it: a free's requested size may differ by rounding.
-    const size = slot >= 0 ? this.blocks.size[slot]! : blockSize(requested);
-    const allocated = (this.allocated -= size);
-    this.nFree++;
-    const cur = this.cur;
-    const ph = this.phase;
-    cur.freed_bytes += size;
-    cur.n_free++;
-    cur.phFreed[ph]! += size;
-    const rs = this.curRange;
-    if (rs !== null) rs.freed_bytes += size;
-    if (slot >= 0) {
-      const b = this.blocks;
-      if (b.serial[slot]! > this.phaseStartSerial) {
-        cur.phFreedWithin[ph]! += b.size[slot]!;
-        if (
-          cur.peakPhaseInst === this.phaseInst &&
-          b.category[slot] === CAT_UNRESOLVED &&
-          b.serial[slot]! <= cur.peakSerial
-        )
-          cur.peakTemp += b.size[slot]!;
-      }
-      if (rs !== null && b.serial[slot]! > this.rangeStartSerial) rs.freed_within_bytes += b.size[slot]!;
-      this.drop(slot);
-      b.release(slot);
-    } else {
-      this.unknownFrees++;
-      this.unknownFreeBytes += size;
-      cur.partial = true;
-    }
-    this.timeline.observe(t, allocated, this.reserved);
-    this.lastTime_us = t;
-  }
-
-  /** Remove a live block from the table and from the live counters. */
-  private forget(slot: number): void {
-    this.drop(slot);
-    this.blocks.bySlot.delete(this.blocks.address[slot]!);
-    this.blocks.release(slot);
-  }
-
-  /** Take a block out of the live counters (the caller removes it from the table). */
-  private drop(slot: number): void {
-    const b = this.blocks;
-    const size = b.size[slot]!;
-    const cat = b.category[slot]!;
-    this.liveByCat[cat]! -= size;
-    this.liveCountByCat[cat]!--;
-    if (size > LARGE) this.liveLarge--;
-    if (b.flags[slot] === 2) this.resyncedBlocks--;
-    this.liveByRange[b.range[slot]!]! -= size;
-    if (b.step[slot] === this.step) {
-      this.liveStepByPhase[b.phase[slot]!]! -= size;
-      this.liveStepByRange[b.range[slot]!]! -= size;
-    }
-    if (cat === CAT_GRADIENT && b.step[slot]! < this.step && this.carryGradN > 0) {
-      this.carryGrad -= size;
-      this.carryGradN--;
-    }
-  }
-
-  freeCompleted(t: number, requested: number): void {
-    this.active -= blockSize(requested);
-    this.lastTime_us = t;
-  }
-
-  /** segment_alloc (counted) or segment_map (expandable segments: pages mapped onto the end of a
-   *  reserved range, so a map right after a mapped range extends it into one segment). */
-  segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean): void {
-    this.reserved += size;
-    if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
-    if (counted) this.nSegmentAlloc++;
-    else {
-      for (const [start, len] of this.segSize) {
-        if (start + len === address && this.segStream.get(start) === stream) {
-          this.segSize.set(start, len + size);
-          this.otherChanges++;
-          this.observeSegment(t);
-          return;
-        }
-      }
-    }
-    this.putSegment(address, size, stream, t);
-    this.observeSegment(t);
-  }
-
-  /** segment_free (counted), or segment_unmap: pages unmapped from the end, the start or the
-   *  middle of a mapped range, which then shrinks or splits in two. */
-  segmentFree(t: number, address: number, size: number, counted: boolean): void {
-    this.reserved -= size;
-    if (counted) this.nSegmentFree++;
-    const had = this.segSize.get(address);
-    if (had === size) this.dropSegment(address);
-    else if (counted) this.segmentsApprox = true;
-    else {
-      let found = false;
-      for (const [start, len] of this.segSize) {
-        if (address < start || address + size > start + len) continue;
-        found = true;
-        const stream = this.segStream.get(start) ?? 0;
-        const time = this.segTime.get(start) ?? t;
-        this.dropSegment(start);
-        if (address > start) this.putSegment(start, address - start, stream, time);
-        const tail = start + len - (address + size);
-        if (tail > 0) this.putSegment(address + size, tail, stream, time);
-        break;
-      }
-      if (!found) this.segmentsApprox = true;
-    }
-    this.observeSegment(t);
-  }
-
-  private putSegment(address: number, size: number, stream: number, t: number): void {
-    this.otherChanges++;
-    this.segSize.set(address, size);
-    this.segStream.set(address, stream);
-    this.segTime.set(address, t);
-  }
-
-  private dropSegment(address: number): void {
-    this.otherChanges++;
-    this.segSize.delete(address);
-    this.segStream.delete(address);
-    this.segTime.delete(address);
-  }
-
-  private observeSegment(t: number): void {
-    this.timeline.observe(t, this.allocated, this.reserved);
-    this.lastTime_us = t;
+  /** Changes whenever a block, a segment or a category changes: a key for queries' caches. */
+  get version(): number {
+    return this.blocks.changes + this.segments.changes + this.lifetimes.changes;
   }
 
   /** Bytes of the live blocks. */
   liveBytes(): number {
-    let s = 0;
-    for (let c = 0; c < N_CAT; c++) s += this.liveByCat[c]!;
-    return s;
+    return this.blocks.liveBytes();
   }
+
+  /** The category a view shows for a live block: one allocated in the running phase counts under
+   *  the category it takes if it outlives the phase. */
+  categoryOf(slot: number): CategoryName {
+    const cat = this.blocks.category[slot]!;
+    return CATEGORIES[cat === CAT_UNRESOLVED ? survivorCategory(this._phase) : cat]!;
+  }
+
+  /** The composition at the running step's peak as it stands now (for queries mid-phase). */
+  provisionalPeakComp(): Float64Array {
+    return this.accounting.provisionalPeakComp();
+  }
+
+  // ---- events ----
+
+  /** The device's first event (the model calls this once): the first step's start time. */
+  begin(t: number): void {
+    this._firstTime_us = t;
+    this.accounting.begin(t, this._phase, this._range, this._allocated, this._reserved);
+    if (this._phase === PHASE.forward) this.lifetimes.forward(this.serial, this._step);
+  }
+
+  /** The device has seen no event yet (the model begins it at its first). */
+  get fresh(): boolean {
+    return this._firstTime_us !== this._firstTime_us;
+  }
+
+  /** The records' stamps changed: a step boundary, a phase change or a range change. */
+  sync(t: number, step: number, phase: number, range: number): void {
+    if (step !== this._step) this.stepChange(t, step, phase, range);
+    else {
+      if (phase !== this._phase) this.phaseChange(t, phase);
+      if (range !== this._range) this.rangeChange(range);
+    }
+  }
+
+  alloc(t: number, address: number, requested: number, stream: number): void {
+    const size = blockSize(requested);
+    this._requested += requested;
+    const blocks = this.blocks;
+    const serial = ++this.serial;
+    const slot = blocks.add(address, size, stream, t, serial, this._step, this._range, this._phase, CAT_UNRESOLVED, 0);
+    const old = blocks.displaced;
+    if (old >= 0) {
+      // Its free was lost (ring lapped): it was freed, or the allocator could not hand the address out again.
+      const oldSize = blocks.size[old]!;
+      this._allocated -= oldSize;
+      this._active -= oldSize;
+      this.accounting.drop(old, this._step);
+      blocks.discard(old);
+      this._replacedBlocks++;
+    }
+    this.lifetimes.pend(slot, serial);
+    const allocated = (this._allocated += size);
+    this._active += size;
+    if (allocated > this._peakAllocated) this._peakAllocated = allocated;
+    if (this._active > this._peakActive) this._peakActive = this._active;
+    this._nAlloc++;
+    this.accounting.alloc(t, size, allocated, serial, this._phase, this._range);
+    this.timeline.observe(t, allocated, this._reserved);
+    this._lastTime_us = t;
+  }
+
+  freeRequested(t: number, address: number, requested: number): void {
+    this._requested -= requested;
+    const blocks = this.blocks;
+    const slot = blocks.remove(address);
+    // The block's own size where the model holds it: a free's requested size may differ by rounding.
+    const size = slot >= 0 ? blocks.size[slot]! : blockSize(requested);
+    const allocated = (this._allocated -= size);
+    this._nFree++;
+    this.accounting.free(size, this._phase, slot);
+    if (slot >= 0) {
+      this.accounting.drop(slot, this._step);
+      blocks.discard(slot);
+    } else {
+      this._unknownFrees++;
+      this._unknownFreeBytes += size;
+    }
+    this.timeline.observe(t, allocated, this._reserved);
+    this._lastTime_us = t;
+  }
+
+  freeCompleted(t: number, requested: number): void {
+    this._active -= blockSize(requested);
+    this._lastTime_us = t;
+  }
+
+  /** segment_alloc (counted) or segment_map (expandable segments: pages mapped). */
+  segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean): void {
+    this._reserved += size;
+    if (this._reserved > this._peakReserved) this._peakReserved = this._reserved;
+    if (counted) this._nSegmentAlloc++;
+    this.segments.add(address, size, stream, t, counted);
+    this.observeSegment(t);
+  }
+
+  /** segment_free (counted), or segment_unmap (pages unmapped). */
+  segmentFree(t: number, address: number, size: number, counted: boolean): void {
+    this._reserved -= size;
+    if (counted) this._nSegmentFree++;
+    this.segments.remove(address, size, counted);
+    this.observeSegment(t);
+  }
+
+  private observeSegment(t: number): void {
+    this.timeline.observe(t, this._allocated, this._reserved);
+    this._lastTime_us = t;
+  }
+
+  /** An OOM record. `largestFree()` sweeps the segments: asked only for incidents that are kept. */
+  oom(t: number, request: number, deviceFree: number, largestFree: () => number): void {
+    this._lastTime_us = t;
+    this.oomLog.add(() => ({
+      time_us: t,
+      step: this._step,
+      phase: this._phase,
+      range: this._range,
+      request_bytes: request,
+      device_free_bytes: deviceFree,
+      allocated_bytes: this._allocated,
+      reserved_bytes: this._reserved,
+      active_bytes: this._active,
+      largest_free_block_bytes: largestFree(),
+      live_by_category_bytes: this.blocks.bytesByCat.slice(),
+      nvml_used_bytes: this._nvmlUsed,
+    }));
+  }
+
+  /** A record with nothing to account (a snapshot mark, a code this model does not know). */
+  touch(t: number): void {
+    this._lastTime_us = t;
+  }
+
+  // ---- torch's own figures ----
 
   private detail(): DetailAtSync {
     return {
-      step: this.step,
-      events: this.nAlloc + this.nFree,
+      step: this._step,
+      events: this._nAlloc + this._nFree,
       blockBytes: this.liveBytes(),
-      largeBlocks: this.liveLarge,
-      requested: this.requested,
-      unknownFreeBytes: this.unknownFreeBytes,
+      largeBlocks: this.blocks.large,
+      requested: this._requested,
+      unknownFreeBytes: this._unknownFreeBytes,
     };
   }
 
   /** A sync record: torch's figures here, compared with the blocks (see consistency.ts). */
   syncPoint(t: number, allocated: number, reserved: number, requested: number, events: number): SyncPoint | null {
-    this.lastTime_us = t;
+    this._lastTime_us = t;
     const p = this.consistency.observe(this.detail(), t, allocated, reserved, requested, events);
-    if (p !== null) this.cur.torchAllocated = allocated;
+    if (p !== null) this.accounting.cur.torchAllocated = allocated;
     return p;
   }
 
   /** A closed ring's final header, read after its last record (see Consistency.observeEnd). */
   endPoint(allocated: number, reserved: number, requested: number): SyncPoint {
-    return this.consistency.observeEnd(this.detail(), this.lastTime_us, allocated, reserved, requested);
+    return this.consistency.observeEnd(this.detail(), this._lastTime_us, allocated, reserved, requested);
   }
 
-  oom(t: number, request: number, deviceFree: number, largestFree: number): void {
-    this.nOom++;
-    this.lastTime_us = t;
-    if (this.ooms.length >= MAX_OOMS) return;
-    this.ooms.push({
-      time_us: t,
-      step: this.step,
-      phase: this.phase,
-      range: this.range,
-      request_bytes: request,
-      device_free_bytes: deviceFree,
-      allocated_bytes: this.allocated,
-      reserved_bytes: this.reserved,
-      active_bytes: this.active,
-      largest_free_block_bytes: largestFree,
-      live_by_category_bytes: this.liveByCat.slice(),
-      nvml_used_bytes: this.nvmlUsed,
-    });
+  /** NVML's used bytes for this process on this device, sampled at `t`. */
+  nvml(pid: number, usedBytes: number, t: number): void {
+    this._nvmlUsed = usedBytes;
+    this._nvmlTime_us = t;
+    this._nvmlPid = pid;
+    this.timeline.observeNvml(t, usedBytes, this._allocated, this._reserved);
   }
 
   // ---- boundaries ----
 
   private stepChange(t: number, step: number, phase: number, range: number): void {
     this.endPhaseInstance(t, phase);
-    const cur = this.cur;
-    cur.end_us = t;
-    cur.allocated_at_end = this.allocated;
-    cur.reserved_at_end = this.reserved;
-    cur.liveByCatAtEnd.set(this.liveByCat);
-    const byRange: Array<[number, number]> = [];
-    for (let r = 0; r < this.liveByRange.length; r++) {
-      const v = this.liveByRange[r]!;
-      if (v !== 0) byRange.push([r, v]);
-    }
-    cur.liveByRangeAtEnd = byRange;
-    this.steps.push(cur);
-    if (this.steps.length > MAX_STEPS) this.steps.shift();
-    // Per-range detail is what grows with a big range table: only recent steps keep it.
-    const aged = this.steps[this.steps.length - 1 - RANGE_DETAIL_STEPS];
-    if (aged && aged.ranges.size > 0) {
-      aged.ranges.clear();
-      aged.peakByRange = new Float64Array(0);
-      aged.rangeDetailDropped = true;
-    }
-    if (this.firstForwardSerial >= 0 && ++this.boundariesSinceFirstForward === 2) this.promoteParameters();
-    // Every gradient alive now came from this step or earlier: count what the next steps still hold.
-    this.carryGrad = this.liveByCat[CAT_GRADIENT]!;
-    this.carryGradN = this.liveCountByCat[CAT_GRADIENT]!;
-
-    this.liveStepByPhase.fill(0);
-    this.liveStepByRange.fill(0);
-    this.step = step;
-    this.phase = phase;
-    this.range = range;
-    this.phaseInst++;
-    this.phaseStartSerial = this.serial;
-    this.rangeStartSerial = this.serial;
-    this.phaseStart_us = t;
-    this.cur = new StepRecord(step, t, this.allocated, this.reserved);
-    this.cur.phEntries[phase]!++;
-    this.cur.phPeak[phase] = this.allocated;
-    this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
-    if (this.curRange) this.curRange.entries++;
-    this.enterPhase(phase);
+    this.accounting.endStep(t, this._allocated, this._reserved);
+    this.lifetimes.stepBoundary();
+    this._step = step;
+    this._phase = phase;
+    this._range = range;
+    this.accounting.beginStep(t, step, phase, range, this.serial, this._allocated, this._reserved);
+    if (phase === PHASE.forward) this.lifetimes.forward(this.serial, step);
   }
 
   private phaseChange(t: number, phase: number): void {
     this.endPhaseInstance(t, phase);
-    this.phase = phase;
-    this.phaseInst++;
-    this.phaseStartSerial = this.serial;
-    this.phaseStart_us = t;
-    this.cur.phEntries[phase]!++;
-    if (this.allocated > this.cur.phPeak[phase]!) this.cur.phPeak[phase] = this.allocated;
-    this.enterPhase(phase);
-  }
-
-  private enterPhase(phase: number): void {
-    if (phase === PHASE_FORWARD && this.firstForwardSerial < 0) this.noteFirstForward();
-    if (phase === PHASE_BACKWARD && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
-      this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
-      this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
-    }
+    this._phase = phase;
+    this.accounting.beginPhase(t, phase, this.serial, this._allocated);
+    if (phase === PHASE.forward) this.lifetimes.forward(this.serial, this._step);
   }
 
   private rangeChange(range: number): void {
-    this.range = range;
-    this.rangeStartSerial = this.serial;
-    this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
-    if (this.curRange) {
-      this.curRange.entries++;
-      if (this.allocated > this.curRange.peak_allocated_bytes) this.curRange.peak_allocated_bytes = this.allocated;
-    }
+    this._range = range;
+    this.accounting.beginRange(range, this.serial, this._allocated);
   }
 
-  private noteFirstForward(): void {
-    this.firstForwardSerial = this.serial;
-    this.firstForwardStep = this.step;
-    const b = this.blocks;
-    for (const slot of b.bySlot.values()) this.paramSizes.add(b.size[slot]!);
-  }
-
-  /** The running phase instance ends (`next` begins): its surviving blocks get their category.
-   *  Outside any module's forward but right before backward is where the loss is computed: what
-   *  it keeps for backward is activation too. */
+  /** The running phase instance ends (`next` begins): its survivors get their category, the step
+   *  its figures for the phase. */
   private endPhaseInstance(t: number, next: number): void {
-    const promoted = this.phase === PHASE_OTHER && next === PHASE_BACKWARD ? CAT_ACTIVATION : survivorCategory(this.phase);
-    const backward = promoted === CAT_GRADIENT;
-    const b = this.blocks;
-    const cat = b.category;
-    let bytes = 0;
-    let n = 0;
-    let otherBytes = 0;
-    let otherN = 0;
-    for (let k = 0; k < this.pendLen; k++) {
-      const slot = this.pendSlot[k]!;
-      if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
-        if (backward && this.paramSizes.size > 0 && !this.paramSizes.has(b.size[slot]!)) {
-          cat[slot] = CAT_OTHER;
-          otherBytes += b.size[slot]!;
-          otherN++;
-        } else {
-          cat[slot] = promoted;
-          bytes += b.size[slot]!;
-          n++;
-        }
-        if (this.nameMemory.size > 0) this.carryName(slot);
-      }
-    }
-    this.pendLen = 0;
-    this.otherChanges++;
-    this.liveByCat[CAT_UNRESOLVED]! -= bytes + otherBytes;
-    this.liveCountByCat[CAT_UNRESOLVED]! -= n + otherN;
-    this.liveByCat[promoted]! += bytes;
-    this.liveCountByCat[promoted]! += n;
-    this.liveByCat[CAT_OTHER]! += otherBytes;
-    this.liveCountByCat[CAT_OTHER]! += otherN;
-    const cur = this.cur;
-    cur.phAllocatedAtEnd[this.phase] = this.allocated;
-    if (this.phaseStart_us === this.phaseStart_us) cur.phDuration[this.phase]! += t - this.phaseStart_us;
-    if (cur.peakPhaseInst === this.phaseInst && !cur.peakResolved)
-      this.resolvePeak(promoted, bytes + otherBytes > 0 ? bytes / (bytes + otherBytes) : 1);
+    this.accounting.endPhase(t, this._phase, this._allocated, this.lifetimes.endPhase(this._phase, next));
   }
 
-  /** Split the bytes that were unresolved at the step's peak into temporaries and survivors
-   *  (survivors as the phase's survivors split: `share` of them in `promoted`, the rest other). */
-  resolvePeak(promoted: number, share = 1): void {
-    const cur = this.cur;
-    const unresolved = cur.peakComp[CAT_UNRESOLVED]!;
-    const temp = Math.min(cur.peakTemp, unresolved);
-    const survived = unresolved - temp;
-    const main = Math.round(survived * share);
-    cur.peakComp[CAT_UNRESOLVED] = 0;
-    cur.peakComp[CAT_TEMPORARY]! += temp;
-    cur.peakComp[promoted]! += main;
-    cur.peakComp[CAT_OTHER]! += survived - main;
-    cur.peakResolved = true;
+  // ---- names, resyncs, lost records ----
+
+  /** The agent's names for this device's tensors (see names.ts). */
+  applyNames(tensors: NamedTensor[]): Named {
+    return nameBlocks(this.blocks, this.lifetimes, tensors, this._lost > 0 || this._unknownFrees > 0, this._lastTime_us);
   }
 
-  /** A block whose lifetime category matches a tensor named at its address and size before. */
-  private carryName(slot: number): void {
-    const b = this.blocks;
-    if (b.names[slot] !== undefined) return;
-    const known = this.nameMemory.get(b.address[slot]!);
-    if (known && known.size === b.size[slot] && known.cat === b.category[slot]) {
-      b.names[slot] = known.name;
-      b.tensors[slot] = known.info;
-    }
-  }
-
-  /** The composition at the running step's peak as it stands now (for queries mid-phase). */
-  provisionalPeakComp(): Float64Array {
-    const cur = this.cur;
-    const comp = cur.peakComp.slice();
-    if (!cur.peakResolved) {
-      const unresolved = comp[CAT_UNRESOLVED]!;
-      const temp = Math.min(cur.peakTemp, unresolved);
-      comp[CAT_UNRESOLVED] = unresolved - temp;
-      comp[CAT_TEMPORARY]! += temp;
-    }
-    return comp;
-  }
-
-  /**
-   * Two steps after the first forward: blocks allocated before it (outside any phase) and still
-   * alive are the model's parameters and buffers (input batches of the first step are gone by now).
-   * And "activations" of that first step that no later step freed are caches made on first use
-   * (the cuBLAS workspace of the forward's thread, for one), not activations: they become other.
-   */
-  private promoteParameters(): void {
-    this.otherChanges++;
-    const b = this.blocks;
-    let parameters = 0;
-    for (const slot of b.bySlot.values()) {
-      if (b.flags[slot] !== 0) continue;
-      const cat = b.category[slot]!;
-      let to = -1;
-      if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
-      else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;
-      if (to < 0) continue;
-      this.move(slot, cat, to);
-      if (to === CAT_PARAMETER) parameters++;
-    }
-    if (parameters > 0) return;
-    // No parameter was allocated while the model watched (it attached after the model was built):
-    // sizes cannot tell gradients from caches, so what outlived backward is taken for gradients.
-    this.paramSizes.clear();
-    for (const slot of b.bySlot.values())
-      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE_BACKWARD) this.move(slot, CAT_OTHER, CAT_GRADIENT);
-  }
-
-  private move(slot: number, from: number, to: number): void {
-    const size = this.blocks.size[slot]!;
-    this.blocks.category[slot] = to;
-    this.liveByCat[from]! -= size;
-    this.liveCountByCat[from]!--;
-    this.liveByCat[to]! += size;
-    this.liveCountByCat[to]!++;
-  }
-
-  /**
-   * Names the agent gave, by address: a tensor freed and made again each step (a gradient under
-   * zero_grad(set_to_none=True)) comes back at the same address with the same size, and its new
-   * block takes the name once its lifetime gives it the same category (see carryName).
-   */
-  private readonly nameMemory = new Map<number, { name: string; size: number; cat: number; info: TensorInfo }>();
-
-  /** Give a live block the agent's category (cat < 0: a name only, the lifetime category stays). */
-  setCategory(slot: number, cat: number, name: string | undefined, info?: TensorInfo): void {
-    this.otherChanges++;
-    const b = this.blocks;
-    if (name !== undefined) {
-      b.names[slot] = name;
-      if (info) b.tensors[slot] = info;
-      if (cat >= 0 && this.nameMemory.size < 1 << 16)
-        this.nameMemory.set(b.address[slot]!, { name, size: b.size[slot]!, cat, info: { ...info ?? { shape: null, dtype: null }, carried: true } });
-    }
-    if (cat < 0) return;
-    const old = b.category[slot]!;
-    if (old !== cat) {
-      const size = b.size[slot]!;
-      this.liveByCat[old]! -= size;
-      this.liveCountByCat[old]!--;
-      this.liveByCat[cat]! += size;
-      this.liveCountByCat[cat]!++;
-      b.category[slot] = cat;
-    }
-    b.flags[slot] = 1;
-  }
-
-  /** A block the agent names but the model never saw allocated (records were lost): add it. */
-  insertResynced(address: number, size: number, cat: number, name: string | undefined, t: number): number {
-    const b = this.blocks;
-    const slot = b.take();
-    b.bySlot.set(address, slot);
-    b.address[slot] = address;
-    b.size[slot] = size;
-    b.stream[slot] = 0;
-    b.time_us[slot] = t;
-    b.serial[slot] = 0;
-    b.step[slot] = RESYNCED_STEP;
-    b.range[slot] = 0;
-    b.phase[slot] = 0;
-    b.category[slot] = cat;
-    b.flags[slot] = 2;
-    b.names[slot] = name;
-    this.resyncedBlocks++;
-    if (size > LARGE) this.liveLarge++;
-    this.liveByCat[cat]! += size;
-    this.liveCountByCat[cat]!++;
-    this.liveByRange[0]! += size;
-    return slot;
+  /** Records were lost before the next ones of this device: detail is partial from here. */
+  noteLost(n: number): void {
+    this._lost += n;
+    this.accounting.cur.partial = true;
+    this.consistency.noteLost();
   }
 
   /**
    * Replace block detail with a snapshot's segments (torch.cuda.memory._snapshot()["segments"] of
-   * this device): blocks the model holds at the same address and size keep their phase, step and
-   * category; blocks the snapshot lacks go; blocks only the snapshot has are added. Afterwards the
-   * detail is whole again (the loss counters restart).
+   * this device; see resync.ts). Afterwards the detail is whole again (the loss counters restart).
    */
   resync(segments: ReadonlyArray<SnapshotSegment>, t: number): { kept: number; added: number; dropped: number } {
-    const want = new Map<number, number>();
-    let active = 0;
-    this.otherChanges++;
-    this.segSize.clear();
-    this.segStream.clear();
-    this.segTime.clear();
-    let reserved = 0;
-    for (const seg of segments) {
-      this.segSize.set(seg.address, seg.total_size);
-      this.segStream.set(seg.address, seg.stream ?? 0);
-      reserved += seg.total_size;
-      for (const b of seg.blocks ?? []) {
-        if (b.state === "active_allocated") want.set(b.address, b.size);
-        if (b.state === "active_allocated" || b.state === "active_awaiting_free") active += b.size;
-      }
-    }
-    const b = this.blocks;
-    let kept = 0;
-    let dropped = 0;
-    for (const slot of b.bySlot.values()) {
-      const size = want.get(b.address[slot]!);
-      if (size === b.size[slot]) {
-        want.delete(b.address[slot]!);
-        kept++;
-      } else {
-        this.forget(slot);
-        dropped++;
-      }
-    }
-    for (const [address, size] of want) this.insertResynced(address, size, CAT_OTHER, undefined, t);
-    let allocated = 0;
-    for (let c = 0; c < N_CAT; c++) allocated += this.liveByCat[c]!;
-    this.allocated = allocated;
-    this.reserved = reserved;
-    this.active = active;
-    this.lost = 0;
-    this.unknownFrees = 0;
-    this.unknownFreeBytes = 0;
-    this.replacedBlocks = 0;
-    this.resyncedBlocks = 0;
-    this.segmentsApprox = false;
+    const r = resyncFromSegments(this.blocks, this.segments, segments, t, (slot) => this.accounting.drop(slot, this._step));
+    this._allocated = this.blocks.liveBytes();
+    this._reserved = r.reserved;
+    this._active = r.active;
+    this._lost = 0;
+    this._unknownFrees = 0;
+    this._unknownFreeBytes = 0;
+    this._replacedBlocks = 0;
     this.consistency.restart();
-    return { kept, added: want.size, dropped };
+    return { kept: r.kept, added: r.added, dropped: r.dropped };
   }
 
   /** Exact totals from the ring header replace the event-derived ones (after lost records). */
   anchor(allocated: number, reserved: number, active: number): void {
-    this.allocated = allocated;
-    this.reserved = reserved;
-    this.active = active;
+    this._allocated = allocated;
+    this._reserved = reserved;
+    this._active = active;
   }
-
-  private growRanges(range: number): void {
-    let n = this.liveByRange.length;
-    while (n <= range) n *= 2;
-    const a = new Float64Array(n);
-    a.set(this.liveByRange);
-    this.liveByRange = a;
-    const s = new Float64Array(n);
-    s.set(this.liveStepByRange);
-    this.liveStepByRange = s;
-  }
-
-  private growPending(): void {
-    // Compact first: entries whose block is gone or already resolved need not stay.
-    const b = this.blocks;
-    let w = 0;
-    for (let k = 0; k < this.pendLen; k++) {
-      const slot = this.pendSlot[k]!;
-      if (b.serial[slot] === this.pendSerial[k] && b.category[slot] === CAT_UNRESOLVED) {
-        this.pendSlot[w] = slot;
-        this.pendSerial[w++] = this.pendSerial[k]!;
-      }
-    }
-    this.pendLen = w;
-    if (w * 2 < this.pendSlot.length) return;
-    const n = this.pendSlot.length * 2;
-    const s = new Int32Array(n);
-    s.set(this.pendSlot);
-    const r = new Float64Array(n);
-    r.set(this.pendSerial);
-    this.pendSlot = s;
-    this.pendSerial = r;
-  }
-}
-
-/** A plain loop: every allocation that raises a step's peak copies these few-element arrays, and
- *  TypedArray.set's fixed cost is several times the copy at this size (a tenth of a busy session). */
-function copyInto(dst: Float64Array, src: Float64Array): void {
-  for (let i = 0; i < src.length; i++) dst[i] = src[i]!;
 }

@@ -1,10 +1,11 @@
 // Detectors: what is wrong, in words a user can act on, with the numbers as evidence. Each reads
 // the model's per-step records and live state; none walks more than the live blocks once.
 
-import { PHASES } from "../ffi/events";
+import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
-import type { DeviceState, OomIncident } from "./device";
-import { formatBytes, formatShare } from "./format";
+import type { DeviceState } from "./device";
+import type { OomIncident } from "./oom";
+import { formatBytes, formatShare } from "../words";
 import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
 import { segmentMap } from "./segments";
@@ -44,7 +45,7 @@ export const THRESHOLDS = {
 };
 
 function phaseName(p: number): string {
-  return PHASES[p] ?? `phase#${p}`;
+  return PHASE_NAMES[p] ?? `phase#${p}`;
 }
 
 function where(m: ProfilerModel, step: number, phase: number, range: number): string {
@@ -296,7 +297,7 @@ function partialFinding(m: ProfilerModel, d: DeviceState): Finding | null {
       before_attach_bytes: s.before_attach_bytes,
       unaccounted_bytes: s.unaccounted_bytes,
       replaced_blocks: d.replacedBlocks,
-      resynced_blocks: d.resyncedBlocks,
+      resynced_blocks: d.blocks.resynced,
     },
   };
 }

@@ -24,7 +24,8 @@
 // Every output is a plain JSON-able object: bytes as integers (`*_bytes`), times in µs (`*_us`),
 // null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
-export type { SnapshotSegment } from "./device";
+export type { DeviceState, SnapshotSegment } from "./device";
+export { blockSize } from "./blocks";
 export { summary, timeline, categories, blocks, segments, deviceSummary, partialCauses, unnamedBytes, blockLabel } from "./queries";
 export type { Summary, DeviceSummary, SyncSummary, Categories, BlocksView, BlockLine } from "./queries";
 export type { SyncPoint } from "./consistency";
@@ -35,6 +36,6 @@ export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timel
 export { CATEGORIES, type CategoryName } from "./categories";
 export { replay, batchSource, stateLine, finalLine, type SavedNames, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
 export { phaseBands, oomColumns } from "./bands";
-export { EventTail, DEFAULT_TRACE_ENTRIES } from "./trace";
+export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
 export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";
 export { processProfile, type ProcessProfile } from "./profile";

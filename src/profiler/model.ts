@@ -3,23 +3,13 @@
 // live one. Views call the query functions (queries.ts, segments.ts, findings.ts); every output is
 // a plain JSON-able object with units in the names.
 
-import { ACTION, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
-import { categoryCode } from "./categories";
-import { DeviceState, MAX_OOMS, type SnapshotSegment } from "./device";
-import { largestFreeBlock } from "./segments";
-import { EventTail } from "./trace";
+import { ACTION, isMark, MAX_DEVICES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
+import { DeviceState, type SnapshotSegment } from "./device";
+import { byDevice, type Named, type NamedTensor } from "./names";
 
-/** A tensor as the agent's `names` verb reports it (docs/protocol.md). */
-export interface NamedTensor {
-  address: number;
-  size: number;
-  name?: string | null;
-  category?: string | null;
-  shape?: number[];
-  dtype?: string;
-  /** CUDA device index, or "cuda:N". */
-  device?: number | string;
-}
+export type { NamedTensor } from "./names";
+import { largestFreeBlock } from "./segments";
+import { EventTail } from "./tail";
 
 export interface SetHeaderOptions {
   /** Take the header's totals (default true). Replay of a recorded ring sets false until the end:
@@ -30,7 +20,6 @@ export interface SetHeaderOptions {
   streamEnd?: boolean;
 }
 
-const MAX_DEVICES = 16;
 /** Range ids index the model's per-range arrays: more distinct ranges than this is not a real run. */
 const MAX_RANGE_ID = 1 << 16;
 
@@ -101,9 +90,12 @@ export class ProfilerModel {
         else this.emptyAtAttach.set(dev, { t, events: batch.extra[i]! });
         continue;
       }
-      if (a >= 16) {
-        // phase, step, range_enter (18), range_exit (19): marks for every device
-        this.mark(t, st, ph, a === 18 ? this.enterRange(rg) : a === 19 ? this.exitRange(rg) : this.keepRange(rg));
+      if (isMark(a)) {
+        // phase, step, range_enter, range_exit: marks for every device
+        if (a === ACTION.range_enter) this.mark(t, st, ph, this.enterRange(rg));
+        else if (a === ACTION.range_exit) this.mark(t, st, ph, this.exitRange(rg));
+        else if (a === ACTION.phase || a === ACTION.step) this.mark(t, st, ph, this.keepRange(rg));
+        else this.invalidRecords++; // a mark this model does not know (a newer writer)
         if (d !== undefined) {
           cs = d.step;
           cp = d.phase;
@@ -137,32 +129,36 @@ export class ProfilerModel {
         cr = rg;
       }
       switch (a) {
-        case 0: // alloc
+        case ACTION.alloc:
           ds.alloc(t, address[i]!, size[i]!, stream[i]!);
           break;
-        case 1: // free_requested
+        case ACTION.free_requested:
           ds.freeRequested(t, address[i]!, size[i]!);
           break;
-        case 2: // free_completed
+        case ACTION.free_completed:
           ds.freeCompleted(t, size[i]!);
           break;
-        case 3: // segment_alloc
+        case ACTION.segment_alloc:
           ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true);
           break;
-        case 4: // segment_free
+        case ACTION.segment_free:
           ds.segmentFree(t, address[i]!, size[i]!, true);
           break;
-        case 5: // segment_map
+        case ACTION.segment_map:
           ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, false);
           break;
-        case 6: // segment_unmap
+        case ACTION.segment_unmap:
           ds.segmentFree(t, address[i]!, size[i]!, false);
           break;
-        case 8: // oom (the segment sweep only for incidents the device still keeps)
-          ds.oom(t, size[i]!, batch.extra[i]!, ds.ooms.length < MAX_OOMS ? largestFreeBlock(ds) : 0);
+        case ACTION.oom:
+          ds.oom(t, size[i]!, batch.extra[i]!, () => largestFreeBlock(ds));
           break;
-        default: // snapshot, and codes this model does not know: nothing to account
-          ds.lastTime_us = t;
+        case ACTION.snapshot: // nothing to account
+          ds.touch(t);
+          break;
+        default: // an allocator action this model does not know (a newer writer): counted, not guessed at
+          ds.touch(t);
+          this.invalidRecords++;
       }
     }
     this.eventsIngested += end - start;
@@ -210,7 +206,7 @@ export class ProfilerModel {
     this.phase = phase;
     this.range = range;
     for (const d of this.devices) {
-      if (d.firstTime_us !== d.firstTime_us) d.begin(t);
+      if (d.fresh) d.begin(t);
       if (step !== d.step || phase !== d.phase || range !== d.range) d.sync(t, step, phase, range);
     }
   }
@@ -230,7 +226,7 @@ export class ProfilerModel {
       const attach = this.emptyAtAttach.get(dev);
       if (attach) d.syncPoint(attach.t, 0, 0, 0, attach.events);
     }
-    if (d.firstTime_us !== d.firstTime_us) d.begin(t);
+    if (d.fresh) d.begin(t);
     return d;
   }
 
@@ -244,11 +240,7 @@ export class ProfilerModel {
     this.tail?.noteLost();
     this.lostRecords += n;
     this.lostSinceAnchor += n;
-    for (const d of this.devices) {
-      d.lost += n;
-      d.cur.partial = true;
-      d.consistency.noteLost();
-    }
+    for (const d of this.devices) d.noteLost(n);
   }
 
   /** The ring header's state: pid, mode, exact totals. After lost records its totals re-anchor the model's. */
@@ -279,14 +271,9 @@ export class ProfilerModel {
   /** NVML's used bytes for this process on a device, sampled at nowUs (the caller joins pids). */
   setNvml(pid: number, device: number, usedBytes: number, nowUs: number): void {
     if (!Number.isFinite(usedBytes) || usedBytes < 0) throw new RangeError(`NVML used bytes must be a non-negative number, got ${usedBytes}`);
-    const d = this.deviceFor(device, nowUs);
-    d.nvmlUsed = usedBytes;
-    d.nvmlTime_us = nowUs;
-    d.nvmlPid = pid;
-    d.timeline.observeNvml(nowUs, usedBytes, d.allocated, d.reserved);
+    this.deviceFor(device, nowUs).nvml(pid, usedBytes, nowUs);
   }
 
-  /** Range ids → names (the manifest's `ranges`). */
   /** The line profiler's line names (manifest `lines`: id → "file.py:42: code"). */
   readonly lineNames = new Map<number, string>();
 
@@ -297,6 +284,7 @@ export class ProfilerModel {
     }
   }
 
+  /** Range ids → names (the manifest's `ranges`). */
   setRanges(ranges: Record<string, string> | Map<number, string>): void {
     const entries = ranges instanceof Map ? [...ranges.entries()] : Object.entries(ranges);
     for (const [id, name] of entries) {
@@ -316,45 +304,20 @@ export class ProfilerModel {
    * and category. Where records were lost, a named tensor the model has no block for is added,
    * so block detail resynchronizes. Returns how many tensors matched a block and how many were added.
    */
-  setNames(tensors: NamedTensor[]): { matched: number; added: number; unknown: number } {
+  setNames(tensors: NamedTensor[]): Named {
     let matched = 0;
     let added = 0;
     let unknown = 0;
-    const byDevice = new Map<number, NamedTensor[]>();
-    for (const t of tensors) {
-      if (typeof t?.address !== "number" || typeof t.size !== "number")
-        throw new TypeError(`a named tensor needs numeric address and size, got ${JSON.stringify(t)}`);
-      const dev = parseDevice(t.device);
-      let list = byDevice.get(dev);
-      if (!list) byDevice.set(dev, (list = []));
-      list.push(t);
-    }
-    for (const [dev, list] of byDevice) {
+    for (const [dev, list] of byDevice(tensors)) {
       const d = this.byIndex[dev];
       if (!d) {
         unknown += list.length;
         continue;
       }
-      const sorted = d.blocks.slotsByAddress();
-      const partial = d.lost > 0 || d.unknownFrees > 0;
-      for (const t of list) {
-        // "other" from the agent means "found, not known" (a scan): it names, it does not classify.
-        const cat = t.category !== undefined && t.category !== null && t.category !== "other" ? categoryCode(t.category) : -1;
-        const tname = typeof t.name === "string" ? t.name : undefined;
-        const slot = d.blocks.containing(sorted, t.address);
-        const info = { shape: Array.isArray(t.shape) ? t.shape.map(Number) : null, dtype: typeof t.dtype === "string" ? t.dtype : null, carried: false };
-        if (slot >= 0) {
-          const b = d.blocks;
-          // Several tensors can share a block (views, flat buffers): the first name the agent gave
-          // stays (one carried from an earlier step gives way), a known category wins over "other".
-          const name = b.names[slot] === undefined || b.tensors[slot]?.carried ? tname : undefined;
-          d.setCategory(slot, cat, name, info);
-          matched++;
-        } else if (partial && t.size > 0) {
-          d.blocks.tensors[d.insertResynced(t.address, t.size, cat >= 0 ? cat : 0, tname, d.lastTime_us)] = info;
-          added++;
-        } else unknown++;
-      }
+      const r = d.applyNames(list);
+      matched += r.matched;
+      added += r.added;
+      unknown += r.unknown;
     }
     return { matched, added, unknown };
   }
@@ -389,14 +352,6 @@ export function resyncFromSnapshot(
     out.push({ device: dev, ...d.resync(list, at_us) });
   }
   return out;
-}
-
-function parseDevice(dev: number | string | undefined): number {
-  if (dev === undefined) return 0;
-  if (typeof dev === "number") return dev;
-  const m = /^(?:cuda:)?(\d+)$/.exec(dev);
-  if (!m) throw new TypeError(`a named tensor's device must be N or "cuda:N", got ${JSON.stringify(dev)}`);
-  return Number(m[1]);
 }
 
 export function createModel(): ProfilerModel {

@@ -2,11 +2,12 @@
 // integers, times in µs, null for "not available"); a number in the TUI and the same number in
 // JSON come from one of these functions.
 
-import { PHASES } from "../ffi/events";
+import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_BUFFER, CAT_GRADIENT, CAT_OPTIMIZER_STATE, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { SyncPoint } from "./consistency";
-import { DeviceState, RESYNCED_STEP } from "./device";
-import { formatBytes } from "./format";
+import { FROM_NAMES, RESYNCED, RESYNCED_STEP } from "./blocks";
+import { DeviceState } from "./device";
+import { formatBytes } from "../words";
 import type { ProfilerModel } from "./model";
 import type { TimelineView } from "./timeline";
 import { segmentMap, type SegmentMap } from "./segments";
@@ -78,7 +79,8 @@ export interface Summary {
   closed: boolean;
   events: number;
   lost_records: number;
-  /** Records naming a device outside 0..15 (skipped) or a range id beyond 65535 (taken as no range). */
+  /** Records naming a device outside 0..15 (skipped), a range id beyond 65535 (taken as no range), or
+   *  an action this model does not know (skipped). */
   invalid_records: number;
   partial: boolean;
   devices: DeviceSummary[];
@@ -100,7 +102,7 @@ export function partialCauses(d: DeviceState): string[] {
   if (before > 0) why.push(`${formatBytes(before)} allocated before the agent attached`);
   if (d.unknownFrees > 0) why.push(`${d.unknownFrees} frees of blocks allocated before the recording (${formatBytes(d.unknownFreeBytes)})`);
   if (d.replacedBlocks > 0) why.push(`${d.replacedBlocks} blocks whose free was missed`);
-  if (d.resyncedBlocks > 0) why.push(`${d.resyncedBlocks} blocks filled in by a resync (when and where they were allocated is unknown)`);
+  if (d.blocks.resynced > 0) why.push(`${d.blocks.resynced} blocks filled in by a resync (when and where they were allocated is unknown)`);
   const last = d.consistency.last;
   if (last && !last.agreed)
     why.push(
@@ -142,7 +144,7 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
     non_pytorch_bytes: d.nvmlUsed === null ? null : d.nvmlUsed - reserved,
     live_blocks: d.blocks.count,
     live_block_bytes: live,
-    segments: d.segSize.size,
+    segments: d.segments.count,
     unaccounted_bytes: c.last ? c.last.unaccounted_bytes : null,
     partial: causes.length > 0,
     partial_causes: causes,
@@ -150,7 +152,7 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
     sync: { checks: c.checks, agreed: c.agreed, disagreed: c.disagreed, skipped: c.skipped, last: c.last },
     lost_records: d.lost,
     step: d.step,
-    phase: PHASES[d.phase] ?? `phase#${d.phase}`,
+    phase: PHASE_NAMES[d.phase] ?? `phase#${d.phase}`,
     range: d.range,
     range_name: m.rangeName(d.range),
     first_time_us: num(d.firstTime_us),
@@ -271,12 +273,12 @@ export function categories(m: ProfilerModel, opts: { device?: number } = {}): Ca
   const bytes = new Float64Array(CATEGORIES.length);
   const count = new Float64Array(CATEGORIES.length);
   for (let c = 0; c < CATEGORIES.length; c++) {
-    bytes[c] = d.liveByCat[c]!;
-    count[c] = d.liveCountByCat[c]!;
+    bytes[c] = d.blocks.bytesByCat[c]!;
+    count[c] = d.blocks.countByCat[c]!;
   }
   const into = survivorCategory(d.phase);
-  bytes[into]! += d.liveByCat[CAT_UNRESOLVED]!;
-  count[into]! += d.liveCountByCat[CAT_UNRESOLVED]!;
+  bytes[into]! += d.blocks.bytesByCat[CAT_UNRESOLVED]!;
+  count[into]! += d.blocks.countByCat[CAT_UNRESOLVED]!;
   let total = 0;
   for (let c = 0; c < CATEGORIES.length; c++) total += bytes[c]!;
   const lines: CategoryLine[] = [];
@@ -287,8 +289,8 @@ export function categories(m: ProfilerModel, opts: { device?: number } = {}): Ca
     device: d.device,
     total_bytes: total,
     categories: lines,
-    unresolved_bytes: d.liveByCat[CAT_UNRESOLVED]!,
-    unresolved_phase: PHASES[d.phase] ?? `phase#${d.phase}`,
+    unresolved_bytes: d.blocks.bytesByCat[CAT_UNRESOLVED]!,
+    unresolved_phase: PHASE_NAMES[d.phase] ?? `phase#${d.phase}`,
   };
 }
 
@@ -358,17 +360,15 @@ export function blocks(
   const sort = opts.sort ?? "size";
   const limit = opts.limit ?? 500;
   const slots = sortedSlots(d, sort);
-  const into = survivorCategory(d.phase);
   const out: BlockLine[] = [];
   for (let k = 0; k < slots.length && k < limit; k++) {
     const s = slots[k]!;
-    const cat = b.category[s]!;
     const name = b.names[s] ?? null;
     const tensor = b.tensors[s];
     const step = b.step[s] === RESYNCED_STEP ? null : b.step[s]!;
-    const phase = PHASES[b.phase[s]!] ?? `phase#${b.phase[s]}`;
+    const phase = PHASE_NAMES[b.phase[s]!] ?? `phase#${b.phase[s]}`;
     const rangeName = m.rangeName(b.range[s]!);
-    const category = CATEGORIES[cat === CAT_UNRESOLVED ? into : cat]!;
+    const category = d.categoryOf(s);
     out.push({
       address: b.address[s]!,
       size_bytes: b.size[s]!,
@@ -384,7 +384,7 @@ export function blocks(
       dtype: tensor?.dtype ?? null,
       label: name ?? blockLabel(category, phase, rangeName, step),
       category,
-      category_source: b.flags[s] === 2 ? "resync" : b.flags[s] === 1 ? "names" : "lifetime",
+      category_source: b.flags[s] === RESYNCED ? "resync" : b.flags[s] === FROM_NAMES ? "names" : "lifetime",
     });
   }
   return {

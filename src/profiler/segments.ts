@@ -2,7 +2,6 @@
 // with the live blocks inside them and the free ranges between them. A query, not per event:
 // it sorts segments and blocks by address and sweeps once.
 
-import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { DeviceState } from "./device";
 
 export interface SegmentBlock {
@@ -49,7 +48,7 @@ interface Sweep {
 }
 
 function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Sweep {
-  const segAddrs = [...d.segSize.keys()].sort((a, b) => a - b);
+  const segAddrs = d.segments.addresses();
   const slots = d.blocks.slotsByAddress();
   const b = d.blocks;
   let k = 0;
@@ -58,7 +57,7 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
   let unplaced = 0;
   const segments: SegmentView[] = [];
   for (const sa of segAddrs) {
-    const size = d.segSize.get(sa)!;
+    const size = d.segments.size(sa)!;
     const end = sa + size;
     while (k < slots.length && b.address[slots[k]!]! < sa) unplaced += b.size[slots[k++]!]!;
     let cursor = sa;
@@ -89,8 +88,8 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
       segments.push({
         address: sa,
         size_bytes: size,
-        stream: d.segStream.get(sa) ?? 0,
-        time_us: d.segTime.get(sa) ?? null,
+        stream: d.segments.stream(sa),
+        time_us: d.segments.time(sa),
         allocated_bytes: allocated,
         free_bytes: size - allocated,
         largest_free_bytes: segLargest,
@@ -105,11 +104,10 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
 
 function blockOf(d: DeviceState, s: number): SegmentBlock {
   const b = d.blocks;
-  const cat = b.category[s]!;
   return {
     address: b.address[s]!,
     size_bytes: b.size[s]!,
-    category: CATEGORIES[cat === CAT_UNRESOLVED ? survivorCategory(d.phase) : cat]!,
+    category: d.categoryOf(s),
     name: b.names[s] ?? null,
   };
 }
@@ -139,7 +137,7 @@ export function segmentMap(d: DeviceState, opts: { withBlocks?: boolean } = {}):
   const s = cachedSweep(d, true, opts.withBlocks ?? false);
   return {
     device: d.device,
-    approximate: d.segmentsApprox,
+    approximate: d.segments.approximate,
     reserved_bytes: d.reserved,
     allocated_bytes: d.allocated,
     reserved_unallocated_bytes: d.reserved - d.allocated,

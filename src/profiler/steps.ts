@@ -3,9 +3,10 @@
 // at its end; the step's peak with the composition of live memory at that moment; and the live
 // memory by category and by range at the step boundary (the growth detector reads those).
 
+import { PHASE_NAMES } from "../ffi/events";
 import { N_CAT } from "./categories";
 
-export const N_PHASE = 4;
+export const N_PHASE = PHASE_NAMES.length;
 
 /** Stats of one record_function range (innermost) within one step. */
 export interface RangeStats {

@@ -10,11 +10,8 @@
 // not add up to the segments (records lost, segments from before the agent attached) breaks it.
 // checkTrace walks the same way and the trace starts after the last entry that would not add up.
 
-import { ACTION_NAMES, PHASES } from "../ffi/events";
-import type { ProfilerModel } from "../profiler";
-import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "../profiler/categories";
-import { blockSize, type DeviceState } from "../profiler/device";
-import { segmentMap } from "../profiler/segments";
+import { ACTION, ACTION_NAMES, isMark, PHASE_NAMES } from "../ffi/events";
+import { blockSize, segmentMap, type DeviceState, type ProfilerModel } from "../profiler";
 import { Tuple } from "./pickle-write";
 
 export interface TraceEntry {
@@ -88,7 +85,7 @@ function lineFrame(name: string): Frame {
 }
 
 function where(step: number, phase: number, range: string | null): string {
-  return `step ${step} ${PHASES[phase] ?? "other"}${range ? ` in ${range}` : ""}`;
+  return `step ${step} ${PHASE_NAMES[phase] ?? "other"}${range ? ` in ${range}` : ""}`;
 }
 
 /** The snapshot of a model; `model.keepTrace()` must have been on for it to have a trace. */
@@ -111,17 +108,18 @@ export function snapshotFromModel(m: ProfilerModel): WrittenSnapshot {
       const s = tail.slot(k);
       const a = tail.action[s]!;
       const time_us = tail.time_us[s]!;
-      if (a === 18 || a === 19) {
-        annotations.push({ stage: a === 18 ? "START" : "END", name: m.rangeName(tail.range[s]!) ?? "range", device: firstDevice, time_us });
+      if (a === ACTION.range_enter || a === ACTION.range_exit) {
+        annotations.push({ stage: a === ACTION.range_enter ? "START" : "END", name: m.rangeName(tail.range[s]!) ?? "range", device: firstDevice, time_us });
         continue;
       }
-      if (a > 8) continue;
+      const action = ACTION_NAMES[a];
+      if (isMark(a) || action === undefined) continue; // marks, and codes no writer makes
       const dev = tail.device[s]!;
       if (dev < 0 || dev > maxDevice) continue;
       const size = tail.size[s]!;
-      const e: TraceEntry = { action: ACTION_NAMES[a]!, addr: tail.address[s]!, size, stream: tail.stream[s]!, time_us, frames: [] };
-      if (a === 8) e.device_free = tail.extra[s]!;
-      if (a === 0) {
+      const e: TraceEntry = { action, addr: tail.address[s]!, size, stream: tail.stream[s]!, time_us, frames: [] };
+      if (a === ACTION.oom) e.device_free = tail.extra[s]!;
+      if (a === ACTION.alloc) {
         e.frames = frame(where(tail.step[s]!, tail.phase[s]!, tail.range[s] ? m.rangeName(tail.range[s]!) : null));
         // Allocated inside a function the line profiler follows: that line is the nearest thing to
         // a stack frame we have, and memory_viz shows it first.
@@ -172,9 +170,8 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
   const live = b.slotsByAddress();
   const blockFrames = (s: number): Frame[] => {
     const name = b.names[s];
-    const c = b.category[s]!;
-    const line = CATEGORIES[c === CAT_UNRESOLVED ? survivorCategory(d.phase) : c] ?? "other";
-    const at = b.flags[s] === 2 ? "seen in a resync" : `allocated ${where(b.step[s]!, b.phase[s]!, b.range[s] ? m.rangeName(b.range[s]!) : null)}`;
+    const line = d.categoryOf(s);
+    const at = b.isResynced(s) ? "seen in a resync" : `allocated ${where(b.step[s]!, b.phase[s]!, b.range[s] ? m.rangeName(b.range[s]!) : null)}`;
     return frame(`${name ? `${name} ` : ""}(${line}) ${at}`);
   };
   // Candidates for the segments, by address: live blocks, and blocks freed but not yet completed

@@ -1,6 +1,6 @@
 // From raw samples to the document every view shows (pure: inputs in, document out).
 import type { RingHeader } from "../ffi/events";
-import { PHASES } from "../ffi/events";
+import { PHASE_NAMES } from "../ffi/events";
 import type { NvmlDeviceSample, NvmlSystem } from "../ffi/nvml";
 import type { ProcessInfo } from "./process";
 import type { Manifest } from "./manifest";
@@ -98,7 +98,7 @@ export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: numbe
     oom_count: t.n_oom,
     alloc_retries: t.n_retries,
     step: h.current_step,
-    phase: PHASES[h.current_phase] ?? "other",
+    phase: PHASE_NAMES[h.current_phase] ?? "other",
     rank: agent.manifest.rank,
     job: agent.manifest.job ?? null,
     torch_version: agent.manifest.torch_version,

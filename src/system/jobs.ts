@@ -2,7 +2,7 @@
 // A job is the agent processes with a rank and a world size above 1 that one launcher started
 // (torchrun, torch.distributed.run and mpirun start the ranks as its children, so they share a
 // parent pid), or, where the manifests carry one, the processes of one job id.
-import { formatBytes } from "../profiler/format";
+import { formatBytes } from "../words";
 import type { Job, JobRank, Process, Pytorch } from "./schema";
 
 export interface JobMember {

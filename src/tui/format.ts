@@ -1,5 +1,5 @@
 // Formatting for the screens. Bytes as PyTorch users read them (binary units).
-export { formatBytes } from "../profiler/format";
+export { formatBytes } from "../words";
 
 export function pad(s: string, width: number, right = false): string {
   if (s.length > width) return width > 1 ? `${s.slice(0, width - 1)}…` : s.slice(0, width);

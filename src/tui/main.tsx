@@ -96,8 +96,7 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
 export async function runView(path: string, opts: MonitorOptions): Promise<number> {
   const { readSnapshot } = await import("../snapshot/view");
   const { snapshotSource } = await import("../profiler/snapshot-trace");
-  const { createModel, resyncFromSnapshot } = await import("../profiler");
-  const { replay } = await import("../profiler/replay");
+  const { createModel, replay, resyncFromSnapshot } = await import("../profiler");
   const snap = (await readSnapshot(path)) as { device_traces?: unknown[]; segments?: unknown[] };
   if (!snap || typeof snap !== "object" || !Array.isArray(snap.segments)) throw new Error(`${path} is not a PyTorch memory snapshot (no segments)`);
   const model = createModel().keepTrace();

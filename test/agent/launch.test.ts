@@ -1,4 +1,4 @@
-// `gpumem-tui run -- python …`: the environment launchSpec builds, tried on a real python3 (no
+// `gpumem-tui run -- python …`: the environment launchSpec builds (what `run` spawns), tried on a real python3 (no
 // torch needed: the agent only attaches once the program imports torch).
 import { expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";

@@ -1,11 +1,10 @@
 // The agent's torch-free parts, in Python's own unittest, started by `bun test` so that one
-// command runs every test; and the Python view of the ring layout held to the C compiler's.
+// command runs every test. (Its view of the ring layout, wire.py: test/ffi/wire.test.ts.)
 import { expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../src/ffi/build";
-import { buildTool } from "../support/native";
 import { torchPython } from "../support/torch";
 
 test("agent: control protocol, uid checks, private files, ring copies (python3 -m unittest)", () => {
@@ -53,19 +52,6 @@ for (const v of [system, modern]) {
   if (v === modern) break;
 }
 if (!modern) test.skip("agent: the line profiler through sys.monitoring (needs a Python 3.12+: none found on PATH or in pyenv)", () => {});
-
-test("agent: gpumem_agent/ring.py uses the offsets of gpumem_ring.h", () => {
-  const c = JSON.parse(Bun.spawnSync([buildTool("layout")]).stdout.toString());
-  const py = Bun.spawnSync(
-    ["python3", "-c", "import json, gpumem_agent.ring as r; print(json.dumps(dict(r.OFF, header_size_const=r.HEADER_SIZE, record_size_const=r.RECORD_SIZE, record=r.RECORD.size, abi=r.ABI_VERSION, totals_size=r.TOTALS_SIZE, n_retries=8 * r.TOTALS.index('n_retries'), requested=8 * r.TOTALS.index('requested'))))"],
-    { env: { ...process.env, PYTHONPATH: join(ROOT, "agent") } },
-  );
-  const o = JSON.parse(py.stdout.toString());
-  for (const k of ["write_index", "totals", "pid", "mode", "attach_ns", "updated_ns", "cur_step", "cur_range", "cur_phase", "cur_line", "closed", "n_devices", "capacity", "totals_size", "n_retries", "requested"]) {
-    expect({ k, v: o[k] }).toEqual({ k, v: c[k] });
-  }
-  expect([o.abi, o.header_size_const, o.record_size_const, o.record]).toEqual([c.abi, c.header_size, c.record_size, c.record_size]);
-});
 
 // The agent's Python API where torch has no CUDA (a laptop, a CPU build): nothing breaks, each
 // call says once why it cannot profile (a CPU build of torch is what this test is about).

@@ -25,7 +25,7 @@ if os.environ.get("GPUMEM_TUI_INJECT") != "1":
 
     gpumem_agent.attach()
 import gpumem_agent  # noqa: E402
-from gpumem_agent import ring as ringmod  # noqa: E402
+from gpumem_agent import wire  # noqa: E402
 
 dev = torch.device("cuda:0")
 
@@ -107,8 +107,8 @@ def header_report():
     by_range = {}
     for rec in recs:
         action, phase, rng, size = rec[8], rec[10], rec[7], rec[3]
-        if action == ringmod.ACTIONS["alloc"]:
-            by_phase[ringmod.PHASES[phase]] = by_phase.get(ringmod.PHASES[phase], 0) + size
+        if action == wire.ACTION["alloc"]:
+            by_phase[wire.PHASE_NAMES[phase]] = by_phase.get(wire.PHASE_NAMES[phase], 0) + size
             by_range[str(rng)] = by_range.get(str(rng), 0) + size
     return {
         "mode": a.mode,
@@ -120,9 +120,9 @@ def header_report():
         "alloc_bytes_by_phase": by_phase,
         "alloc_bytes_by_range": by_range,
         "ranges": a.ranges(),
-        "oom_records": [dict(size=x[3], free=x[5]) for x in recs if x[8] == ringmod.ACTIONS["oom"]],
+        "oom_records": [dict(size=x[3], free=x[5]) for x in recs if x[8] == wire.ACTION["oom"]],
         "syncs": [dict(device=x[9], step=x[6], allocated=x[2], reserved=x[3], requested=x[4], events=x[5])
-                  for x in recs if x[8] == ringmod.ACTIONS["sync"]],
+                  for x in recs if x[8] == wire.ACTION["sync"]],
         "step_allocated": list(STEP_ALLOCATED),
         "actions": sorted({x[8] for x in recs}),
     }

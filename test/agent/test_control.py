@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
 import subprocess  # noqa: E402
 
-from gpumem_agent import build, identity, paths, ring  # noqa: E402
+from gpumem_agent import build, identity, paths, ring, wire  # noqa: E402
 from gpumem_agent.agent import _env_int, job_id, ring_capacity, totals_from_stats  # noqa: E402
 from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
 
@@ -322,7 +322,7 @@ class RecordedRings(unittest.TestCase):
         recs = r.records()
         self.assertEqual([x[0] for x in recs], list(range(1, len(recs) + 1)))
         self.assertEqual(len(recs), facts["records"])
-        by = {a: [x for x in recs if x[8] == n] for a, n in ring.ACTIONS.items()}
+        by = {a: [x for x in recs if x[8] == n] for a, n in wire.ACTION.items()}
         total = lambda a: sum(x[3] for x in by[a])  # noqa: E731
         self.assertEqual(total("alloc") - total("free_requested"), facts["requested_bytes"])
         self.assertEqual(total("segment_alloc") - total("segment_free"), facts["memory_reserved"])

@@ -10,10 +10,10 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
-from gpumem_agent import ring  # noqa: E402
+from gpumem_agent import ring, wire  # noqa: E402
 from gpumem_agent.lines import CUR_LINE, WRITE_INDEX, LineStats, Profiler, attribute, block_size  # noqa: E402
 
-A = ring.ACTIONS
+A = wire.ACTION
 MiB = 1 << 20
 
 

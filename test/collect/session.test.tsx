@@ -10,7 +10,7 @@ import { Session } from "../../src/collect/session";
 import { SystemCollector } from "../../src/collect/system";
 import { DocumentSchema } from "../../src/system/schema";
 import { exposition } from "../../src/headless/prometheus";
-import { formatBytes } from "../../src/profiler/format";
+import { formatBytes } from "../../src/words";
 import { ProcessScreen } from "../../src/tui/screens/process";
 import { TensorsScreen } from "../../src/tui/screens/tensors";
 

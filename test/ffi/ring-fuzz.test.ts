@@ -3,7 +3,8 @@
 import { expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { newEventBatch } from "../../src/ffi/events";
-import { HEADER_SIZE, openRing, RingError } from "../../src/ffi/ring";
+import { openRing, RingError } from "../../src/ffi/ring";
+import { HEADER_SIZE } from "../../src/ffi/wire";
 import { produce, tmpPath } from "../support/native";
 
 /** A small deterministic PRNG, so that a failure can be replayed from the printed seed. */

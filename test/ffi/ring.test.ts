@@ -2,7 +2,8 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import { ACTION, newEventBatch, RING_MAGIC, type EventBatch } from "../../src/ffi/events";
-import { HEADER_SIZE, LAYOUT, MAX_DEVICES, openRing, RECORD_SIZE, RING_ABI_VERSION, RingError } from "../../src/ffi/ring";
+import { openRing, RingError } from "../../src/ffi/ring";
+import { HEADER_SIZE, RECORD_SIZE } from "../../src/ffi/wire";
 import { buildTool, produce, tmpPath } from "../support/native";
 
 /** Every record the producer writes carries extra = address ^ size ^ step: a torn record fails it. */
@@ -23,22 +24,10 @@ function expectRingError(fn: () => unknown, kind: string, message: RegExp) {
   throw new Error("expected a RingError");
 }
 
-describe("ring layout", () => {
-  test("src/ffi/ring.ts reads the header at the offsets the C compiler gives gpumem_ring.h", () => {
-    const out = Bun.spawnSync([buildTool("layout")]).stdout.toString();
-    const c = JSON.parse(out);
-    expect(c.abi).toBe(RING_ABI_VERSION);
-    expect(c.header_size).toBe(HEADER_SIZE);
-    expect(c.record_size).toBe(RECORD_SIZE);
-    expect(c.max_devices).toBe(MAX_DEVICES);
-    for (const key of ["write_index", "totals", "totals_size", "pid", "mode", "attach_ns", "updated_ns", "cur_step", "cur_range", "cur_phase", "cur_line", "closed", "n_devices", "capacity"] as const) {
-      expect({ key, offset: LAYOUT[key] }).toEqual({ key, offset: c[key] });
-    }
-    // The magic that recordings are told apart by, as a ring written by the C writer starts.
-    const path = tmpPath("magic.ring");
-    produce(path, 64, 1);
-    expect(readFileSync(path).subarray(0, 8).toString("latin1")).toBe(RING_MAGIC);
-  });
+test("the magic that recordings are told apart by is how a ring written by the C writer starts", () => {
+  const path = tmpPath("magic.ring");
+  produce(path, 64, 1);
+  expect(readFileSync(path).subarray(0, 8).toString("latin1")).toBe(RING_MAGIC);
 });
 
 describe("ring reader", () => {

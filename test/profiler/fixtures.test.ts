@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openRing } from "../../src/ffi/ring";
-import { blockSize } from "../../src/profiler/device";
+import { blockSize } from "../../src/profiler";
 import { blocks, categories, createModel, findings, replay, segments, summary, type NamedTensor, type ReplayFinalLine } from "../../src/profiler";
 
 const TEAM = join(import.meta.dir, "..", "fixtures");

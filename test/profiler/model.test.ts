@@ -101,7 +101,7 @@ describe("totals", () => {
     const m = run(tr);
     expect(summary(m).invalid_records).toBe(1);
     expect(summary(m).devices[0]!.allocated_bytes).toBe(2 * MiB);
-    expect(m.device(0)!.liveByRange.length).toBeLessThan(1024);
+    expect(m.device(0)!.blocks.bytesByRange.length).toBeLessThan(1024);
   });
 
   test("devices are kept apart", () => {

@@ -15,7 +15,7 @@ import {
   summary,
   type ReplayLine,
 } from "../../src/profiler";
-import { formatBytes } from "../../src/profiler/format";
+import { formatBytes } from "../../src/words";
 
 const DIR = join(import.meta.dir, "fixtures", "snapshots");
 const NAMES = ["normal", "no-zero-grad", "kept-loss-graph", "oom"] as const;

@@ -1,4 +1,4 @@
-// Builds the test-only C programs (the ring producer, the layout probe) once per test run.
+// Builds the test-only C programs (the ring producer) once per test run.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,5 +1,6 @@
-// Words for the evidence that findings carry. Numbers stay numbers in every output; these strings
-// only make a finding's sentence readable.
+// Numbers in words, for findings' evidence and for the screens: bytes in binary units as PyTorch
+// users read them, shares as percentages. Numbers stay numbers in every JSON output; these strings
+// only make a sentence or a cell readable.
 
 const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
 

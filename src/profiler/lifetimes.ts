@@ -1,0 +1,173 @@
+// Category inference for the blocks the agent has not named: by lifetime (what a block outlives
+// says what it is, see categories.ts survivorCategory), by what was alive before the first forward
+// (parameters), and by names carried from the same tensor in an earlier step. It decides at phase
+// and step boundaries; per allocator event it only notes the new block.
+
+import { FROM_NAMES, type BlockTable, type TensorInfo } from "./blocks";
+import { CAT_ACTIVATION, CAT_GRADIENT, CAT_OTHER, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
+import { PHASE } from "../ffi/events";
+
+/** What a phase's end decided: the category its survivors took, and the bytes on each side. */
+export interface PhaseVerdict {
+  promoted: number;
+  /** Bytes that took `promoted`. */
+  bytes: number;
+  /** Bytes of backward that outlived it without a parameter of their size: caches, not gradients. */
+  otherBytes: number;
+}
+
+export class Lifetimes {
+  /** Counts category changes: part of the device's version, a key for the queries' caches. */
+  changes = 0;
+  // Blocks allocated in the running phase instance, resolved when it ends. Entries are (slot,
+  // serial) so a slot freed and reused meanwhile is told apart.
+  private pendSlot = new Int32Array(1024);
+  private pendSerial = new Float64Array(1024);
+  private pendLen = 0;
+  private firstForwardSerial = -1;
+  private firstForwardStep = -1;
+  /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
+   *  that outlives backward is a gradient when a parameter of its size exists, else it is a cache
+   *  the backward pass made (the cuBLAS workspace of autograd's thread, for one). */
+  private readonly paramSizes = new Set<number>();
+  private boundariesSinceFirstForward = 0;
+  /**
+   * Names the agent gave, by address: a tensor freed and made again each step (a gradient under
+   * zero_grad(set_to_none=True)) comes back at the same address with the same size, and its new
+   * block takes the name once its lifetime gives it the same category (see carryName).
+   */
+  private readonly nameMemory = new Map<number, { name: string; size: number; cat: number; info: TensorInfo }>();
+
+  constructor(private readonly blocks: BlockTable) {}
+
+  /** A block allocated in the running phase: its category is known when the phase ends. */
+  pend(slot: number, serial: number): void {
+    if (this.pendLen === this.pendSlot.length) this.growPending();
+    this.pendSlot[this.pendLen] = slot;
+    this.pendSerial[this.pendLen++] = serial;
+  }
+
+  /** A forward phase begins (`serial`: the last block allocated before it). The first one counts. */
+  forward(serial: number, step: number): void {
+    if (this.firstForwardSerial >= 0) return;
+    this.firstForwardSerial = serial;
+    this.firstForwardStep = step;
+    const b = this.blocks;
+    for (const slot of b.bySlot.values()) this.paramSizes.add(b.size[slot]!);
+  }
+
+  /** The running phase instance (`phase`) ends and `next` begins: its surviving blocks get their
+   *  category. Outside any module's forward but right before backward is where the loss is
+   *  computed: what it keeps for backward is activation too. */
+  endPhase(phase: number, next: number): PhaseVerdict {
+    const promoted = phase === PHASE.other && next === PHASE.backward ? CAT_ACTIVATION : survivorCategory(phase);
+    const backward = promoted === CAT_GRADIENT;
+    const b = this.blocks;
+    const cat = b.category;
+    let bytes = 0;
+    let n = 0;
+    let otherBytes = 0;
+    let otherN = 0;
+    for (let k = 0; k < this.pendLen; k++) {
+      const slot = this.pendSlot[k]!;
+      if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
+        if (backward && this.paramSizes.size > 0 && !this.paramSizes.has(b.size[slot]!)) {
+          cat[slot] = CAT_OTHER;
+          otherBytes += b.size[slot]!;
+          otherN++;
+        } else {
+          cat[slot] = promoted;
+          bytes += b.size[slot]!;
+          n++;
+        }
+        if (this.nameMemory.size > 0) this.carryName(slot);
+      }
+    }
+    this.pendLen = 0;
+    this.changes++;
+    b.moveSums(CAT_UNRESOLVED, promoted, bytes, n);
+    b.moveSums(CAT_UNRESOLVED, CAT_OTHER, otherBytes, otherN);
+    return { promoted, bytes, otherBytes };
+  }
+
+  /** A step boundary: the second after the first forward settles the parameters. */
+  stepBoundary(): void {
+    if (this.firstForwardSerial >= 0 && ++this.boundariesSinceFirstForward === 2) this.promoteParameters();
+  }
+
+  /** Give a live block the agent's category (cat < 0: a name only, the lifetime category stays). */
+  name(slot: number, cat: number, name: string | undefined, info?: TensorInfo): void {
+    this.changes++;
+    const b = this.blocks;
+    if (name !== undefined) {
+      b.names[slot] = name;
+      if (info) b.tensors[slot] = info;
+      if (cat >= 0 && this.nameMemory.size < 1 << 16)
+        this.nameMemory.set(b.address[slot]!, { name, size: b.size[slot]!, cat, info: { ...(info ?? { shape: null, dtype: null }), carried: true } });
+    }
+    if (cat < 0) return;
+    b.recategorize(slot, cat);
+    b.flags[slot] = FROM_NAMES;
+  }
+
+  /** A block whose lifetime category matches a tensor named at its address and size before. */
+  private carryName(slot: number): void {
+    const b = this.blocks;
+    if (b.names[slot] !== undefined) return;
+    const known = this.nameMemory.get(b.address[slot]!);
+    if (known && known.size === b.size[slot] && known.cat === b.category[slot]) {
+      b.names[slot] = known.name;
+      b.tensors[slot] = known.info;
+    }
+  }
+
+  /**
+   * Two steps after the first forward: blocks allocated before it (outside any phase) and still
+   * alive are the model's parameters and buffers (input batches of the first step are gone by now).
+   * And "activations" of that first step that no later step freed are caches made on first use
+   * (the cuBLAS workspace of the forward's thread, for one), not activations: they become other.
+   */
+  private promoteParameters(): void {
+    this.changes++;
+    const b = this.blocks;
+    let parameters = 0;
+    for (const slot of b.bySlot.values()) {
+      if (b.flags[slot] !== 0) continue;
+      const cat = b.category[slot]!;
+      let to = -1;
+      if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
+      else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;
+      if (to < 0) continue;
+      b.recategorize(slot, to);
+      if (to === CAT_PARAMETER) parameters++;
+    }
+    if (parameters > 0) return;
+    // No parameter was allocated while the model watched (it attached after the model was built):
+    // sizes cannot tell gradients from caches, so what outlived backward is taken for gradients.
+    this.paramSizes.clear();
+    for (const slot of b.bySlot.values())
+      if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE.backward) b.recategorize(slot, CAT_GRADIENT);
+  }
+
+  private growPending(): void {
+    // Compact first: entries whose block is gone or already resolved need not stay.
+    const b = this.blocks;
+    let w = 0;
+    for (let k = 0; k < this.pendLen; k++) {
+      const slot = this.pendSlot[k]!;
+      if (b.serial[slot] === this.pendSerial[k] && b.category[slot] === CAT_UNRESOLVED) {
+        this.pendSlot[w] = slot;
+        this.pendSerial[w++] = this.pendSerial[k]!;
+      }
+    }
+    this.pendLen = w;
+    if (w * 2 < this.pendSlot.length) return;
+    const n = this.pendSlot.length * 2;
+    const s = new Int32Array(n);
+    s.set(this.pendSlot);
+    const r = new Float64Array(n);
+    r.set(this.pendSerial);
+    this.pendSlot = s;
+    this.pendSerial = r;
+  }
+}

@@ -1,0 +1,237 @@
+// Step accounting of one device: the running step's record (per phase and per range: allocated,
+// freed, temporaries, peaks; the step's peak and what made it up), the finished steps kept, and
+// what outlives a step (gradients held into the next). Fed by DeviceState per allocator event and
+// at the loop's boundaries; queries read `cur` and `kept`.
+
+import { grownToHold, type BlockTable } from "./blocks";
+import { CAT_GRADIENT, CAT_OTHER, CAT_TEMPORARY, CAT_UNRESOLVED } from "./categories";
+import type { PhaseVerdict } from "./lifetimes";
+import { N_PHASE, StepRecord, type RangeStats } from "./steps";
+import { PHASE } from "../ffi/events";
+
+/** How many finished steps a device keeps (older ones are dropped; the growth detector needs ~dozens). */
+export const MAX_STEPS = 512;
+/** How many recent finished steps keep their per-range breakdown. */
+export const RANGE_DETAIL_STEPS = 64;
+
+export class StepAccounting {
+  /** Finished steps, oldest first (at most MAX_STEPS). */
+  readonly kept: StepRecord[] = [];
+  /** The running step. */
+  cur: StepRecord;
+  /** When the running phase instance began. */
+  phaseStart_us = NaN;
+  private curRange: RangeStats | null = null;
+  /** Counts phase instances (a phase entered, or a step begun); the step's peak remembers which. */
+  private phaseInst = 0;
+  /** Serial of the last block allocated before the running phase instance / range instance began. */
+  private phaseStartSerial = 0;
+  private rangeStartSerial = 0;
+  /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
+  private readonly liveByPhase = new Float64Array(N_PHASE);
+  private liveByRange = new Float64Array(64);
+  /** Gradient bytes alive at the last step boundary and not freed since (see StepRecord.gradHeldBytes). */
+  private carryGrad = 0;
+  private carryGradN = 0;
+
+  constructor(
+    private readonly blocks: BlockTable,
+    step: number,
+    phase: number,
+  ) {
+    this.cur = new StepRecord(step, NaN, 0, 0);
+    this.cur.phEntries[phase]!++;
+  }
+
+  /** The device's first event: the first step starts here. */
+  begin(t: number, phase: number, range: number, allocated: number, reserved: number): void {
+    this.cur = new StepRecord(this.cur.step, t, allocated, reserved);
+    this.cur.phEntries[phase]!++;
+    this.phaseStart_us = t;
+    this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
+    if (this.curRange) this.curRange.entries++;
+  }
+
+  /** A block of `size` was allocated (`allocated`: the device's allocated bytes now). */
+  alloc(t: number, size: number, allocated: number, serial: number, phase: number, range: number): void {
+    if (range >= this.liveByRange.length) this.liveByRange = grownToHold(this.liveByRange, range);
+    this.liveByRange[range]! += size;
+    this.liveByPhase[phase]! += size;
+    const cur = this.cur;
+    cur.alloc_bytes += size;
+    cur.n_alloc++;
+    cur.phAlloc[phase]! += size;
+    cur.phNAlloc[phase]!++;
+    if (allocated > cur.phPeak[phase]!) cur.phPeak[phase] = allocated;
+    if (allocated > cur.peak_allocated) this.newPeak(t, allocated, serial, phase, range);
+    const rs = this.curRange;
+    if (rs !== null) {
+      rs.alloc_bytes += size;
+      rs.n_alloc++;
+      if (allocated > rs.peak_allocated_bytes) rs.peak_allocated_bytes = allocated;
+    }
+  }
+
+  private newPeak(t: number, allocated: number, serial: number, phase: number, range: number): void {
+    const cur = this.cur;
+    cur.peak_allocated = allocated;
+    cur.peak_time_us = t;
+    cur.peak_phase = phase;
+    cur.peak_range = range;
+    copyInto(cur.peakComp, this.blocks.bytesByCat);
+    copyInto(cur.peakByPhase, this.liveByPhase);
+    if (cur.peakByRange.length !== this.liveByRange.length) cur.peakByRange = new Float64Array(this.liveByRange.length);
+    copyInto(cur.peakByRange, this.liveByRange);
+    cur.peakPhaseInst = this.phaseInst;
+    cur.peakSerial = serial;
+    cur.peakTemp = 0;
+    cur.peakResolved = false;
+  }
+
+  /** `size` bytes freed in `phase`; `slot`: the live block freed, or −1 for a block never seen
+   *  allocated (the step's figures are then partial). */
+  free(size: number, phase: number, slot: number): void {
+    const cur = this.cur;
+    cur.freed_bytes += size;
+    cur.n_free++;
+    cur.phFreed[phase]! += size;
+    const rs = this.curRange;
+    if (rs !== null) rs.freed_bytes += size;
+    if (slot < 0) {
+      cur.partial = true;
+      return;
+    }
+    const b = this.blocks;
+    if (b.serial[slot]! > this.phaseStartSerial) {
+      cur.phFreedWithin[phase]! += b.size[slot]!;
+      if (cur.peakPhaseInst === this.phaseInst && b.category[slot] === CAT_UNRESOLVED && b.serial[slot]! <= cur.peakSerial) cur.peakTemp += b.size[slot]!;
+    }
+    if (rs !== null && b.serial[slot]! > this.rangeStartSerial) rs.freed_within_bytes += b.size[slot]!;
+  }
+
+  /** A live block leaves (freed, replaced or dropped by a resync) while `step` runs. */
+  drop(slot: number, step: number): void {
+    const b = this.blocks;
+    const size = b.size[slot]!;
+    if (b.step[slot] === step) {
+      this.liveByPhase[b.phase[slot]!]! -= size;
+      this.liveByRange[b.range[slot]!]! -= size;
+    }
+    if (b.category[slot] === CAT_GRADIENT && b.step[slot]! < step && this.carryGradN > 0) {
+      this.carryGrad -= size;
+      this.carryGradN--;
+    }
+  }
+
+  /** The running phase instance (`phase`) ends: its figures, and the peak's split once its
+   *  survivors' category is known (`v`, from Lifetimes.endPhase). */
+  endPhase(t: number, phase: number, allocated: number, v: PhaseVerdict): void {
+    const cur = this.cur;
+    cur.phAllocatedAtEnd[phase] = allocated;
+    if (this.phaseStart_us === this.phaseStart_us) cur.phDuration[phase]! += t - this.phaseStart_us;
+    if (cur.peakPhaseInst === this.phaseInst && !cur.peakResolved)
+      this.resolvePeak(v.promoted, v.bytes + v.otherBytes > 0 ? v.bytes / (v.bytes + v.otherBytes) : 1);
+  }
+
+  /** Split the bytes that were unresolved at the step's peak into temporaries and survivors
+   *  (survivors as the phase's survivors split: `share` of them in `promoted`, the rest other). */
+  private resolvePeak(promoted: number, share: number): void {
+    const cur = this.cur;
+    const unresolved = cur.peakComp[CAT_UNRESOLVED]!;
+    const temp = Math.min(cur.peakTemp, unresolved);
+    const survived = unresolved - temp;
+    const main = Math.round(survived * share);
+    cur.peakComp[CAT_UNRESOLVED] = 0;
+    cur.peakComp[CAT_TEMPORARY]! += temp;
+    cur.peakComp[promoted]! += main;
+    cur.peakComp[CAT_OTHER]! += survived - main;
+    cur.peakResolved = true;
+  }
+
+  /** The composition at the running step's peak as it stands now (for queries mid-phase). */
+  provisionalPeakComp(): Float64Array {
+    const cur = this.cur;
+    const comp = cur.peakComp.slice();
+    if (!cur.peakResolved) {
+      const unresolved = comp[CAT_UNRESOLVED]!;
+      const temp = Math.min(cur.peakTemp, unresolved);
+      comp[CAT_UNRESOLVED] = unresolved - temp;
+      comp[CAT_TEMPORARY]! += temp;
+    }
+    return comp;
+  }
+
+  /** The running step ends (its last phase already ended): kept, with what it held at its end. */
+  endStep(t: number, allocated: number, reserved: number): void {
+    const cur = this.cur;
+    cur.end_us = t;
+    cur.allocated_at_end = allocated;
+    cur.reserved_at_end = reserved;
+    cur.liveByCatAtEnd.set(this.blocks.bytesByCat);
+    const byRange: Array<[number, number]> = [];
+    const live = this.blocks.bytesByRange;
+    for (let r = 0; r < live.length; r++) if (live[r]! !== 0) byRange.push([r, live[r]!]);
+    cur.liveByRangeAtEnd = byRange;
+    this.kept.push(cur);
+    if (this.kept.length > MAX_STEPS) this.kept.shift();
+    // Per-range detail is what grows with a big range table: only recent steps keep it.
+    const aged = this.kept[this.kept.length - 1 - RANGE_DETAIL_STEPS];
+    if (aged && aged.ranges.size > 0) {
+      aged.ranges.clear();
+      aged.peakByRange = new Float64Array(0);
+      aged.rangeDetailDropped = true;
+    }
+  }
+
+  /** A new step begins in `phase` and `range` (`serial`: the last block allocated before it). Every
+   *  gradient alive now came from earlier steps: what the next steps still hold of them is counted. */
+  beginStep(t: number, step: number, phase: number, range: number, serial: number, allocated: number, reserved: number): void {
+    this.carryGrad = this.blocks.bytesByCat[CAT_GRADIENT]!;
+    this.carryGradN = this.blocks.countByCat[CAT_GRADIENT]!;
+    this.liveByPhase.fill(0);
+    this.liveByRange.fill(0);
+    this.phaseInst++;
+    this.phaseStartSerial = serial;
+    this.rangeStartSerial = serial;
+    this.phaseStart_us = t;
+    this.cur = new StepRecord(step, t, allocated, reserved);
+    this.cur.phEntries[phase]!++;
+    this.cur.phPeak[phase] = allocated;
+    this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
+    if (this.curRange) this.curRange.entries++;
+    this.enterPhase(phase);
+  }
+
+  /** A new phase instance begins within the step. */
+  beginPhase(t: number, phase: number, serial: number, allocated: number): void {
+    this.phaseInst++;
+    this.phaseStartSerial = serial;
+    this.phaseStart_us = t;
+    this.cur.phEntries[phase]!++;
+    if (allocated > this.cur.phPeak[phase]!) this.cur.phPeak[phase] = allocated;
+    this.enterPhase(phase);
+  }
+
+  private enterPhase(phase: number): void {
+    if (phase === PHASE.backward && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
+      this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
+      this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
+    }
+  }
+
+  /** The innermost record_function range changed. */
+  beginRange(range: number, serial: number, allocated: number): void {
+    this.rangeStartSerial = serial;
+    this.curRange = range !== 0 ? this.cur.rangeStats(range) : null;
+    if (this.curRange) {
+      this.curRange.entries++;
+      if (allocated > this.curRange.peak_allocated_bytes) this.curRange.peak_allocated_bytes = allocated;
+    }
+  }
+}
+
+/** A plain loop: every allocation that raises a step's peak copies these few-element arrays, and
+ *  TypedArray.set's fixed cost is several times the copy at this size (a tenth of a busy session). */
+function copyInto(dst: Float64Array, src: Float64Array): void {
+  for (let i = 0; i < src.length; i++) dst[i] = src[i]!;
+}
