@@ -2,6 +2,7 @@
 // the model's per-step records and live state; none walks more than the live blocks once.
 
 import { PHASE_NAMES } from "../ffi/events";
+import { RESYNCED_STEP } from "./blocks";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
 import type { DeviceState } from "./device";
 import type { OomIncident } from "./oom";
@@ -176,7 +177,10 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
     `(allocated at the boundary from ${formatBytes(first.allocated_at_end)} to ${formatBytes(last.allocated_at_end)}; ` +
     `${positive} of ${intervals} boundaries grew).`;
   evidence += ` The growth is in ${CATEGORIES[topCat]!.replace("_", " ")} memory (+${formatBytes(catGrowth)} per step)`;
-  evidence += rangeName ? `, allocated in range ${rangeName} (+${formatBytes(topRangeGrowth)} per step).` : ".";
+  const site = growthSite(m, d, first.step, topCat);
+  evidence += rangeName ? `, allocated in range ${rangeName} (+${formatBytes(topRangeGrowth)} per step)` : "";
+  if (site) evidence += `${rangeName ? ";" : ","} ${site.words}`;
+  evidence += ".";
   evidence +=
     " Something keeps tensors of every step alive: e.g. a running loss that keeps its autograd graph " +
     "(total_loss += loss instead of loss.item()), or outputs appended to a list.";
@@ -198,8 +202,38 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
       category_growth_per_step_bytes: Math.round(catGrowth),
       range: rangeName,
       range_growth_per_step_bytes: topRange > 0 ? Math.round(topRangeGrowth) : null,
+      site_phase: site?.phase ?? null,
+      site_range: site?.range ?? null,
+      site_bytes: site?.bytes ?? null,
+      site_blocks: site?.blocks ?? null,
     },
   };
+}
+
+/**
+ * Where the growing memory was allocated: the phase and range of the live blocks of the growing
+ * category that later steps allocated and still hold (a leak's tensors, step after step), by bytes.
+ * Outside every record_function range is a place too: a list the training loop appends to.
+ */
+function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: number) {
+  const b = d.blocks;
+  const bytes = new Map<number, { bytes: number; blocks: number }>();
+  for (const slot of b.bySlot.values()) {
+    if (b.category[slot] !== cat || b.step[slot]! <= sinceStep || b.step[slot] === RESYNCED_STEP) continue;
+    const key = b.phase[slot]! * 2 ** 32 + b.range[slot]!;
+    const e = bytes.get(key) ?? { bytes: 0, blocks: 0 };
+    e.bytes += b.size[slot]!;
+    e.blocks++;
+    bytes.set(key, e);
+  }
+  let top: [number, { bytes: number; blocks: number }] | null = null;
+  for (const e of bytes) if (!top || e[1].bytes > top[1].bytes) top = e;
+  if (!top) return null;
+  const phase = PHASE_NAMES[Math.floor(top[0] / 2 ** 32)] ?? "other";
+  const rangeId = top[0] % 2 ** 32;
+  const range = rangeId > 0 ? m.rangeName(rangeId) : null;
+  const where = `${phase === "other" ? "outside forward, backward and the optimizer" : `in ${phase}`}, ${range ? `in range ${range}` : "outside every record_function range"}`;
+  return { phase, range, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };
 }
 
 function gradientsFinding(d: DeviceState): Finding | null {

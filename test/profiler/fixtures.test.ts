@@ -120,6 +120,9 @@ describe("rings recorded on a GPU", () => {
     const held = dev.steps.filter((s) => s.complete).map((s) => s.held_at_end_bytes);
     expect(f!.numbers.growth_per_step_bytes).toBe(Math.round((held.at(-1)! - held[1]!) / (held.length - 2)));
     expect(final.findings.map((x) => x.id)).not.toContain("gradients_kept");
+    // Where it was allocated: the kept graphs' activations come from the forward of mlp_block.
+    expect(f!.numbers).toMatchObject({ site_phase: "forward", site_range: "mlp_block" });
+    expect(f!.evidence).toMatch(/the \d+ blocks still held \([\d.]+ MiB\) were allocated in forward, in range mlp_block/);
   });
 
   test("OOM: the incident with request, free memory, totals, phase and step", async () => {
