@@ -75,6 +75,8 @@ export class BlockTable {
   large = 0;
   /** Live blocks a resync added that no recorded alloc accounts for. */
   resynced = 0;
+  /** Resynced blocks a snapshot has since vouched for: they no longer count in `resynced`. */
+  private readonly settled = new Set<number>();
   /** The slot add() took the address from (its free was lost), still counted: the caller reads it,
    *  then discards it. −1 when the address was free. */
   displaced = -1;
@@ -157,7 +159,7 @@ export class BlockTable {
     this.bytesByCat[cat]! -= size;
     this.countByCat[cat]!--;
     if (size > LARGE) this.large--;
-    if (this.flags[slot] === RESYNCED) this.resynced--;
+    if (this.flags[slot] === RESYNCED && !this.settled.delete(slot)) this.resynced--;
     this.bytesByRange[this.range[slot]!]! -= size;
     this.release(slot);
   }
@@ -188,8 +190,10 @@ export class BlockTable {
     this.countByCat[to]! += blocks;
   }
 
-  /** Forget every sum of resyncs (a snapshot made the detail whole again). */
+  /** Forget every sum of resyncs (a snapshot made the detail whole again). The blocks keep their
+   *  flag (their origin stays unknown); freeing one later no longer counts against the sum. */
   clearResynced(): void {
+    for (const slot of this.bySlot.values()) if (this.flags[slot] === RESYNCED) this.settled.add(slot);
     this.resynced = 0;
   }
 
