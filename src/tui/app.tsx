@@ -3,21 +3,21 @@ import { Box, type Key, Text, useApp, useInput, useWindowSize } from "ink";
 import { useEffect, useRef, useState } from "react";
 import type { Controller } from "./controller";
 import { color, pad } from "./format";
-import { HelpScreen } from "./screens/help";
-import { LinesScreen } from "./screens/lines";
-import { Overview, overviewProcesses, PROCESS_SORTS, type ProcessSort } from "./screens/overview";
-import { ProcessScreen } from "./screens/process";
-import { SegmentsScreen } from "./screens/segments";
-import { TENSOR_SORTS, TensorsScreen, type TensorSort } from "./screens/tensors";
+import { keyHint, SCREENS, screenIndex, type ScreenId } from "./registry";
+import { overviewProcesses, PROCESS_SORTS, type ProcessSort } from "./screens/overview";
+import { TENSOR_SORTS, type TensorSort } from "./screens/tensors";
 
-export const SCREENS = ["Overview", "Process", "Tensors", "Segments", "Lines", "Help"] as const;
-const HELP = SCREENS.indexOf("Help");
-const LINES = SCREENS.indexOf("Lines");
+const HELP = screenIndex("help");
+const LINES = screenIndex("lines");
+const OVERVIEW = screenIndex("overview");
+const PROCESS = screenIndex("process");
+const TENSORS = screenIndex("tensors");
+const TITLES = SCREENS.map((s) => s.title);
 
 export interface AppProps {
   ctl: Controller;
   ascii: boolean;
-  initialScreen?: number;
+  initialScreen?: ScreenId;
   /** Start the demo replay (D); absent where there is none to offer. */
   onDemo?: () => void;
   /** Fixed size, for tests; otherwise the terminal's. */
@@ -28,7 +28,8 @@ export interface AppProps {
 type KeyLike = Pick<Key, "return" | "escape" | "backspace" | "delete" | "ctrl" | "meta" | "tab" | "shift" | "downArrow" | "upArrow" | "pageDown" | "pageUp">;
 const NO_KEY: KeyLike = { return: false, escape: false, backspace: false, delete: false, ctrl: false, meta: false, tab: false, shift: false, downArrow: false, upArrow: false, pageDown: false, pageUp: false };
 
-export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
+export function App({ ctl, ascii, initialScreen: initialId = "overview", onDemo, size }: AppProps) {
+  const initialScreen = screenIndex(initialId);
   const { exit } = useApp();
   const win = useWindowSize();
   const columns = size?.columns ?? win.columns ?? 80;
@@ -42,7 +43,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     screenNow.current = typeof n === "function" ? n(screenNow.current) : n;
     setScreenState(screenNow.current);
   };
-  const [selected, setSelectedState] = useState(SCREENS.map(() => 0));
+  const [selected, setSelectedState] = useState(SCREENS.map(() => 0 as number));
   const selectedNow = useRef(selected);
   const [pid, setPid] = useState<number | null>(null);
   const [procSort, setProcSort] = useState<ProcessSort>("memory");
@@ -109,14 +110,14 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     if (key.upArrow || input === "k") return move(-1);
     if (key.pageDown) return move(10);
     if (key.pageUp) return move(-10);
-    if (key.return && screen === 0) {
-      const p = procs[selectedNow.current[0]!];
+    if (key.return && screen === OVERVIEW) {
+      const p = procs[selectedNow.current[OVERVIEW]!];
       if (p) setPid(p.agent_pid ?? p.pid);
-      return setScreen(1);
+      return setScreen(PROCESS);
     }
     if (input === "s") {
-      if (screen === 0) setProcSort((s) => PROCESS_SORTS[(PROCESS_SORTS.indexOf(s) + 1) % PROCESS_SORTS.length]!);
-      else if (screen === 2) setTensorSort((s) => TENSOR_SORTS[(TENSOR_SORTS.indexOf(s) + 1) % TENSOR_SORTS.length]!);
+      if (screen === OVERVIEW) setProcSort((s) => PROCESS_SORTS[(PROCESS_SORTS.indexOf(s) + 1) % PROCESS_SORTS.length]!);
+      else if (screen === TENSORS) setTensorSort((s) => TENSOR_SORTS[(TENSOR_SORTS.indexOf(s) + 1) % TENSOR_SORTS.length]!);
       return;
     }
     if (input === "/") return (setTyping(true), setFilter(""));
@@ -126,8 +127,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     }
     if (input === "+") return ctl.setInterval(ctl.intervalMs * 2);
     if (input === "-") return ctl.setInterval(ctl.intervalMs / 2);
-    const row = procs[selectedNow.current[0]!];
-    const target = screen === 0 ? models.find((m) => m.pid === (row?.agent_pid ?? row?.pid)) : pm;
+    const row = procs[selectedNow.current[OVERVIEW]!];
+    const target = screen === OVERVIEW ? models.find((m) => m.pid === (row?.agent_pid ?? row?.pid)) : pm;
     if (input === "d") return void ctl.run(target, "dump_snapshot");
     if (input === "r") return void ctl.run(target, "reset_peaks");
     if (input === "e") {
@@ -144,8 +145,9 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   const body = rows - 3;
   // Every tab named where they fit; on a narrow terminal only the current one is (80 columns).
   const tabRoom = Math.max(10, columns - 22);
-  const named = SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} ${s} `)).join("");
-  const tabs = named.length <= tabRoom ? named : SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} `)).join("");
+  const named = SCREENS.map((s, i) => (i === screen ? `[${s.key} ${s.title}]` : ` ${s.key} ${s.title} `)).join("");
+  const tabs = named.length <= tabRoom ? named : SCREENS.map((s, i) => (i === screen ? `[${s.key} ${s.title}]` : ` ${s.key} `)).join("");
+  const Current = SCREENS[screen]!.component;
   const status = typing ? `filter: ${filter}▏ (Enter keeps, Esc clears)` : ctl.status || `${ctl.paused ? "PAUSED  " : ""}every ${ctl.intervalMs} ms  ? help  q quit`;
   return (
     <Box flexDirection="column" width={columns} height={rows - 1}>
@@ -156,12 +158,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
         {/* Screens budget their own lines; if one ever runs over, its last lines are cut (never
             shrink: Yoga would squeeze lines anywhere in the screen to nothing). */}
         <Box flexDirection="column" flexShrink={0}>
-        {screen === 0 ? <Overview doc={ctl.doc} history={ctl.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} replay={ctl.replay ? `The ${ctl.replay.title}` : null} sampling={ctl.collector !== null} /> : null}
-        {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
-        {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
-        {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
-        {screen === LINES ? <LinesScreen pm={pm} state={pm ? ctl.lines.get(pm.pid) : undefined} width={columns} height={body} /> : null}
-        {screen === HELP ? <HelpScreen /> : null}
+        <Current ctl={ctl} pm={pm} ui={{ screen, selected, pid, procSort, procReverse: false, tensorSort, tensorReverse: false, filter, typing, prompt: null, openFinding: null }} selected={selected[screen]!} width={columns} height={body} ascii={ascii} keyHint={keyHint} screens={SCREENS} />
         </Box>
       </Box>
       <Text inverse={!!ctl.status}>{pad(status, columns - 1)}</Text>

@@ -9,6 +9,7 @@ import { startReplay } from "../collect/live";
 import { openRingRecording, type Recording } from "../collect/recording";
 import { SystemCollector } from "../collect/system";
 import { App } from "./app";
+import { keyHint, type ScreenId } from "./registry";
 import { Controller } from "./controller";
 
 export interface MonitorOptions {
@@ -21,7 +22,7 @@ export interface MonitorOptions {
 /** The recording the demo replays: a real training run recorded on an H100, shipped in the package. */
 export const DEMO_RECORDING = join(import.meta.dir, "..", "..", "test", "fixtures", "normal.ring");
 
-async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: number; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
+async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: ScreenId; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
   const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {
     alternateScreen: true,
     // Ink would draw nothing until exit when CI=true is set (a shell inside a CI job on a GPU box);
@@ -58,7 +59,7 @@ function demoStarter(ctl: Controller, speed: number) {
   let handle: ReturnType<typeof startReplay> | null = null;
   return {
     start: () => {
-      if (handle) return ctl.say("the demo is already running: 2 shows it");
+      if (handle) return ctl.say(`the demo is already running: ${keyHint(["process"])} shows it`);
       let rec: Recording;
       try {
         rec = openRingRecording(DEMO_RECORDING);
@@ -67,7 +68,7 @@ function demoStarter(ctl: Controller, speed: number) {
       }
       handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING), maxIdleMs: 1000 });
       ctl.replay = handle.pm;
-      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}×, idle stretches cut to 1 s (2 Process, 3 Tensors, 4 Segments)`);
+      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}×, idle stretches cut to 1 s (${keyHint(["process", "tensors", "segments"])})`);
     },
     stop: () => handle?.stop(),
   };
@@ -78,7 +79,7 @@ export async function runMonitor(collector: SystemCollector, opts: MonitorOption
   const demo = demoStarter(ctl, opts.speed ?? 0.5);
   if (opts.demo) demo.start();
   ctl.start();
-  await show(ctl, opts, { initialScreen: opts.demo ? 1 : 0, onDemo: demo.start, onExit: demo.stop });
+  await show(ctl, opts, { initialScreen: opts.demo ? "process" : "overview", onDemo: demo.start, onExit: demo.stop });
   return 0;
 }
 
@@ -87,7 +88,7 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
   const r = startReplay(recording, { speed: opts.speed ?? 1, onUpdate: () => ctl.notify() });
   ctl.replay = r.pm;
   ctl.status = [`replay of ${recording.path} at ${opts.speed ?? 1}×`, ...recording.notes].join("; ");
-  await show(ctl, opts, { initialScreen: 1, onExit: r.stop });
+  await show(ctl, opts, { initialScreen: "process", onExit: r.stop });
   return 0;
 }
 
@@ -112,8 +113,8 @@ export async function runView(path: string, opts: MonitorOptions): Promise<numbe
   resyncFromSnapshot(model, snap.segments as Parameters<typeof resyncFromSnapshot>[1], end);
   const ctl = new Controller(null, opts.intervalMs);
   ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
-  ctl.status = `snapshot ${path}: 2 Process, 3 Tensors, 4 Segments`;
-  await show(ctl, opts, { initialScreen: 3 });
+  ctl.status = `snapshot ${path}: ${keyHint(["process", "tensors", "segments"])}`;
+  await show(ctl, opts, { initialScreen: "segments" });
   return 0;
 }
 

@@ -86,7 +86,7 @@ describe("screens", () => {
   test("the tensor table sorts by size, then by time, then by address", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("normal");
-    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={2} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen="tensors" />);
     await tick();
     const sizes = () =>
       ui.lastFrame()!.split("\n").filter((l) => /^\s*[\d.]+ (B|KiB|MiB|GiB) /.test(l) && !l.includes("blocks")).map((l) => l.trim().split(/\s+/).slice(0, 2).join(" "));
@@ -106,7 +106,7 @@ describe("screens", () => {
   test("the forgotten zero_grad run says so on the Process screen", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("no-zero-grad");
-    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={1} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen="process" />);
     await tick();
     expect(ui.lastFrame()!.toLowerCase()).toContain("gradient");
     expect(ui.lastFrame()).not.toContain("nothing wrong found");
@@ -116,7 +116,7 @@ describe("screens", () => {
   test("the Process chart: phases as a band under the curves, the OOM marked where it happened", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("oom");
-    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={1} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen="process" />);
     await tick();
     const lines = ui.lastFrame()!.split("\n");
     const band = lines.find((l) => /^[ oFBO-]+$/.test(l) && /F-*/.test(l) && l.includes("B"));
@@ -129,7 +129,7 @@ describe("screens", () => {
     const ctl = new Controller(null, 1000);
     ctl.snapshotDir = mkdtempSync(join(tmpdir(), "gpumem-app-"));
     ctl.replay = await replayed("normal");
-    const ui = render(<App ctl={ctl} ascii={true} size={{ columns: 200, rows: 40 }} initialScreen={2} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={{ columns: 200, rows: 40 }} initialScreen="tensors" />);
     await tick();
     ui.stdin.write("d");
     await tick();
@@ -224,7 +224,7 @@ describe("a DDP rank on its second GPU", () => {
     expect(summary(model).devices.map((d) => d.device)).toEqual([1]);
     const ctl = new Controller(null, 1000);
     ctl.replay = { pid: 751, model, source: "replay", socket: null, title: "rank 1", ended: false };
-    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} initialScreen={1} />);
+    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} initialScreen="process" />);
     await tick();
     expect(ui.lastFrame()).toContain("pid 751");
     expect(ui.lastFrame()).toContain("allocated 1.00 MiB");

@@ -1,8 +1,8 @@
 // Help: every key, one key away.
 import { Box, Text } from "ink";
 
+/** Every key but the screens' own (their keys come from the list of screens). */
 export const KEYS: [string, string][] = [
-  ["1 … 6, Tab", "screens: Overview, Process, Tensors, Segments, Lines, Help"],
   ["↑ ↓  j k", "move the selection"],
   ["Enter", "open the selected process"],
   ["s", "change the sort order"],
@@ -17,11 +17,12 @@ export const KEYS: [string, string][] = [
   ["q  Ctrl-C", "quit"],
 ];
 
-export function HelpScreen() {
+export function HelpScreen({ screens }: { screens: readonly { key: string; title: string }[] }) {
+  const keys: [string, string][] = [[`1 … ${screens.length}, Tab`, `screens: ${screens.map((s) => s.title).join(", ")}`], ...KEYS];
   return (
     <Box flexDirection="column">
       <Text bold>gpumem-tui keys</Text>
-      {KEYS.map(([k, v]) => (
+      {keys.map(([k, v]) => (
         <Text key={k}>
           {"  "}
           <Text bold>{k.padEnd(12)}</Text> {v}

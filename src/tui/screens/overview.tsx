@@ -184,9 +184,12 @@ export function Overview(props: {
   replay: string | null;
   /** False where the monitor samples no machine (replay FILE, view FILE). */
   sampling: boolean;
+  /** Where a replay shows: "2 Process, 3 Tensors and 4 Segments", and where it plays: "2 Process". */
+  replayHint: string;
+  replayAt: string;
 }) {
   const { doc, width, height } = props;
-  if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; 2 Process, 3 Tensors and 4 Segments show it.`}</Text>;
+  if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; ${props.replayHint} show it.`}</Text>;
   const devices = doc.devices;
   // Height budget: 2 lines a device, charts if there is room, the rest for processes.
   const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
@@ -207,7 +210,7 @@ export function Overview(props: {
       {devices.length === 0 ? (
         <Text color={color("yellow")}>
           No GPU here: {doc.reason ?? "NVML reports no devices"}.{" "}
-          {props.replay ? `${props.replay} plays on 2 Process.` : "Press D for a replay of a real training run recorded on an H100."}
+          {props.replay ? `${props.replay} plays on ${props.replayAt}.` : "Press D for a replay of a real training run recorded on an H100."}
         </Text>
       ) : (
         devices.map((d) => <DevicePanel key={d.index} d={d} h={props.history.get(d.index)} width={width} chartRows={chartRows} ascii={props.ascii} />)
