@@ -17,12 +17,19 @@ export interface MonitorOptions {
   ascii: boolean;
   demo?: boolean;
   speed?: number;
+  /** Where `d` writes snapshots (default: the directory the monitor was started in). */
+  dumpDir?: string;
 }
+
+/** SGR mouse reports (clicks and the wheel, with coordinates past column 223), on and off. */
+const MOUSE_ON = "\x1b[?1000h\x1b[?1006h";
+const MOUSE_OFF = "\x1b[?1006l\x1b[?1000l";
 
 /** The recording the demo replays: a real training run recorded on an H100, shipped in the package. */
 export const DEMO_RECORDING = join(import.meta.dir, "..", "..", "test", "fixtures", "normal.ring");
 
 async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: ScreenId; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
+  if (opts.dumpDir) ctl.snapshotDir = opts.dumpDir;
   const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {
     alternateScreen: true,
     // Ink would draw nothing until exit when CI=true is set (a shell inside a CI job on a GPU box);
@@ -33,8 +40,13 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
     exitOnCtrlC: false,
     patchConsole: true,
   });
+  // The mouse is given back on every way out, like the terminal itself (a shell left reporting
+  // clicks prints escape codes at every click).
+  const mouse = (on: boolean) => process.stdout.isTTY && process.stdout.write(on ? MOUSE_ON : MOUSE_OFF);
+  mouse(true);
   const quit = () => ink.unmount();
   const crash = (e: unknown) => {
+    mouse(false);
     ink.unmount(); // the terminal first, then the words
     process.stderr.write(`gpumem-tui: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
@@ -46,6 +58,7 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
   try {
     await ink.waitUntilExit();
   } finally {
+    mouse(false);
     process.off("SIGTERM", quit);
     process.off("SIGHUP", quit);
     process.off("uncaughtException", crash);
@@ -68,6 +81,8 @@ function demoStarter(ctl: Controller, speed: number) {
       }
       handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING), maxIdleMs: 1000 });
       ctl.replay = handle.pm;
+      ctl.replays.add(handle);
+      if (ctl.paused) handle.pause(true);
       ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}×, idle stretches cut to 1 s (${keyHint(["process", "tensors", "segments"])})`);
     },
     stop: () => handle?.stop(),
@@ -87,6 +102,7 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
   const ctl = new Controller(null, opts.intervalMs);
   const r = startReplay(recording, { speed: opts.speed ?? 1, onUpdate: () => ctl.notify() });
   ctl.replay = r.pm;
+  ctl.replays.add(r);
   ctl.status = [`replay of ${recording.path} at ${opts.speed ?? 1}×`, ...recording.notes].join("; ");
   await show(ctl, opts, { initialScreen: "process", onExit: r.stop });
   return 0;
