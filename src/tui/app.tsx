@@ -1,11 +1,10 @@
 // The monitor's frame: a header of tabs, one screen, and the status lines. Input is read as a
 // stream of keys (src/tui/keys.ts) and each key is handled in order (src/tui/keymap.ts).
-import type { EventEmitter } from "node:events";
 import { Box, Text, useApp, useStdin, useWindowSize } from "ink";
 import { useEffect, useRef, useState } from "react";
 import type { Controller } from "./controller";
 import { color, pad, wrap } from "./format";
-import { parseKeys } from "./keys";
+import { KeyReader, type Key } from "./keys";
 import { BODY_TOP, handleKey, type KeyContext } from "./keymap";
 import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
 import { overviewProcesses } from "./screens/overview";
@@ -82,23 +81,34 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   const ctxRef = useRef(ctx);
   ctxRef.current = ctx;
 
-  // Ink hands over what it read, escape sequences already apart from the text around them; the
-  // text may still hold many keys. useInput would hand it over reshaped (an SGR mouse report as
-  // text, a burst of keys as one), so the raw reads are taken from the emitter useInput listens on.
-  const stdin = useStdin() as ReturnType<typeof useStdin> & { internal_eventEmitter: EventEmitter };
-  const { internal_eventEmitter: input, setRawMode } = stdin;
+  // Every read, as it was read: Ink's own input events reshape it (a mouse report is dropped, a
+  // burst of keys is one event), so the reads are taken where Ink takes them, from stdin.read,
+  // and split into keys here. Raw mode is still asked of Ink, which then reads the terminal.
+  const { stdin, setRawMode } = useStdin();
   useEffect(() => {
     setRawMode(true);
-    const onInput = (data: string) => {
-      for (const key of parseKeys(data)) handleKey(ui, key, ctxRef.current);
+    const reader = new KeyReader();
+    let flushTimer: ReturnType<typeof setTimeout> | null = null;
+    const feed = (keys: Key[]) => {
+      for (const key of keys) handleKey(ui, key, ctxRef.current);
       redraw();
     };
-    input.on("input", onInput);
+    const read = stdin.read;
+    stdin.read = function (this: typeof stdin, ...args: Parameters<typeof read>) {
+      const chunk = read.apply(this, args) as string | Buffer | null;
+      if (chunk !== null) {
+        if (flushTimer) clearTimeout(flushTimer);
+        feed(reader.push(String(chunk)));
+        if (reader.waiting) flushTimer = setTimeout(() => feed(reader.flush()), 50);
+      }
+      return chunk;
+    } as typeof read;
     return () => {
-      input.off("input", onInput);
+      stdin.read = read;
+      if (flushTimer) clearTimeout(flushTimer);
       setRawMode(false);
     };
-  }, [input, setRawMode]);
+  }, [stdin, setRawMode]);
 
   // The Lines screen asks the selected process's agent for its line profile (at most every 2 s,
   // off the key path); the answer arrives through the controller's notify.

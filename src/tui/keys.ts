@@ -75,3 +75,37 @@ function escapeSequence(data: string, at: number): { key: Key; next: number } {
   }
   return { key: { kind: "key", name: "escape" }, next: at + 1 };
 }
+
+/**
+ * Keys from successive reads: a sequence cut by the end of a read (SSH may split `ESC [ A`) is
+ * held for the next read; what is still held after a moment is flushed (a lone ESC is the key).
+ */
+export class KeyReader {
+  private pending = "";
+
+  push(chunk: string): Key[] {
+    const data = this.pending + chunk;
+    const cut = incompleteTail(data);
+    this.pending = data.slice(cut);
+    return parseKeys(data.slice(0, cut));
+  }
+
+  /** Whether part of a sequence waits for the next read. */
+  get waiting(): boolean {
+    return this.pending !== "";
+  }
+
+  flush(): Key[] {
+    const d = this.pending;
+    this.pending = "";
+    return parseKeys(d);
+  }
+}
+
+/** Where an escape sequence begun at the end of `data` starts (data.length: none is begun). */
+function incompleteTail(data: string): number {
+  const esc = data.lastIndexOf("\x1b");
+  if (esc < 0) return data.length;
+  const rest = data.slice(esc);
+  return rest === "\x1b" || rest === "\x1bO" || /^\x1b\[[\x20-\x3f]*$/.test(rest) ? esc : data.length;
+}

@@ -53,9 +53,9 @@ const LIST = [
         replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.collector !== null} replayHint={p.keyHint(["process", "tensors", "segments"])} replayAt={p.keyHint(["process"])} />
     ),
     rows: (p) => overviewProcesses(p.ctl.doc, p.ui.procSort, p.ui.filter, p.ui.procReverse).length,
-    rowAt: (p, line) => overviewRowAt(p.ctl.doc, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter, line),
+    rowAt: (p, line) => overviewRowAt(p.ctl.doc, p.ctl.history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter, line),
     sortAt: (p, line, x) =>
-      p.ctl.doc && line === overviewLayout(p.ctl.doc, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter).headerLine ? sortAtColumn(p.width, x) : null,
+      p.ctl.doc && line === overviewLayout(p.ctl.doc, p.ctl.history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter).headerLine ? sortAtColumn(p.width, x) : null,
   },
   { id: "process", title: "Process", component: (p) => <ProcessScreen pm={p.pm} width={p.width} height={p.height} ascii={p.ascii} /> },
   {

@@ -228,11 +228,11 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
  * the screen), its rows, the selected row and the first row shown. The screen draws from it and a
  * click is read back through it.
  */
-export function overviewLayout(doc: Document, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string) {
+export function overviewLayout(doc: Document, history: Map<number, DeviceHistory>, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string) {
   const devices = doc.devices;
-  // Height budget: 2 lines a device, charts if there is room, the rest for processes.
+  // Height budget: 2 lines a device, charts (where there is history) if there is room, the rest for processes.
   const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
-  const deviceLines = devices.length * (2 + (chartRows ? chartRows + 1 : 0));
+  const deviceLines = devices.reduce((n, d) => n + 2 + (chartRows && history.has(d.index) ? chartRows + 1 : 0), 0);
   const tableRows = Math.max(3, height - deviceLines - 4);
   const cols = tableColumns(width);
   const rows = overviewRows(doc, sort, filter, width, reverse);
@@ -245,9 +245,9 @@ export function overviewLayout(doc: Document, width: number, height: number, sel
 }
 
 /** The process (its index in the selection) under line `line` of the screen, or null. */
-export function overviewRowAt(doc: Document | null, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string, line: number): number | null {
+export function overviewRowAt(doc: Document | null, history: Map<number, DeviceHistory>, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string, line: number): number | null {
   if (!doc) return null;
-  const l = overviewLayout(doc, width, height, selected, sort, reverse, filter);
+  const l = overviewLayout(doc, history, width, height, selected, sort, reverse, filter);
   const k = line - l.headerLine - 1;
   if (k < 0 || k >= l.tableRows) return null;
   const i = l.procRows.indexOf(l.first + k);
@@ -275,7 +275,7 @@ export function Overview(props: {
   const { doc, width, height } = props;
   if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; ${props.replayHint} show it.`}</Text>;
   const devices = doc.devices;
-  const { chartRows, cols, rows, selRow, first, tableRows } = overviewLayout(doc, width, height, props.selected, props.sort, props.reverse, props.filter);
+  const { chartRows, cols, rows, selRow, first, tableRows } = overviewLayout(doc, props.history, width, height, props.selected, props.sort, props.reverse, props.filter);
   const users = new Map<Job, Set<string>>();
   for (const r of rows) if (r.kind === "process" && r.job && r.p.user) (users.get(r.job) ?? users.set(r.job, new Set()).get(r.job)!).add(r.p.user);
   return (
