@@ -6,24 +6,13 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unpickle } from "../../src/snapshot/pickle";
-import { createModel } from "../../src/profiler";
-import { replay } from "../../src/profiler/replay";
-import { openRingRecording } from "../../src/collect/recording";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { SCREENS } from "../../src/tui/registry";
 import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
+import { replayed } from "../support/replayed";
 
-async function replayed(name: string) {
-  const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
-  const model = createModel().keepTrace();
-  for await (const _ of replay(rec.source, { ranges: rec.ranges, model })) {
-    // to the end
-  }
-  rec.close();
-  return { pid: 4242, model, source: "replay" as const, socket: null, title: `${name}.ring`, ended: true };
-}
 
 const tick = () => new Promise((r) => setTimeout(r, 30));
 const SIZE = { columns: 120, rows: 40 };

@@ -2,25 +2,13 @@
 // the pause and its mark, Home/End/g/G, reverse sort, mouse clicks and wheel, findings whole, kill.
 import { describe, expect, test } from "bun:test";
 import { render } from "ink-testing-library";
-import { join } from "node:path";
-import { createModel } from "../../src/profiler";
-import { replay } from "../../src/profiler/replay";
-import { openRingRecording } from "../../src/collect/recording";
 import { signalProcess } from "../../src/collect/signal";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
+import { replayed } from "../support/replayed";
 
-async function replayed(name: string) {
-  const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
-  const model = createModel().keepTrace();
-  for await (const _ of replay(rec.source, { ranges: rec.ranges, model })) {
-    // to the end
-  }
-  rec.close();
-  return { pid: 4242, model, source: "replay" as const, socket: null, title: `${name}.ring`, ended: true };
-}
 
 const tick = () => new Promise((r) => setTimeout(r, 30));
 const base = training as unknown as Document;
