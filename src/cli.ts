@@ -19,7 +19,8 @@ async function main(argv: string[]): Promise<number> {
     opts = parseCli(argv);
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`gpumem-tui: ${e.message}\n\n${USAGE}`);
+      // What is wrong first, and where the usage is: 31 lines of help would scroll the error away.
+      process.stderr.write(`gpumem-tui: ${e.message}\nRun 'gpumem-tui --help' for the usage.\n`);
       return 2;
     }
     throw e;

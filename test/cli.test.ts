@@ -104,14 +104,37 @@ describe("gpumem-tui errors and schema", () => {
     [["--json", "--interval", "99999999999"], /at most 86400000 \(a day\) \(got "99999999999"\)/],
     [["--once"], /--once goes with --json/],
     [["--json", "--once", "--interval", "100"], /exclude each other/],
-    [["--bogus"], /Unknown option '--bogus'/],
+    [["--bogus"], /^unknown option --bogus$/],
     [["frobnicate"], /unknown command "frobnicate"/],
-  ] as const)("%p is refused with status 2 and a clear message", (args, message) => {
+    [["--interval", "-5"], /^--interval takes a whole number of milliseconds, at least 50 and at most 86400000 \(a day\) \(got "-5"\)$/],
+    [["--interval"], /^--interval needs a value: --interval MS$/],
+    [["--json=yes"], /^--json takes no value$/],
+    [["serve", "--port", "-1"], /^--port takes a port number, 1 to 65535 \(got "-1"\)$/],
+    [["--dump-dir", "/nonexistent/dir"], /^--dump-dir \/nonexistent\/dir: no such directory$/],
+    [["--dump-dir", "package.json"], /^--dump-dir package.json is not a directory$/],
+    [["--json", "--dump-dir", "."], /^--dump-dir goes with the screens/],
+  ] as const)("%p is refused with status 2: what is wrong first, in one line, then where the usage is", (args, message) => {
     const { code, out, err } = run([...args]);
     expect(code).toBe(2);
     expect(out).toBe("");
-    expect(err).toMatch(message);
-    expect(err).toContain("usage:");
+    const lines = err.trimEnd().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]!.replace(/^gpumem-tui: /, "")).toMatch(message);
+    expect(lines[1]).toBe("Run 'gpumem-tui --help' for the usage.");
+  });
+
+  test("serve on a host that does not exist, or a port in use: one line in words, no socket jargon", async () => {
+    const bad = run(["serve", "--host", "bad.invalid"]);
+    expect(bad.code).toBe(1);
+    expect(bad.err.trim()).toBe("gpumem-tui: cannot listen on bad.invalid:9464: bad.invalid is not a host name or address of this machine (--host 0.0.0.0 listens on all of them)");
+    const busy = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    try {
+      const inUse = run(["serve", "--host", "127.0.0.1", "--port", String(busy.port)]);
+      expect(inUse.code).toBe(1);
+      expect(inUse.err.trim()).toBe(`gpumem-tui: cannot listen on 127.0.0.1:${busy.port}: the port is in use by another program (--port picks another)`);
+    } finally {
+      busy.stop(true);
+    }
   });
 
   test.each([

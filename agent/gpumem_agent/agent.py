@@ -307,8 +307,9 @@ class Agent:
 
         observer(on_oom)
 
-    def _dump(self, tag):
-        path = os.path.join(self.dir, "%d-%s-%d.pickle" % (self.pid, tag, time.time_ns() // 1000000))
+    def _dump(self, tag, path=None):
+        if path is None:
+            path = os.path.join(self.dir, "%d-%s-%d.pickle" % (self.pid, tag, time.time_ns() // 1000000))
         tmp = path + ".tmp"
         self.torch.cuda.memory._dump_snapshot(tmp)
         os.chmod(tmp, 0o600)
@@ -354,8 +355,12 @@ class Agent:
             self.sync()
             return {"reserved_before": before, "reserved_after": reserved()}
 
-        def dump_snapshot():
-            path = self._dump("snapshot")
+        def dump_snapshot(path=None):
+            # The monitor names the file (in the directory it was started in, or --dump-dir): the
+            # agent's own directory is a small /dev/shm in a container.
+            if path is not None and (not isinstance(path, str) or not os.path.isabs(path) or not path.endswith(".pickle")):
+                raise ValueError('"path" must be an absolute path ending in .pickle')
+            path = self._dump("snapshot", path)
             return {"path": path, "size": os.path.getsize(path), "history": self.history_on}
 
         def history(enabled, stacks="python", max_entries=HISTORY_ENTRIES):

@@ -1,5 +1,5 @@
 // The command line: what each word means, checked whole before anything runs. A usage error is
-// thrown as UsageError, which the CLI prints with the usage.
+// thrown as UsageError, which the CLI prints first, in one line, with a pointer to --help.
 import pkg from "../../package.json";
 
 export const USAGE = `gpumem-tui ${pkg.version} — GPU memory, and what PyTorch does with it
@@ -26,6 +26,7 @@ options:
   --demo          the monitor with a replay of a real training run recorded on an H100
   --speed N       replay: N times the recorded pace (default: as fast as it goes)
   --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
+  --dump-dir DIR  the screens: where d writes snapshots (default: the current directory)
   --snapshot OUT  replay: write the recording, played to its end, as a memory snapshot to OUT
   --port N        serve: the port (default 9464)
   --host H        serve: the address to listen on (default 0.0.0.0)
@@ -50,7 +51,39 @@ export interface Options {
   speed: number | undefined;
   output: string | undefined;
   snapshot: string | undefined;
+  dumpDir: string | undefined;
   rest: string[];
+}
+
+/** The options that take a value, and how their value is named in messages. */
+const VALUE_NAMES: Record<string, string> = { interval: "MS", port: "N", speed: "N", output: "F", snapshot: "OUT", host: "H", "dump-dir": "DIR" };
+
+/** node:util's parse errors (ambiguous arguments, '-- "--bogus"') in this tool's words. */
+function parseError(e: Error & { code?: string }): string {
+  const option = /Option '(-[-\w]+)/.exec(e.message)?.[1] ?? /Unknown option '([^']+)'/.exec(e.message)?.[1];
+  if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown option ${option ?? ""}`.trim();
+  if (e.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && option) {
+    const name = option.replace(/^-+/, "");
+    if (/does not take an argument/.test(e.message)) return `${option} takes no value`;
+    return `${option} needs a value: ${option} ${VALUE_NAMES[name] ?? "VALUE"}`;
+  }
+  if (e.code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") return e.message;
+  return e.message.split("\n")[0]!;
+}
+
+/**
+ * `--interval -5`: a negative number given to an option that takes a value is its value (node:util
+ * would call it ambiguous); the option's own check then says what it takes.
+ */
+function joinNegativeValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (a.startsWith("--") && VALUE_NAMES[a.slice(2)] && next !== undefined && /^-\d/.test(next)) out.push(`${a}=${next}`), i++;
+    else out.push(a);
+  }
+  return out;
 }
 
 export function parseCli(argv: string[]): Options {
@@ -63,7 +96,7 @@ export function parseCli(argv: string[]): Options {
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv,
+      args: joinNegativeValues(argv),
       allowPositionals: true,
       strict: true,
       options: {
@@ -76,13 +109,14 @@ export function parseCli(argv: string[]): Options {
         speed: { type: "string" },
         output: { type: "string" },
         snapshot: { type: "string" },
+        "dump-dir": { type: "string" },
         host: { type: "string", default: "0.0.0.0" },
         help: { type: "boolean", short: "h", default: false },
         version: { type: "boolean", short: "v", default: false },
       },
     });
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError(parseError(e as Error & { code?: string }));
   }
   const { values, positionals } = parsed;
   let intervalMs = 1000;
@@ -130,7 +164,29 @@ export function parseCli(argv: string[]): Options {
   if (values.snapshot === "") throw new UsageError("--snapshot takes the path of the file to write");
   if (command !== "replay" && command !== "view" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   if (values.demo && (command !== "monitor" || values.json)) throw new UsageError("--demo goes with the monitor");
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, rest: command === "run" ? program : rest };
+  const dumpDir = values["dump-dir"];
+  if (dumpDir !== undefined) {
+    if (values.json || !["monitor", "run", "replay", "view"].includes(command)) throw new UsageError("--dump-dir goes with the screens (the monitor, run, replay, view)");
+    checkDirectory(dumpDir);
+  }
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, dumpDir, rest: command === "run" ? program : rest };
+}
+
+/** --dump-dir must name a directory this user can write into, checked before the screens open. */
+function checkDirectory(dir: string): void {
+  const { accessSync, constants, statSync } = require("node:fs") as typeof import("node:fs");
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    throw new UsageError(`--dump-dir ${dir}: no such directory`);
+  }
+  if (!isDir) throw new UsageError(`--dump-dir ${dir} is not a directory`);
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch {
+    throw new UsageError(`--dump-dir ${dir}: this user cannot write there`);
+  }
 }
 
 /** The same data without the screens, per command that has screens. */

@@ -349,3 +349,27 @@ export function findings(m: ProfilerModel): Finding[] {
   out.sort((a, b) => SEVERITY[a.severity] - SEVERITY[b.severity] || a.device - b.device);
   return out;
 }
+
+/** A finding once, however often it happened: `count` times, at `steps` (OOMs only). */
+export interface FindingGroup extends Finding {
+  count: number;
+  steps: number[];
+}
+
+/**
+ * The findings once each, most severe first: OOMs asking for the same bytes in the same phase and
+ * range (a retry loop, a sweep that keeps failing) are one finding with their count and steps, the
+ * latest one's words and numbers kept.
+ */
+export function distinctFindings(fs: Finding[]): FindingGroup[] {
+  const byKey = new Map<string, FindingGroup>();
+  for (const f of fs) {
+    const n = f.numbers;
+    const key = f.id === "oom" ? `oom/${f.device}/${n.phase}/${n.range}/${n.request_bytes}` : `${f.id}/${f.device}/${f.title}`;
+    const had = byKey.get(key);
+    const steps = f.id === "oom" && typeof n.step === "number" ? [n.step] : [];
+    if (!had) byKey.set(key, { ...f, count: 1, steps });
+    else byKey.set(key, { ...f, count: had.count + 1, steps: [...had.steps, ...steps] });
+  }
+  return [...byKey.values()];
+}

@@ -31,7 +31,7 @@ export type { Summary, DeviceSummary, SyncSummary, Categories, BlocksView, Block
 export type { SyncPoint } from "./consistency";
 export { breakdown, steps, type StepBreakdown, type PhaseBreakdown, type RangeBreakdown, type StepLine } from "./breakdown";
 export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";
-export { findings, THRESHOLDS, type Finding, type FindingId } from "./findings";
+export { findings, distinctFindings, THRESHOLDS, type Finding, type FindingId, type FindingGroup } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
 export { replay, batchSource, stateLine, finalLine, type SavedNames, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";

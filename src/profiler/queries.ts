@@ -350,10 +350,10 @@ function sortedSlots(d: DeviceState, sort: "size" | "time" | "address"): Int32Ar
   return slots;
 }
 
-/** Live blocks, largest first by default, at most `limit` of them (default 500). */
+/** Live blocks, largest first by default (`reverse`: smallest, oldest, highest address first), at most `limit` of them (default 500). */
 export function blocks(
   m: ProfilerModel,
-  opts: { device?: number; limit?: number; sort?: "size" | "time" | "address" } = {},
+  opts: { device?: number; limit?: number; sort?: "size" | "time" | "address"; reverse?: boolean } = {},
 ): BlocksView {
   const d = requireDevice(m, opts.device);
   const b = d.blocks;
@@ -362,7 +362,7 @@ export function blocks(
   const slots = sortedSlots(d, sort);
   const out: BlockLine[] = [];
   for (let k = 0; k < slots.length && k < limit; k++) {
-    const s = slots[k]!;
+    const s = slots[opts.reverse ? slots.length - 1 - k : k]!;
     const name = b.names[s] ?? null;
     const tensor = b.tensors[s];
     const step = b.step[s] === RESYNCED_STEP ? null : b.step[s]!;

@@ -1,152 +1,124 @@
-// The monitor's frame: a header, one screen, and a status line; every key is handled here.
-import { Box, type Key, Text, useApp, useInput, useWindowSize } from "ink";
+// The monitor's frame: a header of tabs, one screen, and the status lines. Input is read as a
+// stream of keys (src/tui/keys.ts) and each key is handled in order (src/tui/keymap.ts).
+import { Box, Text, useApp, useStdin, useWindowSize } from "ink";
 import { useEffect, useRef, useState } from "react";
 import type { Controller } from "./controller";
-import { color, pad } from "./format";
-import { HelpScreen } from "./screens/help";
-import { LinesScreen } from "./screens/lines";
-import { Overview, overviewProcesses, PROCESS_SORTS, type ProcessSort } from "./screens/overview";
-import { ProcessScreen } from "./screens/process";
-import { SegmentsScreen } from "./screens/segments";
-import { TENSOR_SORTS, TensorsScreen, type TensorSort } from "./screens/tensors";
+import { color, pad, wrap } from "./format";
+import { KeyReader, type Key } from "./keys";
+import { BODY_TOP, handleKey, type KeyContext } from "./keymap";
+import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
+import { overviewProcesses } from "./screens/overview";
+import { newUiState, type UiState } from "./ui-state";
 
-export const SCREENS = ["Overview", "Process", "Tensors", "Segments", "Lines", "Help"] as const;
-const HELP = SCREENS.indexOf("Help");
-const LINES = SCREENS.indexOf("Lines");
+const LINES = screenIndex("lines");
+/** Status lines at most: a message and a path of its own, wrapped where the terminal is narrow. */
+const MAX_STATUS_LINES = 4;
 
 export interface AppProps {
   ctl: Controller;
   ascii: boolean;
-  initialScreen?: number;
+  initialScreen?: ScreenId;
   /** Start the demo replay (D); absent where there is none to offer. */
   onDemo?: () => void;
   /** Fixed size, for tests; otherwise the terminal's. */
   size?: { columns: number; rows: number };
 }
 
-/** The parts of Ink's key that the handler reads. */
-type KeyLike = Pick<Key, "return" | "escape" | "backspace" | "delete" | "ctrl" | "meta" | "tab" | "shift" | "downArrow" | "upArrow" | "pageDown" | "pageUp">;
-const NO_KEY: KeyLike = { return: false, escape: false, backspace: false, delete: false, ctrl: false, meta: false, tab: false, shift: false, downArrow: false, upArrow: false, pageDown: false, pageUp: false };
+/** The tab line's text: every tab named where it fits; on a narrow terminal only the current one. */
+function tabLine(screen: number, room: number): { text: string; spans: [number, number][] } {
+  const build = (named: boolean) => {
+    const spans: [number, number][] = [];
+    let text = "";
+    SCREENS.forEach((s, i) => {
+      const t = i === screen ? `[${s.key} ${s.title}]` : named ? ` ${s.key} ${s.title} ` : ` ${s.key} `;
+      spans.push([text.length, text.length + t.length]);
+      text += t;
+    });
+    return { text, spans };
+  };
+  const named = build(true);
+  return named.text.length <= room ? named : build(false);
+}
 
-export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
+const TAB_START = "gpumem-tui ".length;
+
+export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: AppProps) {
   const { exit } = useApp();
   const win = useWindowSize();
   const columns = size?.columns ?? win.columns ?? 80;
   const rows = size?.rows ?? win.rows ?? 24;
   const [, setVersion] = useState(0);
-  const [screen, setScreenState] = useState(initialScreen);
-  // The screen as the keys of one read have left it: a paste or a burst over SSH arrives as one
-  // input string, split below into keys that each see the screen the key before chose.
-  const screenNow = useRef(initialScreen);
-  const setScreen = (n: number | ((s: number) => number)) => {
-    screenNow.current = typeof n === "function" ? n(screenNow.current) : n;
-    setScreenState(screenNow.current);
-  };
-  const [selected, setSelectedState] = useState(SCREENS.map(() => 0));
-  const selectedNow = useRef(selected);
-  const [pid, setPid] = useState<number | null>(null);
-  const [procSort, setProcSort] = useState<ProcessSort>("memory");
-  const [tensorSort, setTensorSort] = useState<TensorSort>("size");
-  const [filter, setFilter] = useState("");
-  const [typing, setTyping] = useState(false);
-  const [confirm, setConfirm] = useState(false);
-  useEffect(() => ctl.subscribe(() => setVersion(ctl.version)), [ctl]);
+  const redraw = () => setVersion((v) => v + 1);
+  // The user's choices, changed key by key (several keys in one read each see the one before).
+  const ui = useRef<UiState>(newUiState(screenIndex(initialScreen), SCREENS.length)).current;
+  useEffect(() => ctl.subscribe(redraw), [ctl]);
 
-  const models = ctl.processModels();
-  const pm = models.find((m) => m.pid === pid) ?? models[0];
-  // In the order the Overview shows them: a job's ranks together, in rank order.
-  const procs = overviewProcesses(ctl.doc, procSort, filter);
-  // The Lines screen asks the selected process's agent for its line profile (at most every 2 s,
-  // off the key path); the answer arrives through the controller's notify.
-  useEffect(() => {
-    if (screen === LINES) void ctl.refreshLines(pm);
-  });
-  const move = (delta: number) => {
-    const at = screenNow.current;
-    selectedNow.current = selectedNow.current.map((v, i) => (i === at ? Math.max(0, v + delta) : v));
-    setSelectedState(selectedNow.current);
-  };
-
-  useInput((input, key) => {
-    // Several plain keys in one read (a paste, key repeat over SSH, tmux send-keys in a burst):
-    // each counts, in order. Typing a filter takes the text whole.
-    if (!typing && input.length > 1 && !key.ctrl && !key.meta && /^[\x20-\x7e\r\t]+$/.test(input)) {
-      for (let i = 0; i < input.length; i++) {
-        const ch = input[i]!;
-        if (ch === "/") {
-          setTyping(true);
-          return setFilter(input.slice(i + 1)); // what follows a "/" is the filter's text
-        }
-        if (ch === "\r") onKey("", { ...NO_KEY, return: true });
-        else if (ch === "\t") onKey("", { ...NO_KEY, tab: true });
-        else onKey(ch, NO_KEY);
-      }
-      return;
-    }
-    onKey(input, key);
-  });
-
-  function onKey(input: string, key: KeyLike): void {
-    const screen = screenNow.current;
-    if (typing) {
-      if (key.return) setTyping(false);
-      else if (key.escape) (setTyping(false), setFilter(""));
-      else if (key.backspace || key.delete) setFilter((f) => f.slice(0, -1));
-      else if (input && !key.ctrl && !key.meta) setFilter((f) => f + input);
-      return;
-    }
-    if (confirm) {
-      setConfirm(false);
-      if (input === "y" || input === "Y") void ctl.run(pm, "empty_cache");
-      else ctl.say("empty_cache cancelled");
-      return;
-    }
-    if (input === "q" || (key.ctrl && input === "c")) return exit();
-    if (key.tab) return setScreen((s) => (s + (key.shift ? SCREENS.length - 1 : 1)) % SCREENS.length);
-    if (/^[1-9]$/.test(input) && Number(input) <= SCREENS.length) return setScreen(Number(input) - 1);
-    if (input === "?") return setScreen(HELP);
-    if (key.downArrow || input === "j") return move(1);
-    if (key.upArrow || input === "k") return move(-1);
-    if (key.pageDown) return move(10);
-    if (key.pageUp) return move(-10);
-    if (key.return && screen === 0) {
-      const p = procs[selectedNow.current[0]!];
-      if (p) setPid(p.agent_pid ?? p.pid);
-      return setScreen(1);
-    }
-    if (input === "s") {
-      if (screen === 0) setProcSort((s) => PROCESS_SORTS[(PROCESS_SORTS.indexOf(s) + 1) % PROCESS_SORTS.length]!);
-      else if (screen === 2) setTensorSort((s) => TENSOR_SORTS[(TENSOR_SORTS.indexOf(s) + 1) % TENSOR_SORTS.length]!);
-      return;
-    }
-    if (input === "/") return (setTyping(true), setFilter(""));
-    if (input === " " || input === "p") {
-      ctl.paused = !ctl.paused;
-      return ctl.say(ctl.paused ? "paused (space to resume)" : "resumed");
-    }
-    if (input === "+") return ctl.setInterval(ctl.intervalMs * 2);
-    if (input === "-") return ctl.setInterval(ctl.intervalMs / 2);
-    const row = procs[selectedNow.current[0]!];
-    const target = screen === 0 ? models.find((m) => m.pid === (row?.agent_pid ?? row?.pid)) : pm;
-    if (input === "d") return void ctl.run(target, "dump_snapshot");
-    if (input === "r") return void ctl.run(target, "reset_peaks");
-    if (input === "e") {
-      if (!target?.socket) return void ctl.run(target, "empty_cache"); // says why not
-      if (target.pid !== pm?.pid) setPid(target.pid);
-      setConfirm(true);
-      return ctl.say(`empty the cache of pid ${target.pid}? y / n`);
-    }
-    if (input === "D" && onDemo) return onDemo();
-  }
-
+  const tabRoom = Math.max(10, columns - 22);
+  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : ctl.status || `every ${ctl.intervalMs} ms  ? help  q quit`;
+  const mark = ctl.paused ? "PAUSED " : "";
+  const statusLines = wrap(`${mark}${statusText}`, columns - 1).slice(0, MAX_STATUS_LINES);
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
   // whole screen (the flicker full-screen Ink apps are known for).
-  const body = rows - 3;
-  // Every tab named where they fit; on a narrow terminal only the current one is (80 columns).
-  const tabRoom = Math.max(10, columns - 22);
-  const named = SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} ${s} `)).join("");
-  const tabs = named.length <= tabRoom ? named : SCREENS.map((s, i) => (i === screen ? `[${i + 1} ${s}]` : ` ${i + 1} `)).join("");
-  const status = typing ? `filter: ${filter}▏ (Enter keeps, Esc clears)` : ctl.status || `${ctl.paused ? "PAUSED  " : ""}every ${ctl.intervalMs} ms  ? help  q quit`;
+  const body = Math.max(3, rows - 2 - statusLines.length);
+
+  const models = ctl.processModels();
+  const pmOf = (u: UiState) => models.find((m) => m.pid === u.pid) ?? models[0];
+  const props = (u: UiState): ScreenProps => ({ ctl, pm: pmOf(u), ui: u, selected: u.selected[u.screen]!, width: columns, height: body, ascii, keyHint, screens: SCREENS });
+  const ctx: KeyContext = {
+    ctl,
+    exit,
+    onDemo,
+    procs: (u) => overviewProcesses(ctl.doc, u.procSort, u.filter, u.procReverse),
+    pm: pmOf,
+    rows: (u) => SCREENS[u.screen]!.rows?.(props(u)) ?? 0,
+    rowAt: (u, line) => SCREENS[u.screen]!.rowAt?.(props(u), line) ?? null,
+    sortAt: (u, line, x) => SCREENS[u.screen]!.sortAt?.(props(u), line, x) ?? null,
+    tabAt: (u, x) => {
+      const k = tabLine(u.screen, tabRoom).spans.findIndex(([a, b]) => x - 1 - TAB_START >= a && x - 1 - TAB_START < b);
+      return k >= 0 ? k : null;
+    },
+  };
+  const ctxRef = useRef(ctx);
+  ctxRef.current = ctx;
+
+  // Every read, as it was read: Ink's own input events reshape it (a mouse report is dropped, a
+  // burst of keys is one event), so the reads are taken where Ink takes them, from stdin.read,
+  // and split into keys here. Raw mode is still asked of Ink, which then reads the terminal.
+  const { stdin, setRawMode } = useStdin();
+  useEffect(() => {
+    setRawMode(true);
+    const reader = new KeyReader();
+    let flushTimer: ReturnType<typeof setTimeout> | null = null;
+    const feed = (keys: Key[]) => {
+      for (const key of keys) handleKey(ui, key, ctxRef.current);
+      redraw();
+    };
+    const read = stdin.read;
+    stdin.read = function (this: typeof stdin, ...args: Parameters<typeof read>) {
+      const chunk = read.apply(this, args) as string | Buffer | null;
+      if (chunk !== null) {
+        if (flushTimer) clearTimeout(flushTimer);
+        feed(reader.push(String(chunk)));
+        if (reader.waiting) flushTimer = setTimeout(() => feed(reader.flush()), 50);
+      }
+      return chunk;
+    } as typeof read;
+    return () => {
+      stdin.read = read;
+      if (flushTimer) clearTimeout(flushTimer);
+      setRawMode(false);
+    };
+  }, [stdin, setRawMode]);
+
+  // The Lines screen asks the selected process's agent for its line profile (at most every 2 s,
+  // off the key path); the answer arrives through the controller's notify.
+  const pm = pmOf(ui);
+  useEffect(() => {
+    if (ui.screen === LINES) void ctl.refreshLines(pm);
+  });
+
+  const Current = SCREENS[ui.screen]!.component;
+  const tabs = tabLine(ui.screen, tabRoom).text;
   return (
     <Box flexDirection="column" width={columns} height={rows - 1}>
       <Text>
@@ -156,15 +128,17 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
         {/* Screens budget their own lines; if one ever runs over, its last lines are cut (never
             shrink: Yoga would squeeze lines anywhere in the screen to nothing). */}
         <Box flexDirection="column" flexShrink={0}>
-        {screen === 0 ? <Overview doc={ctl.doc} history={ctl.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} replay={ctl.replay ? `The ${ctl.replay.title}` : null} sampling={ctl.collector !== null} /> : null}
-        {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
-        {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
-        {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
-        {screen === LINES ? <LinesScreen pm={pm} state={pm ? ctl.lines.get(pm.pid) : undefined} width={columns} height={body} /> : null}
-        {screen === HELP ? <HelpScreen /> : null}
+          <Current {...props(ui)} />
         </Box>
       </Box>
-      <Text inverse={!!ctl.status}>{pad(status, columns - 1)}</Text>
+      {statusLines.map((l, i) => (
+        <Text key={i} inverse={!!ctl.status || ctl.paused}>
+          {i === 0 && mark ? <Text bold color={color("yellow")}>{mark}</Text> : null}
+          {pad(i === 0 ? l.slice(mark.length) : l, columns - 1 - (i === 0 ? mark.length : 0))}
+        </Text>
+      ))}
     </Box>
   );
 }
+
+export { BODY_TOP };

@@ -1,9 +1,12 @@
 // What the screens show, kept up to date: ticks the sampling session on an interval (never on the
 // path that handles keys; the session feeds the models and keeps the histories), and runs the
-// agent commands behind d / e / r. Views read it; they never call NVML or sockets.
-import { agentDir } from "../collect/agents";
+// agent commands behind d / e / r and the signals behind k. Views read it; they never call NVML,
+// sockets or signals.
+import { join, resolve } from "node:path";
+import { existsSync } from "node:fs";
 import { command } from "../collect/control";
-import { LiveModels, type ProcessModel } from "../collect/live";
+import { LiveModels, type ProcessModel, type ReplayHandle } from "../collect/live";
+import { signalProcess, stillRunning, type StopSignal } from "../collect/signal";
 import { Session, type DeviceHistory } from "../collect/session";
 import type { SystemCollector } from "../collect/system";
 import type { Document } from "../system/schema";
@@ -16,6 +19,8 @@ export type LinesState = ({ functions: LineFunction[] } | { error: string }) & {
 
 export type { DeviceHistory };
 
+const MEMORY_VIZ = "open it at https://pytorch.org/memory_viz (drag the file onto the page)";
+
 export class Controller {
   doc: Document | null = null;
   /** The sampling session (null without a machine to sample: replays, tests). */
@@ -24,7 +29,10 @@ export class Controller {
   readonly models: LiveModels;
   readonly history: Map<number, DeviceHistory>;
   replay: ProcessModel | null = null;
-  paused = false;
+  /** The replays running (the demo, replay FILE): a pause stops them too. */
+  readonly replays = new Set<ReplayHandle>();
+  private pausedNow = false;
+  /** What the status line says; a line break starts a line of its own (a path shown whole). */
   status = "";
   busy = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -33,8 +41,8 @@ export class Controller {
   /** Line profiles by pid, asked of the agents while the Lines screen shows them. */
   readonly lines = new Map<number, LinesState>();
   private linesAsking = false;
-  /** Where `d` writes snapshots the monitor makes itself (beside the agents' own). */
-  snapshotDir = agentDir();
+  /** Where `d` writes snapshots: the directory the monitor was started in, or --dump-dir. */
+  snapshotDir = process.cwd();
 
   constructor(
     readonly collector: SystemCollector | null,
@@ -55,9 +63,23 @@ export class Controller {
     for (const fn of this.listeners) fn();
   }
 
+  get paused(): boolean {
+    return this.pausedNow;
+  }
+
+  /**
+   * Pause: no sampling, no event read into any model, and every replay's clock stopped; resuming
+   * goes on from where it stopped. The status line keeps its PAUSED mark until then.
+   */
+  setPaused(on: boolean): void {
+    this.pausedNow = on;
+    for (const r of this.replays) r.pause(on);
+    this.say(on ? "paused: nothing is read until space or p resumes" : "resumed");
+  }
+
   start(): void {
     const loop = () => {
-      if (!this.paused) this.tick();
+      if (!this.pausedNow) this.tick();
       this.timer = setTimeout(loop, this.intervalMs);
     };
     loop();
@@ -93,7 +115,7 @@ export class Controller {
 
   /** Run an agent command without blocking the screen; its outcome lands in the status line. */
   async run(pm: ProcessModel | undefined, cmd: "dump_snapshot" | "empty_cache" | "reset_peaks"): Promise<void> {
-    if (!pm) return this.say("select a process with the agent first (Overview: j/k, Enter)");
+    if (!pm) return this.say("select a process with the agent first (Overview: ↑ ↓, Enter)");
     if (cmd === "dump_snapshot") return this.dump(pm);
     if (!pm.socket) return this.say(`${cmd}: pid ${pm.pid} ${pm.source === "replay" ? "is a replay" : "has no control socket"}: there is no process to ask`);
     if (pm.ended) return this.say(`${cmd}: pid ${pm.pid} has exited`);
@@ -113,20 +135,20 @@ export class Controller {
   }
 
   /**
-   * `d`: the agent's own snapshot (torch.cuda.memory._dump_snapshot) where there is a live agent;
-   * the monitor writes one from its own events where there is none (a replay, an exited process,
-   * an agent that failed), and beside the agent's when the agent records no history (its file
-   * then has segments but no trace).
+   * `d`: the agent's own snapshot (torch.cuda.memory._dump_snapshot), written where the monitor
+   * writes, where there is a live agent; the monitor writes one from its own events where there is
+   * none (a replay, an exited process, an agent that failed), and beside the agent's when the agent
+   * records no history (its file then has segments but no trace). The path gets a line of its own.
    */
   private async dump(pm: ProcessModel): Promise<void> {
-    // The path comes first in every message: at 80 columns the status line keeps its start.
+    const dir = resolve(this.snapshotDir);
     const own = (why: string) => {
       try {
-        const f = writeModelSnapshot(pm.model, this.snapshotDir, pm.pid);
-        const note = f.notes.length ? `; ${f.notes[0]}` : "";
-        return `snapshot: ${f.path} (${formatBytes(f.size)}, ${f.trace_entries} trace entries from the monitor's events${why ? `; ${why}` : ""}${note}) - open it at https://pytorch.org/memory_viz`;
+        const f = writeModelSnapshot(pm.model, dir, pm.pid);
+        const notes = [why, ...f.notes].filter(Boolean).map((n) => `(${n})`).join(" ");
+        return `snapshot of pid ${pm.pid}: ${formatBytes(f.size)}, ${f.trace_entries} trace entries from the monitor's events ${notes}\n${f.path}\n${MEMORY_VIZ}`;
       } catch (e) {
-        return `writing a snapshot failed: ${(e as Error).message}${why ? ` (${why})` : ""}`;
+        return `writing a snapshot into ${dir} failed: ${(e as Error).message}${why ? ` (${why})` : ""}`;
       }
     };
     // Writing takes a moment for a long trace (100,000 entries: ~0.1-0.3 s): say so first.
@@ -139,13 +161,26 @@ export class Controller {
     if (this.busy) return this.say("a command is still running");
     this.busy = true;
     this.say(`dump_snapshot: asking pid ${pm.pid}…`);
-    const r = await command(pm.socket, "dump_snapshot");
+    const path = join(dir, `${pm.pid}-snapshot-${Date.now()}.pickle`);
+    const r = await command(pm.socket, "dump_snapshot", { path });
     this.busy = false;
     if (!r.ok) return ownLater(`the agent's dump failed: ${r.error}`);
     if (r.history === false) return ownLater(`the agent's own ${r.path} has no trace: history is off`);
-    this.say(`snapshot: ${r.path} (${formatBytes(Number(r.size))}) - open it at https://pytorch.org/memory_viz`);
+    // An agent in another container writes into its own filesystem: the path may not exist here.
+    const where = existsSync(String(r.path)) ? "" : " (written in the process's own filesystem: another container?)";
+    this.say(`snapshot of pid ${pm.pid} by its agent: ${formatBytes(Number(r.size))}${where}\n${r.path}\n${MEMORY_VIZ}`);
   }
 
+  /** `k`: stop a process with SIGTERM or SIGKILL; a second later, whether it has gone. */
+  kill(pid: number, signal: StopSignal, commandLine: string | null): void {
+    const r = signalProcess(pid, signal, { command: commandLine });
+    this.say(r.message);
+    if (!r.ok) return;
+    setTimeout(() => {
+      if (this.status !== r.message) return; // another message came since
+      this.say(stillRunning(pid) ? `pid ${pid} still runs 1 s after ${signal}${signal === "SIGTERM" ? " (k, then 9 for SIGKILL)" : ""}` : `pid ${pid} has stopped (${signal})`);
+    }, 1000).unref?.();
+  }
 
   /** Ask `pm`'s agent for its line profile when the last answer is older than `everyMs` (never two at once). */
   async refreshLines(pm: ProcessModel | undefined, now = Date.now(), everyMs = 2000): Promise<void> {

@@ -6,6 +6,27 @@ export function pad(s: string, width: number, right = false): string {
   return right ? s.padStart(width) : s.padEnd(width);
 }
 
+/** `text` in lines of at most `width` characters, broken at spaces; a word longer than a line (a
+ *  path) is broken where the line ends, so nothing of it is lost. */
+export function wrap(text: string, width: number): string[] {
+  const w = Math.max(1, width);
+  const out: string[] = [];
+  for (const para of text.split("\n")) {
+    let line = "";
+    for (let word of para.split(" ")) {
+      if (line && line.length + 1 + word.length > w) (out.push(line), (line = ""));
+      while (word.length > w - (line ? line.length + 1 : 0)) {
+        const room = w - (line ? line.length + 1 : 0);
+        if (room <= 0) (out.push(line), (line = ""));
+        else (out.push(line ? `${line} ${word.slice(0, room)}` : word.slice(0, room)), (word = word.slice(room)), (line = ""));
+      }
+      line = line ? `${line} ${word}` : word;
+    }
+    out.push(line);
+  }
+  return out;
+}
+
 export function pct(v: number | null | undefined): string {
   return v === null || v === undefined ? "n/a" : `${Math.round(v)}%`;
 }

@@ -9,6 +9,7 @@ import { startReplay } from "../collect/live";
 import { openRingRecording, type Recording } from "../collect/recording";
 import { SystemCollector } from "../collect/system";
 import { App } from "./app";
+import { keyHint, type ScreenId } from "./registry";
 import { Controller } from "./controller";
 
 export interface MonitorOptions {
@@ -16,12 +17,19 @@ export interface MonitorOptions {
   ascii: boolean;
   demo?: boolean;
   speed?: number;
+  /** Where `d` writes snapshots (default: the directory the monitor was started in). */
+  dumpDir?: string;
 }
+
+/** SGR mouse reports (clicks and the wheel, with coordinates past column 223), on and off. */
+const MOUSE_ON = "\x1b[?1000h\x1b[?1006h";
+const MOUSE_OFF = "\x1b[?1006l\x1b[?1000l";
 
 /** The recording the demo replays: a real training run recorded on an H100, shipped in the package. */
 export const DEMO_RECORDING = join(import.meta.dir, "..", "..", "test", "fixtures", "normal.ring");
 
-async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: number; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
+async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: ScreenId; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
+  if (opts.dumpDir) ctl.snapshotDir = opts.dumpDir;
   const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {
     alternateScreen: true,
     // Ink would draw nothing until exit when CI=true is set (a shell inside a CI job on a GPU box);
@@ -32,8 +40,13 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
     exitOnCtrlC: false,
     patchConsole: true,
   });
+  // The mouse is given back on every way out, like the terminal itself (a shell left reporting
+  // clicks prints escape codes at every click).
+  const mouse = (on: boolean) => process.stdout.isTTY && process.stdout.write(on ? MOUSE_ON : MOUSE_OFF);
+  mouse(true);
   const quit = () => ink.unmount();
   const crash = (e: unknown) => {
+    mouse(false);
     ink.unmount(); // the terminal first, then the words
     process.stderr.write(`gpumem-tui: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
@@ -45,6 +58,7 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
   try {
     await ink.waitUntilExit();
   } finally {
+    mouse(false);
     process.off("SIGTERM", quit);
     process.off("SIGHUP", quit);
     process.off("uncaughtException", crash);
@@ -58,7 +72,7 @@ function demoStarter(ctl: Controller, speed: number) {
   let handle: ReturnType<typeof startReplay> | null = null;
   return {
     start: () => {
-      if (handle) return ctl.say("the demo is already running: 2 shows it");
+      if (handle) return ctl.say(`the demo is already running: ${keyHint(["process"])} shows it`);
       let rec: Recording;
       try {
         rec = openRingRecording(DEMO_RECORDING);
@@ -67,7 +81,9 @@ function demoStarter(ctl: Controller, speed: number) {
       }
       handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING), maxIdleMs: 1000 });
       ctl.replay = handle.pm;
-      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}×, idle stretches cut to 1 s (2 Process, 3 Tensors, 4 Segments)`);
+      ctl.replays.add(handle);
+      if (ctl.paused) handle.pause(true);
+      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}×, idle stretches cut to 1 s (${keyHint(["process", "tensors", "segments"])})`);
     },
     stop: () => handle?.stop(),
   };
@@ -78,7 +94,7 @@ export async function runMonitor(collector: SystemCollector, opts: MonitorOption
   const demo = demoStarter(ctl, opts.speed ?? 0.5);
   if (opts.demo) demo.start();
   ctl.start();
-  await show(ctl, opts, { initialScreen: opts.demo ? 1 : 0, onDemo: demo.start, onExit: demo.stop });
+  await show(ctl, opts, { initialScreen: opts.demo ? "process" : "overview", onDemo: demo.start, onExit: demo.stop });
   return 0;
 }
 
@@ -86,8 +102,9 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
   const ctl = new Controller(null, opts.intervalMs);
   const r = startReplay(recording, { speed: opts.speed ?? 1, onUpdate: () => ctl.notify() });
   ctl.replay = r.pm;
+  ctl.replays.add(r);
   ctl.status = [`replay of ${recording.path} at ${opts.speed ?? 1}×`, ...recording.notes].join("; ");
-  await show(ctl, opts, { initialScreen: 1, onExit: r.stop });
+  await show(ctl, opts, { initialScreen: "process", onExit: r.stop });
   return 0;
 }
 
@@ -111,8 +128,8 @@ export async function runView(path: string, opts: MonitorOptions): Promise<numbe
   resyncFromSnapshot(model, snap.segments as Parameters<typeof resyncFromSnapshot>[1], end);
   const ctl = new Controller(null, opts.intervalMs);
   ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
-  ctl.status = `snapshot ${path}: 2 Process, 3 Tensors, 4 Segments`;
-  await show(ctl, opts, { initialScreen: 3 });
+  ctl.status = `snapshot ${path}: ${keyHint(["process", "tensors", "segments"])}`;
+  await show(ctl, opts, { initialScreen: "segments" });
   return 0;
 }
 

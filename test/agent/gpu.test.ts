@@ -111,6 +111,10 @@ describe("agent on a GPU", () => {
     expect(r.dump_loaded.traces).toBeGreaterThan(0); // history was turned on through the socket
     expect(r.dump.history).toBe(true); // and the agent says so: the monitor need not write its own
     expect(r.dump_loaded.html_bytes).toBeGreaterThan(10000);
+    // The monitor names the file (its directory or --dump-dir, never the agent's small /dev/shm).
+    expect(r.dump_at.path).toMatch(/\/monitor-named\.pickle$/);
+    expect(r.dump_at_exists).toBe(true);
+    expect(r.dump_bad_path.error).toMatch(/"path" must be an absolute path ending in \.pickle/);
     expect(r.bad_verb.error).toMatch(/unknown command 'frobnicate'/);
     expect(r.bad_args.error).toMatch(/"enabled" must be true or false/);
     expect(r.info.hook_mode).toBe("hook");

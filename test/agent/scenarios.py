@@ -200,6 +200,11 @@ def main():
         report["history"] = control("history", enabled=True)
         train(1)
         report["dump"] = control("dump_snapshot")
+        import tempfile
+
+        report["dump_at"] = control("dump_snapshot", path=os.path.join(tempfile.mkdtemp(), "monitor-named.pickle"))
+        report["dump_at_exists"] = bool(report["dump_at"].get("ok")) and os.path.exists(report["dump_at"]["path"])
+        report["dump_bad_path"] = control("dump_snapshot", path="relative.pickle")
         report["reset_peaks"] = control("reset_peaks")
         report["bad_verb"] = control("frobnicate")
         report["bad_args"] = control("history", enabled="yes")

@@ -62,7 +62,7 @@ describe("the sampling session", () => {
   });
 
   test("the Tensors screen and the JSON list the same categories and the same largest blocks", () => {
-    const ui = render(<TensorsScreen pm={pm} width={160} height={60} sort="size" filter="" selected={0} />);
+    const ui = render(<TensorsScreen pm={pm} width={160} height={60} sort="size" reverse={false} filter="" selected={0} />);
     const text = ui.lastFrame()!;
     for (const c of profile!.categories.filter((x) => x.bytes > 0)) expect(text).toMatch(new RegExp(`${c.category}\\s+${formatBytes(c.bytes).replace(".", "\\.")}`));
     for (const t of profile!.largest_tensors.slice(0, 5)) expect(text).toContain(t.label);

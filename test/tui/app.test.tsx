@@ -6,23 +6,13 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unpickle } from "../../src/snapshot/pickle";
-import { createModel } from "../../src/profiler";
-import { replay } from "../../src/profiler/replay";
-import { openRingRecording } from "../../src/collect/recording";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
+import { SCREENS } from "../../src/tui/registry";
 import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
+import { replayed } from "../support/replayed";
 
-async function replayed(name: string) {
-  const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
-  const model = createModel().keepTrace();
-  for await (const _ of replay(rec.source, { ranges: rec.ranges, model })) {
-    // to the end
-  }
-  rec.close();
-  return { pid: 4242, model, source: "replay" as const, socket: null, title: `${name}.ring`, ended: true };
-}
 
 const tick = () => new Promise((r) => setTimeout(r, 30));
 const SIZE = { columns: 120, rows: 40 };
@@ -86,7 +76,7 @@ describe("screens", () => {
   test("the tensor table sorts by size, then by time, then by address", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("normal");
-    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={2} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen="tensors" />);
     await tick();
     const sizes = () =>
       ui.lastFrame()!.split("\n").filter((l) => /^\s*[\d.]+ (B|KiB|MiB|GiB) /.test(l) && !l.includes("blocks")).map((l) => l.trim().split(/\s+/).slice(0, 2).join(" "));
@@ -106,7 +96,7 @@ describe("screens", () => {
   test("the forgotten zero_grad run says so on the Process screen", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("no-zero-grad");
-    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={1} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen="process" />);
     await tick();
     expect(ui.lastFrame()!.toLowerCase()).toContain("gradient");
     expect(ui.lastFrame()).not.toContain("nothing wrong found");
@@ -116,7 +106,7 @@ describe("screens", () => {
   test("the Process chart: phases as a band under the curves, the OOM marked where it happened", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("oom");
-    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen={1} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen="process" />);
     await tick();
     const lines = ui.lastFrame()!.split("\n");
     const band = lines.find((l) => /^[ oFBO-]+$/.test(l) && /F-*/.test(l) && l.includes("B"));
@@ -129,15 +119,17 @@ describe("screens", () => {
     const ctl = new Controller(null, 1000);
     ctl.snapshotDir = mkdtempSync(join(tmpdir(), "gpumem-app-"));
     ctl.replay = await replayed("normal");
-    const ui = render(<App ctl={ctl} ascii={true} size={{ columns: 200, rows: 40 }} initialScreen={2} />);
+    const ui = render(<App ctl={ctl} ascii={true} size={{ columns: 200, rows: 40 }} initialScreen="tensors" />);
     await tick();
     ui.stdin.write("d");
-    await tick();
+    for (let i = 0; i < 50 && !ui.lastFrame()!.includes("memory_viz"); i++) await tick();
     const path = join(ctl.snapshotDir, readdirSync(ctl.snapshotDir)[0]!);
     expect(path).toMatch(/4242-gpumem-\d+\.pickle$/);
-    expect(ui.lastFrame()).toContain(`snapshot: ${path} (`);
-    expect(ui.lastFrame()).toContain("trace entries from the monitor's events");
-    expect(ui.lastFrame()).toContain("pytorch.org/memory_viz");
+    // The whole path on a line of its own, below what was written and above where to open it.
+    const status = ui.lastFrame()!.split("\n").slice(-3);
+    expect(status[0]).toMatch(/^snapshot of pid 4242: [\d.]+ MiB, \d+ trace entries from the monitor's events/);
+    expect(status[1]!.trim()).toBe(path);
+    expect(status[2]).toContain("open it at https://pytorch.org/memory_viz");
     const snap = unpickle(new Uint8Array(readFileSync(path))) as { segments: unknown[]; device_traces: unknown[][] };
     expect(snap.segments.length).toBeGreaterThan(0);
     expect(snap.device_traces[0]!.length).toBeGreaterThan(1000);
@@ -174,15 +166,16 @@ describe("every screen fits the terminal", () => {
       const ctl = new Controller(null, 1000);
       ctl.doc = busy;
       ctl.replay = await replayed("oom");
-      ctl.status = "x".repeat(300); // a long status line is cut, not wrapped
+      ctl.status = "x".repeat(1000); // a long status is wrapped over at most 4 lines, never past the frame
       const ui = render(<App ctl={ctl} ascii={false} size={{ columns, rows }} />);
-      for (const key of ["1", "2", "3", "4", "5", "6"]) {
+      for (const key of SCREENS.map((s) => s.key)) {
         ui.stdin.write(key);
         await tick();
         const lines = ui.lastFrame()!.split("\n");
         expect({ key, lines: lines.length }).toEqual({ key, lines: Math.min(lines.length, rows - 1) });
         for (const l of lines) expect({ key, l, width: [...l].length }).toEqual({ key, l, width: Math.min([...l].length, columns) });
         expect(lines[0]).toContain(`[${key} `);
+        expect(lines.filter((l) => /^x+$/.test(l)).length).toBe(4);
         if (key === "2") {
           // Nothing squeezed out: the title, the headline and the phase table are all there.
           expect(lines[1]).toContain("pid 4242");
@@ -191,10 +184,10 @@ describe("every screen fits the terminal", () => {
         }
         if (key === "3") {
           // One line a block: every row starts with its size, none wraps; shape and dtype fit.
-          const header = lines.findIndex((l) => l.includes("SIZE CATEGORY"));
+          const header = lines.findIndex((l) => l.includes("SIZE▼ CATEGORY")); // the sort column marked
           expect(lines[header]).toContain("SHAPE");
           expect(lines[header]).toContain("DTYPE");
-          const body = lines.slice(header + 1, -1).filter((l) => l.trim());
+          const body = lines.slice(header + 1).filter((l) => l.trim() && !/^x+$/.test(l));
           expect(body.length).toBeGreaterThan(3);
           for (const l of body) expect(l).toMatch(/^\s*\d+(\.\d+)? (B|KiB|MiB|GiB) /);
           // an unnamed block says what it is, never a bare address
@@ -224,7 +217,7 @@ describe("a DDP rank on its second GPU", () => {
     expect(summary(model).devices.map((d) => d.device)).toEqual([1]);
     const ctl = new Controller(null, 1000);
     ctl.replay = { pid: 751, model, source: "replay", socket: null, title: "rank 1", ended: false };
-    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} initialScreen={1} />);
+    const ui = render(<App ctl={ctl} ascii={false} size={SIZE} initialScreen="process" />);
     await tick();
     expect(ui.lastFrame()).toContain("pid 751");
     expect(ui.lastFrame()).toContain("allocated 1.00 MiB");

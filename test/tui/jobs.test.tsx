@@ -94,8 +94,8 @@ describe("keys in one read", () => {
     await tick();
     expect(lines()[0]).toContain("[2 Process]");
     expect(opened()).toBe(order[2]!.pid);
-    // Back, up twice, down once, in one read: the second.
-    ui.stdin.write("1kkj");
+    // Back, up twice (arrows), down once, in one read: the second.
+    ui.stdin.write("1\x1b[A\x1b[Aj");
     await tick();
     ui.stdin.write("\r");
     await tick();

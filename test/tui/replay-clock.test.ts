@@ -1,7 +1,7 @@
 // The demo's replay must not sit still through a recording's idle stretch (normal.ring has 4.7 s
 // with no event after the model is built), and after the cut it must keep its pace, not rush.
 import { expect, test } from "bun:test";
-import { idleCuttingClock } from "../../src/collect/live";
+import { idleCuttingClock, PausableClock, startReplay } from "../../src/collect/live";
 import { openRingRecording } from "../../src/collect/recording";
 import { replay } from "../../src/profiler/replay";
 import { DEMO_RECORDING } from "../../src/tui/main";
@@ -34,4 +34,44 @@ test("the demo recording replays at half speed with no wait over 1 s, and its st
   expect(total).toBeLessThan(5_000_000);
   expect(total).toBeGreaterThan(500_000);
   expect(states).toBeGreaterThan(3);
+});
+
+test("a paused clock stands still and resumes where it stopped", async () => {
+  const base = manualClock();
+  const clock = new PausableClock(base);
+  await clock.sleep(1_000);
+  clock.pause(true);
+  await base.sleep(5_000_000); // five seconds pass on the wall while paused
+  expect(clock.now_us()).toBe(1_000);
+  let resumed = false;
+  const waiting = clock.untilRunning().then(() => (resumed = true));
+  await Bun.sleep(1);
+  expect(resumed).toBe(false);
+  clock.pause(false);
+  await waiting;
+  expect(clock.now_us()).toBe(1_000);
+  await clock.sleep(500);
+  expect(clock.now_us()).toBe(1_500);
+});
+
+test("a paused replay reads no event into its model until resumed, and resumes where it stopped", async () => {
+  const rec = openRingRecording(DEMO_RECORDING);
+  const seen = () => r.pm.model.devices[0]?.lastTime_us ?? 0;
+  const r = startReplay(rec, { speed: 20, onUpdate: () => {}, maxIdleMs: 50 });
+  try {
+    for (let i = 0; i < 100 && seen() === 0; i++) await Bun.sleep(20);
+    r.pause(true);
+    await Bun.sleep(150); // a state already on its way lands
+    const at = seen();
+    expect(at).toBeGreaterThan(0);
+    await Bun.sleep(600); // at 20× that is 12 s of the recording
+    expect(seen()).toBe(at);
+    r.pause(false);
+    for (let i = 0; i < 100 && seen() === at; i++) await Bun.sleep(20);
+    expect(seen()).toBeGreaterThan(at);
+    // Resumed where it stopped: not 12 s of recording at once, but at its pace.
+    expect(seen() - at).toBeLessThan(5_000_000);
+  } finally {
+    r.stop();
+  }
 });

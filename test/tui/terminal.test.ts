@@ -51,12 +51,12 @@ async function until(what: string | RegExp, timeoutMs = 10_000): Promise<string>
   }
 }
 
-function start(cols: number, rows: number, args = "--demo", env = "") {
+function start(cols: number, rows: number, args = "--demo", env = "", cwd = process.cwd()) {
   sh("kill-session", "-t", session);
   // A line before the monitor, and the exit status after it: both must be on screen once it ends.
   // The bun running this test runs the monitor, whatever PATH the tmux server has; /bin/sh runs
   // the line, given as argv so tmux starts it directly instead of through a login shell.
-  const script = `echo before-the-monitor; ${env} NO_COLOR=1 ${q(BUN)} ${q(CLI)} ${args}; echo "exit status $?"; sleep 60`;
+  const script = `cd ${q(cwd)} && echo before-the-monitor; ${env} NO_COLOR=1 ${q(BUN)} ${q(CLI)} ${args}; echo "exit status $?"; sleep 60`;
   const r = run("new-session", "-d", "-s", session, "-x", String(cols), "-y", String(rows), "/bin/sh", "-c", script);
   lastStart = r.ok ? "started" : `failed: ${r.err}`;
 }
@@ -98,7 +98,7 @@ describe("the monitor in a real terminal", () => {
     await until(/step [1-9]\d*/); // the demo has data for every screen
     // Every screen: each line fits, nothing wraps, and the frame is not taller than the terminal
     // (the tab line stays the first line and the status line the last one that is written).
-    const screens: [string, string | RegExp][] = [["1", "PID"], ["2", "SHARE OF PEAK"], ["3", "Live memory by category"], ["4", /\d+ segments/], ["5", "Line profiles"], ["6", "gpumem-tui keys"]];
+    const screens: [string, string | RegExp][] = [["1", "PID"], ["2", "SHARE OF PEAK"], ["3", "Live memory by category"], ["4", /\d+ segments/], ["5", "Line profiles"], ["6", /nothing wrong found|finding/], ["7", "gpumem-tui keys"]];
     for (const [key, content] of screens) {
       sh("send-keys", "-t", session, key);
       await until(`[${key} `);
@@ -107,7 +107,8 @@ describe("the monitor in a real terminal", () => {
       for (const l of lines) expect({ key, line: l, fits: [...l].length <= 80 }).toEqual({ key, line: l, fits: true });
       expect(lines[0]).toStartWith("gpumem-tui ");
       expect(lines[0]).toContain(`[${key} `);
-      expect(lines.filter((l) => l.trim()).at(-1)).toContain("demo: a training run");
+      // The status (wrapped where it is long) is the last thing written.
+      expect(lines.filter((l) => l.trim()).slice(-3).join(" ")).toContain("demo: a training run");
     }
     sh("send-keys", "-t", session, "q");
     await until("exit status 0");
@@ -124,15 +125,18 @@ describe("the monitor in a real terminal", () => {
     expect(await until(/exit status \d+/)).toContain("before-the-monitor");
   });
 
-  e2e("d writes a snapshot of the demo process from the monitor's events; view opens it; e says why not", async () => {
+  e2e("d writes a snapshot of the demo process into the current directory, its whole path on a line of its own at 80 columns; view opens it; e says why not", async () => {
     const dir = mkdtempSync(join(tmpdir(), "gpumem-e2e-"));
-    start(220, 40, "--demo", `GPUMEM_TUI_DIR=${q(dir)}`);
+    start(80, 24, "--demo", "", dir);
     await until("demo: a training run recorded on an H100");
     await until(/step [1-9]\d*/);
     sh("send-keys", "-t", session, "d");
-    const text = await until(/snapshot: \S+\.pickle/);
-    const path = /snapshot: (\S+\.pickle)/.exec(text)![1]!;
-    expect(path.startsWith(dir)).toBe(true);
+    const text = await until("pytorch.org/memory_viz");
+    const lines = text.split("\n").map((l) => l.trimEnd());
+    const path = lines.find((l) => l.endsWith(".pickle"))!;
+    expect(path).toMatch(new RegExp(`^${dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/\\d+-gpumem-\\d+\\.pickle$`));
+    expect(lines[lines.indexOf(path) - 1]).toMatch(/^snapshot of pid \d+: /);
+    expect(lines[lines.indexOf(path) + 1]).toMatch(/^open it at https:\/\/pytorch\.org\/memory_viz/);
     const v = Bun.spawnSync([BUN, CLI, "view", path, "--json"], { stdout: "pipe", stderr: "pipe" });
     expect(v.stderr.toString()).toBe("");
     const summary = JSON.parse(v.stdout.toString());
@@ -161,6 +165,43 @@ describe("the monitor in a real terminal", () => {
     expect(tensors).not.toMatch(/\b0x[0-9a-f]{8,}\b/);
     sh("send-keys", "-t", session, "q");
     await until("exit status 0");
+  });
+
+  e2e("keys sent in one burst each count; p pauses the demo (its step stands still, the mark stays) and resumes it", async () => {
+    start(120, 40);
+    await until("demo: a training run recorded on an H100");
+    sh("send-keys", "-t", session, "4", "3");
+    await until("[3 Tensors]");
+    sh("send-keys", "-t", session, "2");
+    await until(/step [1-9]\d*/, 10_000);
+    sh("send-keys", "-t", session, "p");
+    await until("PAUSED paused: nothing is read");
+    const step = () => /step (\d+)/.exec(pane())![1];
+    await Bun.sleep(300);
+    const at = step();
+    await Bun.sleep(2500);
+    expect(step()).toBe(at);
+    sh("send-keys", "-t", session, "+");
+    await until("PAUSED interval 2000 ms");
+    sh("send-keys", "-t", session, "p");
+    await until("resumed");
+    expect(pane()).not.toContain("PAUSED");
+    for (let i = 0; i < 150 && step() === at; i++) await Bun.sleep(100);
+    expect(Number(step())).toBeGreaterThan(Number(at));
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
+  });
+
+  e2e("the mouse: reporting on while the monitor runs and off after it; a click on a tab switches to it", async () => {
+    start(120, 40);
+    await until("demo: a training run recorded on an H100");
+    expect(sh("display-message", "-p", "-t", session, "#{mouse_sgr_flag}#{mouse_standard_flag}").trim()).toBe("11");
+    const x = pane().split("\n")[0]!.indexOf("4 Segments") + 1;
+    sh("send-keys", "-t", session, "-l", `\x1b[<0;${x};1M\x1b[<0;${x};1m`);
+    await until("[4 Segments]");
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
+    expect(sh("display-message", "-p", "-t", session, "#{mouse_sgr_flag}#{mouse_standard_flag}").trim()).toBe("00");
   });
 
   e2e("the terminal is resized live", async () => {

@@ -10,7 +10,8 @@ import { color, formatBytes, orNa, pad, pct, rate } from "../format";
 export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user"] as const;
 export type ProcessSort = (typeof PROCESS_SORTS)[number];
 
-export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string): Process[] {
+/** `reverse` turns the order round (smallest memory first, highest pid first); equal keys stay by pid. */
+export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string, reverse = false): Process[] {
   const f = filter.toLowerCase();
   const shown = f ? ps.filter((p) => `${p.pid} ${p.user ?? ""} ${p.name ?? ""} ${p.command ?? ""}`.toLowerCase().includes(f)) : [...ps];
   const key: Record<ProcessSort, (p: Process) => number | string> = {
@@ -23,7 +24,8 @@ export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string):
   return shown.sort((a, b) => {
     const x = key[sort](a);
     const y = key[sort](b);
-    return x < y ? -1 : x > y ? 1 : a.pid - b.pid;
+    const dir = reverse ? -1 : 1;
+    return x < y ? -dir : x > y ? dir : a.pid - b.pid;
   });
 }
 
@@ -35,9 +37,9 @@ export type OverviewRow = { kind: "job"; job: Job } | { kind: "note"; job: Job; 
  * together, in rank order, under the job's row, where its first process would have come. The
  * job's notes are packed into lines of at most `width` characters.
  */
-export function overviewRows(doc: Document | null, sort: ProcessSort, filter: string, width = Infinity): OverviewRow[] {
+export function overviewRows(doc: Document | null, sort: ProcessSort, filter: string, width = Infinity, reverse = false): OverviewRow[] {
   if (!doc) return [];
-  const procs = sortProcesses(doc.processes, sort, filter);
+  const procs = sortProcesses(doc.processes, sort, filter, reverse);
   const jobOf = new Map<number, Job>();
   const rankOf = new Map<number, number>();
   for (const j of doc.jobs ?? []) for (const r of j.ranks) (jobOf.set(r.pid, j), rankOf.set(r.pid, r.rank));
@@ -69,8 +71,8 @@ export function overviewRows(doc: Document | null, sort: ProcessSort, filter: st
 }
 
 /** The processes of the table in the order shown: what the selection moves over. */
-export function overviewProcesses(doc: Document | null, sort: ProcessSort, filter: string): Process[] {
-  return overviewRows(doc, sort, filter).flatMap((r) => (r.kind === "process" ? [r.p] : []));
+export function overviewProcesses(doc: Document | null, sort: ProcessSort, filter: string, reverse = false): Process[] {
+  return overviewRows(doc, sort, filter, Infinity, reverse).flatMap((r) => (r.kind === "process" ? [r.p] : []));
 }
 
 const NOTE_INDENT = "    ";
@@ -90,11 +92,61 @@ function tableColumns(width: number): Columns {
   return { user: 0, command: Math.max(4, width - 1 - 68) };
 }
 
-function cells(c: Columns, v: { pid: string; user: string; gpu: string; nvml: string; allocated: string; reserved: string; phase: string; step: string; rank: string; command: string }): string {
-  return (
-    pad(v.pid, 8) + (c.user ? pad(v.user, c.user) : "") + pad(v.gpu, 4) + pad(v.nvml, 11, true) + " " + pad(v.allocated, 11, true) + pad(v.reserved, 11, true) + " " +
-    pad(v.phase, 9) + pad(v.step, 6, true) + " " + pad(v.rank, 5) + pad(v.command, c.command)
-  );
+type CellValues = { pid: string; user: string; gpu: string; nvml: string; allocated: string; reserved: string; phase: string; step: string; rank: string; command: string };
+
+/** The table's cells in order, with the sort each column stands for; a string is a gap. */
+function layoutCells(c: Columns): Array<{ key: keyof CellValues; width: number; right?: boolean; sort?: ProcessSort } | string> {
+  return [
+    { key: "pid", width: 8, sort: "pid" },
+    ...(c.user ? [{ key: "user" as const, width: c.user, sort: "user" as const }] : []),
+    { key: "gpu", width: 4 },
+    { key: "nvml", width: 11, right: true, sort: "memory" },
+    " ",
+    { key: "allocated", width: 11, right: true, sort: "allocated" },
+    { key: "reserved", width: 11, right: true, sort: "reserved" },
+    " ",
+    { key: "phase", width: 9 },
+    { key: "step", width: 6, right: true },
+    " ",
+    { key: "rank", width: 5 },
+    { key: "command", width: c.command },
+  ];
+}
+
+/** A row's text, or the header's pieces with the sort each stands for. */
+function cellParts(c: Columns, v: CellValues): Array<{ text: string; sort?: ProcessSort }> {
+  return layoutCells(c).map((x) => (typeof x === "string" ? { text: x } : { text: pad(v[x.key], x.width, x.right), sort: x.sort }));
+}
+
+function cells(c: Columns, v: CellValues): string {
+  return cellParts(c, v).map((p) => p.text).join("");
+}
+
+/** Larger values first (▼), or smaller first (▲), as the sort and its reversal leave them. */
+function sortArrow(sort: ProcessSort, reverse: boolean, ascii: boolean): string {
+  const descending = (sort === "memory" || sort === "allocated" || sort === "reserved") !== reverse;
+  return descending ? (ascii ? "v" : "▼") : ascii ? "^" : "▲";
+}
+
+const HEADER: Omit<CellValues, "command"> = { pid: "PID", user: "USER", gpu: "GPU", nvml: "NVML MEM", allocated: "ALLOCATED", reserved: "RESERVED", phase: "PHASE", step: "STEP", rank: "RANK" };
+
+function headerParts(width: number, sort: ProcessSort, reverse: boolean, filter: string, ascii: boolean) {
+  const arrow = sortArrow(sort, reverse, ascii);
+  const title = `COMMAND  (sort: ${sort}${reverse ? ", reversed" : ""}${filter ? `, filter: ${filter}` : ""})`;
+  const names: CellValues = { ...HEADER, command: title };
+  const key = layoutCells(tableColumns(width)).find((x) => typeof x !== "string" && x.sort === sort);
+  if (key && typeof key !== "string") names[key.key] = `${names[key.key]}${arrow}`;
+  return cellParts(tableColumns(width), names);
+}
+
+/** The sort whose column header is at column `x` (from 1), or null. */
+export function sortAtColumn(width: number, x: number): ProcessSort | null {
+  let at = 0;
+  for (const p of cellParts(tableColumns(width), { ...HEADER, command: "" })) {
+    if (x - 1 >= at && x - 1 < at + p.text.length) return p.sort ?? null;
+    at += p.text.length;
+  }
+  return null;
 }
 
 function processCells(c: Columns, p: Process, inJob: boolean): string {
@@ -171,6 +223,37 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
   );
 }
 
+/**
+ * Where things sit on the Overview: chart rows per GPU, the table's header line (from the top of
+ * the screen), its rows, the selected row and the first row shown. The screen draws from it and a
+ * click is read back through it.
+ */
+export function overviewLayout(doc: Document, history: Map<number, DeviceHistory>, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string) {
+  const devices = doc.devices;
+  // Height budget: 2 lines a device, charts (where there is history) if there is room, the rest for processes.
+  const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
+  const deviceLines = devices.reduce((n, d) => n + 2 + (chartRows && history.has(d.index) ? chartRows + 1 : 0), 0);
+  const tableRows = Math.max(3, height - deviceLines - 4);
+  const cols = tableColumns(width);
+  const rows = overviewRows(doc, sort, filter, width, reverse);
+  // The selection counts processes only; the window scrolls over every row.
+  const procRows = rows.flatMap((r, i) => (r.kind === "process" ? [i] : []));
+  const selRow = procRows[selected] ?? -1;
+  const target = selRow >= 0 ? selRow : selected >= procRows.length ? rows.length : 0;
+  const first = Math.max(0, Math.min(target - tableRows + 1, rows.length - tableRows));
+  return { chartRows, cols, rows, procRows, selRow, first, tableRows, headerLine: devices.length === 0 ? 1 : deviceLines };
+}
+
+/** The process (its index in the selection) under line `line` of the screen, or null. */
+export function overviewRowAt(doc: Document | null, history: Map<number, DeviceHistory>, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string, line: number): number | null {
+  if (!doc) return null;
+  const l = overviewLayout(doc, history, width, height, selected, sort, reverse, filter);
+  const k = line - l.headerLine - 1;
+  if (k < 0 || k >= l.tableRows) return null;
+  const i = l.procRows.indexOf(l.first + k);
+  return i >= 0 ? i : null;
+}
+
 export function Overview(props: {
   doc: Document | null;
   history: Map<number, DeviceHistory>;
@@ -178,42 +261,41 @@ export function Overview(props: {
   height: number;
   selected: number;
   sort: ProcessSort;
+  reverse: boolean;
   filter: string;
   ascii: boolean;
   /** What a replay running beside the machine's processes is (a demo, a file), or null. */
   replay: string | null;
   /** False where the monitor samples no machine (replay FILE, view FILE). */
   sampling: boolean;
+  /** Where a replay shows: "2 Process, 3 Tensors and 4 Segments", and where it plays: "2 Process". */
+  replayHint: string;
+  replayAt: string;
 }) {
   const { doc, width, height } = props;
-  if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; 2 Process, 3 Tensors and 4 Segments show it.`}</Text>;
+  if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; ${props.replayHint} show it.`}</Text>;
   const devices = doc.devices;
-  // Height budget: 2 lines a device, charts if there is room, the rest for processes.
-  const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
-  const deviceLines = devices.length * (2 + (chartRows ? chartRows + 1 : 0));
-  const tableRows = Math.max(3, height - deviceLines - 4);
-  const cols = tableColumns(width);
-  const rows = overviewRows(doc, props.sort, props.filter, width);
+  const { chartRows, cols, rows, selRow, first, tableRows } = overviewLayout(doc, props.history, width, height, props.selected, props.sort, props.reverse, props.filter);
   const users = new Map<Job, Set<string>>();
   for (const r of rows) if (r.kind === "process" && r.job && r.p.user) (users.get(r.job) ?? users.set(r.job, new Set()).get(r.job)!).add(r.p.user);
-  // The selection counts processes only; the window scrolls over every row.
-  const procRows = rows.flatMap((r, i) => (r.kind === "process" ? [i] : []));
-  const selRow = procRows[props.selected] ?? -1;
-  const target = selRow >= 0 ? selRow : props.selected >= procRows.length ? rows.length : 0;
-  const first = Math.max(0, Math.min(target - tableRows + 1, rows.length - tableRows));
-  const title = `COMMAND  (sort: ${props.sort}${props.filter ? `, filter: ${props.filter}` : ""})`;
   return (
     <Box flexDirection="column">
       {devices.length === 0 ? (
         <Text color={color("yellow")}>
           No GPU here: {doc.reason ?? "NVML reports no devices"}.{" "}
-          {props.replay ? `${props.replay} plays on 2 Process.` : "Press D for a replay of a real training run recorded on an H100."}
+          {props.replay ? `${props.replay} plays on ${props.replayAt}.` : "Press D for a replay of a real training run recorded on an H100."}
         </Text>
       ) : (
         devices.map((d) => <DevicePanel key={d.index} d={d} h={props.history.get(d.index)} width={width} chartRows={chartRows} ascii={props.ascii} />)
       )}
-      <Text bold inverse wrap="truncate-end">
-        {cells(cols, { pid: "PID", user: "USER", gpu: "GPU", nvml: "NVML MEM", allocated: "ALLOCATED", reserved: "RESERVED", phase: "PHASE", step: "STEP", rank: "RANK", command: title })}
+      <Text bold wrap="truncate-end">
+        {headerParts(width, props.sort, props.reverse, props.filter, props.ascii).map((p, i) =>
+          p.sort === props.sort ? (
+            <Text key={i} underline color={color("cyan")}>{p.text}</Text>
+          ) : (
+            <Text key={i} inverse>{p.text}</Text>
+          ),
+        )}
       </Text>
       {rows.length === 0 ? <Text dimColor>no GPU processes</Text> : null}
       {rows.slice(first, first + tableRows).map((r, i) => {

@@ -2,7 +2,7 @@
 // and where the last step's memory went, by phase and by record_function range.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { breakdown, findings, oomColumns, phaseBands, summary, timeline } from "../../profiler";
+import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline } from "../../profiler";
 import { areaChart, markLine, onTimeAxis, phaseRuns } from "../chart";
 import { color, formatBytes, pad } from "../format";
 
@@ -17,7 +17,9 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   const all = summary(m).devices;
   const s = all.find((d) => m.device(d.device) !== undefined) ?? all[0]!;
   // The whole run while it is under ten minutes, then the last ten, on a uniform time axis.
-  const f = findings(m).slice(0, 3);
+  // Each finding once, by its title; Enter opens them whole (the Findings screen).
+  const allFindings = distinctFindings(findings(m));
+  const f = allFindings.slice(0, 3);
   const b = breakdown(m, { device: s.device });
   // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, the
   // findings (a heading and at least one line), the step, its peak in words, the table and its
@@ -77,11 +79,11 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
         ))}
       </Text>
       <Text color={color("red")}>{markLine(chartWidth, marks)}</Text>
-      <Text bold>Findings</Text>
+      <Text bold>Findings{allFindings.length ? <Text dimColor>{`  (${allFindings.length}; Enter shows each whole, with its numbers)`}</Text> : null}</Text>
       {f.length === 0 ? <Text dimColor>  nothing wrong found</Text> : null}
       {f.map((x, i) => (
         <Text key={i} color={color(x.severity === "error" ? "red" : x.severity === "warning" ? "yellow" : "white")}>
-          {pad(`  ${x.title}: ${x.evidence}`, width - 1)}
+          {pad(`  ${x.severity}: ${x.title}${x.count > 1 ? ` (${x.count} times)` : ""}`, width - 1)}
         </Text>
       ))}
       <Text bold>

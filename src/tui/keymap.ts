@@ -1,0 +1,223 @@
+// What each key does: one key at a time against the user's choices (UiState), so that the keys of
+// one read count once each, in order. Commands go through the controller; nothing here draws.
+import type { ProcessModel } from "../collect/live";
+import type { Process } from "../system/schema";
+import type { Controller } from "./controller";
+import type { Key } from "./keys";
+import { SCREENS, screenIndex } from "./registry";
+import { PROCESS_SORTS } from "./screens/overview";
+import { TENSOR_SORTS } from "./screens/tensors";
+import type { UiState } from "./ui-state";
+
+const OVERVIEW = screenIndex("overview");
+const PROCESS = screenIndex("process");
+const TENSORS = screenIndex("tensors");
+const FINDINGS = screenIndex("findings");
+const HELP = screenIndex("help");
+
+/** What the keys need to know of the screens as they are now. */
+export interface KeyContext {
+  ctl: Controller;
+  exit: () => void;
+  onDemo?: () => void;
+  /** The Overview's processes in the order shown (by the sort and filter in `ui`). */
+  procs: (ui: UiState) => Process[];
+  /** The process the per-process screens show. */
+  pm: (ui: UiState) => ProcessModel | undefined;
+  /** How many rows the current screen selects among (0: none). */
+  rows: (ui: UiState) => number;
+  /** The row under a line of the screen's body (from 0), or null. */
+  rowAt: (ui: UiState, line: number) => number | null;
+  /** The screen whose tab is at column `x` (from 1), or null. */
+  tabAt: (ui: UiState, x: number) => number | null;
+  /** The sort chosen by a click on the table's header at column `x` (from 1), or null. */
+  sortAt: (ui: UiState, line: number, x: number) => string | null;
+}
+
+/** Lines above a screen's body: the tab line. */
+export const BODY_TOP = 2;
+
+function select(ui: UiState, ctx: KeyContext, to: (at: number) => number): void {
+  const n = ctx.rows(ui);
+  const at = ui.selected[ui.screen]!;
+  ui.selected[ui.screen] = Math.max(0, Math.min(n - 1, to(at)));
+  if (ui.screen === FINDINGS) ui.openFinding = null;
+}
+
+function cycle<T>(list: readonly T[], v: T, by = 1): T {
+  return list[(list.indexOf(v) + by + list.length) % list.length]!;
+}
+
+/** Sort by `sort` on the current screen; the same sort again reverses it. */
+function sortBy(ui: UiState, sort: string): void {
+  if (ui.screen === OVERVIEW && (PROCESS_SORTS as readonly string[]).includes(sort)) {
+    if (ui.procSort === sort) ui.procReverse = !ui.procReverse;
+    else (ui.procSort = sort as UiState["procSort"]), (ui.procReverse = false);
+  } else if (ui.screen === TENSORS && (TENSOR_SORTS as readonly string[]).includes(sort)) {
+    if (ui.tensorSort === sort) ui.tensorReverse = !ui.tensorReverse;
+    else (ui.tensorSort = sort as UiState["tensorSort"]), (ui.tensorReverse = false);
+  }
+}
+
+/** The process `k` would stop: the selected row on the Overview, the shown process elsewhere. */
+function killTarget(ui: UiState, ctx: KeyContext): { pid: number; label: string; command: string | null } | string {
+  if (ui.screen === OVERVIEW) {
+    const p = ctx.procs(ui)[ui.selected[OVERVIEW]!];
+    if (!p) return "k: select a process first (↑ ↓)";
+    return { pid: p.pid, label: `${p.pid} ${p.name ?? p.command ?? ""}`.trim(), command: p.command };
+  }
+  const pm = ctx.pm(ui);
+  if (!pm) return "k: no process selected (Overview: ↑ ↓, Enter)";
+  if (pm.source === "replay") return `k: pid ${pm.pid} is a replay: there is no process to stop`;
+  if (pm.ended) return `k: pid ${pm.pid} has exited`;
+  const row = ctx.ctl.doc?.processes.find((p) => p.agent_pid === pm.pid);
+  return { pid: row?.pid ?? pm.pid, label: `${row?.pid ?? pm.pid} ${row?.name ?? pm.title}`.trim(), command: row?.command ?? null };
+}
+
+/** A key while a question waits on the status line: it answers the question, nothing else. */
+function answer(ui: UiState, key: Key, ctx: KeyContext): void {
+  const p = ui.prompt!;
+  const ch = key.kind === "char" ? key.ch : "";
+  ui.prompt = null;
+  if (p.kind === "empty_cache") {
+    if (ch === "y" || ch === "Y") return void ctx.ctl.run(ctx.pm(ui), "empty_cache");
+    return ctx.ctl.say("empty_cache cancelled");
+  }
+  if (p.kind === "kill_signal") {
+    const signal = ch === "t" || ch === "1" ? "SIGTERM" : ch === "9" || ch === "K" ? "SIGKILL" : null;
+    if (!signal) return ctx.ctl.say(`pid ${p.pid} left running`);
+    ui.prompt = { kind: "kill_confirm", pid: p.pid, label: p.label, signal, command: p.command };
+    return ctx.ctl.say(`send ${signal} to ${p.label}? y / n`);
+  }
+  if (ch === "y" || ch === "Y") return ctx.ctl.kill(p.pid, p.signal, p.command);
+  ctx.ctl.say(`pid ${p.pid} left running`);
+}
+
+export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
+  const { ctl } = ctx;
+  if (key.kind === "ctrl" && key.ch === "c") return ctx.exit();
+  if (ui.typing) {
+    if (key.kind === "key" && key.name === "return") ui.typing = false;
+    else if (key.kind === "key" && key.name === "escape") (ui.typing = false), (ui.filter = "");
+    else if (key.kind === "key" && (key.name === "backspace" || key.name === "delete")) ui.filter = ui.filter.slice(0, -1);
+    else if (key.kind === "char") ui.filter += key.ch;
+    return;
+  }
+  if (key.kind === "mouse") return mouse(ui, key, ctx);
+  if (key.kind === "other") return;
+  if (ui.prompt) return answer(ui, key, ctx);
+  const screen = ui.screen;
+  if (key.kind === "key") {
+    switch (key.name) {
+      case "tab":
+        return void (ui.screen = (screen + 1) % SCREENS.length);
+      case "backtab":
+        return void (ui.screen = (screen + SCREENS.length - 1) % SCREENS.length);
+      case "down":
+        return select(ui, ctx, (a) => a + 1);
+      case "up":
+        return select(ui, ctx, (a) => a - 1);
+      case "pagedown":
+        return select(ui, ctx, (a) => a + 10);
+      case "pageup":
+        return select(ui, ctx, (a) => a - 10);
+      case "home":
+        return select(ui, ctx, () => 0);
+      case "end":
+        return select(ui, ctx, () => Infinity);
+      case "escape":
+        if (screen === FINDINGS) ui.openFinding = null;
+        return;
+      case "return":
+        return enter(ui, ctx);
+      default:
+        return;
+    }
+  }
+  if (key.kind !== "char") return;
+  const ch = key.ch;
+  const byKey = SCREENS.findIndex((s) => s.key === ch);
+  if (byKey >= 0) return void (ui.screen = byKey);
+  switch (ch) {
+    case "q":
+      return ctx.exit();
+    case "?":
+      return void (ui.screen = HELP);
+    case "j":
+      return select(ui, ctx, (a) => a + 1);
+    case "g":
+      return select(ui, ctx, () => 0);
+    case "G":
+      return select(ui, ctx, () => Infinity);
+    case "s":
+      if (screen === OVERVIEW) return sortBy(ui, cycle(PROCESS_SORTS, ui.procSort));
+      if (screen === TENSORS) return sortBy(ui, cycle(TENSOR_SORTS, ui.tensorSort));
+      return;
+    case "I":
+      if (screen === OVERVIEW) return sortBy(ui, ui.procSort);
+      if (screen === TENSORS) return sortBy(ui, ui.tensorSort);
+      return;
+    case "/":
+      return void ((ui.typing = true), (ui.filter = ""));
+    case " ":
+    case "p":
+      return ctl.setPaused(!ctl.paused);
+    case "+":
+      return ctl.setInterval(ctl.intervalMs * 2);
+    case "-":
+      return ctl.setInterval(ctl.intervalMs / 2);
+    case "k": {
+      const t = killTarget(ui, ctx);
+      if (typeof t === "string") return ctl.say(t);
+      ui.prompt = { kind: "kill_signal", ...t };
+      return ctl.say(`stop ${t.label}: t SIGTERM (asks it to end), 9 SIGKILL (ends it at once), any other key cancels`);
+    }
+    case "D":
+      return ctx.onDemo?.();
+  }
+  // d, r, e: the selected row's process on the Overview, the shown process elsewhere.
+  const row = ctx.procs(ui)[ui.selected[OVERVIEW]!];
+  const models = ctl.processModels();
+  const target = screen === OVERVIEW ? models.find((m) => m.pid === (row?.agent_pid ?? row?.pid)) : ctx.pm(ui);
+  if (ch === "d") return void ctl.run(target, "dump_snapshot");
+  if (ch === "r") return void ctl.run(target, "reset_peaks");
+  if (ch === "e") {
+    if (!target?.socket) return void ctl.run(target, "empty_cache"); // says why not
+    ui.pid = target.pid;
+    ui.prompt = { kind: "empty_cache", pid: target.pid };
+    return ctl.say(`empty the cache of pid ${target.pid}? y / n`);
+  }
+}
+
+function enter(ui: UiState, ctx: KeyContext): void {
+  if (ui.screen === OVERVIEW) {
+    const p = ctx.procs(ui)[ui.selected[OVERVIEW]!];
+    if (p) ui.pid = p.agent_pid ?? p.pid;
+    ui.screen = PROCESS;
+  } else if (ui.screen === PROCESS) {
+    ui.screen = FINDINGS;
+  } else if (ui.screen === FINDINGS) {
+    const at = ui.selected[FINDINGS]!;
+    ui.openFinding = ui.openFinding === at || ctx.rows(ui) === 0 ? null : at;
+  }
+}
+
+/** Wheel scrolls the selection; a click selects the row under it, switches tabs, or sorts by a column. */
+function mouse(ui: UiState, m: Extract<Key, { kind: "mouse" }>, ctx: KeyContext): void {
+  if (!m.press) return;
+  if (m.button === 64) return select(ui, ctx, (a) => a - 3);
+  if (m.button === 65) return select(ui, ctx, (a) => a + 3);
+  if (m.button !== 0) return;
+  if (m.y === 1) {
+    const s = ctx.tabAt(ui, m.x);
+    if (s !== null) ui.screen = s;
+    return;
+  }
+  const line = m.y - BODY_TOP;
+  const sort = ctx.sortAt(ui, line, m.x);
+  if (sort) return sortBy(ui, sort);
+  const row = ctx.rowAt(ui, line);
+  if (row === null) return;
+  if (ui.screen === FINDINGS && ui.selected[FINDINGS] === row) ui.openFinding = ui.openFinding === row ? null : row;
+  else select(ui, ctx, () => row);
+}

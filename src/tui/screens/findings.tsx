@@ -1,0 +1,86 @@
+// Findings: what is wrong with the selected process, each finding once and whole (wrapped, never
+// cut), the selected one opened with Enter: its evidence and every number behind it.
+import { Box, Text } from "ink";
+import type { ProcessModel } from "../../collect/live";
+import { distinctFindings, findings, type FindingGroup } from "../../profiler";
+import { color, formatBytes, pad, wrap } from "../format";
+
+const SEVERITY_COLOR = { error: "red", warning: "yellow", info: "white" } as const;
+
+export function processFindings(pm: ProcessModel | undefined): FindingGroup[] {
+  return pm ? distinctFindings(findings(pm.model)) : [];
+}
+
+/** A line of the screen, and which finding it belongs to (null: a heading). */
+export interface FindingLine {
+  text: string;
+  finding: number | null;
+  title: boolean;
+}
+
+function heading(f: FindingGroup): string {
+  const times = f.count > 1 ? ` (${f.count} times${f.steps.length ? `, steps ${f.steps.join(", ")}` : ""})` : "";
+  return `${f.severity.toUpperCase()}  ${f.title}${times}`;
+}
+
+/** A number as read: bytes with their unit (and the exact count), others as they are. */
+function numberText(key: string, v: number | string | null): string {
+  if (v === null) return "–";
+  if (typeof v === "number" && key.endsWith("_bytes")) return `${formatBytes(v)} (${v})`;
+  return String(v);
+}
+
+/** Every line of the list (each finding's title, then its evidence wrapped), and the first shown. */
+export function findingsLayout(fs: FindingGroup[], width: number, height: number, selected: number, open: number | null): { lines: FindingLine[]; first: number } {
+  const lines: FindingLine[] = [];
+  if (open !== null && fs[open]) {
+    const f = fs[open]!;
+    for (const t of wrap(heading(f), width - 1)) lines.push({ text: t, finding: open, title: true });
+    lines.push({ text: `device ${f.device}, finding "${f.id}" (Enter or Esc: back to the list)`, finding: null, title: false });
+    for (const l of wrap(f.evidence, width - 3)) lines.push({ text: `  ${l}`, finding: null, title: false });
+    lines.push({ text: "", finding: null, title: false });
+    const keyWidth = Math.min(28, Math.max(...Object.keys(f.numbers).map((k) => k.length)) + 2);
+    for (const [k, v] of Object.entries(f.numbers)) {
+      for (const l of wrap(`${pad(k, keyWidth)}${numberText(k, v)}`, width - 3)) lines.push({ text: `  ${l}`, finding: null, title: false });
+    }
+    return { lines, first: 0 };
+  }
+  fs.forEach((f, i) => {
+    for (const t of wrap(heading(f), width - 1)) lines.push({ text: t, finding: i, title: true });
+    for (const l of wrap(f.evidence, width - 5)) lines.push({ text: `    ${l}`, finding: i, title: false });
+  });
+  // The selected finding's title in view, and as much of its evidence as fits.
+  const at = lines.findIndex((l) => l.title && l.finding === selected);
+  const end = lines.findLastIndex((l) => l.finding === selected);
+  const room = Math.max(1, height - 1);
+  let first = Math.max(0, Math.min(end - room + 1, lines.length - room));
+  if (at >= 0 && first > at) first = at;
+  return { lines, first };
+}
+
+/** The finding under line `line` of the screen's body (line 0 is the screen's own heading). */
+export function findingAt(pm: ProcessModel | undefined, width: number, height: number, selected: number, open: number | null, line: number): number | null {
+  if (line < 1 || open !== null) return null;
+  const { lines, first } = findingsLayout(processFindings(pm), width, height, selected, open);
+  return lines[first + line - 1]?.finding ?? null;
+}
+
+export function FindingsScreen({ pm, width, height, selected, open }: { pm: ProcessModel | undefined; width: number; height: number; selected: number; open: number | null }) {
+  if (!pm) return <Text dimColor>No PyTorch process with the agent selected (Overview: ↑ ↓, Enter).</Text>;
+  const fs = processFindings(pm);
+  if (fs.length === 0) return <Text dimColor>pid {pm.pid}: nothing wrong found.</Text>;
+  const { lines, first } = findingsLayout(fs, width, height, selected, open);
+  return (
+    <Box flexDirection="column">
+      <Text dimColor>{pad(`pid ${pm.pid}: ${fs.length} finding${fs.length === 1 ? "" : "s"}, most severe first${open === null ? "  (↑ ↓ select, Enter opens)" : ""}`, width - 1)}</Text>
+      {lines.slice(first, first + height - 1).map((l, i) => {
+        const f = l.finding === null ? null : fs[l.finding]!;
+        return (
+          <Text key={first + i} bold={l.title} inverse={l.title && open === null && l.finding === selected} color={color(l.title && f ? SEVERITY_COLOR[f.severity] : "white")}>
+            {pad(l.text, width - 1)}
+          </Text>
+        );
+      })}
+    </Box>
+  );
+}
