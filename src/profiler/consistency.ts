@@ -52,9 +52,17 @@ export class Consistency {
   /** The hook's event count less the model's (the hook's counters start at torch's own counts). */
   private offset = Number.NaN;
 
+  /** The first sync came after records were lost: what it finds unaccounted for was in them, not
+   *  necessarily from before the attach. */
+  lostBeforeFirst = false;
+  /** Where the first sync came after records: the large blocks then live may each hide up to
+   *  LARGE_REMAINDER that `before` took in, and that leaves with them when they are freed. */
+  private slack = 0;
+
   /** Records were lost: the counts no longer line up until the next sync re-anchors them. */
   noteLost(): void {
     this.offset = Number.NaN;
+    if (this.before === null) this.lostBeforeFirst = true;
   }
 
   /**
@@ -75,6 +83,7 @@ export class Consistency {
         allocated: Math.max(0, allocated - at.blockBytes + at.unknownFreeBytes),
         requested: Math.max(0, requested - at.requested),
       };
+      this.slack = at.largeBlocks * LARGE_REMAINDER;
       this.offset = events - at.events;
     } else if (this.offset !== this.offset) {
       this.offset = events - at.events;
@@ -100,7 +109,7 @@ export class Consistency {
   private compare(at: DetailAtSync, t: number, allocated: number, reserved: number, requested: number): SyncPoint {
     const unaccounted = allocated - this.preAttachBytes(at.unknownFreeBytes) - at.blockBytes;
     const requestedDifference = requested - (this.before?.requested ?? 0) - at.requested;
-    const agreed = requestedDifference === 0 && unaccounted >= 0 && unaccounted <= at.largeBlocks * LARGE_REMAINDER;
+    const agreed = requestedDifference === 0 && unaccounted >= -this.slack && unaccounted <= at.largeBlocks * LARGE_REMAINDER;
     this.checks++;
     if (agreed) this.agreed++;
     else this.disagreed++;
@@ -121,6 +130,8 @@ export class Consistency {
   /** A snapshot replaced the blocks: the next sync is a new starting point. */
   restart(): void {
     this.before = null;
+    this.slack = 0;
+    this.lostBeforeFirst = false;
     this.offset = Number.NaN;
   }
 

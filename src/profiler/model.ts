@@ -221,6 +221,8 @@ export class ProfilerModel {
       this.byIndex[dev] = d;
       this.devices.push(d);
       this.devices.sort((x, y) => x.device - y.device);
+      // Records lost before this device's first one may have been its own: its detail is partial.
+      if (this.lostRecords > 0) d.noteLost(this.lostRecords);
       const h = this.headerTotals.get(dev);
       if (h && this.lostRecords > 0) d.anchor(h.allocated, h.reserved, h.active);
       const attach = this.emptyAtAttach.get(dev);

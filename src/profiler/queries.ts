@@ -99,7 +99,8 @@ export function partialCauses(d: DeviceState): string[] {
   const why: string[] = [];
   if (d.lost > 0) why.push(`${d.lost} records lost (the ring lapped)`);
   const before = d.consistency.preAttachBytes(d.unknownFreeBytes);
-  if (before > 0) why.push(`${formatBytes(before)} allocated before the agent attached`);
+  if (before > 0)
+    why.push(d.consistency.lostBeforeFirst ? `${formatBytes(before)} allocated in records lost before the first sync, or before the agent attached` : `${formatBytes(before)} allocated before the agent attached`);
   if (d.unknownFrees > 0) why.push(`${d.unknownFrees} frees of blocks allocated before the recording (${formatBytes(d.unknownFreeBytes)})`);
   if (d.replacedBlocks > 0) why.push(`${d.replacedBlocks} blocks whose free was missed`);
   if (d.blocks.resynced > 0) why.push(`${d.blocks.resynced} blocks filled in by a resync (when and where they were allocated is unknown)`);

@@ -111,6 +111,20 @@ describe("consistency at sync records", () => {
     expect(d.sync.last).toMatchObject({ unaccounted_bytes: 0, requested_difference_bytes: 0 });
   });
 
+  test("a ring that lapped before the first record read: records lost is the cause, and the syncs after it agree", () => {
+    // The reader's first records: the free of a 4 MiB block it never saw, then a sync; 4 MiB of
+    // what torch holds came in the lost records (or before the attach), and 2 MiB large blocks
+    // stand for rounding the records cannot see.
+    const tr = new Trace().free(0x7000_0000, 4 * MiB).alloc(0x9000_0000, 2 * MiB).sync(6 * MiB, 16 * MiB, 6 * MiB, 500);
+    tr.free(0x9000_0000, 2 * MiB).sync(4 * MiB, 16 * MiB, 4 * MiB, 501);
+    const m = createModel();
+    m.ingest(tr.batch(), 1000);
+    const d = summary(m).devices[0]!;
+    expect(d.partial_causes[0]).toBe("1000 records lost (the ring lapped)");
+    expect(d.partial_causes[1]).toBe("4.00 MiB allocated in records lost before the first sync, or before the agent attached");
+    expect(d.sync).toMatchObject({ checks: 2, agreed: 2, disagreed: 0 });
+  });
+
   test("after lost records the next sync re-anchors the counts, the one after compares again", () => {
     const tr = new Trace().sync(0, 0, 0, 0).alloc(0x1000, 1 * MiB).alloc(0x2000_0000, 1 * MiB);
     tr.sync(2 * MiB, 0, 2 * MiB, 2).alloc(0x3000_0000, 1 * MiB).sync(3 * MiB, 0, 3 * MiB, 3);
