@@ -20,6 +20,7 @@ enum {
   NVML_ERROR_NOT_SUPPORTED = 3,
   NVML_ERROR_NO_PERMISSION = 4,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
 };
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
@@ -50,6 +51,13 @@ typedef struct {
   unsigned long long usedGpuMemory;
   unsigned int gpuInstanceId, computeInstanceId;
 } nvmlProcessInfo_v2_t; /* the _v3 functions take this same layout in current drivers */
+/* One utilization sample of a process (nvmlDeviceGetProcessUtilization): percentages of the
+ * sample period, the CPU timestamp (µs) the sample was taken at. */
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
 typedef struct {
   unsigned int fieldId, scopeId;
   long long timestamp, latencyUsec;
@@ -83,6 +91,7 @@ typedef nvmlReturn_t (*fn_dev_util)(nvmlDevice_t, unsigned int *, unsigned int *
 typedef nvmlReturn_t (*fn_dev_kind_uint)(nvmlDevice_t, int, unsigned int *);
 typedef nvmlReturn_t (*fn_dev_procs)(nvmlDevice_t, unsigned int *, void *);
 typedef nvmlReturn_t (*fn_dev_fields)(nvmlDevice_t, int, nvmlFieldValue_t *);
+typedef nvmlReturn_t (*fn_dev_proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long);
 
 static struct {
   void *lib;
@@ -101,6 +110,7 @@ static struct {
   fn_dev_int performance_state;
   fn_dev_procs compute_procs[4], graphics_procs[4]; /* index = API version 1..3 */
   fn_dev_fields field_values;
+  fn_dev_proc_util process_utilization;
   int bad_v3; /* drivers 535.43–535.86 return wrong _v3 process data */
   char driver[96], version[96];
   int cuda_version;
@@ -115,8 +125,9 @@ typedef struct {
   char name[GPUMEM_NVML_TEXT], uuid[GPUMEM_NVML_TEXT], pci_bus_id[GPUMEM_NVML_TEXT];
   int64_t sm_clock_max_mhz, memory_clock_max_mhz;
   uint32_t unsupported; /* bit per call, below */
+  unsigned long long util_seen_us; /* the newest process utilization sample read so far */
 } device_cache;
-enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_FIELDS = 1u << 3 };
+enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_FIELDS = 1u << 3, CALL_PROCESS_UTIL = 1u << 4 };
 static device_cache cache[GPUMEM_NVML_CACHE];
 
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -168,6 +179,7 @@ static int load(char *err, int errlen) {
   nv.graphics_procs[2] = (fn_dev_procs)sym("nvmlDeviceGetGraphicsRunningProcesses_v2");
   nv.graphics_procs[1] = (fn_dev_procs)sym("nvmlDeviceGetGraphicsRunningProcesses");
   nv.field_values = (fn_dev_fields)sym("nvmlDeviceGetFieldValues");
+  nv.process_utilization = (fn_dev_proc_util)sym("nvmlDeviceGetProcessUtilization");
   if (!nv.init || !nv.device_count || !nv.handle_by_index) {
     snprintf(err, errlen, "libnvidia-ml.so.1 lacks nvmlInit or nvmlDeviceGetCount: driver too old");
     dlclose(nv.lib);
@@ -307,7 +319,39 @@ static void add_process(gpumem_nvml_sample *s, uint32_t pid, unsigned long long 
   s->processes[s->n_processes].pid = pid;
   s->processes[s->n_processes].kind = kind;
   s->processes[s->n_processes].used_bytes = bytes;
+  s->processes[s->n_processes].sm_percent = -1;
   s->n_processes++;
+}
+
+/* Each listed process's SM share from NVML's utilization samples taken since the last call (the
+ * newest sample of each pid wins). A GPU that does not report it (NOT_SUPPORTED: MIG, vGPU, older
+ * boards) is not asked again; NOT_FOUND means no sample since the last call: every share stays -1. */
+static void read_process_utilization(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c) {
+  if (!nv.process_utilization || (c->unsupported & CALL_PROCESS_UTIL) || s->n_processes == 0) return;
+  static __thread nvmlProcessUtilizationSample_t buf[GPUMEM_NVML_MAX_PROCESSES * 4];
+  static __thread unsigned long long newest[GPUMEM_NVML_MAX_PROCESSES];
+  unsigned int count = GPUMEM_NVML_MAX_PROCESSES * 4;
+  nvmlReturn_t r = nv.process_utilization(d, buf, &count, c->util_seen_us);
+  if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND) {
+    c->unsupported |= CALL_PROCESS_UTIL;
+    return;
+  }
+  if (r == NVML_ERROR_NOT_FOUND) return;
+  if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
+    note(s, "nvmlDeviceGetProcessUtilization", r);
+    return;
+  }
+  if (count > GPUMEM_NVML_MAX_PROCESSES * 4) count = GPUMEM_NVML_MAX_PROCESSES * 4;
+  memset(newest, 0, sizeof newest);
+  for (unsigned int k = 0; k < count; k++) {
+    const nvmlProcessUtilizationSample_t *u = &buf[k];
+    if (u->timeStamp > c->util_seen_us) c->util_seen_us = u->timeStamp;
+    for (uint32_t i = 0; i < s->n_processes; i++) {
+      if (s->processes[i].pid != u->pid || u->timeStamp < newest[i]) continue;
+      newest[i] = u->timeStamp;
+      s->processes[i].sm_percent = u->smUtil <= 100 ? (int32_t)u->smUtil : -1;
+    }
+  }
 }
 
 /* Try the newest process-list API first and step down; each steps through its own record size. */
@@ -460,5 +504,6 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
   int64_t compute = read_processes(s, d, nv.compute_procs, GPUMEM_PROCESS_COMPUTE, "nvmlDeviceGetComputeRunningProcesses");
   int64_t graphics = read_processes(s, d, nv.graphics_procs, GPUMEM_PROCESS_GRAPHICS, "nvmlDeviceGetGraphicsRunningProcesses");
   if (compute >= 0 || graphics >= 0) FIELD(s, process_count) = s->n_processes;
+  read_process_utilization(s, d, c);
   return 0;
 }
