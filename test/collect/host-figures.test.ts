@@ -55,11 +55,11 @@ describe("host figures from /proc", () => {
 
   test("the document: each row carries the process's SM share from NVML and its /proc figures, null where unknown", () => {
     const sample = { index: 0, name: "NVIDIA H100 80GB HBM3", uuid: "GPU-1", pci_bus_id: "00000000:19:00.0", fields: {}, process_api: 3, error: null,
-      processes: [{ pid: 7301, kind: "compute" as const, used_bytes: 2 << 30, sm_percent: 87 }, { pid: 7302, kind: "compute" as const, used_bytes: 1 << 30, sm_percent: null }] };
-    const info = new Map([[7301, { user: "alice", name: "python3", command: "python3 train.py", uid: 1000, cpu_percent: 101.5, host_memory_bytes: 3 << 30, run_time_seconds: 3725 }]]);
+      processes: [{ pid: 7301, kind: "compute" as const, used_bytes: 2 * 2 ** 30, sm_percent: 87 }, { pid: 7302, kind: "compute" as const, used_bytes: 2 ** 30, sm_percent: null }] };
+    const info = new Map([[7301, { user: "alice", name: "python3", command: "python3 train.py", uid: 1000, cpu_percent: 101.5, host_memory_bytes: 3 * 2 ** 30, run_time_seconds: 3725 }]]);
     const d = DocumentSchema.parse(buildDocument({ time_unix_ms: 0, host: "h", system: null, reason: null, samples: [sample], previous: new Map(), processInfo: info, agents: [], warnings: [] }));
     expect(d.processes.map((p) => [p.pid, p.gpu_sm_percent, p.cpu_percent, p.host_memory_bytes, p.run_time_seconds])).toEqual([
-      [7301, 87, 101.5, 3 << 30, 3725],
+      [7301, 87, 101.5, 3 * 2 ** 30, 3725],
       [7302, null, null, null, null],
     ]);
   });
