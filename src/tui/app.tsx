@@ -55,7 +55,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   const models = ctl.processModels();
   const pm = models.find((m) => m.pid === pid) ?? models[0];
   // In the order the Overview shows them: a job's ranks together, in rank order.
-  const procs = overviewProcesses(ctl.doc, procSort, filter);
+  const overview = ctl.overview();
+  const procs = overviewProcesses(overview.doc, procSort, filter);
   // The Lines screen asks the selected process's agent for its line profile (at most every 2 s,
   // off the key path); the answer arrives through the controller's notify.
   useEffect(() => {
@@ -156,7 +157,7 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
         {/* Screens budget their own lines; if one ever runs over, its last lines are cut (never
             shrink: Yoga would squeeze lines anywhere in the screen to nothing). */}
         <Box flexDirection="column" flexShrink={0}>
-        {screen === 0 ? <Overview doc={ctl.doc} history={ctl.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} replay={ctl.replay ? `The ${ctl.replay.title}` : null} sampling={ctl.collector !== null} /> : null}
+        {screen === 0 ? <Overview doc={overview.doc} history={overview.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} replay={ctl.replay ? `The ${ctl.replay.title}` : null} sampling={ctl.collector !== null} /> : null}
         {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
         {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
         {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}

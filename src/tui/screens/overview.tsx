@@ -6,6 +6,7 @@ import type { Device, Document, Job, Process } from "../../system/schema";
 import { areaChart, bar } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
 import { color, formatBytes, orNa, pad, pct, rate } from "../format";
+import { headerCells, jobCells, processCells, tableColumns } from "./process-table";
 
 export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user"] as const;
 export type ProcessSort = (typeof PROCESS_SORTS)[number];
@@ -79,61 +80,6 @@ function jobTitle(job: Job): string {
   return `${job.name}${job.launcher_pid === null ? "" : ` (launcher ${job.launcher_pid})`}`;
 }
 
-interface Columns {
-  user: number;
-  command: number;
-}
-
-/** From 100 columns the table is as it always was; narrower, USER goes and COMMAND takes the rest, so no row wraps. */
-function tableColumns(width: number): Columns {
-  if (width >= 100) return { user: 9, command: Math.max(10, width - 80) };
-  return { user: 0, command: Math.max(4, width - 1 - 68) };
-}
-
-function cells(c: Columns, v: { pid: string; user: string; gpu: string; nvml: string; allocated: string; reserved: string; phase: string; step: string; rank: string; command: string }): string {
-  return (
-    pad(v.pid, 8) + (c.user ? pad(v.user, c.user) : "") + pad(v.gpu, 4) + pad(v.nvml, 11, true) + " " + pad(v.allocated, 11, true) + pad(v.reserved, 11, true) + " " +
-    pad(v.phase, 9) + pad(v.step, 6, true) + " " + pad(v.rank, 5) + pad(v.command, c.command)
-  );
-}
-
-function processCells(c: Columns, p: Process, inJob: boolean): string {
-  const t = p.pytorch;
-  // A rank of a job: its pid indented under the job's row.
-  const pid = inJob ? `${String(p.pid).length <= 6 ? "  " : " "}${p.pid}` : String(p.pid);
-  return cells(c, {
-    pid,
-    user: p.user ?? "?",
-    gpu: String(p.device),
-    nvml: p.used_bytes === null ? "n/a" : formatBytes(p.used_bytes),
-    allocated: t ? formatBytes(t.allocated_bytes) : "-",
-    reserved: t ? formatBytes(t.reserved_bytes) : "-",
-    phase: t ? t.phase : "",
-    step: t ? String(t.step) : "",
-    rank: t?.rank === null || !t ? "" : String(t.rank),
-    command: `${p.exited ? "[exited] " : ""}${p.command ?? p.name ?? ""}`,
-  });
-}
-
-function jobCells(c: Columns, job: Job, users: Set<string>): string {
-  const devices = [...new Set(job.ranks.map((r) => r.device).filter((d): d is number => d !== null))].sort((a, b) => a - b);
-  const contiguous = devices.length > 1 && devices[devices.length - 1]! - devices[0]! === devices.length - 1;
-  const phases = new Set(job.ranks.map((r) => r.phase).filter((x) => x !== null));
-  const steps = job.step_min === null ? "" : job.step_min === job.step_max ? String(job.step_min) : `${job.step_min}-${job.step_max}`;
-  return cells(c, {
-    pid: "job",
-    user: users.size === 1 ? [...users][0]! : "",
-    gpu: contiguous ? `${devices[0]}-${devices[devices.length - 1]}` : devices.join(","),
-    nvml: job.used_bytes === null ? "n/a" : formatBytes(job.used_bytes),
-    allocated: formatBytes(job.allocated_bytes),
-    reserved: formatBytes(job.reserved_bytes),
-    phase: phases.size === 1 ? [...phases][0]! : phases.size ? "mixed" : "",
-    step: steps,
-    rank: `${new Set(job.ranks.map((r) => r.rank)).size}/${job.world_size}`,
-    command: jobTitle(job),
-  });
-}
-
 function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHistory | undefined; width: number; chartRows: number; ascii: boolean }) {
   const total = d.memory_total_bytes ?? 0;
   const used = d.memory_used_bytes ?? 0;
@@ -192,7 +138,7 @@ export function Overview(props: {
   const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
   const deviceLines = devices.length * (2 + (chartRows ? chartRows + 1 : 0));
   const tableRows = Math.max(3, height - deviceLines - 4);
-  const cols = tableColumns(width);
+  const cols = tableColumns(width, doc.processes.some((p) => p.pytorch?.rank != null) || (doc.jobs ?? []).length > 0);
   const rows = overviewRows(doc, props.sort, props.filter, width);
   const users = new Map<Job, Set<string>>();
   for (const r of rows) if (r.kind === "process" && r.job && r.p.user) (users.get(r.job) ?? users.set(r.job, new Set()).get(r.job)!).add(r.p.user);
@@ -213,14 +159,14 @@ export function Overview(props: {
         devices.map((d) => <DevicePanel key={d.index} d={d} h={props.history.get(d.index)} width={width} chartRows={chartRows} ascii={props.ascii} />)
       )}
       <Text bold inverse wrap="truncate-end">
-        {cells(cols, { pid: "PID", user: "USER", gpu: "GPU", nvml: "NVML MEM", allocated: "ALLOCATED", reserved: "RESERVED", phase: "PHASE", step: "STEP", rank: "RANK", command: title })}
+        {headerCells(cols, title)}
       </Text>
       {rows.length === 0 ? <Text dimColor>no GPU processes</Text> : null}
       {rows.slice(first, first + tableRows).map((r, i) => {
         if (r.kind === "job") {
           return (
             <Text key={`job-${r.job.id}`} bold color={color("cyan")} wrap="truncate-end">
-              {jobCells(cols, r.job, users.get(r.job) ?? new Set())}
+              {jobCells(cols, r.job, users.get(r.job) ?? new Set(), jobTitle(r.job))}
             </Text>
           );
         }
