@@ -1,6 +1,16 @@
 // Formatting for the screens. Bytes as PyTorch users read them (binary units).
 export { formatBytes } from "../profiler/format";
 
+/** Bytes in at most 8 characters, three significant digits (a chart's axis): "144 MiB", "3.27 GiB". */
+export function formatBytesShort(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = Math.max(0, bytes);
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) (v /= 1024), u++;
+  const digits = u === 0 || v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  return `${v.toFixed(digits)} ${units[u]}`;
+}
+
 /** What a table shows where a figure is not known: never 0, which would be a figure. */
 export const UNKNOWN = "–";
 
