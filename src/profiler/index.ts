@@ -38,3 +38,4 @@ export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./trace";
 export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";
 export { processProfile, type ProcessProfile } from "./profile";
+export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-blocks";

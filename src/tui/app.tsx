@@ -7,7 +7,8 @@ import { HelpScreen } from "./screens/help";
 import { LinesScreen } from "./screens/lines";
 import { Overview, overviewProcesses, PROCESS_SORTS, type ProcessSort } from "./screens/overview";
 import { ProcessScreen } from "./screens/process";
-import { SegmentsScreen } from "./screens/segments";
+import { SegmentsScreen, segmentsInOrder } from "./screens/segments";
+import { SegmentView } from "./screens/segment-view";
 import { TENSOR_SORTS, TensorsScreen, type TensorSort } from "./screens/tensors";
 
 export const SCREENS = ["Overview", "Process", "Tensors", "Segments", "Lines", "Help"] as const;
@@ -50,6 +51,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
   const [filter, setFilter] = useState("");
   const [typing, setTyping] = useState(false);
   const [confirm, setConfirm] = useState(false);
+  // The segment opened on the Segments screen (its address), and the list's selection to go back to.
+  const [segment, setSegment] = useState<{ address: number; listSelected: number } | null>(null);
   useEffect(() => ctl.subscribe(() => setVersion(ctl.version)), [ctl]);
 
   const models = ctl.processModels();
@@ -110,6 +113,16 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
     if (key.upArrow || input === "k") return move(-1);
     if (key.pageDown) return move(10);
     if (key.pageUp) return move(-10);
+    if (key.return && screen === 3 && !segment) {
+      const seg = segmentsInOrder(pm)[selectedNow.current[3]!];
+      if (!seg) return;
+      setSegment({ address: seg.address, listSelected: selectedNow.current[3]! });
+      return move(-selectedNow.current[3]!); // the block list starts at its top
+    }
+    if ((key.escape || key.backspace) && screen === 3 && segment) {
+      move(segment.listSelected - selectedNow.current[3]!);
+      return setSegment(null);
+    }
     if (key.return && screen === 0) {
       const p = procs[selectedNow.current[0]!];
       if (p) setPid(p.agent_pid ?? p.pid);
@@ -160,7 +173,8 @@ export function App({ ctl, ascii, initialScreen = 0, onDemo, size }: AppProps) {
         {screen === 0 ? <Overview doc={overview.doc} history={overview.history} width={columns} height={body} selected={selected[0]!} sort={procSort} filter={filter} ascii={ascii} replay={ctl.replay ? `The ${ctl.replay.title}` : null} sampling={ctl.collector !== null} /> : null}
         {screen === 1 ? <ProcessScreen pm={pm} width={columns} height={body} ascii={ascii} /> : null}
         {screen === 2 ? <TensorsScreen pm={pm} width={columns} height={body} sort={tensorSort} filter={filter} selected={selected[2]!} /> : null}
-        {screen === 3 ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
+        {screen === 3 && segment && pm ? <SegmentView pm={pm} address={segment.address} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
+        {screen === 3 && !(segment && pm) ? <SegmentsScreen pm={pm} width={columns} height={body} ascii={ascii} selected={selected[3]!} /> : null}
         {screen === LINES ? <LinesScreen pm={pm} state={pm ? ctl.lines.get(pm.pid) : undefined} width={columns} height={body} /> : null}
         {screen === HELP ? <HelpScreen /> : null}
         </Box>
