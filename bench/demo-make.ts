@@ -12,7 +12,12 @@ import { join } from "node:path";
 import { ACTION, newEventBatch } from "../src/ffi/events";
 import { openRing } from "../src/ffi/ring";
 import { DocumentSchema, type Document } from "../src/system/schema";
-import { TRACK_FORMAT, type TrackSample } from "../src/system/recorded";
+import { trackFromDocuments, trackText } from "../src/system/recorded";
+
+process.on("uncaughtException", (e) => {
+  process.stderr.write(`demo-make: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: number) => {
@@ -89,25 +94,9 @@ for (const [i, line] of readFileSync(nvmlPath, "utf8").split("\n").entries()) {
   if (!d.success) throw new Error(`${nvmlPath}:${i + 1}: not a gpumem-tui document: ${d.error.issues[0]?.message}`);
   docs.push(d.data);
 }
-const samples: TrackSample[] = [];
-let lastMs = -Infinity;
-for (const d of docs) {
-  const t = d.time_unix_ms * 1000;
-  if (t < first - 2e6 || t > endUs + 1e6 || d.time_unix_ms - lastMs < everyMs * 0.9) continue;
-  const rows = d.processes.filter((p) => p.agent_pid === pid || p.pid === pid);
-  const gpus = new Set(rows.map((p) => p.device));
-  if (gpus.size === 0) gpus.add(manifest.devices?.[0] ?? 0);
-  samples.push({
-    t_us: t,
-    devices: d.devices.filter((x) => gpus.has(x.index)),
-    processes: rows.map(({ pytorch: _, ...p }) => ({ ...p, agent_pid: pid })),
-  });
-  lastMs = d.time_unix_ms;
-}
-if (samples.length === 0) throw new Error(`${nvmlPath}: no document between the ring's first record and its cut (${new Date(first / 1000).toISOString()} … ${new Date(endUs / 1000).toISOString()}): recorded at another time?`);
-const d0 = docs[0]!;
-const header = { format: TRACK_FORMAT, version: 1, host: d0.host, driver_version: d0.driver_version, nvml_version: d0.nvml_version, cuda_driver_version: d0.cuda_driver_version, pid };
-writeFileSync(join(outDir, "demo.nvml.ndjson"), [header, ...samples].map((x) => JSON.stringify(x)).join("\n") + "\n");
+const track = trackFromDocuments(docs, { pid, from_us: first - 2e6, to_us: endUs + 1e6, every_ms: everyMs, device: manifest.devices?.[0] ?? 0 });
+if (track.samples.length === 0) throw new Error(`${nvmlPath}: no document between the ring's first record and its cut (${new Date(first / 1000).toISOString()} … ${new Date(endUs / 1000).toISOString()}): recorded at another time?`);
+writeFileSync(join(outDir, "demo.nvml.ndjson"), trackText(track));
 process.stdout.write(
-  `${outDir}: demo.ring.gz ${k + 1} of ${steps.length} steps (${steps[k]!.end} of ${n} records, ${((endUs - first) / 1e6).toFixed(1)} s of ${((last - first) / 1e6).toFixed(1)} s), ${samples.length} NVML samples\n`,
+  `${outDir}: demo.ring.gz ${k + 1} of ${steps.length} steps (${steps[k]!.end} of ${n} records, ${((endUs - first) / 1e6).toFixed(1)} s of ${((last - first) / 1e6).toFixed(1)} s), ${track.samples.length} NVML samples\n`,
 );

@@ -72,6 +72,32 @@ function issue(e: z.ZodError): string {
   return first ? `${first.path.join(".") || "line"}: ${first.message}` : "invalid";
 }
 
+/**
+ * A track from the documents `gpumem-tui --json` wrote while a recording ran: the recorded process's
+ * rows (its agent's pid, or its pid) and the GPUs they are on (`device` where it is on none yet),
+ * one sample per `every_ms`, from `from_us` to `to_us` (the ring's clock: µs since the epoch).
+ */
+export function trackFromDocuments(docs: Document[], o: { pid: number; from_us: number; to_us: number; every_ms: number; device: number }): NvmlTrack {
+  const samples: TrackSample[] = [];
+  let lastMs = -Infinity;
+  for (const d of docs) {
+    const t = d.time_unix_ms * 1000;
+    if (t < o.from_us || t > o.to_us || d.time_unix_ms - lastMs < o.every_ms * 0.9) continue;
+    const rows = d.processes.filter((p) => p.agent_pid === o.pid || p.pid === o.pid);
+    const gpus = new Set(rows.length ? rows.map((p) => p.device) : [o.device]);
+    samples.push({ t_us: t, devices: d.devices.filter((x) => gpus.has(x.index)), processes: rows.map(({ pytorch: _, ...p }) => ({ ...p, agent_pid: o.pid })) });
+    lastMs = d.time_unix_ms;
+  }
+  const d0 = docs[0];
+  const header: TrackHeader = { format: TRACK_FORMAT, version: 1, host: d0?.host ?? "", driver_version: d0?.driver_version ?? null, nvml_version: d0?.nvml_version ?? null, cuda_driver_version: d0?.cuda_driver_version ?? null, pid: o.pid };
+  return { header, samples };
+}
+
+/** A track as the NDJSON text parseTrack reads. */
+export function trackText(track: NvmlTrack): string {
+  return `${[track.header, ...track.samples].map((x) => JSON.stringify(x)).join("\n")}\n`;
+}
+
 /** The sample in force at recorded time `t_us`: the last one at or before it (the first before
  *  the track begins), as an index. */
 export function sampleAt(track: NvmlTrack, t_us: number): number {

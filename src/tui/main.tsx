@@ -6,8 +6,9 @@ import { join } from "node:path";
 import { render } from "ink";
 import type { Child } from "../collect/child";
 import { startReplay } from "../collect/live";
-import { openRingRecording, type Recording } from "../collect/recording";
-import { DEMO_RING, readTrack, RecordedMachine } from "../collect/demo";
+import type { Recording } from "../collect/recording";
+import { DEMO_RING } from "../collect/demo";
+import { demoStarter } from "./demo";
 import { SystemCollector } from "../collect/system";
 import { App } from "./app";
 import { Controller } from "./controller";
@@ -55,43 +56,13 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
   }
 }
 
-/** "H100" of "NVIDIA H100 80GB HBM3": what the status line calls the recorded GPU. */
-function shortGpu(name: string | undefined): string {
-  return /\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b/.exec(name ?? "")?.[1] ?? "NVIDIA GPU";
-}
-
-function demoStarter(ctl: Controller, speed: number) {
-  let handle: ReturnType<typeof startReplay> | null = null;
-  return {
-    start: () => {
-      if (handle) return ctl.say("the demo is already running: 2 shows it");
-      let rec: Recording;
-      let track: ReturnType<typeof readTrack>;
-      try {
-        rec = openRingRecording(DEMO_RECORDING);
-        track = readTrack(DEMO_RECORDING);
-      } catch (e) {
-        return ctl.say(`no demo: ${(e as Error).message}`);
-      }
-      // Idle stretches (the model loading) are cut to 2 s; the rest plays at the recorded pace.
-      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING), maxIdleMs: 2000 });
-      ctl.replay = handle.pm;
-      ctl.replay.title = `recording of ${rec.manifest?.cmdline.join(" ") ?? rec.path}`;
-      ctl.recorded = track ? new RecordedMachine(track, handle.pm, rec.manifest) : null;
-      const gpu = shortGpu(track?.samples[0]?.devices[0]?.name);
-      ctl.say(`demo: a training run recorded on an ${gpu}, replayed at ${speed}× (1 Overview, 2 Process, 3 Tensors, 4 Segments)`);
-      ctl.tick();
-    },
-    stop: () => handle?.stop(),
-  };
-}
-
 export async function runMonitor(collector: SystemCollector, opts: MonitorOptions): Promise<number> {
   const ctl = new Controller(collector, opts.intervalMs);
-  const demo = demoStarter(ctl, opts.speed ?? 1);
+  const demo = demoStarter(ctl, { speed: opts.speed ?? 1, ring: DEMO_RECORDING });
   if (opts.demo) demo.start();
   ctl.start();
-  await show(ctl, opts, { onDemo: demo.start, onExit: demo.stop });
+  // The demo opens on the Overview where it shows the recorded machine, else on its process.
+  await show(ctl, opts, { initialScreen: opts.demo && !ctl.recorded ? 1 : 0, onDemo: demo.start, onExit: demo.stop });
   return 0;
 }
 
