@@ -83,7 +83,9 @@ function jobTitle(job: Job): string {
 function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHistory | undefined; width: number; chartRows: number; ascii: boolean }) {
   const total = d.memory_total_bytes ?? 0;
   const used = d.memory_used_bytes ?? 0;
-  const barWidth = Math.max(10, Math.min(40, width - 70));
+  // The name gets up to 14 more columns where the terminal is wider than 110 (a "[recorded] " mark).
+  const nameWidth = 26 + Math.max(0, Math.min(14, width - 110));
+  const barWidth = Math.max(10, Math.min(40, width - 70 - (nameWidth - 26)));
   const power = d.power_draw_milliwatts === null ? "n/a" : `${Math.round(d.power_draw_milliwatts / 1000)}/${d.power_limit_milliwatts === null ? "?" : Math.round(d.power_limit_milliwatts / 1000)} W`;
   const half = Math.max(10, Math.floor((width - 6) / 2));
   const util = h ? areaChart(h.util, { width: half, height: chartRows, max: 100, ascii }) : [];
@@ -91,7 +93,7 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
   return (
     <Box flexDirection="column">
       <Text>
-        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(d.name, 26)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
+        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(d.name, nameWidth)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
         <Text color={color(used / (total || 1) > 0.9 ? "red" : "green")}>{bar(used / (total || 1), barWidth, ascii)}</Text> {formatBytes(used)}/{formatBytes(total)}
       </Text>
       <Text dimColor wrap="truncate-end">

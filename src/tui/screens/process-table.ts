@@ -70,9 +70,9 @@ export function tableColumns(width: number, ranks = true): { cols: Column[]; com
   const base = [PID, GPU, SM, NVML, ALLOCATED, RESERVED, PHASE, STEP, ...(ranks ? [RANK] : [])];
   const cellWidth = (c: Column) => c.width + (c.gap ? 1 : 0);
   let used = base.reduce((s, c) => s + cellWidth(c), 0);
-  const minCommand = 24;
+  const minCommand = 30;
   const extra = new Set<Column>();
-  for (const c of [CPU, HOST, USER, TIME]) {
+  for (const c of [CPU, USER, HOST, TIME]) {
     if (used + cellWidth(c) + minCommand > width - 1) break;
     extra.add(c);
     used += cellWidth(c);
