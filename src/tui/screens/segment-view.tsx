@@ -21,7 +21,7 @@ export function SegmentView({ pm, address, width, height, ascii, selected }: { p
   const nowUs = pm.model.devices[0]?.lastTime_us ?? 0;
   const room = Math.max(3, height - 4);
   const first = Math.max(0, Math.min(selected - room + 1, seg.parts.length - room));
-  // OFFSET, SIZE, NAME, SHAPE and DTYPE always; AGE and CATEGORY where the name keeps 20 columns.
+  // OFFSET, SIZE, NAME, SHAPE and DTYPE always; AGE and CATEGORY where the name keeps 28 columns.
   const cols: Column[] = [
     { title: "OFFSET", width: 11, right: true, cell: (p) => `+${formatBytes(p.offset_bytes)}` },
     { title: "SIZE", width: 11, right: true, cell: (p) => formatBytes(p.kind === "free" ? p.size_bytes : p.block.size_bytes) },
@@ -36,7 +36,7 @@ export function SegmentView({ pm, address, width, height, ascii, selected }: { p
     { title: "AGE ", width: 9, right: true, cell: (p: SegmentPart) => (p.kind === "free" ? "" : `${formatDuration(Math.max(0, nowUs - p.block.time_us) / 1e6)} `) },
     { title: "CATEGORY", width: 15, cell: (p: SegmentPart) => (p.kind === "free" ? "" : p.block.category) },
   ]) {
-    if (left - c.width < 20) break;
+    if (left - c.width < 28) break;
     cols.push(c);
     left -= c.width;
   }
