@@ -20,8 +20,9 @@ export interface MonitorOptions {
   speed?: number;
 }
 
-/** The recording the demo replays: a training run recorded on an H100 (demo/README.md). */
-export const DEMO_RECORDING = DEMO_RING;
+/** The recording the demo replays: a training run recorded on an H100 (demo/README.md);
+ *  GPUMEM_TUI_DEMO names another (a new recording, checked before it replaces the shipped one). */
+export const DEMO_RECORDING = process.env.GPUMEM_TUI_DEMO || DEMO_RING;
 
 async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: number; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
   const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {

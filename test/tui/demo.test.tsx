@@ -1,36 +1,14 @@
 // The demo as a newcomer without a GPU gets it: a recording replayed at its own pace with the NVML
 // track beside it, so the Overview shows the GPU it was recorded on and the process row, marked as
-// recorded, and Enter opens the process. The recording is a GPT-2 training recorded on an H200
-// (hf-gpt2.ring, 1 s of steps); the track is made of the documents an H100 gave while a GPT-2
-// training started (h100-nvml.ndjson), re-timed onto the ring's clock and renamed to its pid: what
-// is tested is the player, the alignment and the screens, not that pairing.
-import { afterAll, describe, expect, test } from "bun:test";
+// recorded, and Enter opens the process (test/support/demo.ts makes the recording).
+import { describe, expect, test } from "bun:test";
 import { render } from "ink-testing-library";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { DocumentSchema } from "../../src/system/schema";
-import { trackFromDocuments, trackText } from "../../src/system/recorded";
+import { rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { DEMO_PID as PID, makeDemo } from "../support/demo";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { demoStarter } from "../../src/tui/demo";
-
-const FIX = join(import.meta.dir, "..", "fixtures");
-const RING_FIRST_US = 1795411480497295; // hf-gpt2.ring's first record
-const PID = 2915; // hf-gpt2.json's pid
-const dir = mkdtempSync(join(tmpdir(), "gpumem-demo-test-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function makeDemo(): string {
-  for (const [from, to] of [["hf-gpt2.ring", "demo.ring"], ["hf-gpt2.json", "demo.json"], ["hf-gpt2.names.json", "demo.names.json"]]) copyFileSync(join(FIX, from!), join(dir, to!));
-  const docs = readFileSync(join(FIX, "h100-nvml.ndjson"), "utf8").trim().split("\n").map((l) => DocumentSchema.parse(JSON.parse(l)));
-  // The process appeared at the third document: that moment is the ring's first record.
-  const shiftMs = RING_FIRST_US / 1000 - docs[2]!.time_unix_ms;
-  const moved = docs.map((d) => ({ ...d, time_unix_ms: d.time_unix_ms + shiftMs, processes: d.processes.map((p) => ({ ...p, pid: PID, agent_pid: PID })) }));
-  const track = trackFromDocuments(moved, { pid: PID, from_us: 0, to_us: Infinity, every_ms: 250, device: 0 });
-  writeFileSync(join(dir, "demo.nvml.ndjson"), trackText(track));
-  return join(dir, "demo.ring");
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
@@ -82,12 +60,12 @@ describe("the demo", () => {
       ctl.stop();
       demo.stop();
       ui.unmount();
+      rmSync(dirname(ring), { recursive: true, force: true });
     }
   }, 15_000);
 
   test("a recording with no track: no recorded machine, and the status line does not promise the Overview", async () => {
-    const ring = makeDemo();
-    rmSync(join(dir, "demo.nvml.ndjson"));
+    const ring = makeDemo({ withTrack: false });
     const ctl = new Controller(null, 100);
     ctl.doc = null;
     const demo = demoStarter(ctl, { speed: 1, ring });
@@ -95,5 +73,6 @@ describe("the demo", () => {
     expect(ctl.recorded).toBeNull();
     expect(ctl.status).toBe("demo: a training run recorded on a GPU, replayed at 1× (2 Process, 3 Tensors, 4 Segments)");
     demo.stop();
+    rmSync(dirname(ring), { recursive: true, force: true });
   });
 });

@@ -66,7 +66,7 @@ describe("the Process charts", () => {
     const { ui, lines } = mount(ctl, 100, 30, 1);
     await tick();
     const text = lines().join("\n");
-    const header = /peak (\d+\.\d+ GiB)/.exec(text)![1];
+    const header = /peak (\d+\.\d+ GiB)/.exec(text)![1]!;
     expect(text).toMatch(new RegExp(`\\^ peak ${header.replace(".", "\\.")}|peak ${header.replace(".", "\\.")} \\^`));
     expect(text).not.toContain("(torch; records");
     ui.unmount();
