@@ -4,7 +4,7 @@ import { Box, Text } from "ink";
 export const KEYS: [string, string][] = [
   ["1 … 6, Tab", "screens: Overview, Process, Tensors, Segments, Lines, Help"],
   ["↑ ↓  j k", "move the selection"],
-  ["Enter", "open the selected process"],
+  ["Enter", "open the selected process; on Segments, the selected segment's blocks (Esc: back)"],
   ["s", "change the sort order"],
   ["/", "filter (type, Enter to keep, Esc to clear)"],
   ["space  p", "pause / resume sampling"],
@@ -12,7 +12,7 @@ export const KEYS: [string, string][] = [
   ["d", "snapshot of the selected process, for pytorch.org/memory_viz"],
   ["e", "empty the selected process's cache (asks first)"],
   ["r", "reset the selected process's peaks"],
-  ["D", "replay a real training run recorded on an H100 (the demo)"],
+  ["D", "the demo: a training run recorded on a GPU, replayed at its pace"],
   ["?", "this help"],
   ["q  Ctrl-C", "quit"],
 ];
