@@ -12,16 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
-gpumem_nvml_lib nv;
-
 static device_cache cache[GPUMEM_NVML_CACHE];
 
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread char last_error[GPUMEM_NVML_ERROR];
 
-static const char *nvml_words(nvmlReturn_t r) {
-  return nv.error_string ? nv.error_string(r) : "unknown NVML error";
-}
 
 static void *sym(const char *name) { return dlsym(nv.lib, name); }
 
@@ -85,7 +80,7 @@ int gpumem_nvml_init(char *err, int errlen) {
   }
   nvmlReturn_t r = nv.init();
   if (r != NVML_SUCCESS) {
-    snprintf(err, errlen, "nvmlInit failed: %s", nvml_words(r));
+    snprintf(err, errlen, "nvmlInit failed: %s", gpumem_nvml_words(r));
     rc = -2;
     goto out;
   }
@@ -161,18 +156,12 @@ int gpumem_nvml_device_count(void) {
   unsigned int n = 0;
   nvmlReturn_t r = nv.device_count(&n);
   if (r != NVML_SUCCESS) {
-    snprintf(last_error, sizeof last_error, "nvmlDeviceGetCount: %s", nvml_words(r));
+    snprintf(last_error, sizeof last_error, "nvmlDeviceGetCount: %s", gpumem_nvml_words(r));
     return -1;
   }
   return (int)n;
 }
 
-/* Keep the first unexpected error of a sample; "not supported" is an answer, not an error. */
-void gpumem_nvml_note(gpumem_nvml_sample *s, const char *what, nvmlReturn_t r) {
-  if (r == NVML_SUCCESS || r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND) return;
-  if (s->error[0]) return;
-  snprintf(s->error, sizeof s->error, "%s: %s", what, nvml_words(r));
-}
 
 #define FIELD(s, f) ((s)->fields[GPUMEM_NVML_F_##f])
 
@@ -202,7 +191,7 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
   nvmlDevice_t d = NULL;
   nvmlReturn_t r = nv.handle_by_index((unsigned int)index, &d);
   if (r != NVML_SUCCESS) {
-    snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, nvml_words(r));
+    snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, gpumem_nvml_words(r));
     return -1;
   }
   device_cache scratch;

@@ -1,7 +1,7 @@
 /*
  * nvml_lib.h — what the parts of libgpumem's NVML sampling share inside the library (not its API:
- * that is nvml.h): NVML's types as we declare them, the table of NVML functions loaded with dlopen,
- * and the per-device cache.
+ * that is nvml.h): NVML's types as we declare them, the table of NVML functions loaded with dlopen
+ * (nvml_lib.c), and the per-device cache.
  */
 #ifndef GPUMEM_NVML_LIB_H
 #define GPUMEM_NVML_LIB_H
@@ -114,8 +114,10 @@ typedef struct gpumem_nvml_lib {
   int cuda_version;
 } gpumem_nvml_lib;
 
-/* The loaded NVML (nvml.c). */
+/* The loaded NVML (nvml_lib.c; nvml.c's loader fills it). */
 extern gpumem_nvml_lib nv GPUMEM_HIDDEN;
+/* NVML's words for an error code. */
+GPUMEM_HIDDEN const char *gpumem_nvml_words(nvmlReturn_t r);
 
 /* What never changes while the driver is loaded, read once per device: identity and maximum
  * clocks (nvmlDeviceGetMaxClockInfo costs ~1.3 ms a call on an H100), and the calls the device
