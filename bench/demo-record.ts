@@ -65,19 +65,28 @@ await part("record", async () => {
     stdout: Bun.file(join(OUT, "nvml.ndjson")),
     stderr: Bun.file(join(tmp, "monitor.err")),
   });
+  try {
+    await train();
+  } finally {
+    monitor.kill("SIGINT");
+    await Promise.race([monitor.exited, Bun.sleep(5000)]);
+  }
+});
+
+async function train(): Promise<void> {
   await Bun.sleep(3000);
   const facts = join(OUT, "facts.jsonl");
   const env = agentEnv({ ...process.env, GPUMEM_TUI_DIR: dir, GPUMEM_TUI_KEEP: "1", GPUMEM_TUI_RING_CAPACITY: String(1 << 22), CUDA_VISIBLE_DEVICES: process.env.CUDA_VISIBLE_DEVICES ?? "0", PYTHONUNBUFFERED: "1" });
-  const train = Bun.spawn([python, join(ROOT, "test", "gpu", "hf_gpt2.py"), "--seconds", String(seconds), "--layers", "12", "--embd", "768", "--heads", "12", "--batch", "16", "--seq", "512", "--facts", facts], {
+  const proc = Bun.spawn([python, join(ROOT, "test", "gpu", "hf_gpt2.py"), "--seconds", String(seconds), "--layers", "12", "--embd", "768", "--heads", "12", "--batch", "16", "--seq", "512", "--facts", facts], {
     cwd: ROOT,
     env,
     stdout: Bun.file(join(tmp, "train.out")),
     stderr: Bun.file(join(tmp, "train.err")),
   });
-  pid = train.pid;
+  pid = proc.pid;
   // Names right after an optimizer step, once three steps are done (parameters, .grad, AdamW state).
   const t0 = Date.now();
-  while (Date.now() - t0 < 240_000 && train.exitCode === null) {
+  while (Date.now() - t0 < 240_000 && proc.exitCode === null) {
     const steps = existsSync(facts) ? readFileSync(facts, "utf8").split("\n").filter(Boolean).length : 0;
     if (steps >= 3 && existsSync(join(dir, `${pid}.sock`))) break;
     await Bun.sleep(200);
@@ -86,16 +95,14 @@ await part("record", async () => {
   const reply = await command(join(dir, `${pid}.sock`), "names", { at_step: true }, 20_000);
   log(`names: ${reply.ok ? `${(reply.tensors as unknown[]).length} tensors at record ${reply.write_index}` : reply.error}`);
   if (reply.ok) writeFileSync(join(tmp, "run.names.json"), JSON.stringify({ names: reply.tensors, write_index: reply.write_index }));
-  const code = await Promise.race([train.exited, Bun.sleep((seconds + 240) * 1000).then(() => null)]);
-  if (code === null) train.kill("SIGTERM");
+  const code = await Promise.race([proc.exited, Bun.sleep((seconds + 240) * 1000).then(() => null)]);
+  if (code === null) proc.kill("SIGTERM");
   log(`training exit ${code}; ${readFileSync(join(tmp, "train.out"), "utf8").split("\n").slice(-3).join(" | ")}`);
   await Bun.sleep(2000); // the track ends after the process
-  monitor.kill("SIGINT");
-  await Promise.race([monitor.exited, Bun.sleep(5000)]);
+  appendFileSync(LOG, `train stderr (tail): ${readFileSync(join(tmp, "train.err"), "utf8").slice(-2000)}\n`);
   copyFileSync(ring, join(tmp, "run.ring"));
   copyFileSync(join(dir, `${pid}.json`), join(tmp, "run.json"));
-  appendFileSync(LOG, `train stderr (tail): ${readFileSync(join(tmp, "train.err"), "utf8").slice(-2000)}\n`);
-});
+}
 
 await part("demo-make", async () => {
   const code = await bounded([process.execPath, join(ROOT, "bench", "demo-make.ts"), join(tmp, "run.ring"), join(OUT, "nvml.ndjson"), join(OUT, "demo"), "--max-mb", maxMb], 300, join(tmp, "make.out"));
