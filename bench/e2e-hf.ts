@@ -250,7 +250,8 @@ async function partD(p: Part): Promise<void> {
     for (let i = 0, seen = new Set<number>(); i < 6 && seen.size < pids.length; i++) {
       T.keys("d", "1");
       await T.until("d", "[1 Overview]", 5000).catch(() => "");
-      for (let k = 0; k < 8; k++) (T.keys("d", "k"), await Bun.sleep(40));
+      T.keys("d", "g"); // the first row (k is kill)
+      await Bun.sleep(40);
       for (let k = 0; k < i; k++) (T.keys("d", "j"), await Bun.sleep(40));
       T.keys("d", "Enter");
       const text = await T.until("d", (t) => t.includes("[2 Process]") && /pid \d+ \[/.test(t), 5000).catch(() => "");

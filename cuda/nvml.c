@@ -5,126 +5,18 @@
  * other than "not supported" are reported, in NVML's own words, in the sample's `error`.
  */
 #define _GNU_SOURCE
-#include "nvml.h"
+#include "nvml_lib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-typedef int nvmlReturn_t;
-typedef void *nvmlDevice_t;
-
-enum {
-  NVML_SUCCESS = 0,
-  NVML_ERROR_NOT_SUPPORTED = 3,
-  NVML_ERROR_NO_PERMISSION = 4,
-  NVML_ERROR_INSUFFICIENT_SIZE = 7,
-  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
-};
-#define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
-#define NVML_STRUCT_VERSION(size, ver) ((unsigned int)(size) | ((unsigned int)(ver) << 24))
-
-typedef struct {
-  unsigned int version;
-  unsigned long long total, reserved, free, used;
-} nvmlMemory_v2_t;
-typedef struct {
-  unsigned long long total, free, used;
-} nvmlMemory_t;
-typedef struct {
-  unsigned int gpu, memory;
-} nvmlUtilization_t;
-typedef struct {
-  char busIdLegacy[16];
-  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
-  char busId[32];
-} nvmlPciInfo_t;
-/* Process records of the three list APIs; NVML steps through the caller's array by these sizes. */
-typedef struct {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-} nvmlProcessInfo_v1_t;
-typedef struct {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId, computeInstanceId;
-} nvmlProcessInfo_v2_t; /* the _v3 functions take this same layout in current drivers */
-typedef struct {
-  unsigned int fieldId, scopeId;
-  long long timestamp, latencyUsec;
-  int valueType;
-  nvmlReturn_t nvmlReturn;
-  union {
-    double dVal;
-    unsigned int uiVal;
-    unsigned long ulVal;
-    unsigned long long ullVal;
-    long long sllVal;
-    int siVal;
-    unsigned short usVal;
-  } value;
-} nvmlFieldValue_t;
-
-enum { NVML_FI_DEV_POWER_INSTANT = 186, NVML_FI_DEV_PCIE_COUNT_TX_BYTES = 197, NVML_FI_DEV_PCIE_COUNT_RX_BYTES = 198 };
-enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
-
-typedef nvmlReturn_t (*fn_void)(void);
-typedef const char *(*fn_error_string)(nvmlReturn_t);
-typedef nvmlReturn_t (*fn_text)(char *, unsigned int);
-typedef nvmlReturn_t (*fn_int_ptr)(int *);
-typedef nvmlReturn_t (*fn_uint_ptr)(unsigned int *);
-typedef nvmlReturn_t (*fn_handle)(unsigned int, nvmlDevice_t *);
-typedef nvmlReturn_t (*fn_dev_text)(nvmlDevice_t, char *, unsigned int);
-typedef nvmlReturn_t (*fn_dev_ptr)(nvmlDevice_t, void *);
-typedef nvmlReturn_t (*fn_dev_uint)(nvmlDevice_t, unsigned int *);
-typedef nvmlReturn_t (*fn_dev_int)(nvmlDevice_t, int *);
-typedef nvmlReturn_t (*fn_dev_util)(nvmlDevice_t, unsigned int *, unsigned int *);
-typedef nvmlReturn_t (*fn_dev_kind_uint)(nvmlDevice_t, int, unsigned int *);
-typedef nvmlReturn_t (*fn_dev_procs)(nvmlDevice_t, unsigned int *, void *);
-typedef nvmlReturn_t (*fn_dev_fields)(nvmlDevice_t, int, nvmlFieldValue_t *);
-
-static struct {
-  void *lib;
-  int ready;
-  fn_void init, shutdown;
-  fn_error_string error_string;
-  fn_text driver_version, nvml_version;
-  fn_int_ptr cuda_driver_version;
-  fn_uint_ptr device_count;
-  fn_handle handle_by_index;
-  fn_dev_text name, uuid;
-  fn_dev_ptr pci_info, memory_v2, memory_v1, utilization;
-  fn_dev_util encoder, decoder;
-  fn_dev_kind_uint temperature, clock, max_clock;
-  fn_dev_uint power_usage, power_limit, fan_speed;
-  fn_dev_int performance_state;
-  fn_dev_procs compute_procs[4], graphics_procs[4]; /* index = API version 1..3 */
-  fn_dev_fields field_values;
-  int bad_v3; /* drivers 535.43–535.86 return wrong _v3 process data */
-  char driver[96], version[96];
-  int cuda_version;
-} nv;
-
-/* What never changes while the driver is loaded, read once per device: identity and maximum
- * clocks (nvmlDeviceGetMaxClockInfo costs ~1.3 ms a call on an H100), and the calls the device
- * answered "not supported" (a fan query that is refused still costs ~160 us each time). */
-#define GPUMEM_NVML_CACHE 64
-typedef struct {
-  int valid;
-  char name[GPUMEM_NVML_TEXT], uuid[GPUMEM_NVML_TEXT], pci_bus_id[GPUMEM_NVML_TEXT];
-  int64_t sm_clock_max_mhz, memory_clock_max_mhz;
-  uint32_t unsupported; /* bit per call, below */
-} device_cache;
-enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_FIELDS = 1u << 3 };
 static device_cache cache[GPUMEM_NVML_CACHE];
 
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread char last_error[GPUMEM_NVML_ERROR];
 
-static const char *nvml_words(nvmlReturn_t r) {
-  return nv.error_string ? nv.error_string(r) : "unknown NVML error";
-}
 
 static void *sym(const char *name) { return dlsym(nv.lib, name); }
 
@@ -168,6 +60,7 @@ static int load(char *err, int errlen) {
   nv.graphics_procs[2] = (fn_dev_procs)sym("nvmlDeviceGetGraphicsRunningProcesses_v2");
   nv.graphics_procs[1] = (fn_dev_procs)sym("nvmlDeviceGetGraphicsRunningProcesses");
   nv.field_values = (fn_dev_fields)sym("nvmlDeviceGetFieldValues");
+  nv.process_utilization = (fn_dev_proc_util)sym("nvmlDeviceGetProcessUtilization");
   if (!nv.init || !nv.device_count || !nv.handle_by_index) {
     snprintf(err, errlen, "libnvidia-ml.so.1 lacks nvmlInit or nvmlDeviceGetCount: driver too old");
     dlclose(nv.lib);
@@ -187,7 +80,7 @@ int gpumem_nvml_init(char *err, int errlen) {
   }
   nvmlReturn_t r = nv.init();
   if (r != NVML_SUCCESS) {
-    snprintf(err, errlen, "nvmlInit failed: %s", nvml_words(r));
+    snprintf(err, errlen, "nvmlInit failed: %s", gpumem_nvml_words(r));
     rc = -2;
     goto out;
   }
@@ -263,18 +156,12 @@ int gpumem_nvml_device_count(void) {
   unsigned int n = 0;
   nvmlReturn_t r = nv.device_count(&n);
   if (r != NVML_SUCCESS) {
-    snprintf(last_error, sizeof last_error, "nvmlDeviceGetCount: %s", nvml_words(r));
+    snprintf(last_error, sizeof last_error, "nvmlDeviceGetCount: %s", gpumem_nvml_words(r));
     return -1;
   }
   return (int)n;
 }
 
-/* Keep the first unexpected error of a sample; "not supported" is an answer, not an error. */
-static void note(gpumem_nvml_sample *s, const char *what, nvmlReturn_t r) {
-  if (r == NVML_SUCCESS || r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND) return;
-  if (s->error[0]) return;
-  snprintf(s->error, sizeof s->error, "%s: %s", what, nvml_words(r));
-}
 
 #define FIELD(s, f) ((s)->fields[GPUMEM_NVML_F_##f])
 
@@ -283,7 +170,7 @@ static void read_uint(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_uint fn, con
   if (!fn) return;
   nvmlReturn_t r = fn(d, &v);
   if (r == NVML_SUCCESS) *out = v;
-  else note(s, what, r);
+  else gpumem_nvml_note(s, what, r);
 }
 
 static void read_clock(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_kind_uint fn, int kind, const char *what, int64_t *out) {
@@ -291,50 +178,7 @@ static void read_clock(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_kind_uint f
   if (!fn) return;
   nvmlReturn_t r = fn(d, kind, &v);
   if (r == NVML_SUCCESS) *out = v;
-  else note(s, what, r);
-}
-
-static void add_process(gpumem_nvml_sample *s, uint32_t pid, unsigned long long used, uint32_t kind) {
-  int64_t bytes = used == NVML_VALUE_NOT_AVAILABLE_ULL ? -1 : (int64_t)used;
-  for (uint32_t i = 0; i < s->n_processes; i++) {
-    if (s->processes[i].pid == pid) {
-      s->processes[i].kind |= kind;
-      if (s->processes[i].used_bytes < bytes) s->processes[i].used_bytes = bytes;
-      return;
-    }
-  }
-  if (s->n_processes >= GPUMEM_NVML_MAX_PROCESSES) return;
-  s->processes[s->n_processes].pid = pid;
-  s->processes[s->n_processes].kind = kind;
-  s->processes[s->n_processes].used_bytes = bytes;
-  s->n_processes++;
-}
-
-/* Try the newest process-list API first and step down; each steps through its own record size. */
-static int64_t read_processes(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_procs *fns, uint32_t kind, const char *what) {
-  static __thread nvmlProcessInfo_v2_t buf[GPUMEM_NVML_MAX_PROCESSES * 2];
-  for (int v = 3; v >= 1; v--) {
-    if (!fns[v] || (v == 3 && nv.bad_v3)) continue;
-    unsigned int count = GPUMEM_NVML_MAX_PROCESSES;
-    nvmlReturn_t r = fns[v](d, &count, buf);
-    if (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NOT_SUPPORTED) continue;
-    if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
-      note(s, what, r);
-      return -1;
-    }
-    if (r == NVML_ERROR_INSUFFICIENT_SIZE) count = GPUMEM_NVML_MAX_PROCESSES; /* listed: the first ones */
-    for (unsigned int i = 0; i < count && i < GPUMEM_NVML_MAX_PROCESSES; i++) {
-      if (v == 1) {
-        const nvmlProcessInfo_v1_t *p = (const nvmlProcessInfo_v1_t *)buf + i;
-        add_process(s, p->pid, p->usedGpuMemory, kind);
-      } else {
-        add_process(s, buf[i].pid, buf[i].usedGpuMemory, kind);
-      }
-    }
-    if (!s->process_api || v < (int)s->process_api) s->process_api = (uint32_t)v;
-    return count;
-  }
-  return -1;
+  else gpumem_nvml_note(s, what, r);
 }
 
 int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) {
@@ -347,7 +191,7 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
   nvmlDevice_t d = NULL;
   nvmlReturn_t r = nv.handle_by_index((unsigned int)index, &d);
   if (r != NVML_SUCCESS) {
-    snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, nvml_words(r));
+    snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, gpumem_nvml_words(r));
     return -1;
   }
   device_cache scratch;
@@ -355,14 +199,14 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
   if (c == &scratch) memset(&scratch, 0, sizeof scratch);
   if (!c->valid) {
     c->sm_clock_max_mhz = c->memory_clock_max_mhz = -1;
-    if (nv.name) note(s, "nvmlDeviceGetName", nv.name(d, c->name, sizeof c->name));
-    if (nv.uuid) note(s, "nvmlDeviceGetUUID", nv.uuid(d, c->uuid, sizeof c->uuid));
+    if (nv.name) gpumem_nvml_note(s, "nvmlDeviceGetName", nv.name(d, c->name, sizeof c->name));
+    if (nv.uuid) gpumem_nvml_note(s, "nvmlDeviceGetUUID", nv.uuid(d, c->uuid, sizeof c->uuid));
     if (nv.pci_info) {
       nvmlPciInfo_t pci;
       memset(&pci, 0, sizeof pci);
       r = nv.pci_info(d, &pci);
       if (r == NVML_SUCCESS) snprintf(c->pci_bus_id, sizeof c->pci_bus_id, "%s", pci.busId);
-      else note(s, "nvmlDeviceGetPciInfo", r);
+      else gpumem_nvml_note(s, "nvmlDeviceGetPciInfo", r);
     }
     read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &c->sm_clock_max_mhz);
     read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &c->memory_clock_max_mhz);
@@ -393,7 +237,7 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
       FIELD(s, memory_used_bytes) = (int64_t)m1.used;
       FIELD(s, memory_free_bytes) = (int64_t)m1.free;
     } else {
-      note(s, "nvmlDeviceGetMemoryInfo", r);
+      gpumem_nvml_note(s, "nvmlDeviceGetMemoryInfo", r);
     }
   }
 
@@ -404,7 +248,7 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
       FIELD(s, gpu_utilization_percent) = u.gpu;
       FIELD(s, memory_utilization_percent) = u.memory;
     } else {
-      note(s, "nvmlDeviceGetUtilizationRates", r);
+      gpumem_nvml_note(s, "nvmlDeviceGetUtilizationRates", r);
     }
   }
   unsigned int util = 0, period = 0;
@@ -412,13 +256,13 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
     r = nv.encoder(d, &util, &period);
     if (r == NVML_SUCCESS) FIELD(s, encoder_utilization_percent) = util;
     else if (r == NVML_ERROR_NOT_SUPPORTED) c->unsupported |= CALL_ENCODER;
-    else note(s, "nvmlDeviceGetEncoderUtilization", r);
+    else gpumem_nvml_note(s, "nvmlDeviceGetEncoderUtilization", r);
   }
   if (nv.decoder && !(c->unsupported & CALL_DECODER)) {
     r = nv.decoder(d, &util, &period);
     if (r == NVML_SUCCESS) FIELD(s, decoder_utilization_percent) = util;
     else if (r == NVML_ERROR_NOT_SUPPORTED) c->unsupported |= CALL_DECODER;
-    else note(s, "nvmlDeviceGetDecoderUtilization", r);
+    else gpumem_nvml_note(s, "nvmlDeviceGetDecoderUtilization", r);
   }
   read_clock(s, d, nv.temperature, 0, "nvmlDeviceGetTemperature", &FIELD(s, temperature_celsius));
   read_uint(s, d, nv.power_limit, "nvmlDeviceGetEnforcedPowerLimit", &FIELD(s, power_limit_milliwatts));
@@ -427,7 +271,7 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
     r = nv.fan_speed(d, &fan);
     if (r == NVML_SUCCESS) FIELD(s, fan_speed_percent) = fan;
     else if (r == NVML_ERROR_NOT_SUPPORTED) c->unsupported |= CALL_FAN; /* passively cooled */
-    else note(s, "nvmlDeviceGetFanSpeed", r);
+    else gpumem_nvml_note(s, "nvmlDeviceGetFanSpeed", r);
   }
   read_clock(s, d, nv.clock, NVML_CLOCK_SM, "nvmlDeviceGetClockInfo", &FIELD(s, sm_clock_mhz));
   read_clock(s, d, nv.clock, NVML_CLOCK_MEM, "nvmlDeviceGetClockInfo", &FIELD(s, memory_clock_mhz));
@@ -436,7 +280,7 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
     int p = 0;
     r = nv.performance_state(d, &p);
     if (r == NVML_SUCCESS && p >= 0 && p <= 15) FIELD(s, performance_state) = p;
-    else note(s, "nvmlDeviceGetPerformanceState", r);
+    else gpumem_nvml_note(s, "nvmlDeviceGetPerformanceState", r);
   }
 
   /* Instant power and PCIe byte counters come in one field-values call: microseconds, where
@@ -457,8 +301,6 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
     FIELD(s, pcie_counter_time_us) = fv[1].timestamp;
   }
 
-  int64_t compute = read_processes(s, d, nv.compute_procs, GPUMEM_PROCESS_COMPUTE, "nvmlDeviceGetComputeRunningProcesses");
-  int64_t graphics = read_processes(s, d, nv.graphics_procs, GPUMEM_PROCESS_GRAPHICS, "nvmlDeviceGetGraphicsRunningProcesses");
-  if (compute >= 0 || graphics >= 0) FIELD(s, process_count) = s->n_processes;
+  gpumem_nvml_read_processes(s, d, c);
   return 0;
 }

@@ -52,6 +52,9 @@ typedef struct gpumem_nvml_process {
   uint32_t pid;        /* as NVML sees it: the host's pid namespace */
   uint32_t kind;       /* GPUMEM_PROCESS_* bits */
   int64_t used_bytes;  /* -1: not available (e.g. no permission, WDDM) */
+  int32_t sm_percent;  /* its share of SM time over the last sample period; -1: not available
+                          (not supported, or NVML had no utilization sample of it since the last) */
+  int32_t reserved_;   /* keeps the record a multiple of 8 bytes */
 } gpumem_nvml_process;
 
 typedef struct gpumem_nvml_sample {

@@ -45,7 +45,9 @@ describe("the packed tarball", () => {
       expect(files).toContain(f);
     }
     expect(files).not.toContain("./cuda/build/");
-    expect(files).toContain("./test/fixtures/normal.ring"); // the demo: a run recorded on an H100
+    expect(files).toContain("./demo/demo.ring.gz"); // the demo: a run recorded on an H100
+    expect(files).toContain("./demo/demo.json");
+    expect(files).not.toContain("./test/"); // tests and their fixtures stay out of the package
     expect(files).not.toContain(".test.ts");
   });
 

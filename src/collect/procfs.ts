@@ -42,6 +42,29 @@ export function parseStatPpid(stat: string): number | null {
   return fields.length >= 2 && Number.isInteger(ppid) && ppid >= 0 ? ppid : null;
 }
 
+/** Clock ticks a second in /proc/PID/stat (USER_HZ: 100 on every Linux the kernel exports to). */
+const USER_HZ = 100;
+
+/** From /proc/PID/stat's text: CPU seconds (utime + stime) and the start time in seconds after
+ *  boot; null where the text is not of that form. */
+export function parseStatTimes(stat: string): { cpu_seconds: number; start_seconds: number } | null {
+  const close = stat.lastIndexOf(")");
+  if (close < 0) return null;
+  // Fields after "(comm)": state is field 3, utime 14, stime 15, starttime 22.
+  const f = stat.slice(close + 1).trim().split(/\s+/);
+  const utime = Number(f[11]);
+  const stime = Number(f[12]);
+  const start = Number(f[19]);
+  if (![utime, stime, start].every((x) => Number.isFinite(x) && x >= 0)) return null;
+  return { cpu_seconds: (utime + stime) / USER_HZ, start_seconds: start / USER_HZ };
+}
+
+/** VmRSS of /proc/PID/status's text, in bytes; null where absent (a kernel thread, a zombie). */
+export function parseRss(status: string): number | null {
+  const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+  return m ? Number(m[1]) * 1024 : null;
+}
+
 export function processInfo(pid: number, procRoot = "/proc"): ProcessInfo {
   const status = read(`${procRoot}/${pid}/status`);
   const uidMatch = status?.match(/^Uid:\s+(\d+)/m);
@@ -51,7 +74,18 @@ export function processInfo(pid: number, procRoot = "/proc"): ProcessInfo {
   const command = raw ? raw.replace(/\0+$/, "").split("\0").join(" ").slice(0, COMMAND_MAX) || null : null;
   const stat = read(`${procRoot}/${pid}/stat`);
   const ppid = stat === null ? null : parseStatPpid(stat);
-  return { uid, user: uid === null ? null : userName(uid), name, command, ppid };
+  const times = stat === null ? null : parseStatTimes(stat);
+  const uptime = times ? Number(read(`${procRoot}/uptime`)?.split(/\s+/)[0]) : Number.NaN;
+  return {
+    uid,
+    user: uid === null ? null : userName(uid),
+    name,
+    command,
+    ppid,
+    cpu_seconds: times?.cpu_seconds ?? null,
+    host_memory_bytes: status === null ? null : parseRss(status),
+    run_time_seconds: times && Number.isFinite(uptime) ? Math.max(0, uptime - times.start_seconds) : null,
+  };
 }
 
 export function pidAlive(pid: number): boolean {

@@ -1,7 +1,9 @@
 // Opening a recording for replay: a ring file (a live one, or a fixture saved by the agent, with
 // its manifest beside it: `x.ring` → `x.json`, for the range names), or a PyTorch memory snapshot
 // (pickle, optionally gzip), whose device_traces play through the same model.
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { RING_MAGIC } from "../ffi/events";
 import { openRing } from "../ffi/ring";
 import type { EventSource, SavedNames, SnapshotSegment } from "../profiler";
@@ -49,13 +51,37 @@ function head(path: string, n: number): Buffer {
   }
 }
 
-/** A ring recording (synchronous: what the demo opens). */
+/** Rings shipped gzip-compressed (`x.ring.gz`, the demo's: records compress ~8×), unpacked once
+ *  a process into a private temporary directory, since the reader maps a plain file. */
+const unpacked = new Map<string, string>();
+function unpack(path: string): string {
+  const key = `${path}:${statSync(path).mtimeMs}`;
+  const done = unpacked.get(key);
+  if (done && existsSync(done)) return done;
+  let bytes: Uint8Array;
+  try {
+    bytes = Bun.gunzipSync(readFileSync(path));
+  } catch (e) {
+    throw new Error(`${path}: not a gzip file (${(e as Error).message})`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), "gpumem-tui-ring-"));
+  const out = join(dir, basename(path).replace(/\.gz$/, ""));
+  writeFileSync(out, bytes, { mode: 0o600 });
+  unpacked.set(key, out);
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return out;
+}
+
+/** A ring recording, plain or gzip-compressed (synchronous: what the demo opens). */
 export function openRingRecording(path: string): Recording {
   if (!existsSync(path)) throw new Error(`${path}: no such file`);
-  if (head(path, 8).toString("latin1") !== RING_MAGIC) {
+  const gz = path.endsWith(".gz");
+  const ringPath = gz ? unpack(path) : path;
+  if (head(ringPath, 8).toString("latin1") !== RING_MAGIC) {
     throw new Error(`${path} is not a gpumem-tui ring recording (its first bytes are not the ring magic)`);
   }
-  const ring = openRing(path);
+  const ring = openRing(ringPath);
+  if (gz) path = path.replace(/\.gz$/, "");
   const manifestPath = path.replace(/\.ring$/, ".json");
   let manifest: Manifest | null = null;
   if (manifestPath !== path && existsSync(manifestPath)) {
@@ -70,7 +96,7 @@ export function openRingRecording(path: string): Recording {
 /** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */
 export async function openRecording(path: string): Promise<Recording> {
   if (!existsSync(path)) throw new Error(`${path}: no such file`);
-  if (head(path, 8).toString("latin1") === RING_MAGIC) return openRingRecording(path);
+  if (path.endsWith(".ring.gz") || head(path, 8).toString("latin1") === RING_MAGIC) return openRingRecording(path);
   const { readSnapshot } = await import("../snapshot/view");
   let snap: { device_traces?: unknown; segments?: SnapshotSegment[] };
   try {

@@ -7,7 +7,7 @@ import { buildDocument } from "../system/document";
 import type { Document } from "../system/schema";
 import { type Agent, AgentWatcher } from "./agents";
 import { joinAgents } from "../system/join";
-import type { PidNsInfo, ProcessInfo } from "../system/process";
+import { cpuPercent, type PidNsInfo, type ProcessInfo } from "../system/process";
 import { inOtherPidNamespace, ownPidNamespace, pidNsInfo, processInfo } from "./procfs";
 
 export class SystemCollector {
@@ -15,6 +15,8 @@ export class SystemCollector {
   private system: NvmlSystem | null = null;
   private reason: string | null = null;
   private previous = new Map<number, NvmlDeviceSample>();
+  /** Each process's CPU time at the previous sample, for its CPU %. */
+  private previousCpu = new Map<number, { seconds: number; ms: number }>();
   /** What /proc said of each agent process while it ran: once it exits /proc has nothing, and an
    *  exited rank keeps its command and launcher (so it stays in its job). */
   private lastInfo = new Map<number, ProcessInfo>();
@@ -68,6 +70,14 @@ export class SystemCollector {
       else if (last) infos.set(pid, last);
     }
     for (const pid of this.lastInfo.keys()) if (!agentPids.has(pid)) this.lastInfo.delete(pid);
+    // CPU % is CPU time over wall time since the previous sample of the same pid.
+    const cpu = new Map<number, { seconds: number; ms: number }>();
+    for (const [pid, info] of infos) {
+      const prev = this.previousCpu.get(pid);
+      info.cpu_percent = cpuPercent(prev?.seconds, prev?.ms, info.cpu_seconds, now);
+      if (info.cpu_seconds != null) cpu.set(pid, { seconds: info.cpu_seconds, ms: now });
+    }
+    this.previousCpu = cpu;
     const doc = buildDocument({
       time_unix_ms: now,
       host: hostname(),

@@ -24,7 +24,7 @@ options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50, at most a day)
   --ascii         plain-ASCII charts (no braille)
   --demo          the monitor with a replay of a real training run recorded on an H100
-  --speed N       replay: N times the recorded pace (default: as fast as it goes)
+  --speed N       replay, --demo: N times the recorded pace (replay: as fast as it goes; --demo: 1)
   --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
   --dump-dir DIR  the screens: where d writes snapshots (default: the current directory)
   --snapshot OUT  replay: write the recording, played to its end, as a memory snapshot to OUT

@@ -9,7 +9,7 @@ const OFF_UUID = TEXT;
 const OFF_PCI = 2 * TEXT;
 const OFF_ERROR = 3 * TEXT;
 const OFF_FIELDS = 3 * TEXT + ERROR_LEN;
-const PROCESS_SIZE = 16;
+const PROCESS_SIZE = 24;
 
 export type ProcessKind = "compute" | "graphics" | "compute+graphics";
 
@@ -17,6 +17,8 @@ export interface NvmlProcess {
   pid: number;
   kind: ProcessKind;
   used_bytes: number | null;
+  /** Its share of the GPU's SM time over the last sample period; null where NVML has none. */
+  sm_percent: number | null;
 }
 
 /** One device's NVML numbers. Field names are libgpumem's (cuda/nvml.h), null = not available. */
@@ -155,10 +157,12 @@ export class Nvml {
     for (let i = 0; i < n; i++) {
       const o = this.processesOffset + i * PROCESS_SIZE;
       const used = Number(this.view.getBigInt64(o + 8, true));
+      const sm = this.view.getInt32(o + 16, true);
       processes.push({
         pid: this.view.getUint32(o, true),
         kind: KINDS[this.view.getUint32(o + 4, true)] ?? "compute",
         used_bytes: used < 0 ? null : used,
+        sm_percent: sm < 0 ? null : sm,
       });
     }
     const error = text(b, OFF_ERROR, ERROR_LEN);

@@ -39,3 +39,4 @@ export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
 export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";
 export { processProfile, type ProcessProfile } from "./profile";
+export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-blocks";

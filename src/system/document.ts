@@ -107,6 +107,11 @@ export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: numbe
   };
 }
 
+/** What /proc says of a process's use of the host: CPU %, resident memory, run time. */
+function hostFigures(info: ProcessInfo | undefined): Pick<Process, "cpu_percent" | "host_memory_bytes" | "run_time_seconds"> {
+  return { cpu_percent: info?.cpu_percent ?? null, host_memory_bytes: info?.host_memory_bytes ?? null, run_time_seconds: info?.run_time_seconds ?? null };
+}
+
 /** The CUDA indexes an agent NVML does not list is on: those its ring counts reserved memory of,
  *  else its one device, else torch's default device. */
 function unlistedDevices(agent: AgentView): number[] {
@@ -144,6 +149,8 @@ export function buildDocument(input: DocumentInput): Document {
         name: info?.name ?? null,
         command: info?.command ?? null,
         pytorch: agent && cuda !== undefined ? pytorchView(agent, cuda, p.used_bytes) : null,
+        gpu_sm_percent: p.sm_percent ?? null,
+        ...hostFigures(info),
         nvml_visible: true,
         exited: false,
       });
@@ -168,6 +175,8 @@ export function buildDocument(input: DocumentInput): Document {
         name: info?.name ?? null,
         command: info?.command ?? (agent.manifest.cmdline.join(" ") || null),
         pytorch: pytorchView(agent, cuda, null),
+        gpu_sm_percent: null,
+        ...hostFigures(agent.exited ? undefined : info),
         nvml_visible: false,
         exited: agent.exited,
       });

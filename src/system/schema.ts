@@ -138,6 +138,12 @@ export const ProcessSchema = z.object({
   name: z.string().nullable(),
   command: z.string().nullable(),
   pytorch: PytorchSchema.nullable().describe("from the gpumem agent inside the process; null where none runs"),
+  gpu_sm_percent: nullableInt
+    .default(null)
+    .describe("the share of this GPU's SM time the process used over the last sample period (nvmlDeviceGetProcessUtilization); null where the GPU does not report it or had no sample of the process"),
+  cpu_percent: z.number().nonnegative().nullable().default(null).describe("CPU time of the process since the previous sample, in % of one core (/proc); null on the first sample"),
+  host_memory_bytes: bytes.nullable().default(null).describe("the process's resident host memory (RSS, /proc/PID/status VmRSS)"),
+  run_time_seconds: z.number().nonnegative().nullable().default(null).describe("how long the process has run (/proc/PID/stat start time against /proc/uptime)"),
   nvml_visible: z.boolean().describe("false: NVML does not list this pid (another pid namespace, or no CUDA context yet); used_bytes is then null"),
   exited: z.boolean().describe("the process has exited; its last numbers are kept"),
 });

@@ -68,7 +68,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     ctl,
     exit,
     onDemo,
-    procs: (u) => overviewProcesses(ctl.doc, u.procSort, u.filter, u.procReverse),
+    procs: (u) => overviewProcesses(ctl.overview().doc, u.procSort, u.filter, u.procReverse),
     pm: pmOf,
     rows: (u) => SCREENS[u.screen]!.rows?.(props(u)) ?? 0,
     rowAt: (u, line) => SCREENS[u.screen]!.rowAt?.(props(u), line) ?? null,

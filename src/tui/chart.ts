@@ -136,3 +136,53 @@ export function markLine(width: number, marks: { column: number; mark: string; l
   }
   return cells.join("");
 }
+
+/** Width of the label gutter left of a chart ("125.22 MiB" and the axis tick). */
+export const GUTTER = 11;
+
+/**
+ * The y axis of a chart `rows` tall scaled to `max`: a label per row, right-aligned in the gutter,
+ * then a tick: the top row says `max`, the bottom row 0, a row between (4 rows or more) the
+ * middle; other rows only the axis.
+ */
+export function yAxis(rows: number, max: number, format: (v: number) => string, ascii = false): string[] {
+  const tick = ascii ? "|" : "┤";
+  const line = ascii ? "|" : "│";
+  const out: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    const label = r === 0 ? format(max) : r === rows - 1 ? "0" : rows >= 4 && r === Math.floor(rows / 2) ? format(max * (1 - r / (rows - 1))) : "";
+    out.push(`${label.slice(0, GUTTER - 2).padStart(GUTTER - 2)} ${label ? tick : line}`);
+  }
+  return out;
+}
+
+/** "4.5 s", "12 min", "1.5 h": how long ago a point of the time axis lies. */
+function ago(us: number): string {
+  const s = us / 1e6;
+  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+/**
+ * The time axis under a chart `width` cells wide spanning `spanUs` up to its right edge, called
+ * `end` ("now", or "end" for a finished replay): the left edge, the middle and the right edge
+ * labelled, after a blank gutter.
+ */
+export function timeAxis(width: number, spanUs: number, end: string): string {
+  const cells = new Array<string>(width).fill(" ");
+  const put = (at: number, text: string) => {
+    const start = Math.max(0, Math.min(width - text.length, at));
+    for (let k = 0; k < text.length && start + k < width; k++) cells[start + k] = text[k]!;
+  };
+  put(0, `-${ago(spanUs)}`);
+  if (width >= 40) {
+    const mid = `-${ago(spanUs / 2)}`;
+    put(Math.floor(width / 2) - Math.floor(mid.length / 2), mid);
+  }
+  put(width - end.length, end);
+  return " ".repeat(GUTTER) + cells.join("");
+}
+
+/** What the phase letters under a chart stand for. */
+export const PHASE_LEGEND = "F forward  B backward  O optimizer  o none of them";

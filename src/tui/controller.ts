@@ -9,6 +9,8 @@ import { LiveModels, type ProcessModel, type ReplayHandle } from "../collect/liv
 import { signalProcess, stillRunning, type StopSignal } from "../collect/signal";
 import { Session, type DeviceHistory } from "../collect/session";
 import type { SystemCollector } from "../collect/system";
+import type { RecordedMachine } from "../collect/demo";
+import { withRecorded } from "../system/recorded";
 import type { Document } from "../system/schema";
 import type { LineFunction } from "../collect/lines";
 import { writeModelSnapshot } from "../snapshot/write";
@@ -90,7 +92,21 @@ export class Controller {
     this.timer = null;
   }
 
+  /** The machine a demo recording was made on, shown beside this one's (null: no demo). */
+  recorded: RecordedMachine | null = null;
+
+  /** What the Overview shows: the machine's document, and a recorded machine's beside it. */
+  overview(): { doc: Document | null; history: Map<number, DeviceHistory> } {
+    const rec = this.recorded?.doc;
+    if (!rec) return { doc: this.doc, history: this.history };
+    const { doc, index } = withRecorded(this.doc, rec);
+    const history = new Map(this.history);
+    for (const [i, h] of this.recorded!.history) history.set(index(i), h);
+    return { doc, history };
+  }
+
   tick(now = Date.now()): void {
+    this.recorded?.tick();
     if (!this.session) return this.notify();
     try {
       this.doc = this.session.tick(now);

@@ -1,6 +1,31 @@
 // Formatting for the screens. Bytes as PyTorch users read them (binary units).
 export { formatBytes } from "../words";
 
+/** Bytes in at most 8 characters, three significant digits (a chart's axis): "144 MiB", "3.27 GiB". */
+export function formatBytesShort(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = Math.max(0, bytes);
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) (v /= 1024), u++;
+  const digits = u === 0 || v >= 100 ? 0 : v >= 10 ? 1 : 2;
+  return `${v.toFixed(digits)} ${units[u]}`;
+}
+
+/** What a table shows where a figure is not known: never 0, which would be a figure. */
+export const UNKNOWN = "–";
+
+/** A run time as htop shows it: "42s", "12:05" (minutes), "3:07:12" (hours), "2d 03:07". */
+export function formatDuration(seconds: number): string {
+  const s = Math.floor(seconds);
+  if (s < 60) return `${s}s`;
+  const two = (n: number) => String(n).padStart(2, "0");
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}:${two(s % 60)}`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h}:${two(m % 60)}:${two(s % 60)}`;
+  return `${Math.floor(h / 24)}d ${two(h % 24)}:${two(m % 60)}`;
+}
+
 export function pad(s: string, width: number, right = false): string {
   if (s.length > width) return width > 1 ? `${s.slice(0, width - 1)}…` : s.slice(0, width);
   return right ? s.padStart(width) : s.padEnd(width);

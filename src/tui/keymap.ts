@@ -5,13 +5,15 @@ import type { Process } from "../system/schema";
 import type { Controller } from "./controller";
 import type { Key } from "./keys";
 import { SCREENS, screenIndex } from "./registry";
-import { PROCESS_SORTS } from "./screens/overview";
+import { PROCESS_SORTS } from "./screens/process-table";
+import { segmentsInOrder } from "./screens/segments";
 import { TENSOR_SORTS } from "./screens/tensors";
 import type { UiState } from "./ui-state";
 
 const OVERVIEW = screenIndex("overview");
 const PROCESS = screenIndex("process");
 const TENSORS = screenIndex("tensors");
+const SEGMENTS = screenIndex("segments");
 const FINDINGS = screenIndex("findings");
 const HELP = screenIndex("help");
 
@@ -64,6 +66,8 @@ function killTarget(ui: UiState, ctx: KeyContext): { pid: number; label: string;
   if (ui.screen === OVERVIEW) {
     const p = ctx.procs(ui)[ui.selected[OVERVIEW]!];
     if (!p) return "k: select a process first (↑ ↓)";
+    // A row of the demo's recorded machine is a process of another machine, long gone.
+    if (!ctx.ctl.doc?.processes.some((q) => q.pid === p.pid && q.device === p.device)) return `k: pid ${p.pid} is a recording: there is no process to stop`;
     return { pid: p.pid, label: `${p.pid} ${p.name ?? p.command ?? ""}`.trim(), command: p.command };
   }
   const pm = ctx.pm(ui);
@@ -126,8 +130,8 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
       case "end":
         return select(ui, ctx, () => Infinity);
       case "escape":
-        if (screen === FINDINGS) ui.openFinding = null;
-        return;
+      case "backspace":
+        return back(ui);
       case "return":
         return enter(ui, ctx);
       default:
@@ -189,16 +193,34 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
   }
 }
 
+/** Esc (or Backspace): close what Enter opened on this screen. */
+function back(ui: UiState): void {
+  if (ui.screen === FINDINGS) ui.openFinding = null;
+  if (ui.screen === SEGMENTS && ui.segment) {
+    ui.selected[SEGMENTS] = ui.segment.listSelected;
+    ui.segment = null;
+  }
+}
+
 function enter(ui: UiState, ctx: KeyContext): void {
   if (ui.screen === OVERVIEW) {
     const p = ctx.procs(ui)[ui.selected[OVERVIEW]!];
-    if (p) ui.pid = p.agent_pid ?? p.pid;
+    const pid = p ? (p.agent_pid ?? p.pid) : ui.pid;
+    // Another process: its segments are not the one opened.
+    if (pid !== ui.pid) ui.segment = null;
+    ui.pid = pid;
     ui.screen = PROCESS;
   } else if (ui.screen === PROCESS) {
     ui.screen = FINDINGS;
   } else if (ui.screen === FINDINGS) {
     const at = ui.selected[FINDINGS]!;
     ui.openFinding = ui.openFinding === at || ctx.rows(ui) === 0 ? null : at;
+  } else if (ui.screen === SEGMENTS && !ui.segment) {
+    const at = ui.selected[SEGMENTS]!;
+    const seg = segmentsInOrder(ctx.pm(ui))[at];
+    if (!seg) return;
+    ui.segment = { address: seg.address, listSelected: at };
+    ui.selected[SEGMENTS] = 0; // the block list starts at its top
   }
 }
 

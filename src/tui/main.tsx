@@ -6,7 +6,9 @@ import { join } from "node:path";
 import { render } from "ink";
 import type { Child } from "../collect/child";
 import { startReplay } from "../collect/live";
-import { openRingRecording, type Recording } from "../collect/recording";
+import type { Recording } from "../collect/recording";
+import { DEMO_RING } from "../collect/demo";
+import { demoStarter } from "./demo";
 import { SystemCollector } from "../collect/system";
 import { App } from "./app";
 import { keyHint, type ScreenId } from "./registry";
@@ -25,8 +27,9 @@ export interface MonitorOptions {
 const MOUSE_ON = "\x1b[?1000h\x1b[?1006h";
 const MOUSE_OFF = "\x1b[?1006l\x1b[?1000l";
 
-/** The recording the demo replays: a real training run recorded on an H100, shipped in the package. */
-export const DEMO_RECORDING = join(import.meta.dir, "..", "..", "test", "fixtures", "normal.ring");
+/** The recording the demo replays: a training run recorded on an H100 (demo/README.md);
+ *  GPUMEM_TUI_DEMO names another (a new recording, checked before it replaces the shipped one). */
+export const DEMO_RECORDING = process.env.GPUMEM_TUI_DEMO || DEMO_RING;
 
 async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: ScreenId; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
   if (opts.dumpDir) ctl.snapshotDir = opts.dumpDir;
@@ -68,33 +71,13 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
   }
 }
 
-function demoStarter(ctl: Controller, speed: number) {
-  let handle: ReturnType<typeof startReplay> | null = null;
-  return {
-    start: () => {
-      if (handle) return ctl.say(`the demo is already running: ${keyHint(["process"])} shows it`);
-      let rec: Recording;
-      try {
-        rec = openRingRecording(DEMO_RECORDING);
-      } catch (e) {
-        return ctl.say(`no demo: ${(e as Error).message}`);
-      }
-      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(DEMO_RECORDING), maxIdleMs: 1000 });
-      ctl.replay = handle.pm;
-      ctl.replays.add(handle);
-      if (ctl.paused) handle.pause(true);
-      ctl.say(`demo: a training run recorded on an H100, replayed at ${speed}×, idle stretches cut to 1 s (${keyHint(["process", "tensors", "segments"])})`);
-    },
-    stop: () => handle?.stop(),
-  };
-}
-
 export async function runMonitor(collector: SystemCollector, opts: MonitorOptions): Promise<number> {
   const ctl = new Controller(collector, opts.intervalMs);
-  const demo = demoStarter(ctl, opts.speed ?? 0.5);
+  const demo = demoStarter(ctl, { speed: opts.speed ?? 1, ring: DEMO_RECORDING });
   if (opts.demo) demo.start();
   ctl.start();
-  await show(ctl, opts, { initialScreen: opts.demo ? "process" : "overview", onDemo: demo.start, onExit: demo.stop });
+  // The demo opens on the Overview where it shows the recorded machine, else on its process.
+  await show(ctl, opts, { initialScreen: opts.demo && !ctl.recorded ? "process" : "overview", onDemo: demo.start, onExit: demo.stop });
   return 0;
 }
 

@@ -6,13 +6,14 @@ import type { ReactElement } from "react";
 import type { ProcessModel } from "../collect/live";
 import type { Controller } from "./controller";
 import type { UiState } from "./ui-state";
-import { segments } from "../profiler";
 import { findingAt, FindingsScreen, processFindings } from "./screens/findings";
 import { HelpScreen } from "./screens/help";
 import { LinesScreen } from "./screens/lines";
-import { Overview, overviewLayout, overviewProcesses, overviewRowAt, sortAtColumn } from "./screens/overview";
+import { Overview, overviewLayout, overviewProcesses, overviewRowAt } from "./screens/overview";
+import { sortAtColumn } from "./screens/process-table";
 import { ProcessScreen } from "./screens/process";
-import { SegmentsScreen } from "./screens/segments";
+import { segmentPartAt, segmentPartCount, SegmentView } from "./screens/segment-view";
+import { segmentRowAt, SegmentsScreen, segmentsInOrder } from "./screens/segments";
 import { tensorRowAt, TensorsScreen, tensorSortAt, tensorsLayout } from "./screens/tensors";
 
 /** What every screen is drawn from. */
@@ -48,14 +49,24 @@ const LIST = [
   {
     id: "overview",
     title: "Overview",
-    component: (p) => (
-      <Overview doc={p.ctl.doc} history={p.ctl.history} width={p.width} height={p.height} selected={p.selected} sort={p.ui.procSort} reverse={p.ui.procReverse} filter={p.ui.filter} ascii={p.ascii}
-        replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.collector !== null} replayHint={p.keyHint(["process", "tensors", "segments"])} replayAt={p.keyHint(["process"])} />
-    ),
-    rows: (p) => overviewProcesses(p.ctl.doc, p.ui.procSort, p.ui.filter, p.ui.procReverse).length,
-    rowAt: (p, line) => overviewRowAt(p.ctl.doc, p.ctl.history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter, line),
-    sortAt: (p, line, x) =>
-      p.ctl.doc && line === overviewLayout(p.ctl.doc, p.ctl.history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter).headerLine ? sortAtColumn(p.width, x) : null,
+    component: (p) => {
+      const { doc, history } = p.ctl.overview();
+      return (
+        <Overview doc={doc} history={history} width={p.width} height={p.height} selected={p.selected} sort={p.ui.procSort} reverse={p.ui.procReverse} filter={p.ui.filter} ascii={p.ascii}
+          replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.collector !== null} replayHint={p.keyHint(["process", "tensors", "segments"])} replayAt={p.keyHint(["process"])} />
+      );
+    },
+    rows: (p) => overviewProcesses(p.ctl.overview().doc, p.ui.procSort, p.ui.filter, p.ui.procReverse).length,
+    rowAt: (p, line) => {
+      const { doc, history } = p.ctl.overview();
+      return overviewRowAt(doc, history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter, line);
+    },
+    sortAt: (p, line, x) => {
+      const { doc, history } = p.ctl.overview();
+      if (!doc) return null;
+      const l = overviewLayout(doc, history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter);
+      return line === l.headerLine ? sortAtColumn(l.cols, x) : null;
+    },
   },
   { id: "process", title: "Process", component: (p) => <ProcessScreen pm={p.pm} width={p.width} height={p.height} ascii={p.ascii} /> },
   {
@@ -69,8 +80,16 @@ const LIST = [
   {
     id: "segments",
     title: "Segments",
-    component: (p) => <SegmentsScreen pm={p.pm} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} />,
-    rows: (p) => (p.pm && p.pm.model.devices.length ? segments(p.pm.model).segments.length : 0),
+    // The list, or one segment opened with Enter (its blocks; Esc goes back).
+    component: (p) =>
+      p.ui.segment && p.pm ? (
+        <SegmentView pm={p.pm} address={p.ui.segment.address} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} />
+      ) : (
+        <SegmentsScreen pm={p.pm} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} />
+      ),
+    rows: (p) => (p.ui.segment && p.pm ? segmentPartCount(p.pm, p.ui.segment.address) : segmentsInOrder(p.pm).length),
+    rowAt: (p, line) =>
+      p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(segmentsInOrder(p.pm).length, p.height, p.selected, line),
   },
   { id: "lines", title: "Lines", component: (p) => <LinesScreen pm={p.pm} state={p.pm ? p.ctl.lines.get(p.pm.pid) : undefined} width={p.width} height={p.height} /> },
   {

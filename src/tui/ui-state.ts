@@ -1,7 +1,7 @@
 // What the user has chosen on the screens (which screen, selections, sorts, the filter, a prompt):
 // one object that the keys change in order, so that several keys in one read each see what the
 // key before left.
-import type { ProcessSort } from "./screens/overview";
+import type { ProcessSort } from "./screens/process-table";
 import type { TensorSort } from "./screens/tensors";
 
 /** A question on the status line that the next key answers. */
@@ -26,6 +26,9 @@ export interface UiState {
   prompt: Prompt | null;
   /** The finding opened with Enter on the Findings screen (its index there), or null. */
   openFinding: number | null;
+  /** The segment opened with Enter on the Segments screen (its address), and the list's
+   *  selection that Esc goes back to; null: the list. */
+  segment: { address: number; listSelected: number } | null;
 }
 
 export function newUiState(screen: number, screens: number): UiState {
@@ -41,5 +44,6 @@ export function newUiState(screen: number, screens: number): UiState {
     typing: false,
     prompt: null,
     openFinding: null,
+    segment: null,
   };
 }

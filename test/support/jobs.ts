@@ -67,10 +67,10 @@ export function hostDocument(specs: RankSpec[], devices = 4): Document {
   const samples = Array.from({ length: devices }, (_, index) =>
     deviceSample(
       index,
-      specs.flatMap((s, i) => (s.device === index && s.nvml !== false ? [{ pid: agents[i]!.pid, kind: "compute" as const, used_bytes: agents[i]!.header!.totals[0]!.reserved + CONTEXT_BYTES }] : [])),
+      specs.flatMap((s, i) => (s.device === index && s.nvml !== false ? [{ pid: agents[i]!.pid, kind: "compute" as const, used_bytes: agents[i]!.header!.totals[0]!.reserved + CONTEXT_BYTES, sm_percent: null }] : [])),
     ),
   );
-  samples[devices - 1]!.processes.push({ pid: other.pid, kind: "compute", used_bytes: other.used_bytes });
+  samples[devices - 1]!.processes.push({ pid: other.pid, kind: "compute", used_bytes: other.used_bytes, sm_percent: null });
   return buildDocument({
     time_unix_ms: training.time_unix_ms,
     host: training.host,

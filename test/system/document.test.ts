@@ -38,7 +38,7 @@ function agentView(pid: number, t: DeviceTotals[], m: Partial<Manifest> = {}): A
 }
 
 function gpu(index: number, processes: [number, number][]): NvmlDeviceSample {
-  return { index, name: "NVIDIA H200", uuid: UUIDS[index]!, pci_bus_id: `00000000:${index === 0 ? "19" : "3B"}:00.0`, fields: { memory_total_bytes: 150 * GiB }, processes: processes.map(([pid, used]) => ({ pid, kind: "compute", used_bytes: used })), process_api: 3, error: null };
+  return { index, name: "NVIDIA H200", uuid: UUIDS[index]!, pci_bus_id: `00000000:${index === 0 ? "19" : "3B"}:00.0`, fields: { memory_total_bytes: 150 * GiB }, processes: processes.map(([pid, used]) => ({ pid, kind: "compute", used_bytes: used, sm_percent: null })), process_api: 3, error: null };
 }
 
 function doc(samples: NvmlDeviceSample[], agents: AgentView[], extra: Partial<DocumentInput> = {}) {

@@ -85,10 +85,10 @@ describe("moving the selection", () => {
 describe("sorting", () => {
   test("I reverses the sort, the header says so and marks the column; s moves to the next sort", async () => {
     const { ui, press, selectedPid } = overview();
-    expect(ui.lastFrame()).toContain("NVML MEM▼");
+    expect(ui.lastFrame()).toContain("GPU MEM▼");
     expect(ui.lastFrame()).toContain("(sort: memory)");
     await press("I");
-    expect(ui.lastFrame()).toContain("NVML MEM▲");
+    expect(ui.lastFrame()).toContain("GPU MEM▲");
     expect(ui.lastFrame()).toContain("(sort: memory, reversed)");
     expect(await selectedPid()).toBe(1000); // the smallest first
     await press("s");
@@ -97,6 +97,49 @@ describe("sorting", () => {
     await press("I");
     expect(ui.lastFrame()).toContain("PID▼");
     expect(await selectedPid()).toBe(1009);
+    ui.unmount();
+  });
+});
+
+describe("sorting by the process columns", () => {
+  // Four processes whose SM %, CPU %, host memory and run time each put another one first.
+  const figures = [
+    { pid: 2001, gpu_sm_percent: 90, cpu_percent: 10, host_memory_bytes: 2 ** 30, run_time_seconds: 60 },
+    { pid: 2002, gpu_sm_percent: 5, cpu_percent: 300, host_memory_bytes: 2 ** 29, run_time_seconds: 30 },
+    { pid: 2003, gpu_sm_percent: null, cpu_percent: 50, host_memory_bytes: 8 * 2 ** 30, run_time_seconds: 10 },
+    { pid: 2004, gpu_sm_percent: 40, cpu_percent: null, host_memory_bytes: null, run_time_seconds: 86400 },
+  ];
+  const doc: Document = { ...base, processes: figures.map((f, i) => ({ ...base.processes[0]!, ...f, used_bytes: (i + 1) * 2 ** 28 })) };
+
+  test("a click on SM%, CPU%, HOST MEM or TIME sorts by it, largest first (unknown last), and again reverses; s steps through them after user", async () => {
+    const { ui, press, selectedPid } = overview(doc, { columns: 160, rows: 40 });
+    const lines = ui.lastFrame()!.split("\n");
+    const header = lines.findIndex((l) => l.startsWith("PID")) + 1;
+    const order = () => ui.lastFrame()!.split("\n").flatMap((l) => (/^200\d /.test(l) ? [Number(l.slice(0, 4))] : []));
+    const click = (title: string) => press(`\x1b[<0;${lines[header - 1]!.indexOf(title) + 2};${header}M`);
+    await click("SM%");
+    expect(ui.lastFrame()).toContain("SM%▼");
+    expect(ui.lastFrame()).toContain("(sort: sm)");
+    expect(order()).toEqual([2001, 2004, 2002, 2003]);
+    await click("SM%");
+    expect(ui.lastFrame()).toContain("(sort: sm, reversed)");
+    expect(order()).toEqual([2003, 2002, 2004, 2001]);
+    expect(await selectedPid()).toBe(2003);
+    await click("CPU%");
+    expect(order()).toEqual([2002, 2003, 2001, 2004]);
+    await click("HOST MEM");
+    expect(ui.lastFrame()).toContain("HOST MEM▼");
+    expect(order()).toEqual([2003, 2001, 2002, 2004]);
+    await click("TIME");
+    expect(ui.lastFrame()).toContain("(sort: time)");
+    expect(order()).toEqual([2004, 2001, 2002, 2003]);
+    await click("GPU MEM");
+    expect(order()).toEqual([2004, 2003, 2002, 2001]);
+    await press("ssss"); // pid, allocated, reserved, user
+    expect(ui.lastFrame()).toContain("(sort: user)");
+    await press("s");
+    expect(ui.lastFrame()).toContain("(sort: sm)");
+    expect(order()).toEqual([2001, 2004, 2002, 2003]);
     ui.unmount();
   });
 });

@@ -1,9 +1,14 @@
 // End to end in a real terminal: tmux runs the monitor on the demo recording (a training run
 // recorded on an H100), keys are sent, and the pane is read as a user would read it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { DEMO_PID, makeDemo } from "../support/demo";
+import { openRingRecording } from "../../src/collect/recording";
+import { createModel, segmentInside } from "../../src/profiler";
+import { replay } from "../../src/profiler/replay";
+import { segmentsInOrder } from "../../src/tui/screens/segments";
 
 const tmux = Bun.which("tmux");
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
@@ -63,10 +68,22 @@ function start(cols: number, rows: number, args = "--demo", env = "", cwd = proc
 
 afterAll(() => cannot === null && sh("kill-server"));
 
+/** Where the Segments screen lists the segment holding transformer.wpe.weight after hf-gpt2.ring. */
+async function wpeSegment(): Promise<number> {
+  const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", "hf-gpt2.ring"));
+  const model = createModel().keepTrace();
+  for await (const _ of replay(rec.source, { ranges: rec.ranges, names: rec.names, model })) {
+    // to the end
+  }
+  rec.close();
+  const pm = { pid: 0, model, source: "replay" as const, socket: null, title: "", ended: true };
+  return segmentsInOrder(pm).findIndex((s) => segmentInside(model, { address: s.address })!.parts.some((x) => x.kind === "block" && x.block.name === "transformer.wpe.weight"));
+}
+
 describe("the monitor in a real terminal", () => {
   e2e("screens switch, the tensor table sorts, q quits and gives the terminal back", async () => {
     start(120, 40);
-    await until("demo: a training run recorded on an H100");
+    await until("demo: a training run recorded on");
     expect(pane()).not.toContain("before-the-monitor"); // the alternate screen
     sh("send-keys", "-t", session, "3");
     await until("[3 Tensors]");
@@ -85,7 +102,8 @@ describe("the monitor in a real terminal", () => {
 
   e2e("the demo moves on its own: steps advance on the Process screen with no key pressed", async () => {
     start(120, 40);
-    await until("demo: a training run recorded on an H100");
+    await until("demo: a training run recorded on");
+    sh("send-keys", "-t", session, "2");
     // The recording sits idle 4.7 s after the model is built; the replay must not look frozen.
     await until(/step [1-9]\d*/, 6_000);
     sh("send-keys", "-t", session, "q");
@@ -95,6 +113,7 @@ describe("the monitor in a real terminal", () => {
   e2e("at 80×24 every line fits and the frame stays below the terminal's height (with CI=true set, as in a CI job's shell)", async () => {
     start(80, 24, "--demo", "CI=true");
     await until("demo: a training run");
+    sh("send-keys", "-t", session, "2");
     await until(/step [1-9]\d*/); // the demo has data for every screen
     // Every screen: each line fits, nothing wraps, and the frame is not taller than the terminal
     // (the tab line stays the first line and the status line the last one that is written).
@@ -128,7 +147,8 @@ describe("the monitor in a real terminal", () => {
   e2e("d writes a snapshot of the demo process into the current directory, its whole path on a line of its own at 80 columns; view opens it; e says why not", async () => {
     const dir = mkdtempSync(join(tmpdir(), "gpumem-e2e-"));
     start(80, 24, "--demo", "", dir);
-    await until("demo: a training run recorded on an H100");
+    await until("demo: a training run recorded on");
+    sh("send-keys", "-t", session, "2");
     await until(/step [1-9]\d*/);
     sh("send-keys", "-t", session, "d");
     const text = await until("pytorch.org/memory_viz");
@@ -169,7 +189,7 @@ describe("the monitor in a real terminal", () => {
 
   e2e("keys sent in one burst each count; p pauses the demo (its step stands still, the mark stays) and resumes it", async () => {
     start(120, 40);
-    await until("demo: a training run recorded on an H100");
+    await until("demo: a training run recorded on");
     sh("send-keys", "-t", session, "4", "3");
     await until("[3 Tensors]");
     sh("send-keys", "-t", session, "2");
@@ -187,14 +207,58 @@ describe("the monitor in a real terminal", () => {
     await until("resumed");
     expect(pane()).not.toContain("PAUSED");
     for (let i = 0; i < 150 && step() === at; i++) await Bun.sleep(100);
-    expect(Number(step())).toBeGreaterThan(Number(at));
+    // The replay moves on: a later step, or, where the pause fell on the run's last step (20; the
+    // steps come fast at 1×), the demo starting the run over.
+    const now = Number(step());
+    expect(now).not.toBe(Number(at));
+    if (now < Number(at)) expect(Number(at)).toBe(20);
+    sh("send-keys", "-t", session, "q");
+    await until("exit status 0");
+  });
+
+  e2e("the demo with its NVML track: the Overview shows the recorded GPU and the process row at 80×24 and 160×40; Enter opens the process", async () => {
+    for (const [cols, rows] of [[80, 24], [160, 40]] as const) {
+      const ring = makeDemo();
+      start(cols, rows, "--demo", `GPUMEM_TUI_DEMO=${q(ring)}`);
+      await until("demo: a training run recorded on an H100, replayed at 1×");
+      const text = await until(/^2915 .*\[recorded\]/m);
+      expect(text).toContain("GPU 0 [recorded] NVIDIA H100");
+      expect(text).not.toContain("No GPU here");
+      const lines = text.split("\n");
+      for (const l of lines) expect({ l, fits: [...l].length <= cols }).toEqual({ l, fits: true });
+      expect(lines.find((l) => l.startsWith("PID "))).toMatch(cols >= 120 ? /SM% +GPU MEM▼ +ALLOCATED +RESERVED +CPU%/ : /SM% +GPU MEM▼ +ALLOCATED +RESERVED PHASE/);
+      sh("send-keys", "-t", session, "Enter");
+      await until(`pid ${DEMO_PID} [`);
+      sh("send-keys", "-t", session, "q");
+      await until("exit status 0");
+      rmSync(dirname(ring), { recursive: true, force: true });
+    }
+  });
+
+  e2e("a replay: the Process charts have axes and a legend; Enter on a segment lists its blocks with shapes and dtypes, Esc goes back", async () => {
+    start(120, 40, `replay ${q(join(import.meta.dir, "..", "fixtures", "hf-gpt2.ring"))} --speed 20`);
+    const process = await until(/step 38 /, 20_000);
+    expect(process).toMatch(/^ +\d+(\.\d+)? GiB ┤/m);
+    expect(process).toMatch(/^ +0 ┤/m);
+    expect(process).toContain("F forward  B backward  O optimizer  o none of them");
+    expect(process).toMatch(/^ {11}-\d+\.\d s +-\d+\.\d s +end$/m);
+    sh("send-keys", "-t", session, "4");
+    await until("Enter: the selected segment's blocks");
+    // The segment holding the first layers' parameters, where the model of the same replay lists it.
+    const at = await wpeSegment();
+    sh("send-keys", "-t", session, ..."j".repeat(at).split(""), "Enter");
+    const seg = await until(/^segment 0x[0-9a-f]+: /m);
+    expect(seg).toMatch(/transformer\.wpe\.weight +256×512 +float32/);
+    expect(seg).toMatch(/^ +OFFSET +SIZE +NAME +SHAPE +DTYPE +AGE +CATEGORY/m);
+    sh("send-keys", "-t", session, "Escape");
+    await until(/^\d+ segments: /m);
     sh("send-keys", "-t", session, "q");
     await until("exit status 0");
   });
 
   e2e("the mouse: reporting on while the monitor runs and off after it; a click on a tab switches to it", async () => {
     start(120, 40);
-    await until("demo: a training run recorded on an H100");
+    await until("demo: a training run recorded on");
     expect(sh("display-message", "-p", "-t", session, "#{mouse_sgr_flag}#{mouse_standard_flag}").trim()).toBe("11");
     const x = pane().split("\n")[0]!.indexOf("4 Segments") + 1;
     sh("send-keys", "-t", session, "-l", `\x1b[<0;${x};1M\x1b[<0;${x};1m`);

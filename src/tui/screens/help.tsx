@@ -6,7 +6,7 @@ export const KEYS: [string, string][] = [
   ["↑ ↓  j", "move the selection (Page Up / Down by ten)"],
   ["Home End  g G", "first / last row"],
   ["mouse", "click selects a row, a tab or a column to sort by; the wheel scrolls"],
-  ["Enter", "open: the selected process, its findings, a finding whole (Esc back)"],
+  ["Enter", "open what is selected: a process, a finding, a segment's blocks (Esc back)"],
   ["s  I", "next sort column; reverse the sort (or click the column again)"],
   ["/", "filter (type, Enter to keep, Esc to clear)"],
   ["space  p", "pause / resume: nothing is read, replays stand still"],
@@ -15,7 +15,7 @@ export const KEYS: [string, string][] = [
   ["e", "empty the selected process's cache (asks first)"],
   ["r", "reset the selected process's peaks"],
   ["k", "stop the selected process: t SIGTERM or 9 SIGKILL, then y (your own processes only)"],
-  ["D", "replay a real training run recorded on an H100 (the demo)"],
+  ["D", "the demo: a training run recorded on a GPU, replayed at its pace"],
   ["?", "this help"],
   ["q  Ctrl-C", "quit"],
 ];

@@ -6,28 +6,9 @@ import type { Device, Document, Job, Process } from "../../system/schema";
 import { areaChart, bar } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
 import { color, formatBytes, orNa, pad, pct, rate } from "../format";
+import { headerParts, jobCells, processCells, sortProcesses, tableColumns, type ProcessSort } from "./process-table";
 
-export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user"] as const;
-export type ProcessSort = (typeof PROCESS_SORTS)[number];
-
-/** `reverse` turns the order round (smallest memory first, highest pid first); equal keys stay by pid. */
-export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string, reverse = false): Process[] {
-  const f = filter.toLowerCase();
-  const shown = f ? ps.filter((p) => `${p.pid} ${p.user ?? ""} ${p.name ?? ""} ${p.command ?? ""}`.toLowerCase().includes(f)) : [...ps];
-  const key: Record<ProcessSort, (p: Process) => number | string> = {
-    memory: (p) => -(p.used_bytes ?? -1),
-    pid: (p) => p.pid,
-    allocated: (p) => -(p.pytorch?.allocated_bytes ?? -1),
-    reserved: (p) => -(p.pytorch?.reserved_bytes ?? -1),
-    user: (p) => p.user ?? "",
-  };
-  return shown.sort((a, b) => {
-    const x = key[sort](a);
-    const y = key[sort](b);
-    const dir = reverse ? -1 : 1;
-    return x < y ? -dir : x > y ? dir : a.pid - b.pid;
-  });
-}
+export { PROCESS_SORTS, type ProcessSort } from "./process-table";
 
 /** A row of the process table: a job, a line of what stands out in it, or a process. */
 export type OverviewRow = { kind: "job"; job: Job } | { kind: "note"; job: Job; text: string } | { kind: "process"; p: Process; job: Job | null };
@@ -56,7 +37,7 @@ export function overviewRows(doc: Document | null, sort: ProcessSort, filter: st
     rows.push({ kind: "job", job });
     // Where COMMAND is too narrow for the job's name (80 columns), the name leads its notes.
     const name = jobTitle(job);
-    const notes = width !== Infinity && name.length > tableColumns(width).command ? [name, ...jobNotes(job)] : jobNotes(job);
+    const notes = width !== Infinity && name.length > tableColumns(width, hasRanks(doc)).command ? [name, ...jobNotes(job)] : jobNotes(job);
     let line = "";
     for (const note of notes) {
       if (line && line.length + 2 + note.length > width - 1) (rows.push({ kind: "note", job, text: line }), (line = ""));
@@ -77,119 +58,21 @@ export function overviewProcesses(doc: Document | null, sort: ProcessSort, filte
 
 const NOTE_INDENT = "    ";
 
+/** RANK is a column where some process has a rank or the document has jobs. */
+function hasRanks(doc: Document): boolean {
+  return doc.processes.some((p) => p.pytorch?.rank != null) || (doc.jobs ?? []).length > 0;
+}
+
 function jobTitle(job: Job): string {
   return `${job.name}${job.launcher_pid === null ? "" : ` (launcher ${job.launcher_pid})`}`;
-}
-
-interface Columns {
-  user: number;
-  command: number;
-}
-
-/** From 100 columns the table is as it always was; narrower, USER goes and COMMAND takes the rest, so no row wraps. */
-function tableColumns(width: number): Columns {
-  if (width >= 100) return { user: 9, command: Math.max(10, width - 80) };
-  return { user: 0, command: Math.max(4, width - 1 - 68) };
-}
-
-type CellValues = { pid: string; user: string; gpu: string; nvml: string; allocated: string; reserved: string; phase: string; step: string; rank: string; command: string };
-
-/** The table's cells in order, with the sort each column stands for; a string is a gap. */
-function layoutCells(c: Columns): Array<{ key: keyof CellValues; width: number; right?: boolean; sort?: ProcessSort } | string> {
-  return [
-    { key: "pid", width: 8, sort: "pid" },
-    ...(c.user ? [{ key: "user" as const, width: c.user, sort: "user" as const }] : []),
-    { key: "gpu", width: 4 },
-    { key: "nvml", width: 11, right: true, sort: "memory" },
-    " ",
-    { key: "allocated", width: 11, right: true, sort: "allocated" },
-    { key: "reserved", width: 11, right: true, sort: "reserved" },
-    " ",
-    { key: "phase", width: 9 },
-    { key: "step", width: 6, right: true },
-    " ",
-    { key: "rank", width: 5 },
-    { key: "command", width: c.command },
-  ];
-}
-
-/** A row's text, or the header's pieces with the sort each stands for. */
-function cellParts(c: Columns, v: CellValues): Array<{ text: string; sort?: ProcessSort }> {
-  return layoutCells(c).map((x) => (typeof x === "string" ? { text: x } : { text: pad(v[x.key], x.width, x.right), sort: x.sort }));
-}
-
-function cells(c: Columns, v: CellValues): string {
-  return cellParts(c, v).map((p) => p.text).join("");
-}
-
-/** Larger values first (▼), or smaller first (▲), as the sort and its reversal leave them. */
-function sortArrow(sort: ProcessSort, reverse: boolean, ascii: boolean): string {
-  const descending = (sort === "memory" || sort === "allocated" || sort === "reserved") !== reverse;
-  return descending ? (ascii ? "v" : "▼") : ascii ? "^" : "▲";
-}
-
-const HEADER: Omit<CellValues, "command"> = { pid: "PID", user: "USER", gpu: "GPU", nvml: "NVML MEM", allocated: "ALLOCATED", reserved: "RESERVED", phase: "PHASE", step: "STEP", rank: "RANK" };
-
-function headerParts(width: number, sort: ProcessSort, reverse: boolean, filter: string, ascii: boolean) {
-  const arrow = sortArrow(sort, reverse, ascii);
-  const title = `COMMAND  (sort: ${sort}${reverse ? ", reversed" : ""}${filter ? `, filter: ${filter}` : ""})`;
-  const names: CellValues = { ...HEADER, command: title };
-  const key = layoutCells(tableColumns(width)).find((x) => typeof x !== "string" && x.sort === sort);
-  if (key && typeof key !== "string") names[key.key] = `${names[key.key]}${arrow}`;
-  return cellParts(tableColumns(width), names);
-}
-
-/** The sort whose column header is at column `x` (from 1), or null. */
-export function sortAtColumn(width: number, x: number): ProcessSort | null {
-  let at = 0;
-  for (const p of cellParts(tableColumns(width), { ...HEADER, command: "" })) {
-    if (x - 1 >= at && x - 1 < at + p.text.length) return p.sort ?? null;
-    at += p.text.length;
-  }
-  return null;
-}
-
-function processCells(c: Columns, p: Process, inJob: boolean): string {
-  const t = p.pytorch;
-  // A rank of a job: its pid indented under the job's row.
-  const pid = inJob ? `${String(p.pid).length <= 6 ? "  " : " "}${p.pid}` : String(p.pid);
-  return cells(c, {
-    pid,
-    user: p.user ?? "?",
-    gpu: String(p.device),
-    nvml: p.used_bytes === null ? "n/a" : formatBytes(p.used_bytes),
-    allocated: t ? formatBytes(t.allocated_bytes) : "-",
-    reserved: t ? formatBytes(t.reserved_bytes) : "-",
-    phase: t ? t.phase : "",
-    step: t ? String(t.step) : "",
-    rank: t?.rank === null || !t ? "" : String(t.rank),
-    command: `${p.exited ? "[exited] " : ""}${p.command ?? p.name ?? ""}`,
-  });
-}
-
-function jobCells(c: Columns, job: Job, users: Set<string>): string {
-  const devices = [...new Set(job.ranks.map((r) => r.device).filter((d): d is number => d !== null))].sort((a, b) => a - b);
-  const contiguous = devices.length > 1 && devices[devices.length - 1]! - devices[0]! === devices.length - 1;
-  const phases = new Set(job.ranks.map((r) => r.phase).filter((x) => x !== null));
-  const steps = job.step_min === null ? "" : job.step_min === job.step_max ? String(job.step_min) : `${job.step_min}-${job.step_max}`;
-  return cells(c, {
-    pid: "job",
-    user: users.size === 1 ? [...users][0]! : "",
-    gpu: contiguous ? `${devices[0]}-${devices[devices.length - 1]}` : devices.join(","),
-    nvml: job.used_bytes === null ? "n/a" : formatBytes(job.used_bytes),
-    allocated: formatBytes(job.allocated_bytes),
-    reserved: formatBytes(job.reserved_bytes),
-    phase: phases.size === 1 ? [...phases][0]! : phases.size ? "mixed" : "",
-    step: steps,
-    rank: `${new Set(job.ranks.map((r) => r.rank)).size}/${job.world_size}`,
-    command: jobTitle(job),
-  });
 }
 
 function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHistory | undefined; width: number; chartRows: number; ascii: boolean }) {
   const total = d.memory_total_bytes ?? 0;
   const used = d.memory_used_bytes ?? 0;
-  const barWidth = Math.max(10, Math.min(40, width - 70));
+  // The name gets up to 14 more columns where the terminal is wider than 110 (a "[recorded] " mark).
+  const nameWidth = 26 + Math.max(0, Math.min(14, width - 110));
+  const barWidth = Math.max(10, Math.min(40, width - 70 - (nameWidth - 26)));
   const power = d.power_draw_milliwatts === null ? "n/a" : `${Math.round(d.power_draw_milliwatts / 1000)}/${d.power_limit_milliwatts === null ? "?" : Math.round(d.power_limit_milliwatts / 1000)} W`;
   const half = Math.max(10, Math.floor((width - 6) / 2));
   const util = h ? areaChart(h.util, { width: half, height: chartRows, max: 100, ascii }) : [];
@@ -197,7 +80,7 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
   return (
     <Box flexDirection="column">
       <Text>
-        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(d.name, 26)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
+        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(d.name, nameWidth)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
         <Text color={color(used / (total || 1) > 0.9 ? "red" : "green")}>{bar(used / (total || 1), barWidth, ascii)}</Text> {formatBytes(used)}/{formatBytes(total)}
       </Text>
       <Text dimColor wrap="truncate-end">
@@ -234,7 +117,7 @@ export function overviewLayout(doc: Document, history: Map<number, DeviceHistory
   const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
   const deviceLines = devices.reduce((n, d) => n + 2 + (chartRows && history.has(d.index) ? chartRows + 1 : 0), 0);
   const tableRows = Math.max(3, height - deviceLines - 4);
-  const cols = tableColumns(width);
+  const cols = tableColumns(width, hasRanks(doc));
   const rows = overviewRows(doc, sort, filter, width, reverse);
   // The selection counts processes only; the window scrolls over every row.
   const procRows = rows.flatMap((r, i) => (r.kind === "process" ? [i] : []));
@@ -276,6 +159,7 @@ export function Overview(props: {
   if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; ${props.replayHint} show it.`}</Text>;
   const devices = doc.devices;
   const { chartRows, cols, rows, selRow, first, tableRows } = overviewLayout(doc, props.history, width, height, props.selected, props.sort, props.reverse, props.filter);
+  const title = `COMMAND  (sort: ${props.sort}${props.reverse ? ", reversed" : ""}${props.filter ? `, filter: ${props.filter}` : ""})`;
   const users = new Map<Job, Set<string>>();
   for (const r of rows) if (r.kind === "process" && r.job && r.p.user) (users.get(r.job) ?? users.set(r.job, new Set()).get(r.job)!).add(r.p.user);
   return (
@@ -289,8 +173,8 @@ export function Overview(props: {
         devices.map((d) => <DevicePanel key={d.index} d={d} h={props.history.get(d.index)} width={width} chartRows={chartRows} ascii={props.ascii} />)
       )}
       <Text bold wrap="truncate-end">
-        {headerParts(width, props.sort, props.reverse, props.filter, props.ascii).map((p, i) =>
-          p.sort === props.sort ? (
+        {headerParts(cols, title, props.sort, props.reverse, props.ascii).map((p, i) =>
+          p.sort !== undefined && p.sort === props.sort ? (
             <Text key={i} underline color={color("cyan")}>{p.text}</Text>
           ) : (
             <Text key={i} inverse>{p.text}</Text>
@@ -302,7 +186,7 @@ export function Overview(props: {
         if (r.kind === "job") {
           return (
             <Text key={`job-${r.job.id}`} bold color={color("cyan")} wrap="truncate-end">
-              {jobCells(cols, r.job, users.get(r.job) ?? new Set())}
+              {jobCells(cols, r.job, users.get(r.job) ?? new Set(), jobTitle(r.job))}
             </Text>
           );
         }

@@ -2,12 +2,21 @@
 // and where the last step's memory went, by phase and by record_function range.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline } from "../../profiler";
-import { areaChart, markLine, onTimeAxis, phaseRuns } from "../chart";
-import { color, formatBytes, pad } from "../format";
+import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline, type StepBreakdown } from "../../profiler";
+import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeAxis, yAxis } from "../chart";
+import { color, formatBytes, formatBytesShort, pad, UNKNOWN } from "../format";
 
 // Phase band colors: other, forward, backward, optimizer (letters carry them without color).
 const PHASE_COLORS = ["gray", "cyan", "magenta", "yellow"] as const;
+
+/** What SHARE OF PEAK leaves out: the part of the step's peak allocated before the step. */
+export function shareNote(b: StepBreakdown): string {
+  const peak = b.peak.allocated_bytes;
+  if (peak <= 0) return "SHARE OF PEAK: what each phase of this step allocated and still held at the step's peak";
+  const shares = b.phases.reduce((a, p) => a + p.held_at_step_peak_bytes, 0);
+  const rest = Math.max(0, peak - shares);
+  return `SHARE OF PEAK: of the step's peak; the other ${Math.round((rest / peak) * 100)}% (${formatBytes(rest)}) was held from earlier steps (parameters, optimizer state…)`;
+}
 
 export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
@@ -21,13 +30,14 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   const allFindings = distinctFindings(findings(m));
   const f = allFindings.slice(0, 3);
   const b = breakdown(m, { device: s.device });
-  // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, the
-  // findings (a heading and at least one line), the step, its peak in words, the table and its
-  // phases. The two charts share what is left (1 to 10 rows each), ranges get the rest.
-  const fixedLines = 12 + Math.max(1, f.length) + b.phases.length;
+  // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, time
+  // axis, the findings (a heading and at least one line), the step, its peak in words, the table,
+  // its phases and what the shares leave out. The two charts share what is left (1 to 10 rows
+  // each), ranges get the rest.
+  const fixedLines = 14 + Math.max(1, f.length) + b.phases.length;
   const chartRows = Math.max(1, Math.min(10, Math.floor((height - fixedLines) / 2)));
   const rangeRows = Math.max(0, height - fixedLines - 2 * chartRows);
-  const chartWidth = Math.max(20, width - 2);
+  const chartWidth = Math.max(20, width - 2 - GUTTER);
   const points = ascii ? chartWidth : chartWidth * 2;
   const toUs = s.last_time_us ?? 0;
   const fromUs = Math.max(s.first_time_us ?? toUs, toUs - 600e6);
@@ -41,16 +51,23 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   const nvml = withNvml.length
     ? onTimeAxis(withNvml.map((b) => ({ start_us: b.start_us, max: b.nvml_used_max_bytes!, last: b.nvml_used_last_bytes! })), fromUs, toUs, points)
     : undefined;
-  const alloc = areaChart(allocSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii });
-  const resv = areaChart(series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: nvml });
+  const withAxis = (lines: string[]) => yAxis(lines.length, reservedMax, formatBytesShort, ascii).map((g, i) => g + lines[i]);
+  const alloc = withAxis(areaChart(allocSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii }));
+  const resv = withAxis(areaChart(series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: nvml }));
   // Under the charts: the phase of each column, and where the window's peak and any OOM fall.
   const bands = phaseRuns(phaseBands(m, s.device, fromUs, toUs, chartWidth), ascii);
   let peakAt = -1;
   for (let i = 0; i < allocSeries.length; i++) if (!Number.isNaN(allocSeries[i]!) && (peakAt < 0 || allocSeries[i]! > allocSeries[peakAt]!)) peakAt = i;
+  const chartPeak = peakAt >= 0 ? allocSeries[peakAt]! : null;
   const marks = [
     ...oomColumns(m, s.device, fromUs, toUs, chartWidth).map((column) => ({ column, mark: "X", label: "OOM" })),
-    ...(peakAt >= 0 ? [{ column: Math.floor((peakAt * chartWidth) / points), mark: "^", label: `max ${formatBytes(allocSeries[peakAt]!)}` }] : []),
+    ...(chartPeak !== null ? [{ column: Math.floor((peakAt * chartWidth) / points), mark: "^", label: `peak ${formatBytes(chartPeak)}` }] : []),
   ];
+  // One peak on the screen: where torch's own (the ring header's max_memory_allocated) lies above
+  // what the records ever held at once (the chart covers the whole run), both are named.
+  const whole = fromUs === (s.first_time_us ?? toUs);
+  const peakWords = chartPeak !== null && whole && chartPeak !== s.peak_allocated_bytes ? ` (torch; records ${formatBytes(chartPeak)})` : "";
+  const share = shareNote(b);
   const state = pm.ended ? (pm.source === "replay" ? "replay finished" : "exited") : pm.source === "replay" ? "replaying" : "live";
   return (
     <Box flexDirection="column">
@@ -58,27 +75,27 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
         <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {pad(pm.title, Math.max(10, width - 30))}</Text>
       </Text>
       <Text wrap="truncate-end">
-        allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
+        allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}{peakWords}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
       </Text>
       <Text wrap="truncate-end">
         fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{s.phase}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}
       </Text>
-      <Text dimColor>reserved{nvml ? ", dotted: NVML used" : ""} (top {formatBytes(reservedMax)}, last {((toUs - fromUs) / 1e6).toFixed(1)} s; each column keeps its maximum)</Text>
+      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text>
       {resv.map((line, i) => (
-        <Text key={i}>
-          <Text color={color("yellow")}>{line}</Text>
-        </Text>
+        <Text key={i} color={color("yellow")}>{line}</Text>
       ))}
-      <Text dimColor>allocated</Text>
+      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}allocated   {PHASE_LEGEND}</Text>
       {alloc.map((line, i) => (
         <Text key={i} color={color("green")}>{line}</Text>
       ))}
       <Text>
+        {" ".repeat(GUTTER)}
         {bands.map((r, i) => (
           <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
         ))}
       </Text>
-      <Text color={color("red")}>{markLine(chartWidth, marks)}</Text>
+      <Text color={color("red")}>{" ".repeat(GUTTER)}{markLine(chartWidth, marks)}</Text>
+      <Text dimColor>{timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
       <Text bold>Findings{allFindings.length ? <Text dimColor>{`  (${allFindings.length}; Enter shows each whole, with its numbers)`}</Text> : null}</Text>
       {f.length === 0 ? <Text dimColor>  nothing wrong found</Text> : null}
       {f.map((x, i) => (
@@ -91,11 +108,17 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
       </Text>
       <Text dimColor>{pad(b.peak.words, width - 1)}</Text>
       <Text inverse>{pad("PHASE", 12)}{pad("ALLOCATED", 12, true)}{pad("TEMPORARY", 12, true)}{pad("HELD AT END", 13, true)}{pad("PEAK", 12, true)}{pad("SHARE OF PEAK", 15, true)}</Text>
-      {b.phases.map((p) => (
-        <Text key={p.phase}>
-          {pad(p.phase, 12)}{pad(formatBytes(p.alloc_bytes), 12, true)}{pad(formatBytes(p.temporary_bytes), 12, true)}{pad(formatBytes(p.held_at_end_bytes), 13, true)}{pad(p.peak_allocated_bytes === null ? "-" : formatBytes(p.peak_allocated_bytes), 12, true)}{pad(`${Math.round(p.share_of_step_peak * 100)}%`, 15, true)}
-        </Text>
-      ))}
+      {b.phases.map((p) => {
+        // A phase the step never entered has no figures: "–", not zeros (a snapshot has no phases).
+        const none = p.entries === 0 && p.n_alloc === 0 && p.peak_allocated_bytes === null;
+        const v = (x: string) => (none ? UNKNOWN : x);
+        return (
+          <Text key={p.phase} dimColor={none}>
+            {pad(p.phase, 12)}{pad(v(formatBytes(p.alloc_bytes)), 12, true)}{pad(v(formatBytes(p.temporary_bytes)), 12, true)}{pad(v(formatBytes(p.held_at_end_bytes)), 13, true)}{pad(p.peak_allocated_bytes === null ? UNKNOWN : formatBytes(p.peak_allocated_bytes), 12, true)}{pad(v(`${Math.round(p.share_of_step_peak * 100)}%`), 15, true)}
+          </Text>
+        );
+      })}
+      <Text dimColor wrap="truncate-end">{share}</Text>
       {b.ranges.slice(0, rangeRows).map((r) => (
         <Text key={r.range} dimColor>
           {pad(`  ${r.name ?? `range ${r.range}`}`, 40)}{pad(formatBytes(r.alloc_bytes), 12, true)}

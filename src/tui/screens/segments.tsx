@@ -15,19 +15,47 @@ export function segmentStrip(size: number, used: { offset: number; size: number 
   return cells.map((c) => (c ? (ascii ? "#" : "█") : ascii ? "." : "░")).join("");
 }
 
+/** The segments as the screen lists them: largest first. */
+export function segmentsInOrder(pm: ProcessModel | undefined) {
+  if (!pm || pm.model.devices.length === 0) return [];
+  return [...segments(pm.model, { withBlocks: true }).segments].sort((a, b) => b.size_bytes - a.size_bytes);
+}
+
+/** The first row a list of `count` rows shows in `room` lines: the selected one stays in view. */
+export function firstShown(count: number, room: number, selected: number): number {
+  return Math.max(0, Math.min(selected - room + 1, count - room));
+}
+
+/** The row under line `line` of a list whose rows start at line `top`, for a click; or null. */
+export function rowUnder(count: number, room: number, selected: number, top: number, line: number): number | null {
+  const k = line - top;
+  const first = firstShown(count, room, selected);
+  return k >= 0 && k < room && first + k < count ? first + k : null;
+}
+
+/** The rows the list has room for (they start at line 3, below the totals, the Enter hint and
+ *  the column titles). */
+const listRoom = (height: number) => Math.max(3, height - 5);
+
+/** The segment (its place in the list) under line `line` of the screen, for a click; or null. */
+export function segmentRowAt(count: number, height: number, selected: number, line: number): number | null {
+  return rowUnder(count, listRoom(height), selected, 3, line);
+}
+
 export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean; selected: number }) {
   if (!pm || pm.model.devices.length === 0) return <Text dimColor>No PyTorch process with allocator events selected.</Text>;
   const map = segments(pm.model, { withBlocks: true });
-  const room = Math.max(3, height - 4);
-  const segs = [...map.segments].sort((a, b) => b.size_bytes - a.size_bytes);
-  const first = Math.max(0, Math.min(selected - room + 1, segs.length - room));
+  const segs = segmentsInOrder(pm);
+  const room = listRoom(height);
+  const first = firstShown(segs.length, room, selected);
   const stripWidth = Math.max(10, width - 44);
   return (
     <Box flexDirection="column">
-      <Text>
+      <Text wrap="truncate-end">
         <Text bold>{map.segments.length} segments</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)}, free inside segments{" "}
         <Text color={color(map.reserved_unallocated_bytes > map.reserved_bytes * 0.3 ? "yellow" : "white")}>{formatBytes(map.reserved_unallocated_bytes)}</Text>, largest free block {formatBytes(map.largest_free_bytes)}, {map.n_inactive_splits} inactive splits{map.approximate ? " (placement approximate)" : ""}
       </Text>
+      <Text dimColor>Enter: the selected segment's blocks (names, shapes, ages)</Text>
       <Text inverse>{pad("ADDRESS", 16)}{pad("SIZE", 11, true)}{pad("USED", 6, true)}  {pad("BLOCKS (█ used, ░ free)", stripWidth)}</Text>
       {segs.slice(first, first + room).map((s, i) => {
         const used = (s.blocks ?? []).map((b) => ({ offset: b.address - s.address, size: b.size_bytes }));

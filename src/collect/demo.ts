@@ -1,0 +1,91 @@
+// The demo: a training run recorded on a real GPU (demo/: its ring, manifest and names, and the
+// NVML samples taken beside it), replayed at its own pace. The replay feeds a model as a live ring
+// would; the recorded machine makes the Overview's document at the replay's moment, so a machine
+// with no GPU shows the GPU the run was recorded on, its utilization and memory, and the process.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { summary, type ProfilerModel } from "../profiler";
+import { parseTrack, sampleAt, trackDocument, type NvmlTrack } from "../system/recorded";
+import type { Document, Pytorch } from "../system/schema";
+import type { Manifest } from "../system/manifest";
+import type { ProcessModel } from "./live";
+import type { DeviceHistory } from "./session";
+
+/** Where the demo lives in the package, and its recording's name. */
+export const DEMO_DIR = join(import.meta.dir, "..", "..", "demo");
+export const DEMO_RING = join(DEMO_DIR, "demo.ring.gz");
+export const DEMO_TRACK = join(DEMO_DIR, "demo.nvml.ndjson");
+
+/** The NVML track beside a ring (`x.ring[.gz]` → `x.nvml.ndjson`), or null where there is none. */
+export function readTrack(ringPath: string): NvmlTrack | null {
+  const path = ringPath.replace(/\.ring(\.gz)?$/, ".nvml.ndjson");
+  if (path === ringPath || !existsSync(path)) return null;
+  return parseTrack(readFileSync(path, "utf8"), path);
+}
+
+/** The replayed model's figures as the document's `pytorch` block has them, at the replay's moment. */
+export function replayedPytorch(model: ProfilerModel, manifest: Manifest | null): Pytorch | null {
+  const d = summary(model).devices[0];
+  if (!d) return null;
+  return {
+    hook_mode: manifest?.hook_mode === "polling" ? "polling" : "hook",
+    device: d.device,
+    allocated_bytes: d.allocated_bytes,
+    reserved_bytes: d.reserved_bytes,
+    active_bytes: d.active_bytes,
+    peak_allocated_bytes: d.peak_allocated_bytes,
+    peak_reserved_bytes: d.peak_reserved_bytes,
+    non_pytorch_bytes: null,
+    alloc_count: d.n_alloc,
+    oom_count: d.n_oom,
+    alloc_retries: d.n_retries ?? 0,
+    step: d.step,
+    phase: d.phase,
+    rank: manifest?.rank ?? null,
+    job: null,
+    torch_version: manifest?.torch_version ?? null,
+    profile: null,
+  };
+}
+
+/** The replay's recorded moment: its model's latest event (null before the first). */
+function replayTime(model: ProfilerModel): number | null {
+  let t = -Infinity;
+  for (const d of model.devices) if (d.lastTime_us > t) t = d.lastTime_us;
+  return t === -Infinity ? null : t;
+}
+
+/**
+ * The machine a recording was made on, as the Overview shows it: each tick, the track's sample in
+ * force at the replay's moment, with the replay's own PyTorch figures in the process row. The
+ * GPU charts get one point per track sample passed; a replay that starts over starts them over.
+ */
+export class RecordedMachine {
+  readonly history = new Map<number, DeviceHistory>();
+  private index = -1;
+  doc: Document | null = null;
+
+  constructor(
+    readonly track: NvmlTrack,
+    private readonly pm: ProcessModel,
+    private readonly manifest: Manifest | null,
+  ) {}
+
+  tick(): Document {
+    const t = replayTime(this.pm.model);
+    const index = t === null ? 0 : sampleAt(this.track, t);
+    // A replay that starts over (the demo loops) starts its charts over.
+    if (index < this.index) (this.history.clear(), (this.index = -1));
+    for (let i = this.index + 1; i <= index; i++) {
+      for (const d of this.track.samples[i]!.devices) {
+        let h = this.history.get(d.index);
+        if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));
+        h.util.push(d.gpu_utilization_percent ?? Number.NaN);
+        h.memUsed.push(d.memory_used_bytes ?? Number.NaN);
+      }
+    }
+    this.index = index;
+    this.doc = trackDocument(this.track, index, t === null ? null : replayedPytorch(this.pm.model, this.manifest));
+    return this.doc;
+  }
+}

@@ -1,0 +1,157 @@
+// The Overview's process table, nvtop / nvitop / htop style: which columns fit the width, what
+// each cell of a process or a job row says, and the sort each column stands for. Unknown is "–",
+// never 0.
+import type { Job, Process } from "../../system/schema";
+import { formatBytes, formatDuration, pad, UNKNOWN } from "../format";
+
+/** The process table's sorts, in the order `s` steps through them. */
+export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user", "sm", "cpu", "host", "time"] as const;
+export type ProcessSort = (typeof PROCESS_SORTS)[number];
+
+/** What each sort orders by; numbers largest first (unknown last), pid and user in ascending order. */
+const SORT_KEY: Record<ProcessSort, (p: Process) => number | string> = {
+  memory: (p) => -(p.used_bytes ?? -1),
+  pid: (p) => p.pid,
+  allocated: (p) => -(p.pytorch?.allocated_bytes ?? -1),
+  reserved: (p) => -(p.pytorch?.reserved_bytes ?? -1),
+  user: (p) => p.user ?? "",
+  sm: (p) => -(p.gpu_sm_percent ?? -1),
+  cpu: (p) => -(p.cpu_percent ?? -1),
+  host: (p) => -(p.host_memory_bytes ?? -1),
+  time: (p) => -(p.run_time_seconds ?? -1),
+};
+
+/** `reverse` turns the order round (smallest memory first, highest pid first); equal keys stay by pid. */
+export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string, reverse = false): Process[] {
+  const f = filter.toLowerCase();
+  const shown = f ? ps.filter((p) => `${p.pid} ${p.user ?? ""} ${p.name ?? ""} ${p.command ?? ""}`.toLowerCase().includes(f)) : [...ps];
+  const key = SORT_KEY[sort];
+  const dir = reverse ? -1 : 1;
+  return shown.sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    return x < y ? -dir : x > y ? dir : a.pid - b.pid;
+  });
+}
+
+/** Larger values first (▼), or smaller first (▲), as the sort and its reversal leave them. */
+export function sortArrow(sort: ProcessSort, reverse: boolean, ascii: boolean): string {
+  const descending = (sort !== "pid" && sort !== "user") !== reverse;
+  return descending ? (ascii ? "v" : "▼") : ascii ? "^" : "▲";
+}
+
+interface Column {
+  title: string;
+  width: number;
+  right?: boolean;
+  /** A space before the cell (between two right-aligned numbers and what follows). */
+  gap?: boolean;
+  /** The sort a click on this column's header chooses. */
+  sort?: ProcessSort;
+  process: (p: Process, inJob: boolean) => string;
+  job: (j: Job, users: Set<string>) => string;
+}
+
+const bytesOr = (v: number | null | undefined) => (v === null || v === undefined ? UNKNOWN : formatBytes(v));
+const pctOr = (v: number | null | undefined) => (v === null || v === undefined ? UNKNOWN : `${Math.round(v)}%`);
+
+function devicesOf(job: Job): string {
+  const devices = [...new Set(job.ranks.map((r) => r.device).filter((d): d is number => d !== null))].sort((a, b) => a - b);
+  const contiguous = devices.length > 1 && devices[devices.length - 1]! - devices[0]! === devices.length - 1;
+  return contiguous ? `${devices[0]}-${devices[devices.length - 1]}` : devices.join(",");
+}
+
+const PID: Column = {
+  title: "PID",
+  width: 8,
+  sort: "pid",
+  // A rank of a job: its pid indented under the job's row.
+  process: (p, inJob) => (inJob ? `${String(p.pid).length <= 6 ? "  " : " "}${p.pid}` : String(p.pid)),
+  job: () => "job",
+};
+const USER: Column = { title: "USER", width: 9, sort: "user", process: (p) => p.user ?? "?", job: (_j, users) => (users.size === 1 ? [...users][0]! : "") };
+const GPU: Column = { title: "GPU", width: 4, process: (p) => String(p.device), job: devicesOf };
+const SM: Column = { title: "SM%", width: 4, right: true, sort: "sm", process: (p) => pctOr(p.gpu_sm_percent), job: () => "" };
+const NVML: Column = { title: "GPU MEM", width: 11, right: true, sort: "memory", process: (p) => (p.used_bytes === null ? UNKNOWN : formatBytes(p.used_bytes)), job: (j) => bytesOr(j.used_bytes) };
+const ALLOCATED: Column = { title: "ALLOCATED", width: 11, right: true, gap: true, sort: "allocated", process: (p) => (p.pytorch ? formatBytes(p.pytorch.allocated_bytes) : UNKNOWN), job: (j) => formatBytes(j.allocated_bytes) };
+const RESERVED: Column = { title: "RESERVED", width: 11, right: true, sort: "reserved", process: (p) => (p.pytorch ? formatBytes(p.pytorch.reserved_bytes) : UNKNOWN), job: (j) => formatBytes(j.reserved_bytes) };
+const CPU: Column = { title: "CPU%", width: 6, right: true, sort: "cpu", process: (p) => pctOr(p.cpu_percent), job: () => "" };
+const HOST: Column = { title: "HOST MEM", width: 11, right: true, sort: "host", process: (p) => bytesOr(p.host_memory_bytes), job: () => "" };
+const TIME: Column = { title: "TIME", width: 10, right: true, sort: "time", process: (p) => (p.run_time_seconds === null ? UNKNOWN : formatDuration(p.run_time_seconds)), job: () => "" };
+const PHASE: Column = {
+  title: "PHASE",
+  width: 9,
+  gap: true,
+  process: (p) => p.pytorch?.phase ?? "",
+  job: (j) => {
+    const phases = new Set(j.ranks.map((r) => r.phase).filter((x) => x !== null));
+    return phases.size === 1 ? [...phases][0]! : phases.size ? "mixed" : "";
+  },
+};
+const STEP: Column = {
+  title: "STEP",
+  width: 6,
+  right: true,
+  process: (p) => (p.pytorch ? String(p.pytorch.step) : ""),
+  job: (j) => (j.step_min === null ? "" : j.step_min === j.step_max ? String(j.step_min) : `${j.step_min}-${j.step_max}`),
+};
+const RANK: Column = {
+  title: "RANK",
+  width: 5,
+  gap: true,
+  process: (p) => (p.pytorch?.rank === null || !p.pytorch ? "" : String(p.pytorch.rank)),
+  job: (j) => `${new Set(j.ranks.map((r) => r.rank)).size}/${j.world_size}`,
+};
+
+/** The columns a width holds, in order, and what is left for COMMAND. At 80 columns: PID, GPU,
+ *  SM%, GPU memory, PyTorch's allocated and reserved, phase, step (and rank where a process has
+ *  one); wider, the host's figures (CPU %, resident memory, run time) and USER join, as room allows. */
+export function tableColumns(width: number, ranks = true): { cols: Column[]; command: number } {
+  const base = [PID, GPU, SM, NVML, ALLOCATED, RESERVED, PHASE, STEP, ...(ranks ? [RANK] : [])];
+  const cellWidth = (c: Column) => c.width + (c.gap ? 1 : 0);
+  let used = base.reduce((s, c) => s + cellWidth(c), 0);
+  const minCommand = 30;
+  const extra = new Set<Column>();
+  for (const c of [CPU, USER, HOST, TIME]) {
+    if (used + cellWidth(c) + minCommand > width - 1) break;
+    extra.add(c);
+    used += cellWidth(c);
+  }
+  const order = [PID, ...(extra.has(USER) ? [USER] : []), GPU, SM, NVML, ALLOCATED, RESERVED, ...[CPU, HOST, TIME].filter((c) => extra.has(c)), PHASE, STEP, ...(ranks ? [RANK] : [])];
+  return { cols: order, command: Math.max(4, width - 1 - used) };
+}
+
+export type Table = ReturnType<typeof tableColumns>;
+
+/** A line of the table in pieces: each column's cell (with its sort) and the gaps between them. */
+function parts(t: Table, cell: (c: Column) => string, command: string): Array<{ text: string; sort?: ProcessSort }> {
+  return [
+    ...t.cols.flatMap((c) => [...(c.gap ? [{ text: " " }] : []), { text: pad(cell(c), c.width, c.right), sort: c.sort }]),
+    { text: " " + pad(command, t.command - 1) },
+  ];
+}
+
+const line = (t: Table, cell: (c: Column) => string, command: string) =>
+  parts(t, cell, command)
+    .map((x) => x.text)
+    .join("");
+
+/** The header's pieces, the sorted column's title marked with the direction (▼ larger first). */
+export function headerParts(t: Table, title: string, sort: ProcessSort, reverse: boolean, ascii: boolean) {
+  const arrow = sortArrow(sort, reverse, ascii);
+  return parts(t, (c) => (c.sort === sort ? `${c.title}${arrow}` : c.title), title);
+}
+
+/** The sort whose column header is at column `x` (from 1), or null. */
+export function sortAtColumn(t: Table, x: number): ProcessSort | null {
+  let at = 0;
+  for (const p of parts(t, (c) => c.title, "")) {
+    if (x - 1 >= at && x - 1 < at + p.text.length) return p.sort ?? null;
+    at += p.text.length;
+  }
+  return null;
+}
+
+export const processCells = (t: Table, p: Process, inJob: boolean) =>
+  line(t, (c) => c.process(p, inJob), `${p.exited ? "[exited] " : ""}${p.command ?? p.name ?? ""}`);
+export const jobCells = (t: Table, j: Job, users: Set<string>, title: string) => line(t, (c) => c.job(j, users), title);
