@@ -9,7 +9,7 @@
 
 import { ACTION } from "../ffi/events";
 import { blockSize } from "../profiler/device";
-import { FrameHints, HINT_NO_FRAMES } from "./frames";
+import { FrameHints, HINT_NO_FRAMES, HINT_NONE } from "./frames";
 import type { TraceColumns } from "./trace-columns";
 
 export interface BlockBefore {
@@ -17,7 +17,7 @@ export interface BlockBefore {
   size: number;
   /** Freed before the recording but not yet given back (its stream still used it): active, not allocated. */
   pending_free: boolean;
-  /** Phase hint from its frames in the final segments (frames.ts), HINT_NO_FRAMES where freed during the trace. */
+  /** Phase hint from its frames in the final segments (frames.ts); none where it has none or was freed during the trace. */
   hint: number;
   stream: number;
 }
@@ -62,16 +62,14 @@ export function beforeRecording(trace: TraceColumns, segments: unknown): { befor
   const devices = new Set<number>(trace.devices());
   for (const s of finals) if (s && typeof s === "object") devices.add(n(s.device));
   const hints = new FrameHints();
-  let stacks = false;
-  for (let i = 0; i < trace.count && !stacks; i++) if (trace.hint[i] !== HINT_NO_FRAMES) stacks = true;
   const before: BeforeRecording[] = [];
   for (const device of [...devices].sort((a, b) => a - b)) {
-    before.push(oneDevice(trace, finals.filter((s) => s && typeof s === "object" && n(s.device) === device), device, sizes, hints, stacks));
+    before.push(oneDevice(trace, finals.filter((s) => s && typeof s === "object" && n(s.device) === device), device, sizes, hints));
   }
   return { before, sizes };
 }
 
-function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, sizes: Float64Array, hints: FrameHints, stacks: boolean): BeforeRecording {
+function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, sizes: Float64Array, hints: FrameHints): BeforeRecording {
   const out: BeforeRecording = { device, blocks: [], segments: [], allocated_bytes: 0, active_bytes: 0, reserved_bytes: 0 };
   const live = new Map<number, number>(); // address → its alloc entry
   const pending = new Map<number, number>(); // address → its alloc entry (−1: from before), free requested
@@ -97,7 +95,7 @@ function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, size
           pending.set(addr, k);
         } else {
           sizes[i] = blockSize(size[i]!);
-          out.blocks.push({ address: addr, size: sizes[i]!, pending_free: false, hint: HINT_NO_FRAMES, stream: stream[i]! });
+          out.blocks.push({ address: addr, size: sizes[i]!, pending_free: false, hint: HINT_NONE, stream: stream[i]! });
           pending.set(addr, -1);
         }
         pendingFree.set(addr, i);
@@ -110,7 +108,7 @@ function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, size
         else {
           // Its free was requested before the recording: it was active, not allocated, at the start.
           sizes[i] = blockSize(size[i]!);
-          out.blocks.push({ address: addr, size: sizes[i]!, pending_free: true, hint: HINT_NO_FRAMES, stream: stream[i]! });
+          out.blocks.push({ address: addr, size: sizes[i]!, pending_free: true, hint: HINT_NONE, stream: stream[i]! });
         }
         pending.delete(addr);
         pendingFree.delete(addr);
@@ -147,14 +145,14 @@ function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, size
       if (state === "active_allocated") {
         const k = live.get(addr);
         if (k !== undefined) sizes[k] = bsize;
-        else if (!pending.has(addr)) out.blocks.push({ address: addr, size: bsize, pending_free: false, hint: hintOf(hints, frames, stacks), stream: n(s.stream) });
+        else if (!pending.has(addr)) out.blocks.push({ address: addr, size: bsize, pending_free: false, hint: hintOf(hints, frames), stream: n(s.stream) });
       } else if (state === "active_pending_free") {
         const k = pending.get(addr);
         if (k !== undefined) {
           if (k >= 0) sizes[k] = bsize;
           const r = pendingFree.get(addr);
           if (r !== undefined) sizes[r] = bsize;
-        } else if (!live.has(addr)) out.blocks.push({ address: addr, size: bsize, pending_free: true, hint: hintOf(hints, frames, stacks), stream: n(s.stream) });
+        } else if (!live.has(addr)) out.blocks.push({ address: addr, size: bsize, pending_free: true, hint: hintOf(hints, frames), stream: n(s.stream) });
       }
     }
   }
@@ -169,8 +167,9 @@ function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, size
   return out;
 }
 
-/** A block's frames in the final segments: none at all, where other entries have some, is autograd's engine thread. */
-function hintOf(hints: FrameHints, frames: unknown, stacks: boolean): number {
+/** A block's frames in the final segments. A block from before the recording has none (nothing
+ *  recorded them): that says nothing of its phase. */
+function hintOf(hints: FrameHints, frames: unknown): number {
   const h = hints.of(frames);
-  return h === HINT_NO_FRAMES && stacks ? 2 : h;
+  return h === HINT_NO_FRAMES ? HINT_NONE : h;
 }

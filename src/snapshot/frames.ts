@@ -30,6 +30,16 @@ function classify(filename: string, name: string): number {
   return HINT_NONE;
 }
 
+/**
+ * What stays of a frames list once its entry is read: its hint. PyTorch shares one frames list
+ * between entries of one context (an alloc's free_requested and free_completed, a block in the
+ * segments), so a later entry may name it again; one stand-in per hint costs no memory per list.
+ */
+export class FramesHint {
+  constructor(readonly hint: number) {}
+}
+export const FRAMES_HINTS = [0, 1, 2, 3, 4, 5].map((h) => new FramesHint(h));
+
 const RANK = [0, 1, 4, 3, 2]; // by hint code: none, forward, backward, optimizer, setup
 
 /** Hints by file and function name: a long run repeats the same few hundred frames millions of times. */
@@ -38,6 +48,7 @@ export class FrameHints {
 
   /** The phase hint of one entry's frames (innermost first, as PyTorch lists them). */
   of(frames: unknown): number {
+    if (frames instanceof FramesHint) return frames.hint;
     if (!Array.isArray(frames) || frames.length === 0) return HINT_NO_FRAMES;
     let best = HINT_NONE;
     for (const fr of frames) {

@@ -35,6 +35,11 @@ const DEFAULT_LIMITS: PickleLimits = { maxObjects: 50_000_000, maxStack: 10_000_
 export interface PickleHooks {
   /** An item about to be appended to `list`: 0 keeps it there; n > 0 took it (and n objects with it). */
   take(item: PickleValue, list: PickleValue[]): number;
+  /** What the memo keeps in place of an object a taken item held (a frames list other entries
+   *  share: a small stand-in); undefined: nothing, and a later read of it is refused. */
+  standIn(v: unknown): PickleValue | undefined;
+  /** The memo has forgotten this batch's taken items: what the hook kept for standIn can go. */
+  settled(): void;
 }
 
 /** A memo slot whose object a take hook took: a later read of it is refused. */
@@ -149,9 +154,10 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
     for (let i = 0; i < items.length; i += 2) obj[key(items[i]!)] = items[i + 1]!;
   };
   const forgetTaken = () => {
-    for (let i = memoScanFrom; i < memo.length; i++) if (taken.has(memo[i])) memo[i] = TAKEN;
+    for (let i = memoScanFrom; i < memo.length; i++) if (taken.has(memo[i])) memo[i] = hooks!.standIn(memo[i]) ?? TAKEN;
     memoScanFrom = memo.length;
     taken.clear();
+    hooks!.settled();
   };
   const appendTo = (target: PickleValue, items: PickleValue[]) => {
     if (!Array.isArray(target)) fail("APPEND(S) on something that is not a list");

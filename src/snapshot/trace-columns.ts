@@ -4,7 +4,7 @@
 // hint (frames.ts).
 
 import { ACTION } from "../ffi/events";
-import { FrameHints } from "./frames";
+import { FRAMES_HINTS, FrameHints } from "./frames";
 import { SnapshotError, type PickleValue } from "./pickle";
 
 /** PyTorch's trace actions (TraceEntry::Action) → the model's action codes. */
@@ -41,6 +41,8 @@ export class TraceColumns {
   readonly deviceFree = new Map<number, number>();
   private readonly lists = new Map<unknown, number>();
   private readonly hints = new FrameHints();
+  /** The frames lists of the entries taken since the memo last forgot them, with their hints. */
+  private readonly recentFrames = new Map<unknown, number>();
 
   /** A pickle take hook: a dict with an `action` string is a trace entry; anything else stays in the tree. */
   take(item: PickleValue, list: PickleValue[]): number {
@@ -54,10 +56,27 @@ export class TraceColumns {
       this.lists.set(list, id);
     }
     this.add(e, id, () => `trace entry ${this.count} (${e.action})`);
+    if (Array.isArray(e.frames)) this.recentFrames.set(e.frames, this.hint[this.count - 1]!);
     // The objects it made leave with it: itself, its keys and values, its frames list's items.
     let objects = 1;
     for (const k in e) objects += 2;
     return objects + (Array.isArray(e.frames) ? e.frames.length : 0);
+  }
+
+  /** A pickle hook: a taken entry's frames list becomes its hint's stand-in (frames.ts), the entry
+   *  itself nothing (no file names an entry twice); anything else it held stays as it is. */
+  standIn(v: unknown): PickleValue | undefined {
+    const h = this.recentFrames.get(v);
+    if (h !== undefined) {
+      this.recentFrames.delete(v);
+      return FRAMES_HINTS[h] as unknown as PickleValue;
+    }
+    const entry = v !== null && typeof v === "object" && typeof (v as { action?: unknown }).action === "string";
+    return entry ? undefined : (v as PickleValue);
+  }
+
+  settled(): void {
+    this.recentFrames.clear();
   }
 
   /** One entry of `device_traces[list]`. */
