@@ -23,6 +23,8 @@
 // null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
 export type { SnapshotSegment } from "./device";
+// How the caching allocator rounds a request: what a snapshot's trace sizes become (src/snapshot).
+export { blockSize } from "./device";
 export { summary, timeline, categories, blocks, segments, deviceSummary, partialCauses, unnamedBytes, blockLabel } from "./queries";
 export type { Summary, DeviceSummary, SyncSummary, Categories, BlocksView, BlockLine } from "./queries";
 export type { SyncPoint } from "./consistency";

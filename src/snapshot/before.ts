@@ -8,7 +8,8 @@
 // Pure: columns and segments in, a starting state and per-entry block sizes out.
 
 import { ACTION } from "../ffi/events";
-import { blockSize } from "../profiler/device";
+import { AddressMap } from "../profiler/address-map";
+import { blockSize } from "../profiler";
 import { FrameHints, HINT_NO_FRAMES, HINT_NONE } from "./frames";
 import type { TraceColumns } from "./trace-columns";
 
@@ -52,12 +53,13 @@ interface FinalSegment {
 const n = (v: unknown): number => (typeof v === "number" ? v : 0);
 
 /**
- * The state each device started from, and `sizes`: for every alloc and free entry, the block size
- * to account (the segments' size for blocks alive at the end, the request rounded as the allocator
- * rounds it otherwise, the same size for a block's alloc and its frees).
+ * The state each device started from. And in place, for every alloc and free entry of the trace,
+ * `size` becomes the block size to account: the segments' size for blocks alive at the end, the
+ * request rounded as the allocator rounds it otherwise, the same size for a block's alloc and its
+ * frees. (In place: a trace of millions of entries needs no second column for it.)
  */
-export function beforeRecording(trace: TraceColumns, segments: unknown): { before: BeforeRecording[]; sizes: Float64Array } {
-  const sizes = new Float64Array(trace.count);
+export function beforeRecording(trace: TraceColumns, segments: unknown): BeforeRecording[] {
+  const sizes = trace.size;
   const finals = (Array.isArray(segments) ? segments : []) as FinalSegment[];
   const devices = new Set<number>(trace.devices());
   for (const s of finals) if (s && typeof s === "object") devices.add(n(s.device));
@@ -66,14 +68,15 @@ export function beforeRecording(trace: TraceColumns, segments: unknown): { befor
   for (const device of [...devices].sort((a, b) => a - b)) {
     before.push(oneDevice(trace, finals.filter((s) => s && typeof s === "object" && n(s.device) === device), device, sizes, hints));
   }
-  return { before, sizes };
+  return before;
 }
 
 function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, sizes: Float64Array, hints: FrameHints): BeforeRecording {
   const out: BeforeRecording = { device, blocks: [], segments: [], allocated_bytes: 0, active_bytes: 0, reserved_bytes: 0 };
-  const live = new Map<number, number>(); // address → its alloc entry
-  const pending = new Map<number, number>(); // address → its alloc entry (−1: from before), free requested
-  const pendingFree = new Map<number, number>(); // address → its free_requested entry
+  // Typed-array hash tables: a trace of millions of entries churns them with no garbage.
+  const live = new AddressMap(1024); // address → its alloc entry
+  const pending = new AddressMap(1024); // address → its alloc entry (−1: from before), free requested
+  const pendingFree = new AddressMap(1024); // address → its free_requested entry
   const segs = new Set<number>();
   let mappedNet = 0;
   const { action, address, size, stream } = t;
@@ -84,13 +87,13 @@ function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, size
     switch (a) {
       case ACTION.alloc:
         live.set(addr, i);
-        pending.delete(addr);
+        pending.remove(addr);
         sizes[i] = blockSize(size[i]!);
         break;
       case ACTION.free_requested: {
         const k = live.get(addr);
         if (k !== undefined) {
-          live.delete(addr);
+          live.remove(addr);
           sizes[i] = sizes[k]!;
           pending.set(addr, k);
         } else {
@@ -110,8 +113,8 @@ function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, size
           sizes[i] = blockSize(size[i]!);
           out.blocks.push({ address: addr, size: sizes[i]!, pending_free: true, hint: HINT_NONE, stream: stream[i]! });
         }
-        pending.delete(addr);
-        pendingFree.delete(addr);
+        pending.remove(addr);
+        pendingFree.remove(addr);
         break;
       }
       case ACTION.segment_alloc:
@@ -145,14 +148,14 @@ function oneDevice(t: TraceColumns, finals: FinalSegment[], device: number, size
       if (state === "active_allocated") {
         const k = live.get(addr);
         if (k !== undefined) sizes[k] = bsize;
-        else if (!pending.has(addr)) out.blocks.push({ address: addr, size: bsize, pending_free: false, hint: hintOf(hints, frames), stream: n(s.stream) });
+        else if (pending.get(addr) === undefined) out.blocks.push({ address: addr, size: bsize, pending_free: false, hint: hintOf(hints, frames), stream: n(s.stream) });
       } else if (state === "active_pending_free") {
         const k = pending.get(addr);
         if (k !== undefined) {
           if (k >= 0) sizes[k] = bsize;
           const r = pendingFree.get(addr);
           if (r !== undefined) sizes[r] = bsize;
-        } else if (!live.has(addr)) out.blocks.push({ address: addr, size: bsize, pending_free: true, hint: hintOf(hints, frames), stream: n(s.stream) });
+        } else if (live.get(addr) === undefined) out.blocks.push({ address: addr, size: bsize, pending_free: true, hint: hintOf(hints, frames), stream: n(s.stream) });
       }
     }
   }

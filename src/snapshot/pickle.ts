@@ -19,6 +19,8 @@ export class SnapshotError extends Error {
 
 export type PickleValue = null | boolean | number | string | Uint8Array | PickleValue[] | { [key: string]: PickleValue };
 
+import { Memo, TAKEN } from "./memo";
+
 const MARK = Symbol("mark");
 type StackItem = PickleValue | typeof MARK;
 
@@ -42,8 +44,6 @@ export interface PickleHooks {
   settled(): void;
 }
 
-/** A memo slot whose object a take hook took: a later read of it is refused. */
-const TAKEN = Symbol("taken");
 /** Thrown inside the machine when an opcode runs past the bytes fed so far. */
 const MORE = Symbol("more");
 
@@ -89,11 +89,10 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
   const text = new TextDecoder("utf-8", { fatal: false });
   const stack: StackItem[] = [];
   const marks: number[] = [];
-  const memo: (PickleValue | typeof TAKEN)[] = [];
+  const memo = new Memo();
   let objects = 0;
   // Taken items (and the containers directly inside them) leave the memo at the end of their batch.
   const taken = new Set<unknown>();
-  let memoScanFrom = 0;
   // Short strings (dict keys, actions, file names) repeat: the same bytes give the same string.
   const internBytes: (Uint8Array | undefined)[] = new Array(4096);
   const internText: string[] = new Array(4096);
@@ -154,8 +153,7 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
     for (let i = 0; i < items.length; i += 2) obj[key(items[i]!)] = items[i + 1]!;
   };
   const forgetTaken = () => {
-    for (let i = memoScanFrom; i < memo.length; i++) if (taken.has(memo[i])) memo[i] = hooks!.standIn(memo[i]) ?? TAKEN;
-    memoScanFrom = memo.length;
+    memo.settle(taken, hooks!.standIn.bind(hooks));
     taken.clear();
     hooks!.settled();
   };
@@ -340,16 +338,16 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
         memo.push(top());
         break;
       case 0x71: // BINPUT
-        memo[u8()] = top();
+        memo.set(u8(), top());
         break;
       case 0x72: // LONG_BINPUT
-        memo[u32()] = top();
+        memo.set(u32(), top());
         break;
       case 0x68: // BINGET
       case 0x6a: {
         // LONG_BINGET
         const i = op === 0x68 ? u8() : u32();
-        const v = memo[i];
+        const v = memo.get(i);
         if (v === undefined) fail(`memo ${i} read before it was written`);
         if (v === TAKEN) fail(`memo ${i} is a trace entry, read again after it was taken: not a layout PyTorch writes`);
         push(v as PickleValue);

@@ -26,23 +26,44 @@ const num = (v: unknown, what: string, where: () => string): number => {
   return v;
 };
 
+/** Entries a trace may hold (torch's `max_entries` is set by the user; 2^28 is far past any). */
+const MAX_ENTRIES = 2 ** 28;
+
 export class TraceColumns {
   count = 0;
-  action = new Uint8Array(1024);
+  action: Uint8Array;
   /** While reading: the list the entry came from; after `assignDevices`: its device. */
-  device = new Uint16Array(1024);
-  hint = new Uint8Array(1024);
-  address = new Float64Array(1024);
-  size = new Float64Array(1024);
-  stream = new Float64Array(1024);
+  device: Uint16Array;
+  hint: Uint8Array;
+  address: Float64Array;
+  size: Float64Array;
+  stream: Float64Array;
   /** NaN where the entry has no time_us (its predecessor's time stands in at replay). */
-  time_us = new Float64Array(1024);
+  time_us: Float64Array;
   /** oom entries: bytes free on the device, by entry index. */
   readonly deviceFree = new Map<number, number>();
   private readonly lists = new Map<unknown, number>();
   private readonly hints = new FrameHints();
   /** The frames lists of the entries taken since the memo last forgot them, with their hints. */
   private readonly recentFrames = new Map<unknown, number>();
+
+  /** Columns grow in place (resizable buffers): a trace of millions of entries is never copied. */
+  private readonly buffers: ArrayBuffer[] = [];
+
+  constructor() {
+    const column = <T>(make: (b: ArrayBuffer) => T, bytes: number): T => {
+      const b = new ArrayBuffer(1024 * bytes, { maxByteLength: MAX_ENTRIES * bytes });
+      this.buffers.push(b);
+      return make(b);
+    };
+    this.action = column((b) => new Uint8Array(b), 1);
+    this.device = column((b) => new Uint16Array(b), 2);
+    this.hint = column((b) => new Uint8Array(b), 1);
+    this.address = column((b) => new Float64Array(b), 8);
+    this.size = column((b) => new Float64Array(b), 8);
+    this.stream = column((b) => new Float64Array(b), 8);
+    this.time_us = column((b) => new Float64Array(b), 8);
+  }
 
   /** A pickle take hook: a dict with an `action` string is a trace entry; anything else stays in the tree. */
   take(item: PickleValue, list: PickleValue[]): number {
@@ -121,20 +142,11 @@ export class TraceColumns {
   }
 
   private grow(): void {
-    // 1.5×: a trace of millions of entries should not double its memory for its last entries.
-    const n = Math.ceil(this.action.length * 1.5);
-    const re = <T extends Uint8Array | Uint16Array | Float64Array>(a: T): T => {
-      const b = new (a.constructor as new (n: number) => T)(n);
-      b.set(a);
-      return b;
-    };
-    this.action = re(this.action);
-    this.device = re(this.device);
-    this.hint = re(this.hint);
-    this.address = re(this.address);
-    this.size = re(this.size);
-    this.stream = re(this.stream);
-    this.time_us = re(this.time_us);
+    // 1.25× and in place: the typed arrays track their buffers' length.
+    const old = this.action.length;
+    const n = Math.min(MAX_ENTRIES, Math.ceil(old * 1.25));
+    if (n <= this.count) throw new SnapshotError(`more than ${MAX_ENTRIES} trace entries`);
+    for (const b of this.buffers) b.resize((b.byteLength / old) * n);
   }
 }
 

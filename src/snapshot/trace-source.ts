@@ -59,8 +59,7 @@ function annotationsOf(v: unknown): Annotation[] {
 }
 
 /** Entry indices in time order: each device's entries keep their record order; devices merge by time. */
-function mergeOrder(t: TraceColumns): { order: Uint32Array; ordered: boolean } {
-  const order = new Uint32Array(t.count);
+function mergeOrder(t: TraceColumns): { order: Uint32Array | null; ordered: boolean } {
   const last = new Map<number, number>();
   let ordered = false;
   for (let i = 0; i < t.count; i++) {
@@ -71,10 +70,8 @@ function mergeOrder(t: TraceColumns): { order: Uint32Array; ordered: boolean } {
     }
     last.set(d, t.time_us[i]!);
   }
-  if (last.size <= 1) {
-    for (let i = 0; i < t.count; i++) order[i] = i;
-    return { order, ordered };
-  }
+  if (last.size <= 1) return { order: null, ordered }; // one device: record order is time order
+  const order = new Uint32Array(t.count);
   const lists = new Map<number, number[]>();
   for (let i = 0; i < t.count; i++) (lists.get(t.device[i]!) ?? lists.set(t.device[i]!, []).get(t.device[i]!)!).push(i);
   const ls = [...lists.values()];
@@ -93,10 +90,12 @@ function mergeOrder(t: TraceColumns): { order: Uint32Array; ordered: boolean } {
 /** A snapshot's trace (already in columns), annotations and final segments → a replay source. */
 export function snapshotReplay(trace: TraceColumns, annotations: unknown, segments: unknown): SnapshotReplay {
   const anns = annotationsOf(annotations);
-  const { before, sizes } = beforeRecording(trace, segments);
+  // Alloc and free sizes become block sizes (in place), before the merge reads them.
+  const before = beforeRecording(trace, segments);
   const { order, ordered } = mergeOrder(trace);
+  const at = (k: number) => (order === null ? k : order[k]!);
   const optimizerRanges = anns.some((a) => a.name.startsWith(OPTIMIZER_STEP));
-  const t0 = Math.min(trace.count ? trace.time_us[order[0]!]! : Infinity, anns.length ? anns[0]!.time_us : Infinity);
+  const t0 = Math.min(trace.count ? trace.time_us[at(0)]! : Infinity, anns.length ? anns[0]!.time_us : Infinity);
   const start = Number.isFinite(t0) ? t0 : 0;
 
   // Memory from before, as records at the first entry's time: segments, then blocks grouped by
@@ -158,7 +157,7 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
     mode: "none",
     n_devices: devices.length,
     attach_unix_us: start,
-    updated_unix_us: Math.max(start, trace.count ? trace.time_us[order[trace.count - 1]!]! : 0, anns.length ? anns[anns.length - 1]!.time_us : 0),
+    updated_unix_us: Math.max(start, trace.count ? trace.time_us[at(trace.count - 1)]! : 0, anns.length ? anns[anns.length - 1]!.time_us : 0),
     current_step: 0,
     current_range: 0,
     current_line: 0,
@@ -188,7 +187,7 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
         batch.line[n] = 0;
       }
       for (; n < cap; n++) {
-        const i = entryAt < trace.count ? order[entryAt]! : -1;
+        const i = entryAt < trace.count ? at(entryAt) : -1;
         const te = i >= 0 ? trace.time_us[i]! : Infinity;
         const ann = annAt < anns.length ? anns[annAt]! : null;
         if (i < 0 && ann === null) break;
@@ -237,8 +236,7 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
           batch.action[n] = a;
           batch.device[n] = trace.device[i]!;
           batch.address[n] = trace.address[i]!;
-          // Alloc and free: the block's size (before.ts); segments and OOMs: the entry's own.
-          batch.size[n] = a <= ACTION.free_completed ? sizes[i]! : trace.size[i]!;
+          batch.size[n] = trace.size[i]!;
           batch.stream[n] = trace.stream[i]!;
           batch.time_us[n] = te;
           if (a === ACTION.oom) batch.extra[n] = trace.deviceFree.get(i) ?? 0;

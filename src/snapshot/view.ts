@@ -4,7 +4,7 @@
 // findings are the ones a live process gets.
 
 import { newEventBatch } from "../ffi/events";
-import { categories, createModel, findings, steps, summary, type Categories, type Finding, type ProfilerModel } from "../profiler";
+import { categories, createModel, findings, summary, type Categories, type Finding, type ProfilerModel } from "../profiler";
 import { readSnapshotFile, type ParsedSnapshot, type Progress } from "./read";
 import { summarize, type SnapshotSummary } from "./summary";
 import { snapshotReplay, type SnapshotReplay } from "./trace-source";
@@ -82,7 +82,8 @@ export async function viewJson(path: string, progress?: Progress): Promise<Snaps
         active_bytes: d.active_bytes,
         reserved_bytes: d.reserved_bytes,
         peak_allocated_bytes: d.peak_allocated_bytes,
-        steps: steps(model, { device: d.device }).steps.filter((x) => x.complete).length,
+        // step boundaries seen (the model keeps the last 512 steps' detail, not all of them)
+        steps: model.device(d.device)?.step ?? 0,
       })),
     },
     categories: model.devices.map((d) => categories(model, { device: d.device })),
