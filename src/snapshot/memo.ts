@@ -4,45 +4,44 @@
 // turns them into 4-byte codes: taken (a later read is refused), or the index of a value kept
 // once (the same string or object in many slots is one value).
 
-import type { PickleValue } from "./pickle";
-
 /** A memo slot whose object a take hook took. */
 export const TAKEN = Symbol("taken");
 
 const CODE_TAKEN = -1;
 const CODE_UNWRITTEN = -2;
 
-export class Memo {
+/** V: the reader's value type (the pickle reader's V). */
+export class Memo<V> {
   // Grows in place (a resizable buffer): no copy of tens of millions of codes.
   private readonly buffer = new ArrayBuffer(4096, { maxByteLength: 4 * 2 ** 30 });
   private readonly codes = new Int32Array(this.buffer);
   private settled = 0;
-  private recent: (PickleValue | typeof TAKEN | undefined)[] = [];
-  private readonly values: (PickleValue | typeof TAKEN)[] = [];
+  private recent: (V | typeof TAKEN | undefined)[] = [];
+  private readonly values: (V | typeof TAKEN)[] = [];
   private readonly index = new Map<unknown, number>();
 
   get length(): number {
     return this.settled + this.recent.length;
   }
 
-  push(v: PickleValue): void {
+  push(v: V): void {
     this.recent.push(v);
   }
 
-  set(i: number, v: PickleValue): void {
+  set(i: number, v: V): void {
     if (i >= this.settled) this.recent[i - this.settled] = v;
     else this.codes[i] = this.keep(v);
   }
 
   /** The value in slot i; undefined where nothing was written; TAKEN where its object was taken. */
-  get(i: number): PickleValue | typeof TAKEN | undefined {
+  get(i: number): V | typeof TAKEN | undefined {
     if (i >= this.settled) return this.recent[i - this.settled];
     const c = this.codes[i]!;
     return c === CODE_TAKEN ? TAKEN : c === CODE_UNWRITTEN ? undefined : this.values[c];
   }
 
   /** Every recent slot to codes: objects in `taken` become their stand-in, or TAKEN. */
-  settle(taken: Set<unknown>, standIn: (v: unknown) => PickleValue | undefined): void {
+  settle(taken: Set<unknown>, standIn: (v: unknown) => V | undefined): void {
     const n = this.recent.length;
     if (this.settled + n > this.codes.length) {
       const want = 4 * Math.ceil((this.settled + n) * 1.25);
@@ -64,7 +63,7 @@ export class Memo {
     this.recent = [];
   }
 
-  private keep(v: PickleValue): number {
+  private keep(v: V): number {
     let i = this.index.get(v);
     if (i === undefined) {
       i = this.values.length;

@@ -89,7 +89,7 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
   const text = new TextDecoder("utf-8", { fatal: false });
   const stack: StackItem[] = [];
   const marks: number[] = [];
-  const memo = new Memo();
+  const memo = new Memo<PickleValue>();
   let objects = 0;
   // Taken items (and the containers directly inside them) leave the memo at the end of their batch.
   const taken = new Set<unknown>();

@@ -87,6 +87,19 @@ function mergeOrder(t: TraceColumns): { order: Uint32Array | null; ordered: bool
   return { order, ordered };
 }
 
+/** One record into a batch (step and phase are the caller's). */
+function put(b: EventBatch, n: number, action: number, device: number, address: number, size: number, stream: number, time: number, range: number): void {
+  b.action[n] = action;
+  b.device[n] = device;
+  b.address[n] = address;
+  b.size[n] = size;
+  b.stream[n] = stream;
+  b.time_us[n] = time;
+  b.range[n] = range;
+  b.extra[n] = 0;
+  b.line[n] = 0;
+}
+
 /** A snapshot's trace (already in columns), annotations and final segments → a replay source. */
 export function snapshotReplay(trace: TraceColumns, annotations: unknown, segments: unknown): SnapshotReplay {
   const anns = annotationsOf(annotations);
@@ -174,25 +187,15 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
       let n = 0;
       for (; n < cap && preAt < pre.length; n++, preAt++) {
         const [a, d, address, size, stream, p] = pre[preAt]!;
-        batch.action[n] = a;
-        batch.device[n] = d;
-        batch.address[n] = address;
-        batch.size[n] = size;
-        batch.stream[n] = stream;
-        batch.extra[n] = 0;
-        batch.time_us[n] = start;
+        put(batch, n, a, d, address, size, stream, start, 0);
         batch.step[n] = 0;
         batch.phase[n] = p;
-        batch.range[n] = 0;
-        batch.line[n] = 0;
       }
       for (; n < cap; n++) {
         const i = entryAt < trace.count ? at(entryAt) : -1;
         const te = i >= 0 ? trace.time_us[i]! : Infinity;
         const ann = annAt < anns.length ? anns[annAt]! : null;
         if (i < 0 && ann === null) break;
-        batch.line[n] = 0;
-        batch.extra[n] = 0;
         if (ann !== null && ann.time_us < te) {
           annAt++;
           const id = ids.get(ann.name)!;
@@ -211,14 +214,8 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
             else if (!optimizerStep && isBackward(ann.name)) inBackward = Math.max(0, inBackward - 1);
             else if (!optimizerStep && isForward(ann.name) && inForward > 0 && --inForward === 0) afterForward = true;
           }
-          batch.action[n] = ann.start ? ACTION.range_enter : ACTION.range_exit;
-          batch.device[n] = ann.device;
           // As the hook writes them (gpumem_ring.h): an enter or exit record names its range.
-          batch.range[n] = id;
-          batch.address[n] = 0;
-          batch.size[n] = 0;
-          batch.stream[n] = 0;
-          batch.time_us[n] = ann.time_us;
+          put(batch, n, ann.start ? ACTION.range_enter : ACTION.range_exit, ann.device, 0, 0, 0, ann.time_us, id);
           if (inOptimizer > 0) phase = OPTIMIZER;
           else if (phase === OPTIMIZER) phase = 0;
         } else {
@@ -233,14 +230,8 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
             }
             phase = next;
           }
-          batch.action[n] = a;
-          batch.device[n] = trace.device[i]!;
-          batch.address[n] = trace.address[i]!;
-          batch.size[n] = trace.size[i]!;
-          batch.stream[n] = trace.stream[i]!;
-          batch.time_us[n] = te;
+          put(batch, n, a, trace.device[i]!, trace.address[i]!, trace.size[i]!, trace.stream[i]!, te, stack.length ? stack[stack.length - 1]! : 0);
           if (a === ACTION.oom) batch.extra[n] = trace.deviceFree.get(i) ?? 0;
-          batch.range[n] = stack.length ? stack[stack.length - 1]! : 0;
         }
         batch.step[n] = step;
         batch.phase[n] = phase;
