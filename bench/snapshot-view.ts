@@ -1,62 +1,98 @@
-// Opening a 100 MB memory snapshot: gpumem-tui's parse + summary against Python's pickle.load of
-// the same file, interleaved, medians.
-//   bun bench/snapshot-view.ts [OUT_DIR]
-// The file is made from the snapshot recorded on an H100 (test/fixtures/normal-history.pickle),
-// its trace repeated until the pickle passes 100 MB (fresh objects each time, as a long history
-// has), so its shape is a real snapshot's.
-import { mkdirSync, statSync, writeFileSync } from "node:fs";
+// Opening a 1 GB memory snapshot: `gpumem-tui view FILE --json` (read piece by piece, the trace
+// through the model, the summary printed) against Python's `pickle.load` of the same file, each
+// in its own process under /usr/bin/time -v (wall time and peak RSS), interleaved, in one run.
+//   bun bench/snapshot-view.ts [OUT_DIR] [--mib N] [--runs N]
+// The file is generated (bench/snapshot-gen.ts: every entry distinct, laid out as torch's pickle
+// has it) in the system's temporary directory and removed at the end; it is never committed.
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { viewJson } from "../src/snapshot/view";
+import { writeBigSnapshot } from "./snapshot-gen";
 
-const outDir = process.argv[2] ?? join(import.meta.dir, "results");
-const big = join(tmpdir(), "gpumem-bench-100mb.pickle");
-const src = join(import.meta.dir, "..", "test", "fixtures", "normal-history.pickle");
-const make = Bun.spawnSync([
-  "python3",
-  "-c",
-  `import pickle, copy
-d = pickle.load(open(${JSON.stringify(src)}, 'rb'))
-base = d['device_traces'][0]
-out = []
-while True:
-    out.extend(copy.deepcopy(base))
-    d['device_traces'][0] = out
-    if len(out) % (len(base) * 8) == 0 and len(pickle.dumps(d, protocol=4)) > 100 * 2**20: break
-pickle.dump(d, open(${JSON.stringify(big)}, 'wb'), protocol=4)
-print(len(out))`,
-]);
-if (make.exitCode !== 0) throw new Error(make.stderr.toString());
-const entries = Number(make.stdout.toString().trim());
-const bytes = statSync(big).size;
+const args = process.argv.slice(2);
+const flag = (name: string, dflt: number) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args.splice(i, 2)[1]) : dflt;
+};
+const mib = flag("--mib", 1024);
+const runs = flag("--runs", 2);
+const outDir = args[0] ?? join(import.meta.dir, "results");
+const file = join(tmpdir(), `gpumem-bench-${mib}mib.pickle`);
+const cli = join(import.meta.dir, "..", "src", "cli.ts");
+
+const tg = performance.now();
+const gen = writeBigSnapshot(file, mib * 2 ** 20);
+const genS = (performance.now() - tg) / 1000;
+const bytes = statSync(file).size;
+
+/** One process under /usr/bin/time -v: wall seconds, peak RSS (KiB), its stdout. Its output goes
+ *  to files, not pipes: a 2.6 MB document through Bun.spawnSync's pipes came back cut at times. */
+function timed(argv: string[]): { wall_s: number; peak_rss_kib: number; stdout: string } {
+  const out = join(tmpdir(), `gpumem-bench-${process.pid}.out`);
+  const errPath = join(tmpdir(), `gpumem-bench-${process.pid}.err`);
+  const p = Bun.spawnSync(["/usr/bin/time", "-v", ...argv], { stdout: Bun.file(out), stderr: Bun.file(errPath) });
+  const err = readFileSync(errPath, "utf8");
+  const stdout = readFileSync(out, "utf8");
+  rmSync(out, { force: true });
+  rmSync(errPath, { force: true });
+  if (p.exitCode !== 0) throw new Error(`${argv.join(" ")} failed (${p.exitCode}): ${err.split("\n").filter((l) => !/^\t(Average|Major|Minor|Voluntary|Involuntary|Swaps|File|Socket|Signals|Page)/.test(l)).join("\n")}`);
+  const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)/.exec(err)!;
+  const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(err)!;
+  return { wall_s: Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3]), peak_rss_kib: Number(rss[1]), stdout };
+}
+
+const ours: ReturnType<typeof timed>[] = [];
+const python: ReturnType<typeof timed>[] = [];
+for (let i = 0; i < runs; i++) {
+  const o = timed(["bun", cli, "view", file, "--json"]);
+  const v = JSON.parse(o.stdout);
+  if (v.trace.entries !== gen.entries) throw new Error(`view counted ${v.trace.entries} trace entries, the file has ${gen.entries}`);
+  ours.push({ ...o, stdout: "" });
+  python.push({ ...timed(["python3", "-c", `import pickle, sys; d = pickle.load(open(sys.argv[1], 'rb')); assert len(d['device_traces'][0]) == ${gen.entries}`, file]), stdout: "" });
+}
+rmSync(file, { force: true });
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const ours: number[] = [];
-const python: number[] = [];
-for (let i = 0; i < 3; i++) {
-  const t0 = performance.now();
-  const s = await viewJson(big);
-  ours.push(performance.now() - t0);
-  if (s.trace?.entries !== entries) throw new Error("summary miscounted the trace");
-  const p = Bun.spawnSync(["python3", "-c", `import pickle, time; t=time.perf_counter(); pickle.load(open(${JSON.stringify(big)}, 'rb')); print((time.perf_counter()-t)*1000)`]);
-  python.push(Number(p.stdout.toString().trim()));
-}
-const result = { date: new Date().toISOString(), file_bytes: bytes, trace_entries: entries, gpumem_view_ms: ours.map((x) => +x.toFixed(0)), python_pickle_load_ms: python.map((x) => +x.toFixed(0)), gpumem_median_ms: +median(ours).toFixed(0), python_median_ms: +median(python).toFixed(0), ratio_ours_over_python: +(median(ours) / median(python)).toFixed(2) };
+const mo = median(ours.map((r) => r.wall_s));
+const mp = median(python.map((r) => r.wall_s));
+const ro = Math.max(...ours.map((r) => r.peak_rss_kib)) * 1024;
+const rp = Math.max(...python.map((r) => r.peak_rss_kib)) * 1024;
+const result = {
+  date: new Date().toISOString(),
+  machine: "2-core machine (shared)",
+  file_bytes: bytes,
+  trace_entries: gen.entries,
+  annotations: gen.annotations,
+  steps: gen.steps,
+  generate_s: +genS.toFixed(1),
+  gpumem_view_json_s: ours.map((r) => r.wall_s),
+  python_pickle_load_s: python.map((r) => r.wall_s),
+  gpumem_peak_rss_bytes: ours.map((r) => r.peak_rss_kib * 1024),
+  python_peak_rss_bytes: python.map((r) => r.peak_rss_kib * 1024),
+  gpumem_median_s: mo,
+  python_median_s: mp,
+  ratio_time_ours_over_python: +(mo / mp).toFixed(2),
+  ratio_peak_rss_ours_over_file: +(ro / bytes).toFixed(2),
+  ratio_peak_rss_ours_over_python: +(ro / rp).toFixed(2),
+};
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, "snapshot-view.json"), `${JSON.stringify(result, null, 2)}\n`);
-const md = `# Opening a 100 MB snapshot
+const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
+const md = `# Opening a ${gib(bytes)} snapshot
 
-Command: \`bun bench/snapshot-view.ts\` (${result.date}, this repository's 2-core machine). The file: the snapshot
-recorded on an H100 (test/fixtures/normal-history.pickle) with its trace repeated to ${entries.toLocaleString("en")} entries,
-${(bytes / 2 ** 20).toFixed(1)} MiB. Three interleaved runs each.
+Command: \`bun bench/snapshot-view.ts\` (${result.date}, the repository's 2-core machine, shared).
+The file: generated by bench/snapshot-gen.ts (${gen.entries.toLocaleString("en")} trace entries, every
+address, size and time distinct, frames from a few hundred stacks shared as torch shares them,
+${gen.annotations.toLocaleString("en")} record_function marks, ${gen.steps.toLocaleString("en")} steps), ${bytes.toLocaleString("en")} bytes.
+Each side in its own process under \`/usr/bin/time -v\` (wall time includes start-up), interleaved, ${runs} runs.
 
-| what | median |
-| --- | --- |
-| \`gpumem-tui view FILE --json\`'s work: read, safe parse, summary | ${result.gpumem_median_ms} ms |
-| Python's \`pickle.load\` of the same file (parse only) | ${result.python_median_ms} ms |
-| ratio | ${result.ratio_ours_over_python}× |
+| what | wall (median) | peak RSS (max) | runs (s) |
+| --- | ---: | ---: | --- |
+| \`gpumem-tui view FILE --json\`: read, trace through the model, summary, findings | ${mo.toFixed(1)} s | ${gib(ro)} | ${ours.map((r) => r.wall_s.toFixed(1)).join(", ")} |
+| Python's \`pickle.load\` of the same file (parse only) | ${mp.toFixed(1)} s | ${gib(rp)} | ${python.map((r) => r.wall_s.toFixed(1)).join(", ")} |
+| ratio gpumem-tui / Python | ${result.ratio_time_ours_over_python}× | ${result.ratio_peak_rss_ours_over_python}× | |
 
-Target: under 5 s for 100 MB. Runs (ms): ours ${result.gpumem_view_ms.join(", ")}; Python ${result.python_pickle_load_ms.join(", ")}.
+gpumem-tui's peak RSS is ${result.ratio_peak_rss_ours_over_file}× the file's size (target: below 1×).
 `;
 writeFileSync(join(outDir, "snapshot-view.md"), md);
 console.log(md);

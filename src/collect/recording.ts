@@ -7,7 +7,6 @@ import { basename, join } from "node:path";
 import { RING_MAGIC } from "../ffi/events";
 import { openRing } from "../ffi/ring";
 import type { EventSource, SavedNames, SnapshotSegment } from "../profiler";
-import { snapshotSource } from "../profiler/snapshot-trace";
 import type { Manifest } from "../system/manifest";
 
 export interface Recording {
@@ -22,6 +21,8 @@ export interface Recording {
   names: SavedNames[];
   /** What a viewer should be told once (a ring without its manifest shows ranges by number). */
   notes: string[];
+  /** A snapshot's memory from before its recording began, per device (null for a ring). */
+  before: ReturnType<typeof import("../snapshot/view").beforeSummary> | null;
   close(): void;
 }
 
@@ -90,24 +91,29 @@ export function openRingRecording(path: string): Recording {
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
   const names = readNames(path.replace(/\.ring$/, ".names.json"));
-  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, close: () => ring.close() };
+  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, close: () => ring.close() };
 }
 
 /** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */
 export async function openRecording(path: string): Promise<Recording> {
   if (!existsSync(path)) throw new Error(`${path}: no such file`);
   if (path.endsWith(".ring.gz") || head(path, 8).toString("latin1") === RING_MAGIC) return openRingRecording(path);
-  const { readSnapshot } = await import("../snapshot/view");
-  let snap: { device_traces?: unknown; segments?: SnapshotSegment[] };
+  const { readSnapshotFile } = await import("../snapshot/read");
+  const { replayOf, beforeSummary, beforeNote } = await import("../snapshot/view");
+  const { formatBytes } = await import("../words");
+  let parsed: Awaited<ReturnType<typeof readSnapshotFile>>;
   try {
-    snap = (await readSnapshot(path)) as typeof snap;
+    parsed = await readSnapshotFile(path);
   } catch (e) {
     if (/not a pickle/.test((e as Error).message)) throw new Error(`${path} is neither a gpumem-tui ring recording nor a PyTorch memory snapshot (.pickle, optionally gzip)`);
     throw e;
   }
-  if (!snap || typeof snap !== "object" || !Array.isArray(snap.device_traces)) {
+  if (!Array.isArray(parsed.root.device_traces)) {
     throw new Error(`${path} is neither a gpumem-tui ring nor a PyTorch memory snapshot with a trace (device_traces)`);
   }
-  const { source, ranges } = snapshotSource(snap as Parameters<typeof snapshotSource>[0]);
-  return { path, kind: "snapshot", source, manifest: null, ranges, segments: Array.isArray(snap.segments) ? snap.segments : null, names: [], notes: [], close: () => {} };
+  // The trace starts from the memory that existed before it: the replay ends on the segments' totals.
+  const r = replayOf(parsed);
+  const note = beforeNote(r, formatBytes);
+  const segments = parsed.root.segments as unknown as SnapshotSegment[];
+  return { path, kind: "snapshot", source: r.source, manifest: null, ranges: r.ranges, segments, names: [], notes: note ? [note] : [], before: beforeSummary(r), close: () => {} };
 }

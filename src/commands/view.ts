@@ -1,14 +1,29 @@
-// `gpumem-tui view FILE`: a PyTorch memory snapshot, on the screens or as a summary.
+// `gpumem-tui view FILE`: a PyTorch memory snapshot, on the screens or as a summary. A large file
+// takes seconds to read: a progress line on the terminal (stderr, only where it is a terminal)
+// says how far it is, and is cleared once the file is read.
 import { writeOut } from "../headless/out";
 import { loadScreens } from "./screens";
 import type { Options } from "./options";
 
+function progressLine(path: string): ((done: number, total: number) => void) | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  let shown = 0;
+  return (done, total) => {
+    const now = performance.now();
+    if (done < total && now - shown < 200) return;
+    shown = now;
+    const mb = (b: number) => (b / 1024 ** 2).toFixed(0);
+    process.stderr.write(done < total ? `\rreading ${path}: ${mb(done)} of ${mb(total)} MB (${Math.floor((100 * done) / Math.max(1, total))}%)\x1b[K` : "\r\x1b[K");
+  };
+}
+
 export async function command(opts: Options): Promise<number> {
+  const path = opts.rest[0]!;
   if (opts.json) {
     const { viewJson } = await import("../snapshot/view");
-    await writeOut(`${JSON.stringify(await viewJson(opts.rest[0]!))}\n`);
+    await writeOut(`${JSON.stringify(await viewJson(path, progressLine(path)))}\n`);
     return 0;
   }
   const { runView } = await loadScreens();
-  return await runView(opts.rest[0]!, opts);
+  return await runView(path, { ...opts, progress: progressLine(path) });
 }

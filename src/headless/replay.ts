@@ -15,7 +15,9 @@ export async function replayJson(recording: Recording, opts: { speed?: number })
   for (const note of recording.notes) process.stderr.write(`gpumem-tui: ${note}\n`);
   const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? wallClock : undefined, ranges: recording.ranges, names: recording.names });
   for await (const line of lines) {
-    if (!process.stdout.write(`${JSON.stringify(line)}\n`)) await new Promise((r) => process.stdout.once("drain", r));
+    // A snapshot's final state says how much of it was there before the recording began.
+    const out = line.type === "final" && recording.before ? { ...line, before_recording: recording.before } : line;
+    if (!process.stdout.write(`${JSON.stringify(out)}\n`)) await new Promise((r) => process.stdout.once("drain", r));
   }
 }
 

@@ -18,13 +18,12 @@
 //   segments(m, {withBlocks})      segments with their blocks and free ranges
 //   findings(m)                    OOM incidents, growth, gradients kept, fragmentation, …
 //   replay(source, {speed, clock}) async NDJSON-ready states, the final one with the findings
-//   snapshotTraceToBatch(snapshot) a PyTorch snapshot's device_traces as an EventBatch
-//   snapshotSource(snapshot)       the same as a replay source, with its range names
 //
 // Every output is a plain JSON-able object: bytes as integers (`*_bytes`), times in µs (`*_us`),
 // null for "not available".
 export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
 export type { DeviceState, SnapshotSegment } from "./device";
+// How the caching allocator rounds a request: what a snapshot's trace sizes become (src/snapshot).
 export { blockSize } from "./blocks";
 export { summary, timeline, categories, blocks, segments, deviceSummary, partialCauses, unnamedBytes, blockLabel } from "./queries";
 export type { Summary, DeviceSummary, SyncSummary, Categories, BlocksView, BlockLine } from "./queries";
@@ -37,6 +36,5 @@ export { CATEGORIES, type CategoryName } from "./categories";
 export { replay, batchSource, stateLine, finalLine, type SavedNames, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
 export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
-export { snapshotTraceToBatch, snapshotSource, type SnapshotLike, type SnapshotTraceEntry, type ConvertedTrace } from "./snapshot-trace";
 export { processProfile, type ProcessProfile } from "./profile";
 export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-blocks";

@@ -6,12 +6,20 @@
 // in a file ever runs. Every length is checked against the bytes that remain, and the number of
 // objects and the stack are bounded, so a hostile or truncated file costs bounded memory and ends
 // in a SnapshotError that says where.
+//
+// The machine is fed in chunks (a file read piece by piece, a gzip stream), so a file never has to
+// be in memory whole: an opcode cut by a chunk's end waits for the next chunk. A `take` hook sees
+// every item appended to a list and may keep it out of the tree (a snapshot's trace entries go to
+// typed columns instead, see trace-columns.ts); the memo then forgets them too, so the tree holds
+// only what is left (segments, annotations, settings) and memory stays below the file's size.
 
 export class SnapshotError extends Error {
   override name = "SnapshotError";
 }
 
 export type PickleValue = null | boolean | number | string | Uint8Array | PickleValue[] | { [key: string]: PickleValue };
+
+import { Memo, TAKEN } from "./memo";
 
 const MARK = Symbol("mark");
 type StackItem = PickleValue | typeof MARK;
@@ -24,6 +32,21 @@ export interface PickleLimits {
 }
 
 const DEFAULT_LIMITS: PickleLimits = { maxObjects: 50_000_000, maxStack: 10_000_000 };
+
+/** Decides, for each item appended to a list, whether it leaves the tree. */
+export interface PickleHooks {
+  /** An item about to be appended to `list`: 0 keeps it there; n > 0 took it (and n objects with it). */
+  take(item: PickleValue, list: PickleValue[]): number;
+  /** What the memo keeps in place of an object a taken item held (a frames list other entries
+   *  share: a small stand-in); undefined: nothing, and a later read of it is refused. */
+  standIn(v: unknown): PickleValue | undefined;
+  /** The memo has forgotten this batch's taken items: what the hook kept for standIn can go. */
+  settled(): void;
+}
+
+/** Thrown inside the machine when an opcode runs past the bytes fed so far. */
+const MORE = Symbol("more");
+
 
 const REFUSED: Record<number, string> = {
   0x63: "GLOBAL",
@@ -44,20 +67,44 @@ const REFUSED: Record<number, string> = {
   0x98: "READONLY_BUFFER",
 };
 
-export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS): PickleValue {
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+/** A pickle reader fed piece by piece. */
+export interface PickleMachine {
+  /** The next bytes of the file; `last`: nothing follows. Returns the value once STOP is read. */
+  feed(chunk: Uint8Array, last: boolean): PickleValue | undefined;
+  /** Bytes read so far (where the next chunk starts, less what waits in a cut opcode). */
+  readonly offset: number;
+}
+
+/** The longest string or byte string accepted: a snapshot's longest is a file name or a frame. */
+const MAX_ITEM_BYTES = 256 * 1024 ** 2;
+
+export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: PickleHooks): PickleMachine {
+  let data: Uint8Array = new Uint8Array(0);
+  let view = new DataView(data.buffer);
+  let base = 0; // the file offset of data[0]
+  let pos = 0;
+  let last = false;
+  let done = false;
+  let result: PickleValue | undefined;
   const text = new TextDecoder("utf-8", { fatal: false });
   const stack: StackItem[] = [];
   const marks: number[] = [];
-  const memo = new Map<number, PickleValue>();
-  let pos = 0;
+  const memo = new Memo<PickleValue>();
   let objects = 0;
+  // Taken items (and the containers directly inside them) leave the memo at the end of their batch.
+  const taken = new Set<unknown>();
+  // Short strings (dict keys, actions, file names) repeat: the same bytes give the same string.
+  const internBytes: (Uint8Array | undefined)[] = new Array(4096);
+  const internText: string[] = new Array(4096);
 
   const fail = (why: string): never => {
-    throw new SnapshotError(`not a readable snapshot pickle: ${why} (at byte ${pos} of ${data.length})`);
+    throw new SnapshotError(`not a readable snapshot pickle: ${why} (at byte ${base + pos}${last ? ` of ${base + data.length}` : ""})`);
   };
   const need = (n: number) => {
-    if (n < 0 || pos + n > data.length) fail(`truncated: ${n} more bytes needed, ${data.length - pos} left`);
+    if (pos + n <= data.length) return;
+    if (n > MAX_ITEM_BYTES) fail(`an item of ${n} bytes: a length past any real file`);
+    if (!last) throw MORE;
+    fail(`truncated: ${n} more bytes needed, ${data.length - pos} left`);
   };
   const u8 = () => (need(1), data[pos++]!);
   const u16 = () => (need(2), (pos += 2), view.getUint16(pos - 2, true));
@@ -66,8 +113,8 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
   const u64 = () => {
     need(8);
     const v = view.getBigUint64(pos, true);
-    pos += 8;
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) fail("a length past any real file");
+    pos += 8;
     return Number(v);
   };
   const bytes = (n: number) => {
@@ -105,9 +152,32 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
     const obj = target as { [k: string]: PickleValue };
     for (let i = 0; i < items.length; i += 2) obj[key(items[i]!)] = items[i + 1]!;
   };
+  const forgetTaken = () => {
+    memo.settle(taken, hooks!.standIn.bind(hooks));
+    taken.clear();
+    hooks!.settled();
+  };
   const appendTo = (target: PickleValue, items: PickleValue[]) => {
     if (!Array.isArray(target)) fail("APPEND(S) on something that is not a list");
-    for (const it of items) (target as PickleValue[]).push(it);
+    const list = target as PickleValue[];
+    if (!hooks) {
+      for (const it of items) list.push(it);
+      return;
+    }
+    for (const it of items) {
+      const n = hooks.take(it, list);
+      if (n === 0) {
+        list.push(it);
+        continue;
+      }
+      objects -= n;
+      taken.add(it);
+      for (const k in it as object) {
+        const v = (it as Record<string, PickleValue>)[k];
+        if (v !== null && typeof v === "object") taken.add(v);
+      }
+    }
+    if (taken.size) forgetTaken();
   };
   // Little-endian two's complement. Addresses and sizes (under 2^53) come out exact; the
   // arithmetic stays in doubles because BigInt per integer is most of a large file's parse time.
@@ -119,17 +189,29 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
     if (b[n - 1]! & 0x80) v -= 2 ** (8 * n);
     return v;
   };
-  // Short ASCII strings (dict keys, file names, actions) skip the UTF-8 decoder.
   const str = (b: Uint8Array): string => {
-    if (b.length <= 64) {
-      let ascii = true;
-      for (let i = 0; i < b.length; i++) if (b[i]! >= 0x80) (ascii = false), (i = b.length);
-      if (ascii) return String.fromCharCode.apply(null, b as unknown as number[]);
+    if (b.length > 48) return text.decode(b);
+    let h = 0x811c9dc5;
+    let ascii = true;
+    for (let i = 0; i < b.length; i++) {
+      const c = b[i]!;
+      if (c >= 0x80) ascii = false;
+      h = Math.imul(h ^ c, 16777619);
     }
-    return text.decode(b);
+    const k = (h >>> 0) & 4095;
+    const known = internBytes[k];
+    if (known !== undefined && known.length === b.length) {
+      let same = true;
+      for (let i = 0; i < b.length; i++) if (known[i] !== b[i]) (same = false), (i = b.length);
+      if (same) return internText[k]!;
+    }
+    const s = ascii ? String.fromCharCode.apply(null, b as unknown as number[]) : text.decode(b);
+    internBytes[k] = b.slice();
+    internText[k] = s;
+    return s;
   };
 
-  for (;;) {
+  const step = (): boolean => {
     const op = u8();
     switch (op) {
       case 0x80: // PROTO
@@ -140,7 +222,8 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
         break;
       case 0x2e: // STOP
         if (stack.length !== 1) fail(`${stack.length} items left on the stack at the end`);
-        return pop();
+        result = pop();
+        return true;
       case 0x28: // MARK
         marks.push(stack.length);
         push(MARK);
@@ -150,15 +233,12 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
         push({});
         break;
       case 0x5d: // EMPTY_LIST
-        push([]);
-        break;
       case 0x29: // EMPTY_TUPLE
-        push([]);
-        break;
       case 0x8f: // EMPTY_SET
         push([]);
         break;
       case 0x74: // TUPLE
+      case 0x91: // FROZENSET
         push(popMark());
         break;
       case 0x85: // TUPLE1
@@ -177,21 +257,13 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
         push([pop(), b, c]);
         break;
       }
-      case 0x91: // FROZENSET
-        push(popMark());
-        break;
       case 0x61: {
         // APPEND
         const v = pop();
         appendTo(top(), [v]);
         break;
       }
-      case 0x65: {
-        // APPENDS
-        const items = popMark();
-        appendTo(top(), items);
-        break;
-      }
+      case 0x65: // APPENDS
       case 0x90: {
         // ADDITEMS (sets become lists)
         const items = popMark();
@@ -220,7 +292,7 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
       case 0x4d: // BININT2
         push(u16());
         break;
-      case 0x8a: // LONG1
+      case 0x8a: // LONG1 (a cut read rolls back to the opcode: reads before any change are safe)
         push(long(u8()));
         break;
       case 0x8b: {
@@ -263,7 +335,7 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
         push(bytes(u64()).slice());
         break;
       case 0x94: // MEMOIZE
-        memo.set(memo.size, top());
+        memo.push(top());
         break;
       case 0x71: // BINPUT
         memo.set(u8(), top());
@@ -275,8 +347,10 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
       case 0x6a: {
         // LONG_BINGET
         const i = op === 0x68 ? u8() : u32();
-        if (!memo.has(i)) fail(`memo ${i} read before it was written`);
-        push(memo.get(i)!);
+        const v = memo.get(i);
+        if (v === undefined) fail(`memo ${i} read before it was written`);
+        if (v === TAKEN) fail(`memo ${i} is a trace entry, read again after it was taken: not a layout PyTorch writes`);
+        push(v as PickleValue);
         break;
       }
       case 0x30: // POP
@@ -292,26 +366,55 @@ export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS
         if (REFUSED[op]) fail(`it asks to run code (${REFUSED[op]}): refused, a memory snapshot never needs it`);
         fail(`unknown or text-protocol opcode 0x${op.toString(16)}`);
     }
-  }
+    return false;
+  };
+
+  const run = () => {
+    let at = pos;
+    try {
+      for (;;) {
+        at = pos;
+        if (pos >= data.length) {
+          if (!last) return;
+          fail("truncated: the file ends before its STOP opcode");
+        }
+        if (step()) {
+          done = true;
+          return;
+        }
+      }
+    } catch (e) {
+      if (e !== MORE) throw e;
+      pos = at; // the cut opcode runs again, whole, once the next chunk is here
+    }
+  };
+
+  return {
+    feed(chunk: Uint8Array, isLast: boolean): PickleValue | undefined {
+      if (done) return result;
+      if (pos < data.length) {
+        const joined = new Uint8Array(data.length - pos + chunk.length);
+        joined.set(data.subarray(pos));
+        joined.set(chunk, data.length - pos);
+        base += pos;
+        data = joined;
+      } else {
+        base += data.length;
+        data = chunk;
+      }
+      pos = 0;
+      view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+      last = isLast;
+      run();
+      return done ? result : undefined;
+    },
+    get offset() {
+      return base + pos;
+    },
+  };
 }
 
-const GZIP = [0x1f, 0x8b];
-const ZSTD = [0x28, 0xb5, 0x2f, 0xfd];
-const startsWith = (d: Uint8Array, magic: number[]) => magic.every((b, i) => d[i] === b);
-
-/** The bytes of a snapshot file, decompressed where it is gzip; other compressions are named. */
-export function decompress(data: Uint8Array, maxBytes = 4 * 1024 ** 3): Uint8Array {
-  if (startsWith(data, GZIP)) {
-    try {
-      const out = Bun.gunzipSync(data as Uint8Array<ArrayBuffer>);
-      if (out.length > maxBytes) throw new SnapshotError(`gzip expands past ${maxBytes} bytes`);
-      return out;
-    } catch (e) {
-      if (e instanceof SnapshotError) throw e;
-      throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
-    }
-  }
-  if (startsWith(data, ZSTD)) throw new SnapshotError("a zstd-compressed file: decompress it first (zstd -d FILE)");
-  if (data[0] !== 0x80) throw new SnapshotError("not a PyTorch memory snapshot: not a pickle (protocol 2 or later) and not gzip");
-  return data;
+/** A whole pickle in memory → its value (the tree, nothing taken). */
+export function unpickle(data: Uint8Array, limits: PickleLimits = DEFAULT_LIMITS): PickleValue {
+  return pickleMachine(limits).feed(data, true)!;
 }

@@ -1,10 +1,16 @@
-// What a PyTorch memory snapshot says, as plain numbers (pure: the parsed pickle in, a summary out).
+// What a PyTorch memory snapshot says, as plain numbers (pure: the parsed snapshot in, a summary out).
 //
 // Summary shape (what `gpumem-tui view FILE --json` prints):
-//   devices[]: { device, segments, blocks, reserved_bytes, allocated_bytes, active_bytes,
-//                inactive_bytes, largest_free_block_bytes, fragmentation, expandable_segments }
-//                (fragmentation = 1 - largest free block / all free bytes: 0 when the free bytes are
-//                one block or none, near 1 when they are many small holes)
+//   devices[]: { device, segments, blocks, active_blocks, inactive_blocks, reserved_bytes,
+//                allocated_bytes, active_bytes, inactive_bytes, largest_free_block_bytes,
+//                fragmentation, expandable_segments,
+//                streams: [{ stream, segments, reserved_bytes, allocated_bytes, active_bytes,
+//                            active_blocks, inactive_blocks }],
+//                pools: [{ pool, segments, reserved_bytes, free_bytes, largest_free_block_bytes }] }
+//                (active blocks: allocated or freed but still in use by a stream; fragmentation =
+//                1 - largest free block / all free bytes: 0 when the free bytes are one block or
+//                none, near 1 when they are many small holes; a pool is the segment type, large or
+//                small, and the private pool id where it has one: CUDA graphs, MemPool)
 //   segments[]: { device, address, stream, segment_type, total_bytes, allocated_bytes, active_bytes,
 //                 blocks: [{ address, size_bytes, requested_bytes, state }] }  (address order)
 //   top_allocations[]: { device, address, size_bytes, requested_bytes, frames: ["file:line name"] }
@@ -13,7 +19,9 @@
 //                  ranges: [{ device, name, start_us, end_us }] } (START/END paired per device and
 //                  name, innermost first; end_us null when the snapshot was taken inside the range)
 //   oom: [{ device, requested_bytes, free_bytes, time_us }]
+import { ACTION, ACTION_NAMES } from "../ffi/events";
 import { SnapshotError, type PickleValue } from "./pickle";
+import type { ParsedSnapshot } from "./read";
 
 type Obj = { [k: string]: PickleValue };
 
@@ -25,10 +33,30 @@ const list = (v: PickleValue | undefined, what: string): PickleValue[] => {
 };
 const num = (v: PickleValue | undefined): number => (typeof v === "number" ? v : 0);
 
+export interface StreamSummary {
+  stream: number;
+  segments: number;
+  reserved_bytes: number;
+  allocated_bytes: number;
+  active_bytes: number;
+  active_blocks: number;
+  inactive_blocks: number;
+}
+
+export interface PoolSummary {
+  pool: string;
+  segments: number;
+  reserved_bytes: number;
+  free_bytes: number;
+  largest_free_block_bytes: number;
+}
+
 export interface DeviceSummary {
   device: number;
   segments: number;
   blocks: number;
+  active_blocks: number;
+  inactive_blocks: number;
   reserved_bytes: number;
   allocated_bytes: number;
   active_bytes: number;
@@ -36,6 +64,8 @@ export interface DeviceSummary {
   largest_free_block_bytes: number;
   fragmentation: number;
   expandable_segments: number;
+  streams: StreamSummary[];
+  pools: PoolSummary[];
 }
 
 export interface SegmentSummary {
@@ -72,20 +102,43 @@ function frames(v: PickleValue | undefined, n: number): string[] {
     .map((f) => `${f.filename ?? "?"}:${f.line ?? "?"} ${f.name ?? ""}`.trim());
 }
 
-export function summarize(snapshot: PickleValue, top = 10): SnapshotSummary {
+/** A segment's pool in words: its type, and its private pool where it is not the default (0, 0). */
+function poolName(seg: Obj): string {
+  const type = typeof seg.segment_type === "string" ? seg.segment_type : seg.is_expandable === true ? "expandable" : "unknown";
+  const id = seg.segment_pool_id;
+  return Array.isArray(id) && id.some((x) => x !== 0) ? `${type} (pool ${id.join(", ")})` : type;
+}
+
+export function summarize(parsed: ParsedSnapshot, top = 10): SnapshotSummary {
+  const snapshot = parsed.root;
   if (!isObj(snapshot) || !Array.isArray(snapshot.segments)) {
     throw new SnapshotError("not a PyTorch memory snapshot: no `segments` list (a pickle of something else)");
   }
   const byDevice = new Map<number, DeviceSummary>();
+  const streams = new Map<string, StreamSummary>();
+  const pools = new Map<string, PoolSummary>();
   const live: SnapshotSummary["top_allocations"] = [];
   const segments: SegmentSummary[] = [];
   for (const [i, seg] of snapshot.segments.entries()) {
     if (!isObj(seg)) throw new SnapshotError(`segments[${i}] is not a dict`);
     const device = num(seg.device);
     let d = byDevice.get(device);
-    if (!d) byDevice.set(device, (d = { device, segments: 0, blocks: 0, reserved_bytes: 0, allocated_bytes: 0, active_bytes: 0, inactive_bytes: 0, largest_free_block_bytes: 0, fragmentation: 0, expandable_segments: 0 }));
+    if (!d) byDevice.set(device, (d = { device, segments: 0, blocks: 0, active_blocks: 0, inactive_blocks: 0, reserved_bytes: 0, allocated_bytes: 0, active_bytes: 0, inactive_bytes: 0, largest_free_block_bytes: 0, fragmentation: 0, expandable_segments: 0, streams: [], pools: [] }));
+    const stream = num(seg.stream);
+    const sk = `${device}/${stream}`;
+    let st = streams.get(sk);
+    if (!st) streams.set(sk, (st = { stream, segments: 0, reserved_bytes: 0, allocated_bytes: 0, active_bytes: 0, active_blocks: 0, inactive_blocks: 0 }));
+    d.streams.push(st);
+    const pk = `${device}/${poolName(seg)}`;
+    let pool = pools.get(pk);
+    if (!pool) pools.set(pk, (pool = { pool: poolName(seg), segments: 0, reserved_bytes: 0, free_bytes: 0, largest_free_block_bytes: 0 }));
+    d.pools.push(pool);
     d.segments++;
+    st.segments++;
+    pool.segments++;
     d.reserved_bytes += num(seg.total_size);
+    st.reserved_bytes += num(seg.total_size);
+    pool.reserved_bytes += num(seg.total_size);
     if (seg.is_expandable === true) d.expandable_segments++;
     const out: SegmentSummary = { device, address: num(seg.address), stream: num(seg.stream), segment_type: typeof seg.segment_type === "string" ? seg.segment_type : null, total_bytes: num(seg.total_size), allocated_bytes: 0, active_bytes: 0, blocks: [] };
     segments.push(out);
@@ -97,7 +150,18 @@ export function summarize(snapshot: PickleValue, top = 10): SnapshotSummary {
       out.blocks.push({ address: num(b.address), size_bytes: size, requested_bytes: typeof b.requested_size === "number" ? b.requested_size : null, state });
       if (state !== "inactive") out.active_bytes += size;
       if (state === "active_allocated") out.allocated_bytes += size;
+      if (b.state === "active_allocated" || b.state === "active_pending_free") {
+        d.active_blocks++;
+        st.active_blocks++;
+        st.active_bytes += size;
+      } else {
+        d.inactive_blocks++;
+        st.inactive_blocks++;
+        pool.free_bytes += size;
+        pool.largest_free_block_bytes = Math.max(pool.largest_free_block_bytes, size);
+      }
       if (b.state === "active_allocated") {
+        st.allocated_bytes += size;
         d.allocated_bytes += size;
         d.active_bytes += size;
         live.push({ device, address: num(b.address), size_bytes: size, requested_bytes: typeof b.requested_size === "number" ? b.requested_size : null, frames: frames(b.frames, 3) });
@@ -113,25 +177,31 @@ export function summarize(snapshot: PickleValue, top = 10): SnapshotSummary {
   segments.sort((a, b) => a.device - b.device || a.address - b.address);
   for (const d of byDevice.values()) d.fragmentation = d.inactive_bytes > 0 ? 1 - d.largest_free_block_bytes / d.inactive_bytes : 0;
 
+  // Each device's streams and pools once, in order.
+  for (const d of byDevice.values()) {
+    d.streams = [...new Set(d.streams)].sort((a, b) => a.stream - b.stream);
+    d.pools = [...new Set(d.pools)].sort((a, b) => a.pool.localeCompare(b.pool));
+  }
+
   let trace: SnapshotSummary["trace"] = null;
   const oom: SnapshotSummary["oom"] = [];
-  const traces = list(snapshot.device_traces, "device_traces");
-  if (traces.length) {
-    const by: Record<string, number> = {};
-    let entries = 0;
+  const t = parsed.trace;
+  if (t.count > 0 || (Array.isArray(snapshot.device_traces) && snapshot.device_traces.length > 0)) {
+    const counts = new Float64Array(32);
     let first = Infinity;
     let last = -Infinity;
-    traces.forEach((t, device) => {
-      for (const e of list(t, `device_traces[${device}]`)) {
-        if (!isObj(e)) continue;
-        entries++;
-        const action = String(e.action);
-        by[action] = (by[action] ?? 0) + 1;
-        if (typeof e.time_us === "number") (first = Math.min(first, e.time_us)), (last = Math.max(last, e.time_us));
-        if (action === "oom") oom.push({ device, requested_bytes: num(e.size), free_bytes: num(e.device_free ?? e.addr), time_us: typeof e.time_us === "number" ? e.time_us : null });
-      }
+    for (let i = 0; i < t.count; i++) {
+      counts[t.action[i]!]!++;
+      const time = t.time_us[i]!;
+      if (time < first) first = time;
+      if (time > last) last = time;
+      if (t.action[i] === ACTION.oom) oom.push({ device: t.device[i]!, requested_bytes: t.size[i]!, free_bytes: t.deviceFree.get(i) ?? 0, time_us: Number.isNaN(time) ? null : time });
+    }
+    const by: Record<string, number> = {};
+    counts.forEach((c, a) => {
+      if (c > 0) by[ACTION_NAMES[a]!] = c;
     });
-    trace = { entries, by_action: by, first_time_us: Number.isFinite(first) ? first : null, last_time_us: Number.isFinite(last) ? last : null };
+    trace = { entries: t.count, by_action: by, first_time_us: Number.isFinite(first) ? first : null, last_time_us: Number.isFinite(last) ? last : null };
   }
   const anns = list(snapshot.external_annotations, "external_annotations").filter(isObj);
   return {

@@ -1,40 +1,92 @@
-// Opening a snapshot file: read (bounded), decompress, parse safely, summarize.
-import { statSync } from "node:fs";
-import { RING_MAGIC } from "../ffi/events";
-import { decompress, SnapshotError, unpickle, type PickleValue } from "./pickle";
+// Opening a snapshot for `view` and `replay`: read it piece by piece (read.ts), summarize what its
+// segments hold, and play its trace through the model from the memory that existed before the
+// recording, so the model ends on the snapshot's own totals and its categories, steps and
+// findings are the ones a live process gets.
+
+import { newEventBatch } from "../ffi/events";
+import { categories, createModel, findings, summary, type Categories, type Finding, type ProfilerModel } from "../profiler";
+import { readSnapshotFile, type ParsedSnapshot, type Progress } from "./read";
 import { summarize, type SnapshotSummary } from "./summary";
+import { snapshotReplay, type SnapshotReplay } from "./trace-source";
 
-export const MAX_SNAPSHOT_BYTES = 2 * 1024 ** 3;
+export { MAX_SNAPSHOT_BYTES } from "./read";
 
-export async function readSnapshot(path: string): Promise<PickleValue> {
-  let size: number;
-  try {
-    const st = statSync(path);
-    if (st.isDirectory()) throw new SnapshotError(`${path} is a directory, not a snapshot file`);
-    size = st.size;
-  } catch (e) {
-    if (e instanceof SnapshotError) throw e;
-    throw new SnapshotError(`${path}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
-  }
-  if (size > MAX_SNAPSHOT_BYTES) throw new SnapshotError(`${path} is ${size} bytes: larger than the ${MAX_SNAPSHOT_BYTES}-byte limit`);
-  const data = new Uint8Array(await Bun.file(path).arrayBuffer());
-  if (new TextDecoder("latin1").decode(data.subarray(0, 8)) === RING_MAGIC) {
-    throw new SnapshotError(`${path} is a gpumem-tui ring recording, not a snapshot: \`gpumem-tui replay ${path}\` plays it, and with \`--snapshot OUT\` writes one`);
-  }
-  try {
-    return unpickle(decompress(data));
-  } catch (e) {
-    if (e instanceof SnapshotError) throw new SnapshotError(`${path}: ${e.message}`);
-    throw e;
-  }
+/** A parsed snapshot as a replay source (its trace, annotations and final segments). */
+export function replayOf(parsed: ParsedSnapshot): SnapshotReplay {
+  return snapshotReplay(parsed.trace, parsed.root.external_annotations, parsed.root.segments);
 }
 
-export async function viewJson(path: string): Promise<{ file: string; bytes: number } & SnapshotSummary> {
-  const snap = await readSnapshot(path);
-  try {
-    return { file: path, bytes: statSync(path).size, ...summarize(snap) };
-  } catch (e) {
-    if (e instanceof SnapshotError) throw new SnapshotError(`${path}: ${e.message}`);
-    throw e;
+/** The model after the whole trace, fed as fast as it goes. */
+export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolean } = {}): { model: ProfilerModel; replay: SnapshotReplay } {
+  const replay = replayOf(parsed);
+  const model = createModel();
+  if (opts.keepTrace) model.keepTrace();
+  model.setRanges(replay.ranges);
+  const batch = newEventBatch(65_536);
+  for (;;) {
+    const { count } = replay.source.read(batch);
+    if (count === 0) break;
+    model.ingest(batch);
   }
+  return { model, replay };
+}
+
+/** What existed before the recording, per device, in numbers (blocks and segments counted). */
+export function beforeSummary(replay: SnapshotReplay) {
+  return replay.before.map((b) => ({
+    device: b.device,
+    blocks: b.blocks.length,
+    allocated_bytes: b.allocated_bytes,
+    active_bytes: b.active_bytes,
+    segments: b.segments.length,
+    reserved_bytes: b.reserved_bytes,
+  }));
+}
+
+/** One line for a person: how much was there before the recording began. */
+export function beforeNote(replay: SnapshotReplay, fmt: (bytes: number) => string): string | null {
+  const parts = replay.before
+    .filter((b) => b.blocks.length || b.segments.length)
+    .map((b) => `device ${b.device}: ${fmt(b.allocated_bytes)} allocated in ${b.blocks.length} blocks, ${fmt(b.reserved_bytes)} reserved in ${b.segments.length} segments`);
+  return parts.length ? `memory from before the recording began (in the snapshot's segments, not its trace): ${parts.join("; ")}` : null;
+}
+
+export interface SnapshotView extends SnapshotSummary {
+  file: string;
+  bytes: number;
+  before_recording: ReturnType<typeof beforeSummary>;
+  /** The trace played through the model from the memory before it: its end, its peak, its steps. */
+  replay: {
+    time_source: "recorded" | "order";
+    devices: { device: number; allocated_bytes: number; active_bytes: number; reserved_bytes: number; peak_allocated_bytes: number; steps: number }[];
+  };
+  categories: Categories[];
+  findings: Finding[];
+}
+
+export async function viewJson(path: string, progress?: Progress): Promise<SnapshotView> {
+  const parsed = await readSnapshotFile(path, progress);
+  const { model, replay } = snapshotModel(parsed);
+  const s = summary(model);
+  const { statSync } = await import("node:fs");
+  return {
+    file: path,
+    bytes: statSync(path).size,
+    ...summarize(parsed),
+    before_recording: beforeSummary(replay),
+    replay: {
+      time_source: replay.time_source,
+      devices: s.devices.map((d) => ({
+        device: d.device,
+        allocated_bytes: d.allocated_bytes,
+        active_bytes: d.active_bytes,
+        reserved_bytes: d.reserved_bytes,
+        peak_allocated_bytes: d.peak_allocated_bytes,
+        // step boundaries seen (the model keeps the last 512 steps' detail, not all of them)
+        steps: model.device(d.device)?.step ?? 0,
+      })),
+    },
+    categories: model.devices.map((d) => categories(model, { device: d.device })),
+    findings: findings(model),
+  };
 }

@@ -93,25 +93,20 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
 
 /** `view FILE`: a snapshot's trace through the model at full speed, then its segments as they were
  * at the end; the Process, Tensors and Segments screens show the result. */
-export async function runView(path: string, opts: MonitorOptions): Promise<number> {
-  const { readSnapshot } = await import("../snapshot/view");
-  const { snapshotSource } = await import("../profiler/snapshot-trace");
-  const { createModel, replay, resyncFromSnapshot } = await import("../profiler");
-  const snap = (await readSnapshot(path)) as { device_traces?: unknown[]; segments?: unknown[] };
-  if (!snap || typeof snap !== "object" || !Array.isArray(snap.segments)) throw new Error(`${path} is not a PyTorch memory snapshot (no segments)`);
-  const model = createModel().keepTrace();
-  let end = 0;
-  if (Array.isArray(snap.device_traces) && snap.device_traces.some((t) => Array.isArray(t) && t.length)) {
-    const { source, ranges } = snapshotSource(snap as Parameters<typeof snapshotSource>[0]);
-    for await (const _ of replay(source, { ranges, model })) {
-      // to the end
-    }
-    end = Math.max(0, ...model.devices.map((d) => d.lastTime_us));
-  }
-  resyncFromSnapshot(model, snap.segments as Parameters<typeof resyncFromSnapshot>[1], end);
+export async function runView(path: string, opts: MonitorOptions & { progress?: import("../snapshot/read").Progress }): Promise<number> {
+  const { readSnapshotFile } = await import("../snapshot/read");
+  const { snapshotModel, beforeNote } = await import("../snapshot/view");
+  const { resyncFromSnapshot } = await import("../profiler");
+  const { formatBytes } = await import("../words");
+  const parsed = await readSnapshotFile(path, opts.progress);
+  const { model, replay } = snapshotModel(parsed, { keepTrace: true });
+  // The replay ends on the segments already; the resync keeps it so if the trace disagrees with them.
+  const end = Math.max(0, ...model.devices.map((d) => d.lastTime_us));
+  resyncFromSnapshot(model, parsed.root.segments as unknown as Parameters<typeof resyncFromSnapshot>[1], end);
   const ctl = new Controller(null, opts.intervalMs);
   ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
-  ctl.status = `snapshot ${path}: ${keyHint(["process", "tensors", "segments"])}`;
+  const note = beforeNote(replay, formatBytes);
+  ctl.status = [`snapshot ${path}: ${keyHint(["process", "tensors", "segments"])}`, ...(note ? [note] : [])].join("; ");
   await show(ctl, opts, { initialScreen: "segments" });
   return 0;
 }

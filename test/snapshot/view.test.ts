@@ -5,8 +5,10 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { decompress, SnapshotError, unpickle } from "../../src/snapshot/pickle";
+import { SnapshotError, unpickle } from "../../src/snapshot/pickle";
+import { parseSnapshotBytes } from "../../src/snapshot/read";
 import { annotationRanges, summarize } from "../../src/snapshot/summary";
+import { snapshotModel } from "../../src/snapshot/view";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
 const PICKLE = join(FIX, "normal-history.pickle");
@@ -29,7 +31,7 @@ describe("a snapshot recorded on an H100", () => {
   });
 
   test("its summary: torch's allocated and reserved, segments, trace counts, annotations, top allocations with frames", () => {
-    const s = summarize(unpickle(data));
+    const s = summarize(parseSnapshotBytes(data));
     expect(s.devices[0]!.allocated_bytes).toBe(facts.memory_allocated);
     expect(s.devices[0]!.reserved_bytes).toBe(facts.memory_reserved);
     const py = JSON.parse(python("import sys,pickle,json,collections; d=pickle.load(sys.stdin.buffer); print(json.dumps({'segments':len(d['segments']),'by':collections.Counter(e['action'] for t in d['device_traces'] for e in t),'ann':len(d['external_annotations'])}))", data));
@@ -42,7 +44,7 @@ describe("a snapshot recorded on an H100", () => {
   });
 
   test("segments with their blocks, fragmentation and record_function ranges agree with Python reading the same file", () => {
-    const s = summarize(unpickle(data));
+    const s = summarize(parseSnapshotBytes(data));
     const py = JSON.parse(python(`
 import sys, pickle, json
 d = pickle.load(sys.stdin.buffer)
@@ -82,16 +84,16 @@ d = pickle.load(sys.stdin.buffer)
 t = d['device_traces'][0]
 t.append({'action': 'oom', 'size': 1 << 47, 'device_free': 123456789, 'stream': 0, 'time_us': t[-1]['time_us'] + 1, 'frames': []})
 sys.stdout.write(pickle.dumps(d, protocol=2).hex())`, data), "hex"));
-    const s = summarize(unpickle(withOom));
+    const s = summarize(parseSnapshotBytes(withOom));
     const last = (unpickle(data) as { device_traces: { time_us: number }[][] }).device_traces[0]!.at(-1)!.time_us;
     expect(s.oom).toEqual([{ device: 0, requested_bytes: 2 ** 47, free_bytes: 123456789, time_us: last + 1 }]);
     expect(s.trace!.by_action.oom).toBe(1);
-    expect(summarize(unpickle(data)).oom).toEqual([]);
+    expect(summarize(parseSnapshotBytes(data)).oom).toEqual([]);
   });
 
   test("gzip-compressed, it reads the same; zstd is named", () => {
-    expect(unpickle(decompress(Bun.gzipSync(data)))).toEqual(unpickle(data));
-    expect(() => decompress(new Uint8Array([0x28, 0xb5, 0x2f, 0xfd, 0]))).toThrow(/zstd-compressed file: decompress it first/);
+    expect(summarize(parseSnapshotBytes(Bun.gzipSync(data)))).toEqual(summarize(parseSnapshotBytes(data)));
+    expect(() => parseSnapshotBytes(new Uint8Array([0x28, 0xb5, 0x2f, 0xfd, 0]))).toThrow(/zstd-compressed file: decompress it first/);
   });
 
   test("`gpumem-tui view FILE --json` prints the summary; a file that is no snapshot gets status 1 and words", () => {
@@ -139,7 +141,7 @@ describe("bad and hostile files", () => {
     expect(() => unpickle(deep)).toThrow(/items left on the stack/);
     expect(() => unpickle(new Uint8Array([0x80, 0x04, 0x68, 0x07, 0x2e]))).toThrow(/memo 7 read before it was written/);
     expect(() => unpickle(new Uint8Array([0x80, 0x04, 0x5d, 0x8c, 0x01, 0x61, 0x8c, 0x01, 0x62, 0x73, 0x2e]))).toThrow(/SETITEM\(S\) on something that is not a dict/);
-    expect(() => summarize(unpickle(new Uint8Array([0x80, 0x04, 0x5d, 0x2e])))).toThrow(/no `segments` list/);
+    expect(() => summarize(parseSnapshotBytes(new Uint8Array([0x80, 0x04, 0x5d, 0x2e])))).toThrow(/no `segments` list/);
   });
 
   test("1 s of random byte flips: a value or a SnapshotError, never anything else", () => {
@@ -152,10 +154,11 @@ describe("bad and hostile files", () => {
       const buf = data.slice();
       for (let i = 0; i < 4; i++) buf[Math.floor(rand() * buf.length)] = Math.floor(rand() * 256);
       try {
-        const v = unpickle(buf);
+        const v = parseSnapshotBytes(buf);
         parsed++;
         try {
           summarize(v);
+          snapshotModel(v);
         } catch (e) {
           expect(e).toBeInstanceOf(SnapshotError);
         }

@@ -14,6 +14,7 @@ import { createModel, replay } from "../../src/profiler";
 import { checkTrace, snapshotFromModel, type WrittenSnapshot } from "../../src/snapshot/from-model";
 import { pickle, Tuple, type PickleData } from "../../src/snapshot/pickle-write";
 import { unpickle } from "../../src/snapshot/pickle";
+import { parseSnapshotBytes } from "../../src/snapshot/read";
 import { summarize } from "../../src/snapshot/summary";
 import { writeModelSnapshot } from "../../src/snapshot/write";
 import { TORCH_PYTHON_HINT, torchPython } from "../support/torch";
@@ -94,7 +95,7 @@ describe("a snapshot written from the monitor's events, beside torch's own of th
   });
 
   test("gpumem-tui view reads it back to torch's totals", () => {
-    const s = summarize(unpickle(bytes));
+    const s = summarize(parseSnapshotBytes(bytes));
     expect(s.devices[0]!.allocated_bytes).toBe(facts.memory_allocated);
     expect(s.devices[0]!.reserved_bytes).toBe(facts.memory_reserved);
   });

@@ -7,10 +7,11 @@ import { render } from "ink-testing-library";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createModel, resyncFromSnapshot, segmentInside } from "../../src/profiler";
-import { replay } from "../../src/profiler/replay";
-import { snapshotSource } from "../../src/profiler/snapshot-trace";
 import { openRingRecording } from "../../src/collect/recording";
-import { readSnapshot } from "../../src/snapshot/view";
+import { replay } from "../../src/profiler/replay";
+import { FWD, MiB, OTHER, Trace } from "../profiler/trace";
+import { readSnapshotFile } from "../../src/snapshot/read";
+import { snapshotModel } from "../../src/snapshot/view";
 import { DocumentSchema, type Document } from "../../src/system/schema";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
@@ -73,27 +74,42 @@ describe("the Process charts", () => {
     ui.unmount();
   });
 
-  test("a snapshot tells no forward from backward: those rows show –, never zeros; the optimizer (its record_function range) has figures", async () => {
-    const snap = (await readSnapshot(join(FIX, "normal-history.pickle"))) as Parameters<typeof snapshotSource>[0] & { segments: Parameters<typeof resyncFromSnapshot>[1] };
-    const model = createModel().keepTrace();
-    const { source, ranges } = snapshotSource(snap);
-    for await (const _ of replay(source, { ranges, model })) {
-      // to the end
-    }
-    resyncFromSnapshot(model, snap.segments, Math.max(...model.devices.map((d) => d.lastTime_us)));
+  test("a snapshot's phases come from its frames and ranges: forward, backward and the optimizer each have figures, and the step's peak is in backward", async () => {
+    const parsed = await readSnapshotFile(join(FIX, "normal-history.pickle"));
+    const { model } = snapshotModel(parsed, { keepTrace: true });
+    resyncFromSnapshot(model, parsed.root.segments as unknown as Parameters<typeof resyncFromSnapshot>[1], Math.max(...model.devices.map((d) => d.lastTime_us)));
     const ctl = new Controller(null, 1000);
     ctl.replay = { pid: 0, model, source: "replay", socket: null, title: "snapshot", ended: true };
     const { ui, lines } = mount(ctl, 100, 40, "process");
     await tick();
     const f = lines();
-    for (const phase of ["forward", "backward"]) {
+    expect(f.find((l) => l.startsWith("forward "))).toMatch(/^forward +46\.14 MiB +12\.00 MiB +34\.14 MiB +120\.21 MiB +20%$/);
+    expect(f.find((l) => l.startsWith("backward "))).toMatch(/^backward +121\.18 MiB .* 125\.22 MiB +13%$/);
+    expect(f.find((l) => l.startsWith("optimizer "))).toMatch(/^optimizer +6\.03 MiB /);
+    expect(f.join("\n")).toContain("peak 125.22 MiB in backward");
+    // The shares are of the step's own allocations: the rest of the peak is said in words.
+    expect(f.join("\n")).toContain("SHARE OF PEAK: of the step's peak; the other 66% (83.10 MiB) was held from earlier steps");
+    ui.unmount();
+  }, 20_000);
+
+  test("phases a step never entered show –, never zeros (an evaluation loop: forward only)", async () => {
+    const tr = new Trace().segment(0x1000_0000, 64 * MiB);
+    for (let s = 0; s < 3; s++) {
+      tr.setPhase(FWD).alloc(0x1000_0000, 4 * MiB).alloc(0x1040_0000, 2 * MiB).free(0x1040_0000, 2 * MiB).free(0x1000_0000, 4 * MiB);
+      tr.setPhase(OTHER).nextStep();
+    }
+    const model = createModel().keepTrace();
+    model.ingest(tr.batch());
+    const ctl = new Controller(null, 1000);
+    ctl.replay = { pid: 0, model, source: "replay", socket: null, title: "eval", ended: true };
+    const { ui, lines } = mount(ctl, 100, 40, "process");
+    await tick();
+    const f = lines();
+    expect(f.find((l) => l.startsWith("forward "))).toMatch(/^forward +6\.00 MiB /);
+    for (const phase of ["backward", "optimizer"]) {
       const row = f.find((l) => l.startsWith(`${phase} `))!;
       expect(row.trim().split(/\s+/)).toEqual([phase, "–", "–", "–", "–", "–"]);
     }
-    expect(f.find((l) => l.startsWith("other "))).toMatch(/^other +168\.33 MiB +161\.25 MiB +7\.08 MiB +125\.22 MiB +34%$/);
-    expect(f.find((l) => l.startsWith("optimizer "))).toMatch(/^optimizer +6\.03 MiB /);
-    // 34% is all the step's own allocations hold of its peak: the rest is said in words.
-    expect(f.join("\n")).toContain("SHARE OF PEAK: of the step's peak; the other 66% (83.10 MiB) was held from earlier steps");
     ui.unmount();
   }, 20_000);
 });

@@ -1,0 +1,148 @@
+// Reading a snapshot file piece by piece: the file (or its gzip stream) goes through the pickle
+// machine in chunks, trace entries straight into columns, so neither the file nor an object tree
+// of its trace is ever in memory whole. What is left as a tree is small: segments, annotations,
+// allocator settings.
+
+import { closeSync, openSync, readSync, statSync, createReadStream } from "node:fs";
+import { createGunzip } from "node:zlib";
+import { RING_MAGIC } from "../ffi/events";
+import { pickleMachine, SnapshotError, type PickleMachine, type PickleValue } from "./pickle";
+import { TraceColumns } from "./trace-columns";
+
+/** Files above this are refused before reading (a snapshot of 16 GB is not one `max_entries` makes). */
+export const MAX_SNAPSHOT_BYTES = 16 * 1024 ** 3;
+/** A gzip file may expand to at most this. */
+export const MAX_EXPANDED_BYTES = 32 * 1024 ** 3;
+const CHUNK = 8 * 1024 ** 2;
+
+/** A snapshot as read: its dict without the trace entries (device_traces' lists are empty), and the trace. */
+export interface ParsedSnapshot {
+  root: { [key: string]: PickleValue };
+  trace: TraceColumns;
+}
+
+/** Called as the file is read: bytes of the file done so far, and its size. */
+export type Progress = (done: number, total: number) => void;
+
+const GZIP = [0x1f, 0x8b];
+const ZSTD = [0x28, 0xb5, 0x2f, 0xfd];
+const startsWith = (d: Uint8Array, magic: number[]) => magic.every((b, i) => d[i] === b);
+
+/** The first bytes say what a file is: a pickle (protocol 2 or later), gzip, or something named. */
+function kind(head: Uint8Array): "pickle" | "gzip" {
+  if (startsWith(head, GZIP)) return "gzip";
+  if (startsWith(head, ZSTD)) throw new SnapshotError("a zstd-compressed file: decompress it first (zstd -d FILE)");
+  if (head[0] !== 0x80) throw new SnapshotError("not a PyTorch memory snapshot: not a pickle (protocol 2 or later) and not gzip");
+  return "pickle";
+}
+
+function finish(value: PickleValue | undefined, trace: TraceColumns): ParsedSnapshot {
+  if (value === null || typeof value !== "object" || Array.isArray(value) || value instanceof Uint8Array || !Array.isArray(value.segments)) {
+    throw new SnapshotError("not a PyTorch memory snapshot: no `segments` list (a pickle of something else)");
+  }
+  trace.assignDevices(value.device_traces);
+  return { root: value, trace };
+}
+
+/** A snapshot in memory (tests, small files): the same machine, one chunk. */
+export function parseSnapshotBytes(data: Uint8Array): ParsedSnapshot {
+  let bytes = data;
+  if (kind(data) === "gzip") {
+    try {
+      bytes = Bun.gunzipSync(data as Uint8Array<ArrayBuffer>);
+    } catch (e) {
+      throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
+    }
+  }
+  const trace = new TraceColumns();
+  return finish(pickleMachine(undefined, trace).feed(bytes, true), trace);
+}
+
+function sizeOf(path: string): number {
+  try {
+    const st = statSync(path);
+    if (st.isDirectory()) throw new SnapshotError(`${path} is a directory, not a snapshot file`);
+    return st.size;
+  } catch (e) {
+    if (e instanceof SnapshotError) throw e;
+    throw new SnapshotError(`${path}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
+  }
+}
+
+/**
+ * The trace entries' objects are garbage as soon as their batch is read: collected every 16 MiB
+ * of input, the heap stays near what is kept (columns, the memo's codes) instead of growing with
+ * the file. Returns the bytes since the last collection.
+ */
+function collect(bytes: number): number {
+  if (bytes < 16 * 1024 ** 2) return bytes;
+  Bun.gc(true);
+  return 0;
+}
+
+/** Plain pickle: read in chunks into two buffers in turn (the machine keeps only the latest). */
+function feedPlain(fd: number, m: PickleMachine, size: number, progress?: Progress): PickleValue | undefined {
+  const bufs = [new Uint8Array(Math.min(CHUNK, Math.max(1, size))), new Uint8Array(Math.min(CHUNK, Math.max(1, size)))];
+  let done = 0;
+  let k = 0;
+  let sinceGc = 0;
+  for (;;) {
+    const buf = bufs[k]!;
+    k ^= 1;
+    const got = readSync(fd, buf, 0, buf.length, done);
+    done += got;
+    const last = got === 0 || done >= size;
+    const v = m.feed(buf.subarray(0, got), last);
+    progress?.(done, size);
+    sinceGc = collect(sinceGc + got);
+    if (v !== undefined || last) return v;
+  }
+}
+
+async function feedGzip(path: string, m: PickleMachine, size: number, progress?: Progress): Promise<PickleValue | undefined> {
+  const file = createReadStream(path, { highWaterMark: CHUNK });
+  const gz = file.pipe(createGunzip({ chunkSize: 1024 * 1024 }));
+  let expanded = 0;
+  let sinceGc = 0;
+  let value: PickleValue | undefined;
+  try {
+    for await (const chunk of gz as AsyncIterable<Buffer>) {
+      expanded += chunk.length;
+      if (expanded > MAX_EXPANDED_BYTES) throw new SnapshotError(`gzip expands past ${MAX_EXPANDED_BYTES} bytes`);
+      // After STOP the stream is still read to its end: a cut or damaged gzip trailer is an error too.
+      if (value === undefined) value = m.feed(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length), false);
+      progress?.(file.bytesRead, size);
+      sinceGc = collect(sinceGc + chunk.length);
+    }
+  } catch (e) {
+    if (e instanceof SnapshotError) throw e;
+    throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
+  } finally {
+    file.destroy();
+  }
+  return value ?? m.feed(new Uint8Array(0), true);
+}
+
+/** Read a snapshot file (pickle protocol 2 to 5, optionally gzip) without holding it whole. */
+export async function readSnapshotFile(path: string, progress?: Progress): Promise<ParsedSnapshot> {
+  const size = sizeOf(path);
+  if (size > MAX_SNAPSHOT_BYTES) throw new SnapshotError(`${path} is ${size} bytes: larger than the ${MAX_SNAPSHOT_BYTES}-byte limit`);
+  const fd = openSync(path, "r");
+  const trace = new TraceColumns();
+  const m = pickleMachine({ maxObjects: 50_000_000, maxStack: 10_000_000 }, trace);
+  try {
+    const head = new Uint8Array(8);
+    readSync(fd, head, 0, 8, 0);
+    if (new TextDecoder("latin1").decode(head) === RING_MAGIC) {
+      throw new SnapshotError(`${path} is a gpumem-tui ring recording, not a snapshot: \`gpumem-tui replay ${path}\` plays it, and with \`--snapshot OUT\` writes one`);
+    }
+    const value = kind(head) === "gzip" ? await feedGzip(path, m, size, progress) : feedPlain(fd, m, size, progress);
+    progress?.(size, size);
+    return finish(value, trace);
+  } catch (e) {
+    if (e instanceof SnapshotError && !e.message.startsWith(path)) throw new SnapshotError(`${path}: ${e.message}`);
+    throw e;
+  } finally {
+    closeSync(fd);
+  }
+}
