@@ -2,9 +2,10 @@
 // sources, the prebuilt one the package ships for this platform (when it was built from the very
 // same sources), or a build now with the system C compiler. Otherwise: what to install, in words.
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
+import { ROOT } from "../root";
 
-export const ROOT = resolve(import.meta.dir, "../..");
+export { ROOT };
 export const NATIVE_DIR = join(ROOT, "cuda");
 export const NATIVE_SOURCES = ["nvml.c", "ring.c"].map((f) => join(NATIVE_DIR, f));
 const NATIVE_HEADERS = ["nvml.h", "ring.h", "gpumem_ring.h"].map((f) => join(NATIVE_DIR, f));

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { render } from "ink";
 import type { Child } from "../collect/child";
 import { startReplay } from "../collect/live";
+import { ROOT } from "../root";
 import { openRingRecording, type Recording } from "../collect/recording";
 import { SystemCollector } from "../collect/system";
 import { App } from "./app";
@@ -19,7 +20,7 @@ export interface MonitorOptions {
 }
 
 /** The recording the demo replays: a real training run recorded on an H100, shipped in the package. */
-export const DEMO_RECORDING = join(import.meta.dir, "..", "..", "test", "fixtures", "normal.ring");
+export const DEMO_RECORDING = join(ROOT, "test", "fixtures", "normal.ring");
 
 async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: number; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
   const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {
