@@ -7,8 +7,8 @@ import { ROOT } from "../root";
 
 export { ROOT };
 export const NATIVE_DIR = join(ROOT, "cuda");
-export const NATIVE_SOURCES = ["nvml.c", "ring.c"].map((f) => join(NATIVE_DIR, f));
-const NATIVE_HEADERS = ["nvml.h", "ring.h", "gpumem_ring.h"].map((f) => join(NATIVE_DIR, f));
+export const NATIVE_SOURCES = ["nvml.c", "nvml_constants.c", "ring.c"].map((f) => join(NATIVE_DIR, f));
+const NATIVE_HEADERS = ["nvml.h", "nvml_constants.h", "ring.h", "gpumem_ring.h"].map((f) => join(NATIVE_DIR, f));
 export const BUILT_LIB = join(NATIVE_DIR, "build", "libgpumem.so");
 export const PREBUILT_DIR = join(ROOT, "prebuilt", `${process.platform}-${process.arch}`);
 export const BUILD_COMMAND = "bun run build:native";
