@@ -6,7 +6,8 @@
 //    sources (bun src/cli.ts).
 // 3. Agreement: our numbers next to nvidia-smi's, taken in the same run, with a process holding
 //    memory on the GPU.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Nvml } from "../src/ffi/nvml";
 
@@ -24,9 +25,9 @@ const SMI_FIELDS =
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-function wallMs(cmd: string[]): number {
+function wallMs(cmd: string[], env: Record<string, string | undefined> = process.env): number {
   const t0 = performance.now();
-  const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe", env });
   const t = performance.now() - t0;
   if (p.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed: ${p.stderr}`);
   return t;
@@ -53,6 +54,8 @@ const cpuPerSampleUs = (cpu.user + cpu.system) / N;
 // 2. --json --once vs nvidia-smi, interleaved.
 const REPS = 20;
 const ours: number[] = [];
+const cold: number[] = []; // the bundle with no NVML constants kept (cuda/nvml_constants.c): a first run
+const coldEnv = () => ({ ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), "gpumem-cold-")) });
 const source: number[] = [];
 const smi: number[] = [];
 wallMs(["bun", CLI, "--json", "--once"]); // warm the page cache for each
@@ -62,6 +65,7 @@ for (let i = 0; i < REPS; i++) {
   ours.push(wallMs(["bun", CLI, "--json", "--once"]));
   smi.push(wallMs(["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"]));
   source.push(wallMs(["bun", SOURCE, "--json", "--once"]));
+  cold.push(wallMs(["bun", CLI, "--json", "--once"], coldEnv()));
 }
 
 // 3. Agreement in the same moment.
@@ -79,11 +83,13 @@ const result = {
   sample_wall_us: +wallPerSampleUs.toFixed(1),
   json_once_median_ms: +median(ours).toFixed(1),
   json_once_source_median_ms: +median(source).toFixed(1),
+  json_once_cold_median_ms: +median(cold).toFixed(1),
   nvidia_smi_median_ms: +median(smi).toFixed(1),
   ratio_smi_over_ours: +(median(smi) / median(ours)).toFixed(2),
   reps: REPS,
   json_once_ms: ours.map((x) => +x.toFixed(1)),
   json_once_source_ms: source.map((x) => +x.toFixed(1)),
+  json_once_cold_ms: cold.map((x) => +x.toFixed(1)),
   nvidia_smi_ms: smi.map((x) => +x.toFixed(1)),
 };
 writeFileSync(join(outDir, "nvml.json"), `${JSON.stringify(result, null, 2)}\n`);
@@ -98,11 +104,12 @@ A process held 3 GiB on the GPU during the run.
 | same, wall clock | ${result.sample_wall_us} µs |
 | \`gpumem-tui --json --once\`, the package's bin (bundle, dist/cli.js): whole process, Bun start, NVML init, sample, JSON | ${result.json_once_median_ms} ms |
 | same from the sources (\`bun src/cli.ts\`) | ${result.json_once_source_median_ms} ms |
+| the bundle with no NVML constants kept (a first run after a boot or a driver change) | ${result.json_once_cold_median_ms} ms |
 | \`nvidia-smi --query-gpu=<the same ${SMI_FIELDS.split(",").length} fields> --format=csv\` | ${result.nvidia_smi_median_ms} ms |
 | ratio nvidia-smi / gpumem-tui | **${result.ratio_smi_over_ours}×** |
 
 ${REPS} interleaved repetitions of each after one warm-up of each. Runs (ms):
-gpumem-tui ${result.json_once_ms.join(", ")}; from the sources ${result.json_once_source_ms.join(", ")}; nvidia-smi ${result.nvidia_smi_ms.join(", ")}.
+gpumem-tui ${result.json_once_ms.join(", ")}; from the sources ${result.json_once_source_ms.join(", ")}; with no constants kept ${result.json_once_cold_ms.join(", ")}; nvidia-smi ${result.nvidia_smi_ms.join(", ")}.
 
 ## Agreement, taken in the same run
 
