@@ -33,6 +33,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MODES = ["none", "agent", "history-state", "history-all", "torch-profiler"]
+# Where the agent's cost comes from (--modes): the agent without its allocator hook (polling: no
+# trace tracker, no record_function callback), with a tracker that returns at once, without its
+# phase hooks (module, backward and optimizer hooks).
+DIAGNOSTIC = ["agent-polling", "tracker-empty", "agent-no-phases"]
 WORKLOADS = {"gpu_bound": (16, 256), "launch_bound": (2, 64)}
 TARGETS_PCT = {"gpu_bound": 1.0, "launch_bound": 3.0}
 CHUNKS = 5
@@ -47,11 +51,15 @@ def child(mode, args):
     dev = torch.device("cuda:0")
     torch.zeros(1, device=dev)
     torch.set_float32_matmul_precision("high")
-    if mode == "agent":
+    if mode in ("agent",) + tuple(DIAGNOSTIC):
+        os.environ.update({"agent-polling": {"GPUMEM_TUI_POLLING": "1"}, "tracker-empty": {"GPUMEM_TUI_HOOK": "empty"}}.get(mode, {}))
         import gpumem_agent
+        from gpumem_agent import phases
 
+        if mode == "agent-no-phases":
+            phases.Phases.install = lambda self, torch: None
         a = gpumem_agent.attach()
-        assert a is not None and a.mode == "hook", getattr(a, "hook_error", "the agent did not attach")
+        assert a is not None and a.mode == ("polling" if mode == "agent-polling" else "hook"), getattr(a, "hook_error", "the agent did not attach")
     elif mode == "history-state":
         torch.cuda.memory._record_memory_history(enabled="state")
     elif mode == "history-all":
@@ -89,8 +97,9 @@ def child(mode, args):
     out = {"mode": mode, "gpu": torch.cuda.get_device_name(0), "cuda_init_s": t1 - t0}
     # The launch-bound model first: it is the one the agent's phase hooks follow (the outermost
     # module seen before the first optimizer step), where added host work shows most.
-    out["launch_bound"] = workload(2, 64, args.launch_steps)
-    out["gpu_bound"] = workload(16, 256, args.gpu_steps)
+    for w in args.workloads:
+        batch, seq = WORKLOADS[w]
+        out[w] = workload(batch, seq, args.launch_steps if w == "launch_bound" else args.gpu_steps)
     out["process_s"] = time.perf_counter() - t0
     return out
 
@@ -140,7 +149,7 @@ def summary(runs):
         out[w] = {}
         for metric in ("wall_ms", "cpu_ms"):
             table = {}
-            for m in MODES:
+            for m in [m for m in MODES + DIAGNOSTIC if m in runs]:
                 xs = [r[w][metric] for r in runs.get(m, []) if w in r]
                 if xs:
                     table[m] = stats(xs)
@@ -239,6 +248,8 @@ def main():
     ap.add_argument("--cpus", default="2,3")
     ap.add_argument("--gpu-steps", type=int, default=40)
     ap.add_argument("--launch-steps", type=int, default=100)
+    ap.add_argument("--modes", default=",".join(MODES), help="which modes, in order (also: %s)" % ", ".join(DIAGNOSTIC))
+    ap.add_argument("--workloads", default="launch_bound,gpu_bound", help="which workloads, in order")
     ap.add_argument("--timeout", type=int, default=120, help="seconds a process may take before it counts as failed")
     ap.add_argument("--render", help="a run's JSON: write the tables again (no GPU needed)")
     args = ap.parse_args()
@@ -249,6 +260,11 @@ def main():
         return
     if args.reps < 1 or args.gpu_steps < CHUNKS or args.launch_steps < CHUNKS:
         raise SystemExit("agent_overhead_gpt2: --reps must be at least 1 and the step counts at least %d" % CHUNKS)
+    modes, args.workloads = args.modes.split(","), args.workloads.split(",")
+    bad = [m for m in modes if m not in MODES + DIAGNOSTIC] + [w for w in args.workloads if w not in WORKLOADS]
+    if bad or "none" not in modes:
+        raise SystemExit("agent_overhead_gpt2: unknown mode or workload %s (modes: %s; workloads: %s; `none` is always needed)"
+                         % (", ".join(bad) or "(none missing)", ", ".join(MODES + DIAGNOSTIC), ", ".join(WORKLOADS)))
     sys.path.insert(0, os.path.join(ROOT, "agent"))
     t0 = time.perf_counter()
     import torch  # imported once, here; CUDA is initialized only in the forked children
@@ -262,20 +278,20 @@ def main():
     result = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": None, "torch": torch.__version__,
         "transformers": transformers.__version__, "cpus": args.cpus, "reps": 0, "gpu_steps": args.gpu_steps, "launch_steps": args.launch_steps,
-        "command": "python3 bench/agent_overhead_gpt2.py OUT_DIR --reps %d --cpus %s --gpu-steps %d --launch-steps %d" % (args.reps, args.cpus, args.gpu_steps, args.launch_steps),
+        "command": "python3 bench/agent_overhead_gpt2.py OUT_DIR --reps %d --cpus %s --gpu-steps %d --launch-steps %d --modes %s --workloads %s"
+        % (args.reps, args.cpus, args.gpu_steps, args.launch_steps, args.modes, ",".join(args.workloads)),
         "import_torch_s": round(t1 - t0, 2), "import_transformers_s": round(t2 - t1, 2),
-        "runs": {m: [] for m in MODES}, "errors": [],
+        "runs": {m: [] for m in modes}, "errors": [],
     }
     started = time.time()
     try:
         for rep in range(args.reps):
-            order = MODES[rep % len(MODES):] + MODES[: rep % len(MODES)]
+            order = modes[rep % len(modes):] + modes[: rep % len(modes)]
             for mode in order:
                 r = run_child(mode, args)
                 (result["errors"] if "error" in r else result["runs"][mode]).append(r)
                 result["gpu"] = result["gpu"] or r.get("gpu")
-                print("rep %d %-14s %s" % (rep + 1, mode, r.get("error") or "gpu_bound %.2f ms, launch_bound %.2f ms, process %.1f s"
-                      % (r["gpu_bound"]["wall_ms"], r["launch_bound"]["wall_ms"], r["process_s"])), flush=True)
+                print("rep %d %-15s %s" % (rep + 1, mode, r.get("error") or ", ".join("%s %.2f ms" % (w, r[w]["wall_ms"]) for w in args.workloads)), flush=True)
             result["reps"] = rep + 1
             result["elapsed_s"] = round(time.time() - started, 1)
             write(args.out_dir, result)  # after every repetition: a cut-short run still leaves results
