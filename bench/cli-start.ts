@@ -1,5 +1,6 @@
-// `gpumem-tui --json --once` start to exit, this checkout against other checkouts (an earlier
-// commit) and an empty Bun script, interleaved in one run; nvidia-smi beside them where it exists.
+// `gpumem-tui --json --once` start to exit, this checkout's bundle (dist/cli.js, what the package
+// runs; built first) and sources against other checkouts (an earlier commit) and an empty Bun
+// script, interleaved in one run; nvidia-smi beside them, for the same fields, where it exists.
 //   git worktree add /tmp/before <commit> && (cd /tmp/before && bun install)
 //   bun bench/cli-start.ts [--out DIR] [--reps N] /tmp/before ...
 // On a machine without a GPU this times everything but NVML: Bun's start, module loading, the
@@ -19,13 +20,21 @@ const here = resolve(import.meta.dir, "..");
 const empty = join(mkdtempSync(join(tmpdir(), "cli-start-")), "empty.ts");
 writeFileSync(empty, "export {};\n");
 
+const SMI_FIELDS =
+  "index,name,uuid,pci.bus_id,memory.total,memory.used,memory.free,memory.reserved,utilization.gpu,utilization.memory," +
+  "utilization.encoder,utilization.decoder,temperature.gpu,power.draw,power.limit,fan.speed,clocks.sm,clocks.max.sm," +
+  "clocks.mem,clocks.max.mem,clocks.gr,pstate";
+const bundled = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: here, stdout: "pipe", stderr: "pipe" });
+if (bundled.exitCode !== 0) throw new Error(`bun run build:bundle failed: ${bundled.stderr}`);
 const commitOf = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "--format=%h"]).stdout.toString().trim();
+const dirty = Bun.spawnSync(["git", "-C", here, "status", "--porcelain"]).stdout.length ? " + changes" : "";
 const subjects: { name: string; cmd: string[] }[] = [
-  { name: `this checkout, ${commitOf(here)}${Bun.spawnSync(["git", "-C", here, "status", "--porcelain"]).stdout.length ? " + changes" : ""}`, cmd: [process.execPath, join(here, "src/cli.ts"), "--json", "--once"] },
+  { name: `this checkout's bundle (dist/cli.js, the package's bin), ${commitOf(here)}${dirty}`, cmd: [process.execPath, join(here, "dist/cli.js"), "--json", "--once"] },
+  { name: `this checkout's sources, ${commitOf(here)}${dirty}`, cmd: [process.execPath, join(here, "src/cli.ts"), "--json", "--once"] },
   ...positionals.map((dir) => ({ name: `commit ${commitOf(dir)}`, cmd: [process.execPath, join(resolve(dir), "src/cli.ts"), "--json", "--once"] })),
   { name: "an empty Bun script", cmd: [process.execPath, empty] },
 ];
-if (Bun.which("nvidia-smi")) subjects.push({ name: "nvidia-smi --query-gpu=memory.used --format=csv", cmd: ["nvidia-smi", "--query-gpu=memory.used", "--format=csv"] });
+if (Bun.which("nvidia-smi")) subjects.push({ name: `nvidia-smi --query-gpu=<the same ${SMI_FIELDS.split(",").length} fields> --format=csv`, cmd: ["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"] });
 
 function wallMs(cmd: string[]): number {
   const t0 = performance.now();
@@ -41,16 +50,23 @@ subjects.forEach((s) => wallMs(s.cmd)); // warm the page cache for each
 for (let i = 0; i < reps; i++) subjects.forEach((s, j) => times[j]!.push(wallMs(s.cmd)));
 
 const base = median(times[0]!);
-const rows = subjects.map((s, j) => ({ name: s.name, median_ms: +median(times[j]!).toFixed(2), ratio_to_this: +(median(times[j]!) / base).toFixed(2) }));
+const quartile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * q)]!;
+const rows = subjects.map((s, j) => ({
+  name: s.name,
+  median_ms: +median(times[j]!).toFixed(2),
+  q1_ms: +quartile(times[j]!, 0.25).toFixed(2),
+  q3_ms: +quartile(times[j]!, 0.75).toFixed(2),
+  ratio_to_this: +(median(times[j]!) / base).toFixed(2),
+}));
 const md = [
   `# \`gpumem-tui --json --once\`, start to exit`,
   ``,
   `Command: \`bun bench/cli-start.ts ${process.argv.slice(2).join(" ")}\`, ${new Date().toISOString()}, Bun ${Bun.version}, ` +
     `${reps} interleaved repetitions after one warm-up of each.`,
   ``,
-  `| what | median | × this checkout |`,
-  `| --- | --- | --- |`,
-  ...rows.map((r) => `| ${r.name} | ${r.median_ms} ms | ${r.ratio_to_this}× |`),
+  `| what | median | quartiles | × the bundle |`,
+  `| --- | --- | --- | --- |`,
+  ...rows.map((r) => `| ${r.name} | ${r.median_ms} ms | ${r.q1_ms}–${r.q3_ms} ms | ${r.ratio_to_this}× |`),
   ``,
 ].join("\n");
 process.stdout.write(md);

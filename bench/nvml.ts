@@ -2,16 +2,22 @@
 //   bun bench/nvml.ts [OUT_DIR]      (default bench/results)
 // 1. CPU cost of one full device sample through bun:ffi (all fields + processes).
 // 2. `gpumem-tui --json --once` against `nvidia-smi --query-gpu=<the same fields> --format=csv`,
-//    interleaved, medians, ratio.
+//    interleaved, medians, ratio: the package's bin (the bundle, dist/cli.js, built first) and the
+//    sources (bun src/cli.ts).
 // 3. Agreement: our numbers next to nvidia-smi's, taken in the same run, with a process holding
 //    memory on the GPU.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Nvml } from "../src/ffi/nvml";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 mkdirSync(outDir, { recursive: true });
-const CLI = join(import.meta.dir, "..", "src", "cli.ts");
+const ROOT = join(import.meta.dir, "..");
+const SOURCE = join(ROOT, "src", "cli.ts");
+const built = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+if (built.exitCode !== 0) throw new Error(`bun run build:bundle failed: ${built.stderr}`);
+const CLI = join(ROOT, "dist", "cli.js");
 const SMI_FIELDS =
   "index,name,uuid,pci.bus_id,memory.total,memory.used,memory.free,memory.reserved,utilization.gpu,utilization.memory," +
   "utilization.encoder,utilization.decoder,temperature.gpu,power.draw,power.limit,fan.speed,clocks.sm,clocks.max.sm," +
@@ -19,9 +25,9 @@ const SMI_FIELDS =
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-function wallMs(cmd: string[]): number {
+function wallMs(cmd: string[], env: Record<string, string | undefined> = process.env): number {
   const t0 = performance.now();
-  const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe", env });
   const t = performance.now() - t0;
   if (p.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed: ${p.stderr}`);
   return t;
@@ -46,14 +52,20 @@ const cpu = process.cpuUsage(cpu0);
 const cpuPerSampleUs = (cpu.user + cpu.system) / N;
 
 // 2. --json --once vs nvidia-smi, interleaved.
-const REPS = 15;
+const REPS = 20;
 const ours: number[] = [];
+const cold: number[] = []; // the bundle with no NVML constants kept (cuda/nvml_constants.c): a first run
+const coldEnv = () => ({ ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), "gpumem-cold-")) });
+const source: number[] = [];
 const smi: number[] = [];
-wallMs(["bun", CLI, "--json", "--once"]); // warm the page cache for both
+wallMs(["bun", CLI, "--json", "--once"]); // warm the page cache for each
+wallMs(["bun", SOURCE, "--json", "--once"]);
 wallMs(["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"]);
 for (let i = 0; i < REPS; i++) {
   ours.push(wallMs(["bun", CLI, "--json", "--once"]));
   smi.push(wallMs(["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"]));
+  source.push(wallMs(["bun", SOURCE, "--json", "--once"]));
+  cold.push(wallMs(["bun", CLI, "--json", "--once"], coldEnv()));
 }
 
 // 3. Agreement in the same moment.
@@ -70,10 +82,14 @@ const result = {
   sample_cpu_us: +cpuPerSampleUs.toFixed(1),
   sample_wall_us: +wallPerSampleUs.toFixed(1),
   json_once_median_ms: +median(ours).toFixed(1),
+  json_once_source_median_ms: +median(source).toFixed(1),
+  json_once_cold_median_ms: +median(cold).toFixed(1),
   nvidia_smi_median_ms: +median(smi).toFixed(1),
   ratio_smi_over_ours: +(median(smi) / median(ours)).toFixed(2),
   reps: REPS,
   json_once_ms: ours.map((x) => +x.toFixed(1)),
+  json_once_source_ms: source.map((x) => +x.toFixed(1)),
+  json_once_cold_ms: cold.map((x) => +x.toFixed(1)),
   nvidia_smi_ms: smi.map((x) => +x.toFixed(1)),
 };
 writeFileSync(join(outDir, "nvml.json"), `${JSON.stringify(result, null, 2)}\n`);
@@ -86,12 +102,14 @@ A process held 3 GiB on the GPU during the run.
 | --- | --- |
 | one full device sample through bun:ffi (all fields + process list), CPU | ${result.sample_cpu_us} µs |
 | same, wall clock | ${result.sample_wall_us} µs |
-| \`gpumem-tui --json --once\` (whole process: Bun start, NVML init, sample, JSON) | ${result.json_once_median_ms} ms |
+| \`gpumem-tui --json --once\`, the package's bin (bundle, dist/cli.js): whole process, Bun start, NVML init, sample, JSON | ${result.json_once_median_ms} ms |
+| same from the sources (\`bun src/cli.ts\`) | ${result.json_once_source_median_ms} ms |
+| the bundle with no NVML constants kept (a first run after a boot or a driver change) | ${result.json_once_cold_median_ms} ms |
 | \`nvidia-smi --query-gpu=<the same ${SMI_FIELDS.split(",").length} fields> --format=csv\` | ${result.nvidia_smi_median_ms} ms |
 | ratio nvidia-smi / gpumem-tui | **${result.ratio_smi_over_ours}×** |
 
 ${REPS} interleaved repetitions of each after one warm-up of each. Runs (ms):
-gpumem-tui ${result.json_once_ms.join(", ")}; nvidia-smi ${result.nvidia_smi_ms.join(", ")}.
+gpumem-tui ${result.json_once_ms.join(", ")}; from the sources ${result.json_once_source_ms.join(", ")}; with no constants kept ${result.json_once_cold_ms.join(", ")}; nvidia-smi ${result.nvidia_smi_ms.join(", ")}.
 
 ## Agreement, taken in the same run
 

@@ -69,29 +69,30 @@ void copy_exact(gpumem_totals* t, c10::DeviceIndex device) {
 void on_trace(const cca::TraceEntry& te) {
   gpumem_header* h = g_header.load(std::memory_order_acquire);
   if (!h || g_empty.load(std::memory_order_relaxed)) return;
-  gpumem_record r;
-  std::memset(&r, 0, sizeof r);
-  r.action = static_cast<uint8_t>(te.action_);
-  r.device = static_cast<int8_t>(te.device_);
-  r.time = static_cast<uint64_t>(te.time_.approx_t_);
-  r.stream = as_u64(te.stream_);
-  r.size = te.size_;
-  if (te.action_ == cca::TraceEntry::OOM) {
-    r.extra = te.addr_;  // for OOM PyTorch stores the device's free bytes in addr_
-  } else {
-    r.address = te.addr_;
-  }
-  r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
-  r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
-  r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
-  r.line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
+  const auto action = static_cast<uint8_t>(te.action_);
   const auto dev = static_cast<uint32_t>(te.device_);
   if (dev < GPUMEM_MAX_DEVICES) {
     gpumem_totals* t = &h->totals[dev];
-    gpumem_totals_apply(t, r.action, static_cast<int64_t>(te.size_));
+    gpumem_totals_apply(t, action, static_cast<int64_t>(te.size_));
     if (g_exact.load(std::memory_order_relaxed)) copy_exact(t, te.device_);
   }
-  gpumem_ring_push(h, &r);
+  // Filled in place: this runs for every allocator event, under the allocator's lock.
+  uint64_t index;
+  gpumem_record* r = gpumem_ring_claim(h, &index);
+  const bool oom = te.action_ == cca::TraceEntry::OOM;
+  r->time = static_cast<uint64_t>(te.time_.approx_t_);
+  r->address = oom ? 0 : te.addr_;
+  r->size = te.size_;
+  r->stream = as_u64(te.stream_);
+  r->extra = oom ? te.addr_ : 0;  // for OOM PyTorch stores the device's free bytes in addr_
+  r->step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
+  r->range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+  r->action = action;
+  r->device = static_cast<int8_t>(te.device_);
+  r->phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+  r->flags = 0;
+  r->line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
+  gpumem_ring_publish(r, index);
 }
 
 // Sync records: the allocator's exact figures of each device, tied to a point of the stream, so a

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "nvml_lib.h"
+#include "nvml_constants.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 static device_cache cache[GPUMEM_NVML_CACHE];
+static char constants_dir[400]; /* set at init */
 
 static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread char last_error[GPUMEM_NVML_ERROR];
@@ -91,6 +93,7 @@ int gpumem_nvml_init(char *err, int errlen) {
   if (nv.cuda_driver_version && nv.cuda_driver_version(&nv.cuda_version) != NVML_SUCCESS) nv.cuda_version = -1;
   int major = 0, minor = 0;
   nv.bad_v3 = sscanf(nv.driver, "%d.%d", &major, &minor) == 2 && major == 535 && minor >= 43 && minor <= 86;
+  gpumem_nvml_constants_dir(constants_dir, sizeof constants_dir);
   nv.ready = 1;
 out:
   pthread_mutex_unlock(&nv_lock);
@@ -208,8 +211,16 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
       if (r == NVML_SUCCESS) snprintf(c->pci_bus_id, sizeof c->pci_bus_id, "%s", pci.busId);
       else gpumem_nvml_note(s, "nvmlDeviceGetPciInfo", r);
     }
-    read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &c->sm_clock_max_mhz);
-    read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &c->memory_clock_max_mhz);
+    gpumem_nvml_constants k;
+    if (gpumem_nvml_constants_load(constants_dir, c->uuid, nv.driver, &k)) {
+      c->sm_clock_max_mhz = k.sm_clock_max_mhz;
+      c->memory_clock_max_mhz = k.memory_clock_max_mhz;
+      c->unsupported |= k.unsupported;
+    } else {
+      read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &c->sm_clock_max_mhz);
+      read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &c->memory_clock_max_mhz);
+      c->keep = 1; /* once this sample has also learnt which calls the device refuses */
+    }
     c->valid = s->error[0] == 0; /* an identity read that failed is tried again next time */
   }
   memcpy(s->name, c->name, sizeof s->name);
@@ -302,5 +313,10 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
   }
 
   gpumem_nvml_read_processes(s, d, c);
+  if (c->keep && c->valid && !s->error[0]) {
+    gpumem_nvml_constants k = {c->sm_clock_max_mhz, c->memory_clock_max_mhz, c->unsupported};
+    gpumem_nvml_constants_store(constants_dir, c->uuid, nv.driver, &k); /* best effort: a read-only home keeps nothing */
+    c->keep = 0;
+  }
   return 0;
 }

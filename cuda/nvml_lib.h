@@ -128,6 +128,7 @@ typedef struct {
   char name[GPUMEM_NVML_TEXT], uuid[GPUMEM_NVML_TEXT], pci_bus_id[GPUMEM_NVML_TEXT];
   int64_t sm_clock_max_mhz, memory_clock_max_mhz;
   uint32_t unsupported; /* bit per call, below */
+  int keep;             /* read from the device this run: kept for the next (nvml_constants.h) */
   unsigned long long util_seen_us; /* the newest process utilization sample read so far */
 } device_cache;
 enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_FIELDS = 1u << 3, CALL_PROCESS_UTIL = 1u << 4 };

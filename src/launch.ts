@@ -2,9 +2,10 @@
 // The agent's sitecustomize goes first on PYTHONPATH; it attaches once the program imports torch
 // and then runs any sitecustomize of the program's own. GPUMEM_TUI_DISABLE=1 turns it off.
 // Nothing else changes: argv, stdin, stdout, stderr and the exit code are the program's.
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { ROOT } from "./root";
 
-export const AGENT_ROOT = resolve(import.meta.dir, "..", "agent");
+export const AGENT_ROOT = join(ROOT, "agent");
 export const INJECT_DIR = join(AGENT_ROOT, "gpumem_agent", "_inject");
 
 /** The environment for the child: the parent's, with the agent's directories first on PYTHONPATH. */

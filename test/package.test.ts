@@ -39,9 +39,9 @@ beforeAll(() => {
 }, 120_000);
 
 describe("the packed tarball", () => {
-  offlineTest("holds the sources, the agent, the native sources, the demo recording and a prebuilt libgpumem.so", () => {
+  offlineTest("holds the bundle the bin runs, the sources, the agent, the native sources, the demo recording and a prebuilt libgpumem.so", () => {
     const files = sh(["find", ".", "-type", "f"], installed).out;
-    for (const f of ["./src/cli.ts", "./cuda/gpumem_ring.h", "./cuda/nvml.c", "./cuda/hook.cpp", "./agent/gpumem_agent/__init__.py", "./agent/gpumem_agent/_inject/sitecustomize.py", "./prebuilt/linux-x64/libgpumem.so", "./prebuilt/linux-x64/build-id", "./README.md"]) {
+    for (const f of ["./dist/cli.js", "./src/cli.ts", "./cuda/gpumem_ring.h", "./cuda/nvml.c", "./cuda/hook.cpp", "./agent/gpumem_agent/__init__.py", "./agent/gpumem_agent/_inject/sitecustomize.py", "./prebuilt/linux-x64/libgpumem.so", "./prebuilt/linux-x64/build-id", "./README.md"]) {
       expect(files).toContain(f);
     }
     expect(files).not.toContain("./cuda/build/");

@@ -10,9 +10,10 @@ import type { Document, Pytorch } from "../system/schema";
 import type { Manifest } from "../system/manifest";
 import type { ProcessModel } from "./live";
 import type { DeviceHistory } from "./session";
+import { ROOT } from "../root";
 
 /** Where the demo lives in the package, and its recording's name. */
-export const DEMO_DIR = join(import.meta.dir, "..", "..", "demo");
+export const DEMO_DIR = join(ROOT, "demo");
 export const DEMO_RING = join(DEMO_DIR, "demo.ring.gz");
 export const DEMO_TRACK = join(DEMO_DIR, "demo.nvml.ndjson");
 

@@ -2,12 +2,13 @@
 // sources, the prebuilt one the package ships for this platform (when it was built from the very
 // same sources), or a build now with the system C compiler. Otherwise: what to install, in words.
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
+import { ROOT } from "../root";
 
-export const ROOT = resolve(import.meta.dir, "../..");
+export { ROOT };
 export const NATIVE_DIR = join(ROOT, "cuda");
-export const NATIVE_SOURCES = ["nvml.c", "nvml_lib.c", "nvml_processes.c", "ring.c"].map((f) => join(NATIVE_DIR, f));
-const NATIVE_HEADERS = ["nvml.h", "nvml_lib.h", "ring.h", "gpumem_ring.h"].map((f) => join(NATIVE_DIR, f));
+export const NATIVE_SOURCES = ["nvml.c", "nvml_lib.c", "nvml_processes.c", "nvml_constants.c", "ring.c"].map((f) => join(NATIVE_DIR, f));
+const NATIVE_HEADERS = ["nvml.h", "nvml_lib.h", "nvml_constants.h", "ring.h", "gpumem_ring.h"].map((f) => join(NATIVE_DIR, f));
 export const BUILT_LIB = join(NATIVE_DIR, "build", "libgpumem.so");
 export const PREBUILT_DIR = join(ROOT, "prebuilt", `${process.platform}-${process.arch}`);
 export const BUILD_COMMAND = "bun run build:native";

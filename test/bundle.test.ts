@@ -1,0 +1,88 @@
+// The bundle the package runs (dist/cli.js, `bun run build:bundle`): the same command line as the
+// sources, the same files found from it, and `--json --once` loading none of the screens' code.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pkg from "../package.json";
+import { ROOT } from "../src/root";
+import { DocumentSchema } from "../src/system/schema";
+import { onGpu } from "./support/gpu";
+
+const DIST = join(ROOT, "dist");
+const ENTRY = join(DIST, pkg.bin["gpumem-tui"].replace(/^dist\//, ""));
+
+function run(entry: string, args: string[]) {
+  const p = Bun.spawnSync(["bun", entry, ...args], { stdout: "pipe", stderr: "pipe" });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+}
+
+/** The files `file` loads before any of its code runs: its static imports, transitively. */
+function staticClosure(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen;
+  seen.add(file);
+  const text = readFileSync(file, "utf8");
+  // Static imports only (`import{a}from"./x.js"`, `import"./x.js"`); `import("./x.js")` is lazy.
+  for (const m of text.matchAll(/(?:^|[;\n}])\s*import\s*(?:[^"'();]*?\bfrom\s*)?["'](\.\/[^"']+)["']/g)) {
+    staticClosure(join(DIST, m[1]!), seen);
+  }
+  return seen;
+}
+
+beforeAll(() => {
+  const p = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(`bun run build:bundle failed: ${p.stderr}`);
+}, 60_000);
+
+describe("the bundle (dist/cli.js, the package's bin)", () => {
+  test("is what package.json's bin names, and starts with a bun shebang", () => {
+    expect(pkg.bin["gpumem-tui"]).toBe("dist/cli.js");
+    expect(readFileSync(ENTRY, "utf8").split("\n")[0]).toBe("#!/usr/bin/env bun");
+  });
+
+  test("--json --once prints the same document as the sources, and finds libgpumem.so from dist/", () => {
+    const bundled = run(ENTRY, ["--json", "--once"]);
+    const source = run(join(ROOT, "src", "cli.ts"), ["--json", "--once"]);
+    expect(bundled.err).toBe("");
+    expect(bundled.code).toBe(0);
+    const doc = DocumentSchema.parse(JSON.parse(bundled.out));
+    const src = JSON.parse(source.out);
+    expect(Object.keys(doc)).toEqual(Object.keys(src));
+    expect(doc.reason).toBe(src.reason);
+    expect(doc.devices.map((d) => d.uuid)).toEqual(src.devices.map((d: { uuid: string }) => d.uuid));
+    // Found from dist/ as from src/: the library loaded, so what is left is the GPU or its absence.
+    if (onGpu) expect(doc.reason).toBeNull();
+    else expect(doc.reason).toBe("no NVIDIA driver (libnvidia-ml.so.1) on this machine");
+  });
+
+  test("--json --once loads none of the screens' code: no ink, react or zod before its own lazy imports", () => {
+    const eager = staticClosure(ENTRY);
+    const code = [...eager].map((f) => readFileSync(f, "utf8")).join("\n");
+    expect(code).toContain("gpumem_nvml_init_async"); // the NVML warm-up is there, from the start
+    expect(code).not.toContain('Symbol.for("react.'); // react
+    expect(code).not.toContain("yoga"); // ink's layout engine
+    expect(code).not.toContain("ZodError"); // zod
+    const eagerBytes = [...eager].reduce((n, f) => n + statSync(f).size, 0);
+    const allBytes = readdirSync(DIST).reduce((n, f) => n + statSync(join(DIST, f)).size, 0);
+    expect(eagerBytes).toBeLessThan(allBytes / 10);
+  });
+
+  test("the other commands run from it: --version, schema, a usage error", () => {
+    expect(run(ENTRY, ["--version"]).out).toBe(`${pkg.version}\n`);
+    const schema = run(ENTRY, ["schema"]);
+    expect(schema.code).toBe(0);
+    expect(JSON.parse(schema.out).title).toBe("gpumem-tui sample");
+    const bad = run(ENTRY, ["--interval", "5"]);
+    expect(bad.code).toBe(2);
+    expect(bad.err.split("\n")[0]).toBe('gpumem-tui: --interval takes a whole number of milliseconds, at least 50 and at most 86400000 (a day) (got "5")');
+  });
+
+  test("run injects the package's own agent from it", () => {
+    const out = join(mkdtempSync(join(tmpdir(), "gpumem-bundle-")), "run.ndjson");
+    const p = run(ENTRY, ["run", "--json", "--output", out, "--interval", "50", "--", "sh", "-c", 'echo "$PYTHONPATH"']);
+    expect(p.code).toBe(0);
+    const agent = join(ROOT, "agent");
+    expect(p.out.trim().split(":").slice(0, 2)).toEqual([join(agent, "gpumem_agent", "_inject"), agent]);
+    expect(readFileSync(out, "utf8").trim().split("\n").length).toBeGreaterThan(0);
+  });
+});
