@@ -16,6 +16,7 @@ MAX_DEVICES = 16
 FIRST_MARK = 16
 # A sync's `extra` when an allocator event happened while the figures were read.
 SYNC_UNSURE = 0xFFFFFFFFFFFFFFFF
+PREFETCH_AHEAD = 8
 
 # Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook stores
 # them unchanged; GPUMEM_FIRST_MARK and up are marks. Names (lower case) are the same in C, Python

@@ -15,6 +15,7 @@ export const MAX_DEVICES = 16;
 export const FIRST_MARK = 16;
 /** A sync's `extra` when an allocator event happened while the figures were read. */
 export const SYNC_UNSURE = 0xffffffffffffffffn;
+export const PREFETCH_AHEAD = 8;
 
 /**
  * Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook stores
