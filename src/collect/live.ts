@@ -49,16 +49,25 @@ export class LiveModels {
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
       if (a.ring) {
+        const names = pm.names && !a.exited ? pm.names : null;
+        if (names?.late(a.ring.next())) names.tick(pm.socket, pm.model, nowUs / 1000);
         let n = 0;
         while (n < MAX_EVENTS_PER_TICK) {
           const { count, lost } = a.ring.read(this.batch);
           if (count === 0 && lost === 0) break;
-          pm.model.ingest(this.batch, lost);
+          // Names taken inside this batch are applied between its records, at their own index.
+          const at = names?.pendingAt() ?? null;
+          const first = a.ring.next() - count;
+          if (at !== null && at >= first && at < first + count) {
+            pm.model.ingest(this.batch, lost, 0, at - first);
+            names!.apply(pm.model, at, nowUs / 1000);
+            pm.model.ingest(this.batch, 0, at - first, count);
+          } else pm.model.ingest(this.batch, lost);
           n += count;
         }
-        if (pm.names && !a.exited) {
-          pm.names.apply(pm.model, a.ring.next(), nowUs / 1000);
-          pm.names.tick(pm.socket, pm.model, nowUs / 1000);
+        if (names) {
+          names.apply(pm.model, a.ring.next(), nowUs / 1000);
+          names.tick(pm.socket, pm.model, nowUs / 1000);
         }
       }
       if (a.header) pm.model.setHeader(a.header);

@@ -26,6 +26,8 @@ export interface NamesStatus {
   round_trip_ms: number | null;
   at_ms: number | null;
   error: string | null;
+  /** Replies that came after the reader had passed their point, dropped and asked again. */
+  late?: number;
 }
 
 type Ask = (socket: string, cmd: string, args: Record<string, unknown>) => Promise<Reply>;
@@ -79,6 +81,25 @@ export class NameRequests {
         this.pending = { tensors: r.tensors as NamedTensor[], writeIndex: typeof r.write_index === "number" ? r.write_index : 0 };
       })
       .finally(() => (this.inflight = false));
+  }
+
+  /** The ring index the pending reply's names were taken at, or null. The reader feeds the model
+   *  up to exactly there, applies the names, then goes on: a moment later a tensor's block may be
+   *  freed (zero_grad) and its address handed to another tensor, which the names must not touch. */
+  pendingAt(): number | null {
+    return this.pending?.writeIndex ?? null;
+  }
+
+  /** A reply the reader had already read past when it came (a walk that took long): its names
+   *  cannot be tied to the blocks of their moment. Dropped, and asked for again at once. */
+  late(readerNext: number): boolean {
+    const p = this.pending;
+    if (!p || readerNext <= p.writeIndex) return false;
+    this.pending = null;
+    this.status.late = (this.status.late ?? 0) + 1;
+    this.lastAskMs = -Infinity;
+    this.lastWalkMs = -Infinity;
+    return true;
   }
 
   /** Apply a reply once the ring has been read up to its write index (`readerNext`). */
