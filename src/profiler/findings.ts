@@ -238,10 +238,12 @@ function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: nu
 
 function gradientsFinding(d: DeviceState): Finding | null {
   const withBackward = [...d.steps, d.cur].filter((r) => r.gradHeldBytes === r.gradHeldBytes);
-  const held = withBackward.filter((r) => r.gradHeldBytes > 0);
+  // The first step's backward can never see earlier gradients: leave it out, of the share and of
+  // the count alike (so the count is never above the steps it is out of).
+  const counted = withBackward.length > 1 ? withBackward.slice(1) : withBackward;
+  const held = counted.filter((r) => r.gradHeldBytes > 0);
   if (held.length < THRESHOLDS.gradientsMinSteps) return null;
-  // The first step's backward can never see earlier gradients: leave it out of the share.
-  const eligible = withBackward.length > 1 ? withBackward.length - 1 : withBackward.length;
+  const eligible = counted.length;
   if (held.length / eligible < THRESHOLDS.gradientsShare) return null;
   const last = held[held.length - 1]!;
   let maxHeld = 0;
