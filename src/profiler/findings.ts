@@ -130,17 +130,21 @@ function settledSteps(d: DeviceState): StepRecord[] {
 function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const s = settledSteps(d);
   if (s.length < THRESHOLDS.growthMinIntervals + 1) return null;
+  // torch's own allocated at each boundary (sync records) where every step has it: the blocks'
+  // sizes come from requests, and a large block the allocator did not split holds up to 1 MiB more.
+  const exact = s.every((r) => r.torchAllocated === r.torchAllocated);
+  const heldAt = (r: StepRecord) => (exact ? r.torchAllocated : r.allocated_at_end);
   let positive = 0;
   let maxDrop = 0;
   for (let k = 1; k < s.length; k++) {
-    const delta = s[k]!.allocated_at_end - s[k - 1]!.allocated_at_end;
+    const delta = heldAt(s[k]!) - heldAt(s[k - 1]!);
     if (delta > 0) positive++;
     else if (-delta > maxDrop) maxDrop = -delta;
   }
   const intervals = s.length - 1;
   const first = s[0]!;
   const last = s[s.length - 1]!;
-  const growth = last.allocated_at_end - first.allocated_at_end;
+  const growth = heldAt(last) - heldAt(first);
   const nSteps = last.step - first.step;
   if (growth <= 0 || nSteps <= 0) return null;
   if (positive / intervals < THRESHOLDS.growthPositiveShare) return null;
@@ -174,7 +178,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const rangeName = topRange > 0 ? m.rangeName(topRange) : null;
   let evidence =
     `Memory held at step boundaries grows by ${formatBytes(perStep)} per step over steps ${first.step}..${last.step} ` +
-    `(allocated at the boundary from ${formatBytes(first.allocated_at_end)} to ${formatBytes(last.allocated_at_end)}; ` +
+    `(${exact ? "torch's memory_allocated()" : "allocated"} at the boundary from ${formatBytes(heldAt(first))} to ${formatBytes(heldAt(last))}; ` +
     `${positive} of ${intervals} boundaries grew).`;
   evidence += ` The growth is in ${CATEGORIES[topCat]!.replace("_", " ")} memory (+${formatBytes(catGrowth)} per step)`;
   const site = growthSite(m, d, first.step, topCat);
@@ -193,8 +197,9 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
     numbers: {
       first_step: first.step,
       last_step: last.step,
-      first_held_bytes: first.allocated_at_end,
-      last_held_bytes: last.allocated_at_end,
+      first_held_bytes: heldAt(first),
+      last_held_bytes: heldAt(last),
+      held_from: exact ? "torch" : "blocks",
       growth_per_step_bytes: Math.round(perStep),
       growing_boundaries: positive,
       boundaries: intervals,
