@@ -28,7 +28,8 @@ describe("per-process figures", () => {
   });
 
   gpuTest("a busy process: its SM % from NVML agrees with nvidia-smi pmon; CPU %, host memory and run time in its row", async () => {
-    const busy = Bun.spawn(["timeout", "60", PY, "-c", BUSY], { stdout: "pipe", env: { ...process.env, CUDA_VISIBLE_DEVICES: "0" } });
+    // The python process itself (not a `timeout` wrapper): NVML and pmon list the pid that holds the context.
+    const busy = Bun.spawn([PY, "-c", BUSY], { stdout: "pipe", env: { ...process.env, CUDA_VISIBLE_DEVICES: "0" } });
     const reader = busy.stdout.getReader();
     await reader.read();
     try {
