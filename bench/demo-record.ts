@@ -8,7 +8,7 @@
 // makes the NVML track. Each part is bounded; a part that fails is logged and the next still runs.
 // OUT_DIR gets: demo/ (demo.ring.gz, demo.json, demo.names.json, demo.nvml.ndjson: copy it over
 // the checkout's demo/), nvml.ndjson (whole), facts.jsonl, log.txt, nvidia-smi-q.txt.
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { command } from "../src/collect/control";
@@ -95,13 +95,16 @@ async function train(): Promise<void> {
   const reply = await command(join(dir, `${pid}.sock`), "names", { at_step: true }, 20_000);
   log(`names: ${reply.ok ? `${(reply.tensors as unknown[]).length} tensors at record ${reply.write_index}` : reply.error}`);
   if (reply.ok) writeFileSync(join(tmp, "run.names.json"), JSON.stringify({ names: reply.tensors, write_index: reply.write_index }));
+  // The monitor beside the training removes an exited agent's files: a hard link keeps the ring
+  // (the agent goes on writing the same file), and the manifest is taken now (its ranges are known).
+  if (existsSync(ring)) linkSync(ring, join(tmp, "run.ring"));
+  copyFileSync(join(dir, `${pid}.json`), join(tmp, "run.json"));
   const code = await Promise.race([proc.exited, Bun.sleep((seconds + 240) * 1000).then(() => null)]);
   if (code === null) proc.kill("SIGTERM");
   log(`training exit ${code}; ${readFileSync(join(tmp, "train.out"), "utf8").split("\n").slice(-3).join(" | ")}`);
   await Bun.sleep(2000); // the track ends after the process
   appendFileSync(LOG, `train stderr (tail): ${readFileSync(join(tmp, "train.err"), "utf8").slice(-2000)}\n`);
-  copyFileSync(ring, join(tmp, "run.ring"));
-  copyFileSync(join(dir, `${pid}.json`), join(tmp, "run.json"));
+  if (!existsSync(join(tmp, "run.ring"))) copyFileSync(ring, join(tmp, "run.ring"));
 }
 
 await part("demo-make", async () => {
