@@ -16,11 +16,14 @@ import { openRingRecording } from "../src/collect/recording";
 import { ACTION, newEventBatch } from "../src/ffi/events";
 import { buildTool } from "../test/support/native";
 
-// The session on core 0, the writers on the others (see below): re-run this script pinned.
-if (navigator.hardwareConcurrency > 1 && !process.env.GPUMEM_BENCH_PINNED && Bun.which("taskset")) {
-  const r = Bun.spawnSync(["taskset", "-c", "0", process.execPath, ...process.argv.slice(1)], { env: { ...process.env, GPUMEM_BENCH_PINNED: String(navigator.hardwareConcurrency) }, stdout: "inherit", stderr: "inherit" });
+// The session on core 0, the writers on the others (see below): re-run this script pinned, told
+// how many cores the machine has (a pinned process sees one).
+if (navigator.hardwareConcurrency > 1 && !process.env.GPUMEM_BENCH_CORES && Bun.which("taskset")) {
+  const r = Bun.spawnSync(["taskset", "-c", "0", process.execPath, ...process.argv.slice(1)], { env: { ...process.env, GPUMEM_BENCH_CORES: String(navigator.hardwareConcurrency) }, stdout: "inherit", stderr: "inherit" });
   process.exit(r.exitCode ?? 1);
 }
+/** The machine's cores (this process, pinned, sees one); 1 where it was not re-run pinned. */
+const CORES = Number(process.env.GPUMEM_BENCH_CORES ?? 1);
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 const seconds = Number(process.argv[3] ?? 20);
 const AGENTS = 8;
@@ -84,8 +87,7 @@ const writers = sleepers.map((s) => {
   const ring = join(dir, `${s.pid}.ring`);
   // On a GPU machine the training processes run on cores of their own: with more than one core
   // here, the writers are kept off the session's core (the session pins itself to core 0).
-  const cores = Number(process.env.GPUMEM_BENCH_PINNED ?? 1);
-  const pin = cores > 1 ? ["taskset", "-c", `1-${cores - 1}`] : [];
+  const pin = CORES > 1 ? ["taskset", "-c", `1-${CORES - 1}`] : [];
   const w = Bun.spawn([...pin, producer, ring, String(1 << 20), String(RATE * (seconds + 10)), "--replay", FIXTURE, "--rate", String(RATE), "--pid", String(s.pid)], { stdout: "ignore", stderr: "ignore" });
   const manifest = { version: 1, pid: s.pid, cmdline: ["train.py"], devices: [0], hook_mode: "hook", ring, socket: null };
   writeFileSync(join(dir, `${s.pid}.json`), JSON.stringify(manifest), { mode: 0o600 });
@@ -97,8 +99,8 @@ for (const p of [...writers, ...sleepers]) p.kill();
 
 const result = {
   date: new Date().toISOString().slice(0, 10),
-  machine: `${process.env.GPUMEM_BENCH_PINNED ?? navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
-  placement: process.env.GPUMEM_BENCH_PINNED ? "the session on core 0, the eight writers on the other cores (as training processes on a GPU machine)" : "unpinned",
+  machine: `${process.env.GPUMEM_BENCH_CORES ? CORES : navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
+  placement: CORES > 1 ? "the session on core 0, the eight writers on the other cores (as training processes on a GPU machine)" : "unpinned",
   command: `bun bench/session.ts ${outDir} ${seconds}`,
   agents: AGENTS,
   records_per_second_per_agent: RATE,

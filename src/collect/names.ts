@@ -1,8 +1,8 @@
 // Names without asking: the monitor asks each agent for its tensors' names (the `names` verb,
 // docs/protocol.md) when the agent appears, after its first optimizer step, and at most once every
 // ASK_EVERY_MS when large unnamed blocks appear or records were lost (names fill blocks back in);
-// it applies a reply once its reading of the ring has reached the reply's write index, so names
-// meet the blocks they were taken from.
+// the reader (live.ts) applies a reply at the reply's write index, between a batch's records, so
+// names meet the blocks they were taken from and not a tensor made at a freed address after.
 import { unnamedBytes, type NamedTensor, type ProfilerModel } from "../profiler";
 import { command, type Reply } from "./control";
 

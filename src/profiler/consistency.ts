@@ -47,7 +47,8 @@ export class Consistency {
   /** Syncs not compared: an event raced the read, or records were lost since the last one. */
   skipped = 0;
   last: SyncPoint | null = null;
-  /** torch's figures at the first sync (the attach): memory the records will never account for. */
+  /** What torch held at the first sync beyond the records seen by then (at the attach: all of
+   *  it): memory the records will never account for. */
   before: { allocated: number; requested: number } | null = null;
   /** The hook's event count less the model's (the hook's counters start at torch's own counts). */
   private offset = Number.NaN;
