@@ -330,7 +330,10 @@ export class DeviceState {
   syncPoint(t: number, allocated: number, reserved: number, requested: number, events: number): SyncPoint | null {
     this._lastTime_us = t;
     const p = this.consistency.observe(this.detail(), t, allocated, reserved, requested, events);
-    if (p !== null) this.accounting.cur.torchAllocated = allocated;
+    if (p !== null) {
+      this.accounting.cur.torchAllocated = allocated;
+      this.accounting.cur.torchRequested = requested;
+    }
     return p;
   }
 

@@ -132,8 +132,12 @@ export class Lifetimes {
     const b = this.blocks;
     let parameters = 0;
     for (const slot of b.bySlot.values()) {
-      if (b.flags[slot] !== 0) continue;
       const cat = b.category[slot]!;
+      if (b.flags[slot] !== 0) {
+        // Parameters the agent named count as parameters seen: their sizes are in paramSizes.
+        if (cat === CAT_PARAMETER) parameters++;
+        continue;
+      }
       let to = -1;
       if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
       else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;

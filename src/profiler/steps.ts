@@ -24,6 +24,8 @@ export class StepRecord {
   allocated_at_end = NaN;
   /** torch's own memory_allocated() at the step's last sync record (NaN where none came). */
   torchAllocated = NaN;
+  /** torch's own requested bytes (memory_stats requested_bytes) at the same sync record. */
+  torchRequested = NaN;
   reserved_at_end = NaN;
   alloc_bytes = 0;
   freed_bytes = 0;

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openRingRecording } from "../../src/collect/recording";
+import { ACTION, newEventBatch, PHASE } from "../../src/ffi/events";
 import { blocks, breakdown, createModel, findings, replay, type ReplayFinalLine } from "../../src/profiler";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
@@ -69,5 +70,34 @@ describe("GPT-2 (transformers) recorded on an H200", () => {
     const names = b.ranges.map((r) => r.name);
     expect(names).toEqual(expect.arrayContaining(["train_step", "Optimizer.step#AdamW.step"]));
     for (const n of names) expect(n).not.toMatch(/^range#/);
+  });
+});
+
+describe("names that come before the first forward (the agent injected by `run`, the model built before the first tick)", () => {
+  test("a cache backward makes (autograd thread's cuBLAS workspace) is not taken for gradients kept", async () => {
+    // Where the first forward begins in the recording.
+    const scan = openRingRecording(join(DIR, "hf-gpt2.ring"));
+    const b = newEventBatch(1 << 20);
+    scan.source.read(b);
+    scan.close();
+    let firstForward = 0;
+    while (!(b.action[firstForward] === ACTION.phase && b.phase[firstForward] === PHASE.forward)) firstForward++;
+    const rec = openRingRecording(join(DIR, "hf-gpt2.ring"));
+    // The parameters' names as the agent gives them once the model is built: the same tensors at
+    // the same addresses, taken just before the first forward.
+    const params = rec.names.flatMap((n) => n.tensors).filter((t) => t.category === "parameter");
+    const model = createModel();
+    let final: ReplayFinalLine | null = null;
+    try {
+      for await (const line of replay(rec.source, { ranges: rec.ranges, names: [{ tensors: params, write_index: firstForward }], model })) if (line.type === "final") final = line;
+    } finally {
+      rec.close();
+    }
+    expect(params.length).toBeGreaterThan(70);
+    expect(final!.findings.filter((f) => f.severity !== "info")).toEqual([]);
+    // what backward left alive that has no parameter's size is a cache, not a gradient
+    const rows = blocks(model, { limit: Infinity }).blocks;
+    const sizes = new Set(rows.filter((b) => b.category === "parameter").map((b) => b.size_bytes));
+    for (const g of rows.filter((b) => b.category === "gradient")) expect(sizes.has(g.size_bytes)).toBe(true);
   });
 });
