@@ -6,10 +6,13 @@
 // recorded, the session ticking once a second as every front end does (rings into models, a profile
 // per process), beside the same session with no agent, in one run. Reports the share of one core the
 // session's ticks take.
-//   bun bench/session.ts [OUT_DIR] [SECONDS]
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+//   bun bench/session.ts [OUT_DIR] [SECONDS] [RECORDING]
+// RECORDING (default test/fixtures/hf-gpt2.ring; a .ring.gz is unpacked first) sets what the writers
+// write and at what rate: e.g. demo/demo.ring.gz, a GPT-2-small-shaped model at batch 16 × 512 on
+// an H100, writes about a third as many records a second as the 45M-parameter fixture at 47 steps/s.
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { Session } from "../src/collect/session";
 import { SystemCollector } from "../src/collect/system";
 import { openRingRecording } from "../src/collect/recording";
@@ -27,7 +30,15 @@ const CORES = Number(process.env.GPUMEM_BENCH_CORES ?? 1);
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 const seconds = Number(process.argv[3] ?? 20);
 const AGENTS = 8;
-const FIXTURE = join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
+const RECORDING = process.argv[4] ?? join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
+/** The plain ring the writers replay (the producer maps a plain file). */
+const FIXTURE = RECORDING.endsWith(".gz") ? unpacked(RECORDING) : RECORDING;
+
+function unpacked(gz: string): string {
+  const out = join(mkdtempSync(join(tmpdir(), "gpumem-bench-ring-")), "recording.ring");
+  writeFileSync(out, Bun.gunzipSync(readFileSync(gz)));
+  return out;
+}
 
 /** The recording's own rate: records a second from its first step mark to its last. */
 function recordedRate(): number {
@@ -101,15 +112,17 @@ const result = {
   date: new Date().toISOString().slice(0, 10),
   machine: `${process.env.GPUMEM_BENCH_CORES ? CORES : navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
   placement: CORES > 1 ? "the session on core 0, the eight writers on the other cores (as training processes on a GPU machine)" : "unpinned",
-  command: `bun bench/session.ts ${outDir} ${seconds}`,
+  command: `bun bench/session.ts ${outDir} ${seconds}${process.argv[4] ? ` ${process.argv[4]}` : ""}`,
   agents: AGENTS,
   records_per_second_per_agent: RATE,
-  source: "test/fixtures/hf-gpt2.ring (a transformers GPT-2 training recorded on an H200), its steps written again and again at its recorded rate",
+  source: process.argv[4]
+    ? `${process.argv[4]}, its records written again and again at its recorded rate`
+    : "test/fixtures/hf-gpt2.ring (a transformers GPT-2 training recorded on an H200), its steps written again and again at its recorded rate",
   idle,
   busy,
   busy_minus_idle_percent_of_a_core: Math.round((busy.cpu_percent_of_a_core - idle.cpu_percent_of_a_core) * 100) / 100,
   target: "one session tick a second with 8 busy agents: at most 10% of a core",
 };
 mkdirSync(outDir, { recursive: true });
-writeFileSync(join(outDir, "session.json"), `${JSON.stringify(result, null, 1)}\n`);
+writeFileSync(join(outDir, process.argv[4] ? `session-${basename(process.argv[4]).replace(/\.ring(\.gz)?$/, "")}.json` : "session.json"), `${JSON.stringify(result, null, 1)}\n`);
 console.log(JSON.stringify(result, null, 1));
