@@ -145,7 +145,7 @@ async function partA(p: Part): Promise<void> {
     const h = ringHeader(join(dir, `${pid}.ring`));
     if (u && p.since() >= 3 && p.since() <= 68) samples.push({ t: p.since(), ...u, records: h?.write_index ?? null, n_alloc: h?.n_alloc ?? null, num_alloc: steps(facts).pop()?.num_alloc ?? null });
     if (!once && p.since() >= 35) once = await jsonOnce(p, dir);
-    shots.push(await screens.show(p, "a", "2", "Process"), await screens.show(p, "a", "3", "Tensors"));
+    shots.push(await screens.show(p, "a", "2", "Process"), await screens.show(p, "a", "3", "Tensors"), await screens.show(p, "a", "6", "Findings"));
     for (const f of ["h.0.attn.c_attn", "wte"]) shots.push(await screens.filtered(p, "a", f));
     await Bun.sleep(Math.max(0, 5000 - (Date.now() - tick)));
   }
@@ -155,6 +155,10 @@ async function partA(p: Part): Promise<void> {
   evidence.add("[a] the training's output", runLog(tmp));
   const fin = finalOf(facts);
   p.check("exit", "the training under `gpumem-tui run` exits 0; the monitor stays and says so", exit === 0 ? [] : [`exit status ${exit ?? "never shown"}`], { pid, steps: fin?.steps, steps_per_second: fin?.steps_per_second });
+  // A sound training (zero_grad every step, nothing kept): the Findings screen shows no warning.
+  const found = shots.filter((s) => s.label.startsWith("findings"));
+  const warned = found.filter((s) => /^\s*(WARNING|ERROR) /m.test(s.text));
+  p.check("no-false-warning", "the Findings screen of a sound training never shows a WARNING or ERROR (info only)", [...(found.length ? [] : ["no Findings screen captured"]), ...warned.slice(0, 3).map((s) => `+${s.t} s: ${lineOf(s.text, /^\s*(WARNING|ERROR) /m)}`)], { findings_screens: found.length, with_warning: warned.length });
   const proc = shots.filter((s) => s.label.startsWith("process"));
   const tens = shots.filter((s) => s.label.startsWith("tensors"));
   const bad = proc.filter((s) => PARTIAL.test(s.text));
@@ -209,6 +213,8 @@ async function partB(p: Part): Promise<void> {
   const last = rows[rows.length - 1]?.x;
   const fails = vs.filter((v) => !v.ok && v.t > 0).map((v) => `+${v.t} s: ${JSON.stringify(v)}`);
   if (!fin || last?.pytorch?.allocated_bytes !== fin.memory_allocated) fails.push(`at exit the last document says allocated ${last?.pytorch?.allocated_bytes ?? "nothing"}, torch ${fin?.memory_allocated ?? "wrote no final line"}`);
+  const warnings = [...new Set(docs.flatMap((d) => d.processes.flatMap((x) => (x.pytorch?.profile?.findings ?? []).filter((f) => f.severity !== "info").map((f) => `${f.id}: ${f.title}`))))];
+  p.check("no-false-warning", "no document of a sound training carries a warning or error finding", warnings.slice(0, 5), { documents: docs.length, warnings });
   p.check("allocated", "PyTorch allocated in the NDJSON lies within torch's figures at the nearest step (half the boundary to the peak), and equals torch's at exit", fails.slice(0, 5), { rows: vs.filter((_, i) => i % Math.max(1, Math.floor(vs.length / 12)) === 0), at_exit: { ndjson: last?.pytorch?.allocated_bytes ?? null, torch: fin?.memory_allocated ?? null, exited_flag: last?.exited ?? null } });
 }
 
