@@ -58,7 +58,7 @@ describe("screens", () => {
     await tick();
     expect(ui.lastFrame()).toContain("[2 Process]");
     expect(ui.lastFrame()).toContain("allocated 83.10 MiB");
-    expect(ui.lastFrame()).toContain("step 20  phase other");
+    expect(ui.lastFrame()).toContain("step 20  phase outside"); // the schema's "other" phase, named apart from the category
     expect(ui.lastFrame()).toMatch(/Step 19: peak 125\.22 MiB in backward/);
     ui.stdin.write("\t");
     await tick();
