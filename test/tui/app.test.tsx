@@ -112,6 +112,8 @@ describe("screens", () => {
     const band = lines.find((l) => /^[ oFBO-]+$/.test(l) && /F-*/.test(l) && l.includes("B"));
     expect(band).toBeDefined();
     expect(lines.some((l) => /OOM X|X OOM/.test(l))).toBe(true);
+    // The OOM came between steps: the finding says so in words, not as a phase called "other".
+    expect(ui.lastFrame()!).toContain("error: CUDA out of memory in step 2, outside forward, backward and the optimizer");
     ui.unmount();
   });
 
