@@ -3,16 +3,19 @@
 //   bun bench/demo-make.ts RUN.ring NVML.ndjson OUT_DIR [--max-mb 4] [--every-ms 1000]
 // RUN.ring with its manifest (RUN.json) and names (RUN.names.json) beside it, as the agent keeps
 // them; NVML.ndjson: `gpumem-tui --json --interval 500` documents written while it ran.
+// A demo already made can be cut shorter the same way: RUN.ring.gz (its manifest and names beside
+// it as demo.json, demo.names.json) and its NVML track (demo.nvml.ndjson) in place of documents.
 // Writes OUT_DIR/demo.ring.gz (the ring cut by bench/ring-cut.ts at a step mark so that it stays
 // under --max-mb compressed, records as written), demo.json, demo.names.json where the names were
 // taken within the cut, and demo.nvml.ndjson: the NVML track (src/system/recorded.ts), one sample
 // per --every-ms of the recorded process's GPUs and rows, over the cut's time.
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { ACTION, newEventBatch } from "../src/ffi/events";
 import { openRing } from "../src/ffi/ring";
 import { DocumentSchema, type Document } from "../src/system/schema";
-import { trackFromDocuments, trackText } from "../src/system/recorded";
+import { parseTrack, trackFromDocuments, trackText, TRACK_FORMAT, type NvmlTrack } from "../src/system/recorded";
 
 process.on("uncaughtException", (e) => {
   process.stderr.write(`demo-make: ${e instanceof Error ? e.message : String(e)}\n`);
@@ -29,10 +32,26 @@ const flag = (name: string, dflt: number) => {
 };
 const maxBytes = flag("--max-mb", 4) * 1024 * 1024;
 const everyMs = flag("--every-ms", 1000);
-const [ringPath, nvmlPath, outDir] = argv;
-if (!ringPath || !nvmlPath || !outDir || argv.length !== 3) {
-  process.stderr.write("usage: bun bench/demo-make.ts RUN.ring NVML.ndjson OUT_DIR [--max-mb 4] [--every-ms 1000]\n");
+const [given, nvmlPath, outDir] = argv;
+if (!given || !nvmlPath || !outDir || argv.length !== 3) {
+  process.stderr.write("usage: bun bench/demo-make.ts RUN.ring[.gz] NVML.ndjson OUT_DIR [--max-mb 4] [--every-ms 1000]\n");
   process.exit(2);
+}
+const ringPath = given.endsWith(".gz") ? unpacked(given) : given;
+
+/** A gzip ring unpacked into a temporary directory, with its manifest and names beside it (the
+ *  reader maps a plain file; ring-cut copies the manifest from beside its input). */
+function unpacked(gz: string): string {
+  const from = gz.replace(/\.gz$/, "");
+  const tmp = mkdtempSync(join(tmpdir(), "gpumem-demo-make-"));
+  process.once("exit", () => rmSync(tmp, { recursive: true, force: true }));
+  const to = join(tmp, basename(from));
+  writeFileSync(to, Bun.gunzipSync(readFileSync(gz)));
+  for (const side of [".json", ".names.json"]) {
+    const path = from.replace(/\.ring$/, side);
+    if (existsSync(path)) copyFileSync(path, to.replace(/\.ring$/, side));
+  }
+  return to;
 }
 const manifest = JSON.parse(readFileSync(ringPath.replace(/\.ring$/, ".json"), "utf8"));
 mkdirSync(outDir, { recursive: true });
@@ -85,16 +104,28 @@ if (existsSync(names)) {
   else process.stderr.write(`names taken at record ${saved.write_index}, after the cut (${steps[k]!.end}): not shipped\n`);
 }
 
-// The track: the recorded process's rows (by its agent's pid) and its GPUs, one sample per period.
+// The track: the recorded process's rows (by its agent's pid) and its GPUs, one sample per period;
+// from a track already made, its samples within the cut's time.
 const pid: number = manifest.pid;
-const docs: Document[] = [];
-for (const [i, line] of readFileSync(nvmlPath, "utf8").split("\n").entries()) {
-  if (!line.trim()) continue;
-  const d = DocumentSchema.safeParse(JSON.parse(line));
-  if (!d.success) throw new Error(`${nvmlPath}:${i + 1}: not a gpumem-tui document: ${d.error.issues[0]?.message}`);
-  docs.push(d.data);
+const window = { from_us: first - 2e6, to_us: endUs + 1e6 };
+const nvmlText = readFileSync(nvmlPath, "utf8");
+const track: NvmlTrack = nvmlText.trimStart().startsWith(`{"format":"${TRACK_FORMAT}"`) ? trackWithin(parseTrack(nvmlText, nvmlPath)) : trackOf(nvmlText);
+
+function trackWithin(t: NvmlTrack): NvmlTrack {
+  if (t.header.pid !== pid) throw new Error(`${nvmlPath}: a track of pid ${t.header.pid}, not of the ring's process (${pid})`);
+  return { header: t.header, samples: t.samples.filter((s) => s.t_us >= window.from_us && s.t_us <= window.to_us) };
 }
-const track = trackFromDocuments(docs, { pid, from_us: first - 2e6, to_us: endUs + 1e6, every_ms: everyMs, device: manifest.devices?.[0] ?? 0 });
+
+function trackOf(text: string): NvmlTrack {
+  const docs: Document[] = [];
+  for (const [i, line] of text.split("\n").entries()) {
+    if (!line.trim()) continue;
+    const d = DocumentSchema.safeParse(JSON.parse(line));
+    if (!d.success) throw new Error(`${nvmlPath}:${i + 1}: not a gpumem-tui document: ${d.error.issues[0]?.message}`);
+    docs.push(d.data);
+  }
+  return trackFromDocuments(docs, { pid, ...window, every_ms: everyMs, device: manifest.devices?.[0] ?? 0 });
+}
 if (track.samples.length === 0) throw new Error(`${nvmlPath}: no document between the ring's first record and its cut (${new Date(first / 1000).toISOString()} … ${new Date(endUs / 1000).toISOString()}): recorded at another time?`);
 writeFileSync(join(outDir, "demo.nvml.ndjson"), trackText(track));
 process.stdout.write(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 // Records the demo on a GPU machine (run it there; it writes what demo/ ships):
-//   bun bench/demo-record.ts OUT_DIR [--seconds 30] [--python /opt/torch/.venv/bin/python3] [--max-mb 5]
+//   bun bench/demo-record.ts OUT_DIR [--seconds 30] [--python /opt/torch/.venv/bin/python3] [--max-mb 2]
 // A transformers GPT-2 training (test/gpu/hf_gpt2.py, 124M parameters) with the agent keeping its
 // ring (large enough not to lap), the names asked mid-run (right after an optimizer step), and
 // beside it this checkout's monitor writing `--json --interval 500` documents (NVML and /proc,
@@ -21,9 +21,9 @@ const opt = (name: string, dflt: string) => {
 };
 const seconds = Number(opt("--seconds", "30"));
 const python = opt("--python", existsSync("/opt/torch/.venv/bin/python3") ? "/opt/torch/.venv/bin/python3" : "python3");
-const maxMb = opt("--max-mb", "5");
+const maxMb = opt("--max-mb", "2"); // what the package ships: about 6 s of steps of the GPT-2 run
 if (argv.length !== 1 || !(seconds > 0)) {
-  process.stderr.write("usage: bun bench/demo-record.ts OUT_DIR [--seconds 30] [--python PY] [--max-mb 5]\n");
+  process.stderr.write("usage: bun bench/demo-record.ts OUT_DIR [--seconds 30] [--python PY] [--max-mb 2]\n");
   process.exit(2);
 }
 const OUT = resolve(argv[0]!);

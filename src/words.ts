@@ -20,3 +20,28 @@ export function formatBytes(bytes: number): string {
 export function formatShare(share: number): string {
   return `${Math.round(share * 100)}%`;
 }
+
+/** What the screens and sentences call the phase the schema names "other" (memory allocated
+ *  outside forward, backward and the optimizer: model set-up, data loading, logging). "other" is
+ *  also a tensor category; one word for each keeps a table's PHASE and CATEGORY apart. JSON keeps
+ *  the schema's name. */
+export const OUTSIDE_PHASE = "outside";
+
+/** A phase name as the screens show it: "outside" for "other", the others as they are. */
+export function phaseLabel(phase: string): string {
+  return phase === "other" ? OUTSIDE_PHASE : phase;
+}
+
+const OUTSIDE_WORDS = "outside forward, backward and the optimizer";
+
+/** In a phase, as a sentence says it: "in backward", "outside forward, backward and the optimizer". */
+export function inPhase(phase: string): string {
+  return phase === "other" ? OUTSIDE_WORDS : `in ${phase}`;
+}
+
+/** Where in a step something happened: "in backward of step 3", or "in step 3, outside forward,
+ *  backward and the optimizer" (no phase known: "in step 3"). */
+export function inPhaseOfStep(phase: string | null, step: number): string {
+  if (phase === null) return `in step ${step}`;
+  return phase === "other" ? `in step ${step}, ${OUTSIDE_WORDS}` : `in ${phase} of step ${step}`;
+}

@@ -45,8 +45,8 @@ describe("the packed tarball", () => {
       expect(files).toContain(f);
     }
     expect(files).not.toContain("./cuda/build/");
-    expect(files).toContain("./demo/demo.ring.gz"); // the demo: a run recorded on an H100
-    expect(files).toContain("./demo/demo.json");
+    // The demo: a GPT-2 training recorded on an H100, its manifest, its tensor names and its NVML track.
+    for (const f of ["demo.ring.gz", "demo.json", "demo.names.json", "demo.nvml.ndjson", "README.md"]) expect(files).toContain(`./demo/${f}`);
     expect(files).not.toContain("./test/"); // tests and their fixtures stay out of the package
     expect(files).not.toContain(".test.ts");
   });

@@ -5,7 +5,7 @@
 import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { DeviceState } from "./device";
-import { formatBytes, formatShare } from "../words";
+import { formatBytes, formatShare, inPhaseOfStep } from "../words";
 import type { ProfilerModel } from "./model";
 import { num, requireDevice } from "./queries";
 import { N_PHASE, type StepRecord } from "./steps";
@@ -163,7 +163,7 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
     .sort((a, b) => b[1] - a[1])
     .slice(0, 3)
     .map(([k, v]) => `${formatShare(share(v))} ${k.replace("_", " ")}`);
-  const where = peakPhase ? `in ${peakPhase} of step ${r.step}` : `in step ${r.step}`;
+  const where = inPhaseOfStep(peakPhase, r.step);
   const words =
     `peak ${formatBytes(peak)} reached ${where}` + (peakRangeName ? ` (range ${peakRangeName})` : "") + (parts.length ? `: ${parts.join(", ")}` : "");
   const endAlloc = complete ? r.allocated_at_end : d.allocated;

@@ -6,7 +6,7 @@ import { RESYNCED_STEP } from "./blocks";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
 import type { DeviceState } from "./device";
 import type { OomIncident } from "./oom";
-import { formatBytes, formatShare } from "../words";
+import { formatBytes, formatShare, inPhase, inPhaseOfStep } from "../words";
 import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
 import { segmentMap } from "./segments";
@@ -51,7 +51,7 @@ function phaseName(p: number): string {
 
 function where(m: ProfilerModel, step: number, phase: number, range: number): string {
   const r = m.rangeName(range);
-  return `in ${phaseName(phase)} of step ${step}${r ? ` (range ${r})` : ""}`;
+  return `${inPhaseOfStep(phaseName(phase), step)}${r ? ` (range ${r})` : ""}`;
 }
 
 function topCategories(live: Float64Array, n: number): string {
@@ -249,7 +249,7 @@ function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: nu
   const phase = PHASE_NAMES[Math.floor(top[0] / 2 ** 32)] ?? "other";
   const rangeId = top[0] % 2 ** 32;
   const range = rangeId > 0 ? m.rangeName(rangeId) : null;
-  const where = `${phase === "other" ? "outside forward, backward and the optimizer" : `in ${phase}`}, ${range ? `in range ${range}` : "outside every record_function range"}`;
+  const where = `${inPhase(phase)}, ${range ? `in range ${range}` : "outside every record_function range"}`;
   return { phase, range, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };
 }
 

@@ -1,5 +1,6 @@
 // Text charts: area charts in braille (2×4 dots a cell) or plain ASCII, and bars. Pure functions:
 // numbers in, lines of text out, so they are tested without a terminal.
+import { OUTSIDE_PHASE } from "../words";
 
 const LEFT = [0x40, 0x04, 0x02, 0x01]; // dots of the left column, bottom to top
 const RIGHT = [0x80, 0x20, 0x10, 0x08];
@@ -98,7 +99,7 @@ export function onTimeAxis(buckets: readonly { start_us: number; max: number; la
   return out;
 }
 
-const PHASE_LETTER = ["o", "F", "B", "O"]; // other, forward, backward, optimizer
+const PHASE_LETTER = ["o", "F", "B", "O"]; // outside ("other"), forward, backward, optimizer
 
 /**
  * The phase band under a chart: runs of one phase as a letter then a rule ("F━━━B━━━━O━"), so it
@@ -185,4 +186,4 @@ export function timeAxis(width: number, spanUs: number, end: string): string {
 }
 
 /** What the phase letters under a chart stand for. */
-export const PHASE_LEGEND = "F forward  B backward  O optimizer  o none of them";
+export const PHASE_LEGEND = `F forward  B backward  O optimizer  o ${OUTSIDE_PHASE} them`;

@@ -1,5 +1,5 @@
 // Formatting for the screens. Bytes as PyTorch users read them (binary units).
-export { formatBytes } from "../words";
+export { formatBytes, inPhase, phaseLabel } from "../words";
 
 /** Bytes in at most 8 characters, three significant digits (a chart's axis): "144 MiB", "3.27 GiB". */
 export function formatBytesShort(bytes: number): string {

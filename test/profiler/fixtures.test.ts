@@ -132,7 +132,8 @@ describe("rings recorded on a GPU", () => {
     // scenarios.py asks for 16 TiB after two steps, outside any phase
     expect(f.numbers.request_bytes).toBe(2 ** 44);
     expect(f.numbers.step).toBe(facts.steps);
-    expect(f.numbers.phase).toBe("other");
+    expect(f.numbers.phase).toBe("other"); // the schema's name; the words name it apart from the category
+    expect(f.evidence).toStartWith(`Out of memory on device 0 in step ${facts.steps}, outside forward, backward and the optimizer: `);
     expect(f.numbers.device_free_bytes as number).toBeGreaterThan(0);
     expect(f.numbers.allocated_bytes as number).toBeLessThanOrEqual(facts.max_memory_allocated);
     expect(f.evidence).toContain("asked for 16.00 TiB");

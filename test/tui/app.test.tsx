@@ -58,7 +58,7 @@ describe("screens", () => {
     await tick();
     expect(ui.lastFrame()).toContain("[2 Process]");
     expect(ui.lastFrame()).toContain("allocated 83.10 MiB");
-    expect(ui.lastFrame()).toContain("step 20  phase other");
+    expect(ui.lastFrame()).toContain("step 20  phase outside"); // the schema's "other" phase, named apart from the category
     expect(ui.lastFrame()).toMatch(/Step 19: peak 125\.22 MiB in backward/);
     ui.stdin.write("\t");
     await tick();
@@ -112,6 +112,8 @@ describe("screens", () => {
     const band = lines.find((l) => /^[ oFBO-]+$/.test(l) && /F-*/.test(l) && l.includes("B"));
     expect(band).toBeDefined();
     expect(lines.some((l) => /OOM X|X OOM/.test(l))).toBe(true);
+    // The OOM came between steps: the finding says so in words, not as a phase called "other".
+    expect(ui.lastFrame()!).toContain("error: CUDA out of memory in step 2, outside forward, backward and the optimizer");
     ui.unmount();
   });
 

@@ -1,6 +1,8 @@
 // The demo's replay must not sit still through a recording's idle stretch (normal.ring has 4.7 s
-// with no event after the model is built), and after the cut it must keep its pace, not rush.
+// with no event after the model is built), and after the cut it must keep its pace, not rush; the
+// shipped demo plays at the pace it was recorded.
 import { expect, test } from "bun:test";
+import { join } from "node:path";
 import { idleCuttingClock, PausableClock, startReplay } from "../../src/collect/live";
 import { openRingRecording } from "../../src/collect/recording";
 import { replay } from "../../src/profiler/replay";
@@ -22,18 +24,33 @@ test("a wait longer than the cap is cut to it; the clock reads on as if it had b
   expect(base.waits).toEqual([1_000_000, 100_000]);
 });
 
-test("the demo recording replays at the recorded pace (1×) with no wait over 2 s, and its steps still take their time", async () => {
-  const rec = openRingRecording(DEMO_RECORDING);
+/** Replays `path` at 1× with idle stretches cut to 2 s on a manual clock: what it waited, and how many states it gave. */
+async function played(path: string) {
+  const rec = openRingRecording(path);
   const base = manualClock();
   let states = 0;
   for await (const _ of replay(rec.source, { speed: 1, clock: idleCuttingClock(2_000_000, base), ranges: rec.ranges, state_every_us: 100_000 })) states++;
-  const total = base.waits.reduce((a, b) => a + b, 0);
-  expect(Math.max(...base.waits)).toBeLessThanOrEqual(2_000_000);
+  rec.close();
+  return { waits: base.waits, total: base.waits.reduce((a, b) => a + b, 0), states };
+}
+
+test("a recording with an idle stretch replays at its pace (1×) with no wait over 2 s, and its steps still take their time", async () => {
+  const { waits, total, states } = await played(join(import.meta.dir, "..", "fixtures", "normal.ring"));
+  expect(Math.max(...waits)).toBeLessThanOrEqual(2_000_000);
   // Without the cut the idle stretch alone would take 4.7 s; the rest still plays at its pace
   // (0.4 s of steps are 0.4 s on the wall), so the whole run is neither frozen nor rushed.
   expect(total).toBeLessThan(3_000_000);
   expect(total).toBeGreaterThan(2_300_000);
   expect(states).toBeGreaterThan(3);
+});
+
+test("the shipped demo replays at the recorded pace (1×): its 6.4 s of recording (69 steps) take 6.4 s, nothing cut", async () => {
+  const { waits, total, states } = await played(DEMO_RECORDING);
+  // The recording has no idle stretch (it starts as the first step does): every wait is a state's.
+  expect(Math.max(...waits)).toBeLessThanOrEqual(100_000);
+  expect(total).toBeGreaterThan(6_300_000);
+  expect(total).toBeLessThan(6_500_000);
+  expect(states).toBeGreaterThan(60);
 });
 
 test("a paused clock stands still and resumes where it stopped", async () => {

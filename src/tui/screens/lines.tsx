@@ -8,6 +8,9 @@ import type { LinesState } from "../controller";
 import { color, formatBytes, pad } from "../format";
 
 export function LinesScreen({ pm, state, width, height }: { pm: ProcessModel | undefined; state: LinesState | undefined; width: number; height: number }) {
+  // A recording carries no line profile: they are asked of a live agent over its socket.
+  if (pm?.source === "replay")
+    return <Text dimColor>pid {pm.pid} is a recording, which has no line profiles: they come from a live process whose code uses @gpumem_agent.profile (agent/README.md).</Text>;
   if (!pm || !pm.socket)
     return <Text dimColor>Line profiles come from a live process whose code uses @gpumem_agent.profile (agent/README.md); select one on the Overview.</Text>;
   if (!state) return <Text dimColor>asking pid {pm.pid} for its line profile…</Text>;

@@ -2,7 +2,7 @@
 // each cell of a process or a job row says, and the sort each column stands for. Unknown is "–",
 // never 0.
 import type { Job, Process } from "../../system/schema";
-import { formatBytes, formatDuration, pad, UNKNOWN } from "../format";
+import { formatBytes, formatDuration, pad, phaseLabel, UNKNOWN } from "../format";
 
 /** The process table's sorts, in the order `s` steps through them. */
 export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user", "sm", "cpu", "host", "time"] as const;
@@ -82,10 +82,10 @@ const PHASE: Column = {
   title: "PHASE",
   width: 9,
   gap: true,
-  process: (p) => p.pytorch?.phase ?? "",
+  process: (p) => (p.pytorch ? phaseLabel(p.pytorch.phase) : ""),
   job: (j) => {
     const phases = new Set(j.ranks.map((r) => r.phase).filter((x) => x !== null));
-    return phases.size === 1 ? [...phases][0]! : phases.size ? "mixed" : "";
+    return phases.size === 1 ? phaseLabel([...phases][0]!) : phases.size ? "mixed" : "";
   },
 };
 const STEP: Column = {

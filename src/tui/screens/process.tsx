@@ -4,7 +4,7 @@ import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline, type StepBreakdown } from "../../profiler";
 import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeAxis, yAxis } from "../chart";
-import { color, formatBytes, formatBytesShort, pad, UNKNOWN } from "../format";
+import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 
 // Phase band colors: other, forward, backward, optimizer (letters carry them without color).
 const PHASE_COLORS = ["gray", "cyan", "magenta", "yellow"] as const;
@@ -78,7 +78,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
         allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}{peakWords}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
       </Text>
       <Text wrap="truncate-end">
-        fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{s.phase}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}
+        fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}
       </Text>
       <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text>
       {resv.map((line, i) => (
@@ -104,7 +104,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
         </Text>
       ))}
       <Text bold>
-        Step {b.step}{b.complete ? "" : " (running)"}: peak {formatBytes(b.peak.allocated_bytes)} {b.peak.phase ? `in ${b.peak.phase}` : ""}
+        Step {b.step}{b.complete ? "" : " (running)"}: peak {formatBytes(b.peak.allocated_bytes)} {b.peak.phase ? inPhase(b.peak.phase) : ""}
       </Text>
       <Text dimColor>{pad(b.peak.words, width - 1)}</Text>
       <Text inverse>{pad("PHASE", 12)}{pad("ALLOCATED", 12, true)}{pad("TEMPORARY", 12, true)}{pad("HELD AT END", 13, true)}{pad("PEAK", 12, true)}{pad("SHARE OF PEAK", 15, true)}</Text>
@@ -114,7 +114,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
         const v = (x: string) => (none ? UNKNOWN : x);
         return (
           <Text key={p.phase} dimColor={none}>
-            {pad(p.phase, 12)}{pad(v(formatBytes(p.alloc_bytes)), 12, true)}{pad(v(formatBytes(p.temporary_bytes)), 12, true)}{pad(v(formatBytes(p.held_at_end_bytes)), 13, true)}{pad(p.peak_allocated_bytes === null ? UNKNOWN : formatBytes(p.peak_allocated_bytes), 12, true)}{pad(v(`${Math.round(p.share_of_step_peak * 100)}%`), 15, true)}
+            {pad(phaseLabel(p.phase), 12)}{pad(v(formatBytes(p.alloc_bytes)), 12, true)}{pad(v(formatBytes(p.temporary_bytes)), 12, true)}{pad(v(formatBytes(p.held_at_end_bytes)), 13, true)}{pad(p.peak_allocated_bytes === null ? UNKNOWN : formatBytes(p.peak_allocated_bytes), 12, true)}{pad(v(`${Math.round(p.share_of_step_peak * 100)}%`), 15, true)}
           </Text>
         );
       })}

@@ -3,7 +3,7 @@ import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import type { NamesStatus } from "../../collect/names";
 import { blocks, categories, type BlockLine } from "../../profiler";
-import { color, formatBytes, pad } from "../format";
+import { color, formatBytes, pad, phaseLabel } from "../format";
 
 export const TENSOR_SORTS = ["size", "time", "address"] as const;
 export type TensorSort = (typeof TENSOR_SORTS)[number];
@@ -45,7 +45,7 @@ function columns(width: number, sort: TensorSort, reverse = false): { cols: Colu
   ];
   const optional: Column[] = [
     { title: "AGE", width: 8, right: true, sort: "time", cell: (_b, age) => `${(age / 1e6).toFixed(1)}s` },
-    { title: " PHASE", width: 10, cell: (b) => ` ${b.phase}` },
+    { title: " PHASE", width: 10, cell: (b) => ` ${phaseLabel(b.phase)}` },
     { title: "STEP", width: 6, right: true, cell: (b) => (b.step === null ? "" : String(b.step)) },
     { title: " RANGE", width: 19, cell: (b) => ` ${b.range_name ?? ""}` },
   ];
@@ -73,7 +73,7 @@ export function tensorsLayout(pm: ProcessModel, height: number, sort: TensorSort
   const cats = categories(pm.model);
   const view = blocks(pm.model, { sort, reverse, limit: 5000 });
   const f = filter.toLowerCase();
-  const rows = f ? view.blocks.filter((b) => `${b.label} ${b.category} ${b.phase} ${b.range_name ?? ""} ${b.dtype ?? ""}`.toLowerCase().includes(f)) : view.blocks;
+  const rows = f ? view.blocks.filter((b) => `${b.label} ${b.category} ${phaseLabel(b.phase)} ${b.range_name ?? ""} ${b.dtype ?? ""}`.toLowerCase().includes(f)) : view.blocks;
   const catLines = cats.categories.filter((c) => c.bytes > 0);
   const names = namesLine(pm.names?.status);
   const room = Math.max(3, height - catLines.length - 5 - (names ? 1 : 0));

@@ -1,0 +1,117 @@
+// The demo the package ships (demo/): a transformers GPT-2 training recorded on an H100 with its
+// NVML track and the agent's tensor names. Played to its end, every screen shows what the
+// recording holds: the recorded GPU by name, the process, tensor names, range names, phases, steps,
+// and no finding that is not so.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { render } from "ink-testing-library";
+import { DEMO_RING, readTrack, RecordedMachine } from "../../src/collect/demo";
+import type { ProcessModel } from "../../src/collect/live";
+import { openRingRecording, type Recording } from "../../src/collect/recording";
+import { createModel, findings, steps, summary } from "../../src/profiler";
+import { replay } from "../../src/profiler/replay";
+import { App } from "../../src/tui/app";
+import { Controller } from "../../src/tui/controller";
+
+const SIZE = { columns: 160, rows: 50 }; // tall enough for the Process screen's range rows
+const tick = () => new Promise((r) => setTimeout(r, 30));
+const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
+
+let rec: Recording;
+let pm: ProcessModel;
+beforeAll(async () => {
+  rec = openRingRecording(DEMO_RING);
+  const model = createModel().keepTrace();
+  for await (const _ of replay(rec.source, { ranges: rec.ranges, names: rec.names, model })) {
+    // to the end
+  }
+  rec.close();
+  pm = { pid: rec.manifest!.pid, model, source: "replay", socket: null, title: `recording of ${rec.manifest!.cmdline.join(" ")}`, ended: true };
+});
+
+/** The screens of the demo played to its end, with its recorded machine on the Overview. */
+async function screens(keys: string[]): Promise<Record<string, string>> {
+  const ctl = new Controller(null, 1000);
+  ctl.replay = pm;
+  ctl.recorded = new RecordedMachine(readTrack(DEMO_RING)!, pm, rec.manifest);
+  ctl.doc = ctl.recorded.tick();
+  const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
+  const out: Record<string, string> = {};
+  try {
+    for (const k of keys) {
+      ui.stdin.write(k);
+      await tick();
+      out[k] = plain(ui.lastFrame()!);
+    }
+  } finally {
+    ui.unmount();
+  }
+  return out;
+}
+
+describe("the shipped demo", () => {
+  test("its recording: a GPT-2 training under torch 2.11 with its own ranges, whole (not partial), 69 steps at about 12 a second", () => {
+    expect(rec.manifest!.torch_version).toBe("2.11.0+cu130");
+    expect(rec.manifest!.cmdline[0]).toEndWith("test/gpu/hf_gpt2.py");
+    expect(Object.values(rec.ranges).sort()).toEqual(["Optimizer.step#AdamW.step", "Optimizer.zero_grad#AdamW.zero_grad", "data", "train_step"]);
+    const d = summary(pm.model).devices[0]!;
+    expect(d.step).toBe(69);
+    expect(d.partial).toBe(false);
+    expect(d.lost_records).toBe(0);
+    expect(d.sync.disagreed).toBe(0);
+    expect(d.sync.agreed).toBeGreaterThan(60);
+    // The recorded pace: the steps after the first (which builds the optimizer state) at 10–14 a second.
+    const s1 = steps(pm.model).steps.find((s) => s.step === 1)!;
+    const span_s = (d.last_time_us! - s1.start_us!) / 1e6;
+    expect(68 / span_s).toBeGreaterThan(10);
+    expect(68 / span_s).toBeLessThan(14);
+  });
+
+  test("its findings: only what is so (fragmentation), no kept gradients, nothing partial", () => {
+    const kinds = findings(pm.model).map((f) => f.id);
+    expect(kinds).toEqual(["fragmentation"]);
+  });
+
+  test("its NVML track: the H100 it was recorded on, the driver, and samples over the whole recording", () => {
+    const track = readTrack(DEMO_RING)!;
+    expect(track.header.driver_version).toBe("580.159.04");
+    expect(track.header.pid).toBe(rec.manifest!.pid);
+    expect(track.samples.every((s) => s.devices[0]?.name === "NVIDIA H100 80GB HBM3")).toBe(true);
+    const d = summary(pm.model).devices[0]!;
+    expect(track.samples[0]!.t_us).toBeLessThanOrEqual(d.first_time_us!);
+    expect(track.samples.at(-1)!.t_us).toBeGreaterThanOrEqual(d.last_time_us! - 1e6);
+  });
+
+  test("on the screens: the recorded H100 and the process, names, ranges, phases (the one outside them as such), findings", async () => {
+    const s = await screens(["1", "2", "3", "5", "6"]);
+    const pid = rec.manifest!.pid;
+    expect(s["1"]).toContain("GPU 0 [recorded] NVIDIA H100 80GB HBM3");
+    const row = s["1"]!.split("\n").find((l) => l.startsWith(`${pid} `))!;
+    expect(row).toContain("[recorded] /opt/torch/.venv/bin/python3 /work/main/test"); // its command, cut where the row ends
+    expect(row).toMatch(/ 4\.01 GiB +18\.46 GiB /); // the replay's allocated and reserved at its end
+    expect(row).toMatch(/ outside +69 /);
+
+    expect(s["2"]).toContain(`pid ${pid} [replay finished] recording of /work/main/test/gpu/hf_gpt2.py`);
+    expect(s["2"]).toContain("step 69  phase outside  range Optimizer.step#AdamW.step");
+    expect(s["2"]).toContain("F forward  B backward  O optimizer  o outside them");
+    expect(s["2"]).toMatch(/^Step 68: peak 16\.22 GiB in backward$/m);
+    expect(s["2"]).toMatch(/^outside +64\.00 KiB /m);
+    expect(s["2"]).toMatch(/^forward +17\.38 GiB /m);
+    expect(s["2"]).toMatch(/^ +train_step +\d+\.\d+ GiB$/m);
+    expect(s["2"]).toMatch(/^ +Optimizer\.step#AdamW\.step +473\.20 MiB$/m);
+    expect(s["2"]).toMatch(/^ +data +64\.00 KiB$/m);
+    expect(s["2"]).not.toMatch(/^other /m); // "other" is a category, not a phase, on the screens
+
+    expect(s["3"]).toMatch(/^ +parameter +473\.20 MiB +148 blocks/m);
+    expect(s["3"]).toMatch(/^ +optimizer_state +946\.40 MiB +296 blocks/m);
+    expect(s["3"]).toMatch(/147\.24 MiB parameter +transformer\.wte\.weight +50257×768 +float32 .* outside +0 *$/m);
+    expect(s["3"]).toMatch(/147\.24 MiB optimizer_state exp_avg of transformer\.wte\.weight +50257×768 +float32 .* optimizer +0 Optimizer\.step#Ad/m);
+
+    // The run used no @gpumem_agent.profile, and a recording has none: the Lines screen says so.
+    expect(s["5"]).toContain(`pid ${pid} is a recording, which has no line profiles: they come from a live process whose code uses @gpumem_agent.profile`);
+
+    expect(s["6"]).toMatch(/1 finding/);
+    expect(s["6"]).toMatch(/^INFO +[\d.]+ GiB reserved but unallocated; largest free block 1\.54 GiB$/m);
+    expect(s["6"]).not.toContain("gradient");
+    expect(s["6"]).not.toContain("partial");
+  });
+});
