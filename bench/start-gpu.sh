@@ -13,15 +13,8 @@ set -u
 out=${1:?usage: bash bench/start-gpu.sh OUT_DIR}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
-export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1
 log=$out/start-gpu.log
-step() {
-  local name=$1 limit=$2
-  shift 2
-  echo "== $name (at most ${limit} s) $(date -u +%T)" | tee -a "$log"
-  timeout "$limit" "$@" >> "$log" 2>&1 || echo "$name: exit status $?" | tee -a "$log"
-}
-command -v bun > /dev/null || { echo "no bun on PATH (see bench/gpu-next.sh's header)"; exit 2; }
+. bench/step.sh
 step build-native 120 bun cuda/build.ts
 step build-bundle 120 bun run build:bundle
 step nvml 300 bun bench/nvml.ts "$out"

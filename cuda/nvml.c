@@ -12,12 +12,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static device_cache cache[GPUMEM_NVML_CACHE];
 static char constants_dir[400]; /* set at init */
 
-static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t gpumem_nvml_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread char last_error[GPUMEM_NVML_ERROR];
 
 
@@ -73,8 +72,7 @@ static int load(char *err, int errlen) {
   return 0;
 }
 
-/* With nv_lock held. */
-static int init_locked(char *err, int errlen) {
+int gpumem_nvml_init_locked(char *err, int errlen) {
   if (nv.ready) return 0;
   if (!nv.lib && load(err, errlen) != 0) return -1;
   nvmlReturn_t r = nv.init();
@@ -95,82 +93,19 @@ static int init_locked(char *err, int errlen) {
 }
 
 int gpumem_nvml_init(char *err, int errlen) {
-  pthread_mutex_lock(&nv_lock);
-  int rc = init_locked(err, errlen);
-  pthread_mutex_unlock(&nv_lock);
+  pthread_mutex_lock(&gpumem_nvml_lock);
+  int rc = gpumem_nvml_init_locked(err, errlen);
+  pthread_mutex_unlock(&gpumem_nvml_lock);
   return rc;
 }
-
-/* nvmlInit and each query's first call are slow on a GSP-based GPU (an H100: ~9 ms for init, and
- * first calls of 0.4 to 3.7 ms: the utilization, temperature, clock and max-clock queries). A
- * one-shot `--json --once` pays all of that once; starting it on a thread of its own, while the
- * caller does other start-up work, takes it off the critical path. The warm-up holds nv_lock from
- * init to its last device, so that whatever comes next (gpumem_nvml_init, a sample, a take of the
- * kept samples) waits for it to finish.
- * With GPUMEM_WARM_KEEP the warm-up's samples are kept: a one-shot prints them (they are the first
- * sample, taken at kept_time_ms) instead of asking NVML a second time. */
-static gpumem_nvml_sample kept[GPUMEM_NVML_CACHE];
-static int kept_count;               /* devices whose sample is kept; 0 none */
-static char kept_taken[GPUMEM_NVML_CACHE];
-static double kept_time_ms = -1;
-static uint32_t warm_flags;
-
-static void *warm_up(void *arg) {
-  (void)arg;
-  char err[GPUMEM_NVML_ERROR];
-  static gpumem_nvml_sample scratch;
-  pthread_mutex_lock(&nv_lock);
-  if (init_locked(err, sizeof err) == 0) {
-    int n = gpumem_nvml_device_count();
-    int keep = (warm_flags & GPUMEM_WARM_KEEP) && n > 0 && n <= GPUMEM_NVML_CACHE;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now); /* when the sample began, as a caller's Date.now() before sampling */
-    for (int i = 0; i < n; i++) gpumem_nvml_sample_device(i, keep ? &kept[i] : &scratch, warm_flags & GPUMEM_SAMPLE_NO_PCIE);
-    if (keep) {
-      kept_count = n;
-      kept_time_ms = (double)now.tv_sec * 1e3 + (double)(now.tv_nsec / 1000000);
-    }
-  }
-  pthread_mutex_unlock(&nv_lock);
-  return NULL;
-}
-
-int gpumem_nvml_init_async(uint32_t flags) {
-  static int started;
-  pthread_mutex_lock(&nv_lock);
-  int first = !started;
-  started = 1;
-  warm_flags = first ? flags : warm_flags;
-  pthread_mutex_unlock(&nv_lock);
-  if (!first) return 0;
-  pthread_t t;
-  if (pthread_create(&t, NULL, warm_up, NULL) != 0) return -1;
-  pthread_detach(t);
-  return 0;
-}
-
-int gpumem_nvml_take_kept(int index, gpumem_nvml_sample *s) {
-  int rc = -1;
-  pthread_mutex_lock(&nv_lock);
-  if (index >= 0 && index < kept_count && !kept_taken[index]) {
-    memcpy(s, &kept[index], sizeof *s);
-    kept_taken[index] = 1;
-    rc = 0;
-  }
-  pthread_mutex_unlock(&nv_lock);
-  return rc;
-}
-
-double gpumem_nvml_kept_time_ms(void) { return kept_time_ms; }
 
 void gpumem_nvml_shutdown(void) {
-  pthread_mutex_lock(&nv_lock);
+  pthread_mutex_lock(&gpumem_nvml_lock);
   if (nv.ready && nv.shutdown) nv.shutdown();
   nv.ready = 0;
   memset(cache, 0, sizeof cache);
-  kept_count = 0; /* a sample of an NVML that is gone is not one of the next */
-  kept_time_ms = -1;
-  pthread_mutex_unlock(&nv_lock);
+  gpumem_nvml_forget_kept(); /* a sample of an NVML that is gone is not one of the next */
+  pthread_mutex_unlock(&gpumem_nvml_lock);
 }
 
 const char *gpumem_nvml_driver_version(void) { return nv.driver; }
