@@ -12,15 +12,8 @@ out=${1:?usage: bash bench/perf-gpu.sh OUT_DIR [start|overhead|all]}
 what=${2:-all}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
-export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1
 log=$out/perf-gpu.log
-step() {
-  local name=$1 limit=$2
-  shift 2
-  echo "== $name (at most ${limit} s) $(date -u +%T)" | tee -a "$log"
-  timeout "$limit" "$@" >> "$log" 2>&1 || echo "$name: exit status $?" | tee -a "$log"
-}
-command -v bun > /dev/null || { echo "no bun on PATH (see bench/gpu-next.sh's header)"; exit 2; }
+. bench/step.sh
 bun cuda/build.ts >> "$log" 2>&1 || echo "libgpumem did not build (see $log)"
 if [ "$what" = start ] || [ "$what" = all ]; then
   step hook_cost 240 python3 bench/hook_cost.py "$out" --runs 300 --events 100000

@@ -1,5 +1,6 @@
 // Where the time of `gpumem-tui --json --once` goes, step by step, in one process, following the
-// CLI's own path (NVML warmed up on a native thread while the modules load).
+// CLI's own path (src/cli.ts): NVML's warm-up thread first, then the modules, the agents' directory,
+// the wait for that thread, and the sample it kept.
 //   bun bench/startup.ts
 // performance.now() counts from the process's start, so the first line is Bun's own start-up.
 export {};
@@ -10,19 +11,37 @@ const lap = (what: string) => {
   marks.push([what, now - last]);
   last = now;
 };
-const { warmUp } = await import("../src/ffi/nvml");
-lap("import src/ffi/nvml");
-warmUp();
-lap("dlopen libgpumem (bun:ffi), start NVML's warm-up thread");
-const { SystemCollector } = await import("../src/collect/system");
-lap("import the collector (overlaps the warm-up)");
+const { warmUp } = await import("../src/ffi/warm-up");
+lap("import src/ffi/warm-up (the CLI's one static import)");
+warmUp({ oneShot: true });
+lap("find and dlopen libgpumem (one symbol), start NVML's warm-up thread");
+const { parseCli } = await import("../src/commands/options");
+await import("../src/commands/main");
+lap("import the command line (overlaps the warm-up)");
+const opts = parseCli(["--json", "--once"]);
+lap("parse the command line (overlaps)");
+const [{ SystemCollector }, { Session }, { serialize }] = await Promise.all([
+  import("../src/collect/system"),
+  import("../src/collect/session"),
+  import("../src/headless/stream"),
+]);
+lap("import the collector, the session, the JSON writer (overlaps)");
 const c = new SystemCollector();
-lap("SystemCollector: wait for NVML init and warm-up");
-const doc = c.sample(Date.now(), { oneShot: true });
-lap(`collector.sample() of ${doc.devices.length} device(s)`);
-const text = JSON.stringify(doc);
-lap(`JSON.stringify (${text.length} bytes)`);
+const session = new Session(c);
+c.agents.refresh();
+lap("the agents' directory, as sample() reads it first (overlaps)");
+c.open();
+lap("wait for NVML's warm-up thread (Nvml.open)");
+const tickAt = performance.timeOrigin + performance.now();
+const doc = session.tick(Date.now(), { oneShot: opts.once });
+lap(`session.tick(): ${doc.devices.length} device(s), ${doc.processes.length} process(es), /proc, the document`);
+const text = serialize(doc);
+lap(`JSON (${text.length} bytes)`);
 c.close({ fast: true });
 lap("close (no nvmlShutdown: the process exits)");
 marks.push(["total", performance.now()]);
 for (const [what, ms] of marks) console.log(`${ms.toFixed(2).padStart(8)} ms  ${what}`);
+// Which sample the document holds: the warm-up's (its time is before the tick) or a new one.
+const kept = doc.time_unix_ms < Math.floor(tickAt);
+const began = doc.time_unix_ms - performance.timeOrigin;
+console.log(doc.devices.length === 0 ? `(no device: ${doc.reason})` : kept ? `the document holds the warm-up's sample, begun ${began.toFixed(0)} ms into the process` : "the document holds a sample taken by the tick (none kept)");

@@ -16,7 +16,7 @@
 static device_cache cache[GPUMEM_NVML_CACHE];
 static char constants_dir[400]; /* set at init */
 
-static pthread_mutex_t nv_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t gpumem_nvml_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread char last_error[GPUMEM_NVML_ERROR];
 
 
@@ -72,19 +72,13 @@ static int load(char *err, int errlen) {
   return 0;
 }
 
-int gpumem_nvml_init(char *err, int errlen) {
-  int rc = 0;
-  pthread_mutex_lock(&nv_lock);
-  if (nv.ready) goto out;
-  if (!nv.lib && load(err, errlen) != 0) {
-    rc = -1;
-    goto out;
-  }
+int gpumem_nvml_init_locked(char *err, int errlen) {
+  if (nv.ready) return 0;
+  if (!nv.lib && load(err, errlen) != 0) return -1;
   nvmlReturn_t r = nv.init();
   if (r != NVML_SUCCESS) {
     snprintf(err, errlen, "nvmlInit failed: %s", gpumem_nvml_words(r));
-    rc = -2;
-    goto out;
+    return -2;
   }
   nv.driver[0] = nv.version[0] = 0;
   if (nv.driver_version) nv.driver_version(nv.driver, sizeof nv.driver);
@@ -95,47 +89,23 @@ int gpumem_nvml_init(char *err, int errlen) {
   nv.bad_v3 = sscanf(nv.driver, "%d.%d", &major, &minor) == 2 && major == 535 && minor >= 43 && minor <= 86;
   gpumem_nvml_constants_dir(constants_dir, sizeof constants_dir);
   nv.ready = 1;
-out:
-  pthread_mutex_unlock(&nv_lock);
-  return rc;
-}
-
-/* nvmlInit and each query's first call are slow on a GSP-based GPU (an H100: ~9 ms for init, and
- * first calls of 0.4 to 3.7 ms: the utilization, temperature, clock and max-clock queries). A
- * one-shot `--json --once` pays all of that once; starting it on a thread of its own, while the
- * caller does other start-up work, takes it off the critical path. The warm-up holds nv_lock, so a
- * gpumem_nvml_init that comes next waits for it to finish. */
-static void *warm_up(void *arg) {
-  (void)arg;
-  char err[GPUMEM_NVML_ERROR];
-  if (gpumem_nvml_init(err, sizeof err) != 0) return NULL;
-  pthread_mutex_lock(&nv_lock);
-  static gpumem_nvml_sample scratch;
-  int n = gpumem_nvml_device_count();
-  for (int i = 0; i < n; i++) gpumem_nvml_sample_device(i, &scratch, 0);
-  pthread_mutex_unlock(&nv_lock);
-  return NULL;
-}
-
-int gpumem_nvml_init_async(void) {
-  static int started;
-  pthread_mutex_lock(&nv_lock);
-  int first = !started;
-  started = 1;
-  pthread_mutex_unlock(&nv_lock);
-  if (!first) return 0;
-  pthread_t t;
-  if (pthread_create(&t, NULL, warm_up, NULL) != 0) return -1;
-  pthread_detach(t);
   return 0;
 }
 
+int gpumem_nvml_init(char *err, int errlen) {
+  pthread_mutex_lock(&gpumem_nvml_lock);
+  int rc = gpumem_nvml_init_locked(err, errlen);
+  pthread_mutex_unlock(&gpumem_nvml_lock);
+  return rc;
+}
+
 void gpumem_nvml_shutdown(void) {
-  pthread_mutex_lock(&nv_lock);
+  pthread_mutex_lock(&gpumem_nvml_lock);
   if (nv.ready && nv.shutdown) nv.shutdown();
   nv.ready = 0;
   memset(cache, 0, sizeof cache);
-  pthread_mutex_unlock(&nv_lock);
+  gpumem_nvml_forget_kept(); /* a sample of an NVML that is gone is not one of the next */
+  pthread_mutex_unlock(&gpumem_nvml_lock);
 }
 
 const char *gpumem_nvml_driver_version(void) { return nv.driver; }

@@ -71,9 +71,18 @@ typedef struct gpumem_nvml_sample {
 /* 0 on success; otherwise a negative code and `err` holds why, in NVML's words where NVML spoke:
  *  -1 libnvidia-ml.so.1 could not be loaded (no driver), -2 nvmlInit failed. Idempotent. */
 int gpumem_nvml_init(char *err, int errlen);
-/* Start nvmlInit and a first, throw-away sample of every device on a thread of its own; a later
- * gpumem_nvml_init waits for it. For start-up paths that have other work to do meanwhile. */
-int gpumem_nvml_init_async(void);
+/* Start nvmlInit and a first sample of every device on a thread of its own; a later
+ * gpumem_nvml_init waits for it. For start-up paths that have other work to do meanwhile.
+ * `flags`: GPUMEM_SAMPLE_* for that sample, and GPUMEM_WARM_KEEP to keep it for
+ * gpumem_nvml_take_kept (a one-shot); without, it is thrown away (its calls were the slow part).
+ * Only the first call starts anything. 0, or -1 where no thread could be started. */
+enum { GPUMEM_WARM_KEEP = 1u << 8 };
+int gpumem_nvml_init_async(uint32_t flags);
+/* The warm-up's kept sample of device `index` into `sample`, once (waits for the warm-up): 0, or
+ * -1 where none is kept (not asked for, NVML failed, already taken, a shutdown since). */
+int gpumem_nvml_take_kept(int index, gpumem_nvml_sample *sample);
+/* Wall-clock time (ms since the epoch) at which the kept samples began; -1 where none. */
+double gpumem_nvml_kept_time_ms(void);
 void gpumem_nvml_shutdown(void);
 /* Device count, or -1 (see gpumem_nvml_last_error). */
 int gpumem_nvml_device_count(void);

@@ -8,6 +8,8 @@
 
 #include "nvml.h"
 
+#include <pthread.h>
+
 #define GPUMEM_HIDDEN __attribute__((visibility("hidden")))
 
 typedef int nvmlReturn_t;
@@ -132,6 +134,12 @@ typedef struct {
   unsigned long long util_seen_us; /* the newest process utilization sample read so far */
 } device_cache;
 enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_FIELDS = 1u << 3, CALL_PROCESS_UTIL = 1u << 4 };
+/* Held while NVML starts (nvml.c); the warm-up (nvml_warm_up.c) holds it from init to its last sample. */
+extern pthread_mutex_t gpumem_nvml_lock GPUMEM_HIDDEN;
+/* gpumem_nvml_init with gpumem_nvml_lock held. */
+GPUMEM_HIDDEN int gpumem_nvml_init_locked(char *err, int errlen);
+/* Drop the warm-up's kept samples (at nvmlShutdown). With gpumem_nvml_lock held. */
+GPUMEM_HIDDEN void gpumem_nvml_forget_kept(void);
 /* Keep the first unexpected error of a sample in `s->error` ("not supported" is an answer). */
 GPUMEM_HIDDEN void gpumem_nvml_note(gpumem_nvml_sample *s, const char *what, nvmlReturn_t r);
 /* The device's compute and graphics processes into `s`, with each one's SM share (nvml_processes.c). */

@@ -29,6 +29,26 @@ function staticClosure(file: string, seen = new Set<string>()): Set<string> {
   return seen;
 }
 
+/** strace, where it is there and may trace (a container can forbid ptrace). */
+const STRACE = Bun.which("strace") !== null && Bun.spawnSync(["strace", "-o", "/dev/null", "true"]).exitCode === 0;
+
+/**
+ * The order of a run's first steps, from strace: the module files the process opened, in order,
+ * and where among them the thread that loads libnvidia-ml.so.1 (NVML's warm-up) was created.
+ * `modules`: the files opened before that thread started; `after`: the first one after it.
+ */
+function warmUpOrder(entry: string): { modules: string[]; after: string | undefined; started: boolean } {
+  const log = join(mkdtempSync(join(tmpdir(), "gpumem-strace-")), "trace");
+  Bun.spawnSync(["strace", "-f", "-e", "trace=openat,clone,clone3", "-o", log, "bun", entry, "--json", "--once"], { stdout: "pipe", stderr: "pipe" });
+  const lines = readFileSync(log, "utf8").split("\n");
+  const nvmlTid = lines.find((l) => l.includes("libnvidia-ml.so"))?.split(/\s+/)[0];
+  const clone = lines.findIndex((l) => /clone3?\(/.test(l) && new RegExp(`(= |\\[)${nvmlTid}\\]?(,|$)`).test(l));
+  const opened = (l: string) => /openat\(AT_FDCWD, "([^"]+\.(?:js|ts))"/.exec(l)?.[1];
+  const modules = lines.slice(0, Math.max(clone, 0)).flatMap((l) => opened(l) ?? []);
+  const after = lines.slice(clone + 1).map(opened).find((f) => f !== undefined && !modules.includes(f));
+  return { modules: [...new Set(modules)], after, started: nvmlTid !== undefined && clone >= 0 };
+}
+
 beforeAll(() => {
   const p = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   if (p.exitCode !== 0) throw new Error(`bun run build:bundle failed: ${p.stderr}`);
@@ -65,6 +85,30 @@ describe("the bundle (dist/cli.js, the package's bin)", () => {
     const eagerBytes = [...eager].reduce((n, f) => n + statSync(f).size, 0);
     const allBytes = readdirSync(DIST).reduce((n, f) => n + statSync(join(DIST, f)).size, 0);
     expect(eagerBytes).toBeLessThan(allBytes / 10);
+  });
+
+  test("the entry's static imports are NVML's warm-up and the library's lookup only: no node:fs, no node:path, a few KB", () => {
+    const eager = [...staticClosure(ENTRY)];
+    const code = eager.map((f) => readFileSync(f, "utf8")).join("\n");
+    // Node's fs and path cost ~3 ms of start-up together: none before the thread starts.
+    expect([...code.matchAll(/\bfrom\s*"([^".][^"]*)"/g)].map((m) => m[1])).toEqual(["bun:ffi"]);
+    expect(code).toContain("gpumem_nvml_init_async");
+    expect(eager.reduce((n, f) => n + statSync(f).size, 0)).toBeLessThan(4096);
+    // The entry starts the warm-up, then loads the command line by dynamic import.
+    const entry = readFileSync(ENTRY, "utf8");
+    expect(entry.indexOf("warmUp(")).toBeGreaterThan(0);
+    expect(entry.indexOf("warmUp(")).toBeLessThan(entry.indexOf("import("));
+  });
+
+  (STRACE ? test : test.skip)(`NVML's warm-up thread starts before any module but the entry's own is read: the bundle and the sources${STRACE ? "" : " (needs strace that may trace)"}`, () => {
+    const bundle = warmUpOrder(ENTRY);
+    expect(bundle.started).toBe(true);
+    expect(bundle.modules.map((f) => f.replace(/.*\/dist\//, "")).sort()).toEqual([...staticClosure(ENTRY)].map((f) => f.replace(/.*\/dist\//, "")).sort());
+    expect(bundle.after).toMatch(/\/dist\/main-\w+\.js$/); // the command line, loaded while NVML starts
+    const sources = warmUpOrder(join(ROOT, "src", "cli.ts"));
+    expect(sources.started).toBe(true);
+    expect(sources.modules.map((f) => f.replace(`${ROOT}/`, "")).sort()).toEqual(["src/cli.ts", "src/ffi/lib.ts", "src/ffi/locate.ts", "src/ffi/warm-up.ts", "src/root.ts"]);
+    expect(sources.after).toBe(join(ROOT, "src", "commands", "main.ts"));
   });
 
   test("the other commands run from it: --version, schema, a usage error", () => {

@@ -35,7 +35,8 @@ export class Session {
   tick(now = Date.now(), opts: { oneShot?: boolean } = {}): Document {
     const doc = this.collector.sample(now, opts);
     const agents = this.collector.lastAgents;
-    if (agents.length > 0 || this.live) this.models.update(agents, doc, now * 1000);
+    // The document's time: a one-shot's is when the NVML warm-up took its sample, not `now`.
+    if (agents.length > 0 || this.live) this.models.update(agents, doc, doc.time_unix_ms * 1000);
     for (const d of doc.devices) {
       let h = this.history.get(d.index);
       if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));

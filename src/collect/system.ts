@@ -24,8 +24,17 @@ export class SystemCollector {
   /** The agents as the last sample found them (the directory is scanned once a sample). */
   lastAgents: Agent[] = [];
 
+  /** NVML is opened at the first sample: opening waits for its warm-up thread (src/ffi/warm-up.ts),
+   *  and whatever the caller does before that overlaps it. */
   constructor(opts: { agentDir?: string } = {}) {
     this.agents = new AgentWatcher(opts.agentDir);
+  }
+
+  private opened = false;
+  /** Load NVML, once: waits for the warm-up thread where one runs. */
+  open(): void {
+    if (this.opened) return;
+    this.opened = true;
     try {
       this.nvml = Nvml.open();
       this.system = this.nvml.system();
@@ -36,18 +45,32 @@ export class SystemCollector {
     }
   }
 
-  /** `oneShot`: a single sample (`--json --once`): no rates can come of it, so none are read. */
+  /**
+   * One sample, as of `now`. `oneShot`: a single sample (`--json --once`): no rates can come of it,
+   * so none are read, and where the warm-up kept its own sample of every device that sample is the
+   * one taken, and the document's time is when it was taken.
+   */
   sample(now = Date.now(), opts: { oneShot?: boolean } = {}): Document {
-    const samples: NvmlDeviceSample[] = [];
-    if (this.nvml && this.system) {
-      for (let i = 0; i < this.system.device_count; i++) samples.push(this.nvml.sample(i, { pcie: !opts.oneShot }));
-    }
+    // The agents first: on a one-shot their directory, manifests and rings are read while NVML's
+    // warm-up still runs on its thread; open() then waits for it.
     const agents = this.agents.refresh();
     this.lastAgents = agents;
+    const own = ownPidNamespace();
+    this.open();
+    const samples: NvmlDeviceSample[] = [];
+    if (this.nvml && this.system) {
+      const n = this.system.device_count;
+      const kept = opts.oneShot ? Array.from({ length: n }, (_, i) => this.nvml!.takeKept(i)) : [];
+      if (n > 0 && kept.length === n && kept.every((k) => k !== null)) {
+        for (const k of kept) samples.push(k!.sample);
+        now = kept[0]!.time_unix_ms;
+      } else {
+        for (let i = 0; i < n; i++) samples.push(this.nvml.sample(i, { pcie: !opts.oneShot }));
+      }
+    }
     const nvmlPids = [...new Set(samples.flatMap((s) => s.processes.map((p) => p.pid)))];
     // Agents in another pid namespace (a container) are joined on /proc's NSpid and namespace of
     // the pids NVML lists (and of the host pid found before): read only where there is one.
-    const own = ownPidNamespace();
     const inOther = agents.filter((a) => inOtherPidNamespace(a.manifest.pid_namespace, own));
     const procs = new Map<number, PidNsInfo>();
     if (inOther.length) {

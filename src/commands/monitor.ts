@@ -1,16 +1,16 @@
 // `gpumem-tui` and `gpumem-tui --json`: the monitor, or its documents, from the sampling session.
-import { warmUp } from "../ffi/nvml";
+import { warmUp } from "../ffi/warm-up";
 import { loadScreens } from "./screens";
 import type { Options } from "./options";
 
 export async function command(opts: Options): Promise<number> {
-  warmUp(); // started already at load when run as a program; a second call does nothing
+  warmUp({ oneShot: opts.once }); // started already by src/cli.ts; a second call does nothing
   const { SystemCollector } = await import("../collect/system");
   const collector = new SystemCollector();
   try {
     if (opts.json) {
-      const { streamJson } = await import("../headless/stream");
-      const { Session } = await import("../collect/session");
+      // Loaded together, before the first sample waits for NVML's thread.
+      const [{ streamJson }, { Session }] = await Promise.all([import("../headless/stream"), import("../collect/session")]);
       await streamJson(new Session(collector), { once: opts.once, intervalMs: opts.intervalMs });
       return 0;
     }

@@ -2,6 +2,7 @@
 // Everything leaving this file is plain, validated values; "not available" is null, never 0.
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import { libraryPath } from "./lib";
+import { SAMPLE_NO_PCIE } from "./warm-up";
 
 const TEXT = 96;
 const ERROR_LEN = 160;
@@ -54,7 +55,6 @@ export class NvmlError extends Error {
 
 const symbols = {
   gpumem_nvml_init: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
-  gpumem_nvml_init_async: { args: [], returns: FFIType.i32 },
   gpumem_nvml_shutdown: { args: [], returns: FFIType.void },
   gpumem_nvml_device_count: { args: [], returns: FFIType.i32 },
   gpumem_nvml_driver_version: { args: [], returns: FFIType.cstring },
@@ -64,6 +64,8 @@ const symbols = {
   gpumem_nvml_field_names: { args: [], returns: FFIType.cstring },
   gpumem_nvml_sample_size: { args: [], returns: FFIType.u32 },
   gpumem_nvml_last_error: { args: [], returns: FFIType.cstring },
+  gpumem_nvml_take_kept: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+  gpumem_nvml_kept_time_ms: { args: [], returns: FFIType.f64 },
 } as const;
 
 type Lib = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
@@ -72,21 +74,6 @@ let loaded: Lib | null = null;
 function native(): Lib {
   return (loaded ??= dlopen(libraryPath(), symbols).symbols);
 }
-
-/**
- * Start NVML (init and a first throw-away sample, whose calls are slow the first time) on a
- * native thread, so that it overlaps the caller's own start-up. Never throws: problems surface,
- * in words, at Nvml.open().
- */
-export function warmUp(): void {
-  try {
-    native().gpumem_nvml_init_async();
-  } catch {
-    // no library or no compiler: Nvml.open() says so
-  }
-}
-
-const SAMPLE_NO_PCIE = 1;
 
 const KINDS: Record<number, ProcessKind> = { 1: "compute", 2: "graphics", 3: "compute+graphics" };
 
@@ -144,7 +131,21 @@ export class Nvml {
    */
   sample(index: number, opts: { pcie?: boolean } = {}): NvmlDeviceSample {
     if (this.closed) throw new NvmlError("NVML session is closed", "query");
-    const rc = this.lib.gpumem_nvml_sample_device(index, ptr(this.buffer), opts.pcie === false ? SAMPLE_NO_PCIE : 0);
+    return this.decode(index, this.lib.gpumem_nvml_sample_device(index, ptr(this.buffer), opts.pcie === false ? SAMPLE_NO_PCIE : 0));
+  }
+
+  /**
+   * The warm-up's own sample of device `index` (warmUp({ oneShot: true })), once, and the time
+   * its sampling began: a one-shot prints it rather than asking NVML again. null where none is
+   * kept (no one-shot warm-up, or taken already).
+   */
+  takeKept(index: number): { sample: NvmlDeviceSample; time_unix_ms: number } | null {
+    if (this.closed || this.lib.gpumem_nvml_take_kept(index, ptr(this.buffer)) !== 0) return null;
+    return { sample: this.decode(index, 0), time_unix_ms: this.lib.gpumem_nvml_kept_time_ms() };
+  }
+
+  /** The buffer as gpumem_nvml_sample_device left it (`rc` its answer). */
+  private decode(index: number, rc: number): NvmlDeviceSample {
     const b = this.buffer;
     const fields: Record<string, number | null> = {};
     for (let i = 0; i < this.fieldNames.length; i++) {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `gpumem-tui --json --once` against `nvidia-smi --query-gpu`, on the GPU machine, in one command
+# (each part bounded; a part that fails leaves the next to run; four files in OUT_DIR):
+#   bash bench/start-gpu.sh OUT_DIR                 (about 2 minutes)
+# 1. libgpumem and the bundle (dist/cli.js, the package's bin) built
+# 2. bench/nvml.ts: the bundle, the sources and nvidia-smi interleaved, medians and their ratio
+#    (nvml.md, nvml.json)
+# 3. bench/startup.ts three times: where the time of one run goes, step by step (startup.txt)
+# The last lines printed are the ratio and the three step-by-step totals.
+# Needs bun on PATH (see bench/gpu-next.sh's header for carrying it), nvidia-smi, python3 with torch
+# (bench/nvml.ts holds 3 GiB on the GPU with it during the run), a C compiler.
+set -u
+out=${1:?usage: bash bench/start-gpu.sh OUT_DIR}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+log=$out/start-gpu.log
+. bench/step.sh
+step build-native 120 bun cuda/build.ts
+step build-bundle 120 bun run build:bundle
+step nvml 300 bun bench/nvml.ts "$out"
+for i in 1 2 3; do
+  echo "== startup run $i" >> "$out/startup.txt"
+  timeout 60 bun bench/startup.ts >> "$out/startup.txt" 2>&1 || echo "startup run $i: exit status $?" | tee -a "$out/startup.txt"
+done
+grep -h "^| .*json --once\|^| .*nvidia-smi --query\|^| ratio" "$out/nvml.md" 2>/dev/null
+python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"ratio nvidia-smi / gpumem-tui --json --once (bundle): {r[\"ratio_smi_over_ours\"]}x  (bundle {r[\"json_once_median_ms\"]} ms, sources {r[\"json_once_source_median_ms\"]} ms, nvidia-smi {r[\"nvidia_smi_median_ms\"]} ms; above 1: faster than nvidia-smi)")
+' "$out/nvml.json" 2>/dev/null || echo "no ratio: bench/nvml.ts did not finish (see $log)"
+grep -h "total\|wait for NVML\|session.tick\|document holds\|no device" "$out/startup.txt"
