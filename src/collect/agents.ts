@@ -142,8 +142,9 @@ export class AgentWatcher {
   }
 
   /** The manifest again where the agent rewrote it (a stat per tick; parsed only when it changed).
-   *  A rewrite that fails to parse keeps the last good manifest and says why. */
-  private rereadManifest(agent: Agent): void {
+   *  A rewrite that fails to parse keeps the last good manifest and says why. Also called after a
+   *  ring read that met a range the manifest did not name yet. */
+  rereadManifest(agent: Agent): void {
     const path = join(this.dir, `${agent.pid}.json`);
     let mtime: number;
     try {

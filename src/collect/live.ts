@@ -37,8 +37,9 @@ export class LiveModels {
     return this.opts.keepTrace ? m.keepTrace() : m;
   }
 
-  /** Read new events of every agent and anchor totals to their headers and to NVML. */
-  update(agents: Agent[], doc: Document | null, nowUs: number): void {
+  /** Read new events of every agent and anchor totals to their headers and to NVML. `reread`: the
+   *  agent's manifest read again, for a range the records met before the manifest named it. */
+  update(agents: Agent[], doc: Document | null, nowUs: number, reread?: (a: Agent) => void): void {
     for (const a of agents) {
       let pm = this.byPid.get(a.pid);
       if (!pm) {
@@ -69,6 +70,10 @@ export class LiveModels {
           names.apply(pm.model, a.ring.next(), nowUs / 1000);
           names.tick(pm.socket, pm.model, nowUs / 1000);
         }
+      }
+      if (reread && pm.model.hasUnnamedRange()) {
+        reread(a);
+        pm.model.setRanges(a.manifest.ranges);
       }
       if (a.header) pm.model.setHeader(a.header);
       // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU.

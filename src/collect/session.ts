@@ -36,7 +36,7 @@ export class Session {
     const doc = this.collector.sample(now, opts);
     const agents = this.collector.lastAgents;
     // The document's time: a one-shot's is when the NVML warm-up took its sample, not `now`.
-    if (agents.length > 0 || this.live) this.models.update(agents, doc, doc.time_unix_ms * 1000);
+    if (agents.length > 0 || this.live) this.models.update(agents, doc, doc.time_unix_ms * 1000, (a) => this.collector.agents.rereadManifest(a));
     for (const d of doc.devices) {
       let h = this.history.get(d.index);
       if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));

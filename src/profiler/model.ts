@@ -296,6 +296,13 @@ export class ProfilerModel {
     }
   }
 
+  /** A range entered whose name the manifest did not hold yet (the agent writes new names a
+   *  moment after the hook numbers them). */
+  hasUnnamedRange(): boolean {
+    for (const id of this.rangeParent.keys()) if (!this.rangeNames.has(id)) return true;
+    return false;
+  }
+
   rangeName(id: number): string | null {
     if (id === 0) return null;
     return this.rangeNames.get(id) ?? `range#${id}`;
