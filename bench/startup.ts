@@ -1,6 +1,7 @@
 // Where the time of `gpumem-tui --json --once` goes, step by step, in one process, following the
 // CLI's own path (src/cli.ts): NVML's warm-up thread first, then the modules, the agents' directory,
-// the wait for that thread, and the sample it kept.
+// the first part of the thread's sample and a document of it, the wait for that thread, and the
+// document of the sample it kept.
 //   bun bench/startup.ts
 // performance.now() counts from the process's start, so the first line is Bun's own start-up.
 export {};
@@ -14,7 +15,7 @@ const lap = (what: string) => {
 const { warmUp } = await import("../src/ffi/warm-up");
 lap("import src/ffi/warm-up (the CLI's one static import)");
 warmUp({ oneShot: true });
-lap("find and dlopen libgpumem (one symbol), start NVML's warm-up thread");
+lap("load libgpumem (process.dlopen, its Node-API entry), start NVML's warm-up thread");
 const { parseCli } = await import("../src/commands/options");
 await import("../src/commands/main");
 lap("import the command line (overlaps the warm-up)");
@@ -30,11 +31,18 @@ const c = new SystemCollector();
 const session = new Session(c);
 c.agents.refresh();
 lap("the agents' directory, as sample() reads it first (overlaps)");
-c.open();
-lap("wait for NVML's warm-up thread (Nvml.open)");
+// The tick in three parts, as sample() runs them: the warm-up's first part (identity, memory, the
+// process lists) waited for, /proc and the document built from it; the wait for the rest of the
+// warm-up (open()); the document of the whole sample. Only the last is after NVML's thread.
+const open = c.open.bind(c);
+c.open = () => {
+  lap("session.tick(), before the wait: the warm-up's first part, /proc, a document of it (overlaps)");
+  open();
+  lap("wait for the rest of NVML's warm-up (Nvml.open)");
+};
 const tickAt = performance.timeOrigin + performance.now();
 const doc = session.tick(Date.now(), { oneShot: opts.once });
-lap(`session.tick(): ${doc.devices.length} device(s), ${doc.processes.length} process(es), /proc, the document`);
+lap(`session.tick(), after the wait: ${doc.devices.length} device(s), ${doc.processes.length} process(es), the document`);
 const text = serialize(doc);
 lap(`JSON (${text.length} bytes)`);
 c.close({ fast: true });
