@@ -17,6 +17,7 @@ static device_cache cache[GPUMEM_NVML_CACHE];
 static char constants_dir[400]; /* set at init */
 
 pthread_mutex_t gpumem_nvml_lock = PTHREAD_MUTEX_INITIALIZER;
+void (*gpumem_nvml_on_shutdown)(void);
 static __thread char last_error[GPUMEM_NVML_ERROR];
 
 
@@ -104,7 +105,7 @@ void gpumem_nvml_shutdown(void) {
   if (nv.ready && nv.shutdown) nv.shutdown();
   nv.ready = 0;
   memset(cache, 0, sizeof cache);
-  gpumem_nvml_forget_kept(); /* a sample of an NVML that is gone is not one of the next */
+  if (gpumem_nvml_on_shutdown) gpumem_nvml_on_shutdown(); /* the warm-up forgets what it kept */
   pthread_mutex_unlock(&gpumem_nvml_lock);
 }
 

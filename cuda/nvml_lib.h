@@ -139,8 +139,10 @@ enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_
 extern pthread_mutex_t gpumem_nvml_lock GPUMEM_HIDDEN;
 /* gpumem_nvml_init with gpumem_nvml_lock held. */
 GPUMEM_HIDDEN int gpumem_nvml_init_locked(char *err, int errlen);
-/* Drop the warm-up's kept samples (at nvmlShutdown). With gpumem_nvml_lock held. */
-GPUMEM_HIDDEN void gpumem_nvml_forget_kept(void);
+/* Called by gpumem_nvml_shutdown with gpumem_nvml_lock held: the warm-up (nvml_warm_up.c) sets it to
+ * drop its kept samples (a sample of an NVML that is gone is not one of the next). Set, not
+ * called by name, so that the warm-up depends on the sampling and not the other way round. */
+extern void (*gpumem_nvml_on_shutdown)(void) GPUMEM_HIDDEN;
 /* Keep the first unexpected error of a sample in `s->error` ("not supported" is an answer). */
 GPUMEM_HIDDEN void gpumem_nvml_note(gpumem_nvml_sample *s, const char *what, nvmlReturn_t r);
 /* The device's compute and graphics processes into `s` (nvml_processes.c), and then each one's SM

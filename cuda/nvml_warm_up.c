@@ -34,6 +34,8 @@ static int early_count = -2;
 static pthread_mutex_t early_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t early_cond = PTHREAD_COND_INITIALIZER;
 
+static void forget_kept(void);
+
 static void publish_early(int n) {
   pthread_mutex_lock(&early_lock);
   for (int i = 0; i < n; i++) memcpy(&early[i], &kept[i], sizeof early[i]);
@@ -94,6 +96,7 @@ int gpumem_nvml_init_async(uint32_t flags) {
   int first = !started;
   started = 1;
   warm_flags = first ? flags : warm_flags;
+  gpumem_nvml_on_shutdown = forget_kept;
   pthread_mutex_unlock(&gpumem_nvml_lock);
   if (!first) return 0;
   pthread_t t;
@@ -119,7 +122,7 @@ int gpumem_nvml_take_kept(int index, gpumem_nvml_sample *s) {
 
 double gpumem_nvml_kept_time_ms(void) { return kept_time_ms; }
 
-void gpumem_nvml_forget_kept(void) {
+static void forget_kept(void) {
   kept_count = 0;
   kept_time_ms = -1;
   pthread_mutex_lock(&early_lock);
