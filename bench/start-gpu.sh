@@ -28,4 +28,4 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"ratio nvidia-smi / gpumem-tui --json --once (bundle): {r[\"ratio_smi_over_ours\"]}x  (bundle {r[\"json_once_median_ms\"]} ms, sources {r[\"json_once_source_median_ms\"]} ms, nvidia-smi {r[\"nvidia_smi_median_ms\"]} ms; above 1: faster than nvidia-smi)")
 ' "$out/nvml.json" 2>/dev/null || echo "no ratio: bench/nvml.ts did not finish (see $log)"
-grep -h "total\|wait for NVML\|session.tick\|document holds\|no device" "$out/startup.txt"
+grep -h "total\|load libgpumem\|wait for\|session.tick\|document holds\|no device" "$out/startup.txt"

@@ -31,16 +31,24 @@ const c = new SystemCollector();
 const session = new Session(c);
 c.agents.refresh();
 lap("the agents' directory, as sample() reads it first (overlaps)");
-// The tick in three parts, as sample() runs them: the warm-up's first part (identity, memory, the
-// process lists) waited for, /proc and the document built from it; the wait for the rest of the
+// The tick in four parts, as sample() runs them: the wait for the warm-up's first part (identity,
+// memory, the process lists); /proc and the document built from it; the wait for the rest of the
 // warm-up (open()); the document of the whole sample. Only the last is after NVML's thread.
+const { Nvml } = await import("../src/ffi/nvml");
+const early = Nvml.early.bind(Nvml);
+Nvml.early = () => {
+  const e = early();
+  lap(`session.tick(): wait for the warm-up's first part (${e ? `${e.samples.length} device(s), ${e.samples.reduce((n, s) => n + s.processes.length, 0)} process(es)` : "none"})`);
+  return e;
+};
 const open = c.open.bind(c);
+let openedAt = Number.NaN; // a sample the tick took itself would begin after this
 c.open = () => {
-  lap("session.tick(), before the wait: the warm-up's first part, /proc, a document of it (overlaps)");
+  lap("session.tick(): /proc and a document of that first part (overlaps the rest of the warm-up)");
   open();
   lap("wait for the rest of NVML's warm-up (Nvml.open)");
+  openedAt = performance.timeOrigin + performance.now();
 };
-const tickAt = performance.timeOrigin + performance.now();
 const doc = session.tick(Date.now(), { oneShot: opts.once });
 lap(`session.tick(), after the wait: ${doc.devices.length} device(s), ${doc.processes.length} process(es), the document`);
 const text = serialize(doc);
@@ -49,7 +57,7 @@ c.close({ fast: true });
 lap("close (no nvmlShutdown: the process exits)");
 marks.push(["total", performance.now()]);
 for (const [what, ms] of marks) console.log(`${ms.toFixed(2).padStart(8)} ms  ${what}`);
-// Which sample the document holds: the warm-up's (its time is before the tick) or a new one.
-const kept = doc.time_unix_ms < Math.floor(tickAt);
+// Which sample the document holds: the warm-up's (it began before the wait ended) or a new one.
+const kept = doc.time_unix_ms < Math.floor(openedAt);
 const began = doc.time_unix_ms - performance.timeOrigin;
 console.log(doc.devices.length === 0 ? `(no device: ${doc.reason})` : kept ? `the document holds the warm-up's sample, begun ${began.toFixed(0)} ms into the process` : "the document holds a sample taken by the tick (none kept)");
