@@ -17,6 +17,7 @@ static device_cache cache[GPUMEM_NVML_CACHE];
 static char constants_dir[400]; /* set at init */
 
 pthread_mutex_t gpumem_nvml_lock = PTHREAD_MUTEX_INITIALIZER;
+void (*gpumem_nvml_on_shutdown)(void);
 static __thread char last_error[GPUMEM_NVML_ERROR];
 
 
@@ -104,7 +105,7 @@ void gpumem_nvml_shutdown(void) {
   if (nv.ready && nv.shutdown) nv.shutdown();
   nv.ready = 0;
   memset(cache, 0, sizeof cache);
-  gpumem_nvml_forget_kept(); /* a sample of an NVML that is gone is not one of the next */
+  if (gpumem_nvml_on_shutdown) gpumem_nvml_on_shutdown(); /* the warm-up forgets what it kept */
   pthread_mutex_unlock(&gpumem_nvml_lock);
 }
 
@@ -155,21 +156,13 @@ static void read_clock(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_kind_uint f
 }
 
 int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) {
-  memset(s, 0, sizeof *s);
-  for (int i = 0; i < GPUMEM_NVML_NFIELDS; i++) s->fields[i] = -1;
-  if (!nv.ready) {
-    snprintf(s->error, sizeof s->error, "NVML is not initialized");
-    return -1;
-  }
-  nvmlDevice_t d = NULL;
-  nvmlReturn_t r = nv.handle_by_index((unsigned int)index, &d);
-  if (r != NVML_SUCCESS) {
-    snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, gpumem_nvml_words(r));
-    return -1;
-  }
-  device_cache scratch;
-  device_cache *c = index >= 0 && index < GPUMEM_NVML_CACHE ? &cache[index] : &scratch;
-  if (c == &scratch) memset(&scratch, 0, sizeof scratch);
+  return gpumem_nvml_sample_parts(index, s, flags, SAMPLE_QUICK | SAMPLE_SLOW);
+}
+
+/* Identity (read once a device), memory and the process lists: calls that take microseconds even
+ * the first time in a process. */
+static void sample_quick(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c) {
+  nvmlReturn_t r;
   if (!c->valid) {
     c->sm_clock_max_mhz = c->memory_clock_max_mhz = -1;
     if (nv.name) gpumem_nvml_note(s, "nvmlDeviceGetName", nv.name(d, c->name, sizeof c->name));
@@ -187,8 +180,7 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
       c->memory_clock_max_mhz = k.memory_clock_max_mhz;
       c->unsupported |= k.unsupported;
     } else {
-      read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &c->sm_clock_max_mhz);
-      read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &c->memory_clock_max_mhz);
+      c->max_clocks_pending = 1; /* slow (1.3-4.4 ms a call): read with the slow part */
       c->keep = 1; /* once this sample has also learnt which calls the device refuses */
     }
     c->valid = s->error[0] == 0; /* an identity read that failed is tried again next time */
@@ -222,6 +214,20 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
     }
   }
 
+  gpumem_nvml_read_processes(s, d);
+}
+
+/* The rest: the calls whose first call in a process is slow on a GSP-based GPU (utilization,
+ * temperature, clocks, power), then each process's SM share. */
+static void sample_slow(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c, uint32_t flags) {
+  nvmlReturn_t r;
+  if (c->max_clocks_pending) {
+    read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &c->sm_clock_max_mhz);
+    read_clock(s, d, nv.max_clock, NVML_CLOCK_MEM, "nvmlDeviceGetMaxClockInfo", &c->memory_clock_max_mhz);
+    c->max_clocks_pending = 0;
+    FIELD(s, sm_clock_max_mhz) = c->sm_clock_max_mhz;
+    FIELD(s, memory_clock_max_mhz) = c->memory_clock_max_mhz;
+  }
   if (nv.utilization) {
     nvmlUtilization_t u;
     r = nv.utilization(d, &u);
@@ -282,11 +288,34 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
     FIELD(s, pcie_counter_time_us) = fv[1].timestamp;
   }
 
-  gpumem_nvml_read_processes(s, d, c);
+  gpumem_nvml_read_process_utilization(s, d, c);
   if (c->keep && c->valid && !s->error[0]) {
     gpumem_nvml_constants k = {c->sm_clock_max_mhz, c->memory_clock_max_mhz, c->unsupported};
     gpumem_nvml_constants_store(constants_dir, c->uuid, nv.driver, &k); /* best effort: a read-only home keeps nothing */
     c->keep = 0;
   }
+}
+
+int gpumem_nvml_sample_parts(int index, gpumem_nvml_sample *s, uint32_t flags, int parts) {
+  if (parts & SAMPLE_QUICK) {
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < GPUMEM_NVML_NFIELDS; i++) s->fields[i] = -1;
+  }
+  if (!nv.ready) {
+    snprintf(s->error, sizeof s->error, "NVML is not initialized");
+    return -1;
+  }
+  nvmlDevice_t d = NULL;
+  nvmlReturn_t r = nv.handle_by_index((unsigned int)index, &d);
+  if (r != NVML_SUCCESS) {
+    snprintf(s->error, sizeof s->error, "nvmlDeviceGetHandleByIndex(%d): %s", index, gpumem_nvml_words(r));
+    return -1;
+  }
+  /* A device past the cache is sampled whole, on a cache of its own for this call. */
+  static __thread device_cache scratch;
+  device_cache *c = index >= 0 && index < GPUMEM_NVML_CACHE ? &cache[index] : &scratch;
+  if (c == &scratch) memset(&scratch, 0, sizeof scratch);
+  if (parts & SAMPLE_QUICK) sample_quick(s, d, c);
+  if (parts & SAMPLE_SLOW) sample_slow(s, d, c, flags);
   return 0;
 }

@@ -81,6 +81,12 @@ int gpumem_nvml_init_async(uint32_t flags);
 /* The warm-up's kept sample of device `index` into `sample`, once (waits for the warm-up): 0, or
  * -1 where none is kept (not asked for, NVML failed, already taken, a shutdown since). */
 int gpumem_nvml_take_kept(int index, gpumem_nvml_sample *sample);
+/* The warm-up's quick part of its kept samples (identity, memory, the process lists; every other
+ * field -1), published before it takes the slow part: the number of devices (waits for it), or -1
+ * where none comes (no warm-up, not kept, NVML failed); then device `index`'s into `sample`: 0, or
+ * -1. The kept time below is theirs too. */
+int gpumem_nvml_early_count(void);
+int gpumem_nvml_take_early(int index, gpumem_nvml_sample *sample);
 /* Wall-clock time (ms since the epoch) at which the kept samples began; -1 where none. */
 double gpumem_nvml_kept_time_ms(void);
 void gpumem_nvml_shutdown(void);

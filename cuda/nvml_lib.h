@@ -131,6 +131,7 @@ typedef struct {
   int64_t sm_clock_max_mhz, memory_clock_max_mhz;
   uint32_t unsupported; /* bit per call, below */
   int keep;             /* read from the device this run: kept for the next (nvml_constants.h) */
+  int max_clocks_pending; /* no constants kept: the maximum clocks are read by the slow part */
   unsigned long long util_seen_us; /* the newest process utilization sample read so far */
 } device_cache;
 enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_FIELDS = 1u << 3, CALL_PROCESS_UTIL = 1u << 4 };
@@ -138,11 +139,21 @@ enum { CALL_FAN = 1u << 0, CALL_ENCODER = 1u << 1, CALL_DECODER = 1u << 2, CALL_
 extern pthread_mutex_t gpumem_nvml_lock GPUMEM_HIDDEN;
 /* gpumem_nvml_init with gpumem_nvml_lock held. */
 GPUMEM_HIDDEN int gpumem_nvml_init_locked(char *err, int errlen);
-/* Drop the warm-up's kept samples (at nvmlShutdown). With gpumem_nvml_lock held. */
-GPUMEM_HIDDEN void gpumem_nvml_forget_kept(void);
+/* Called by gpumem_nvml_shutdown with gpumem_nvml_lock held: the warm-up (nvml_warm_up.c) sets it to
+ * drop its kept samples (a sample of an NVML that is gone is not one of the next). Set, not
+ * called by name, so that the warm-up depends on the sampling and not the other way round. */
+extern void (*gpumem_nvml_on_shutdown)(void) GPUMEM_HIDDEN;
 /* Keep the first unexpected error of a sample in `s->error` ("not supported" is an answer). */
 GPUMEM_HIDDEN void gpumem_nvml_note(gpumem_nvml_sample *s, const char *what, nvmlReturn_t r);
-/* The device's compute and graphics processes into `s`, with each one's SM share (nvml_processes.c). */
-GPUMEM_HIDDEN void gpumem_nvml_read_processes(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c);
+/* The device's compute and graphics processes into `s` (nvml_processes.c), and then each one's SM
+ * share (a slow first call: it comes with the slow part of a sample). */
+GPUMEM_HIDDEN void gpumem_nvml_read_processes(gpumem_nvml_sample *s, nvmlDevice_t d);
+GPUMEM_HIDDEN void gpumem_nvml_read_process_utilization(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c);
+/* A sample in two parts (nvml.c): SAMPLE_QUICK starts it (identity, memory, the process lists: tens
+ * of microseconds even the first time), SAMPLE_SLOW completes the same `s` (the calls whose first
+ * call is slow, and the processes' SM shares). gpumem_nvml_sample_device is both at once; the
+ * warm-up publishes the quick part before it takes the slow one. */
+enum { SAMPLE_QUICK = 1, SAMPLE_SLOW = 2 };
+GPUMEM_HIDDEN int gpumem_nvml_sample_parts(int index, gpumem_nvml_sample *s, uint32_t flags, int parts);
 
 #endif

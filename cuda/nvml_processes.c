@@ -29,7 +29,7 @@ static void add_process(gpumem_nvml_sample *s, uint32_t pid, unsigned long long 
 /* Each listed process's SM share from NVML's utilization samples taken since the last call (the
  * newest sample of each pid wins). A GPU that does not report it (NOT_SUPPORTED: MIG, vGPU, older
  * boards) is not asked again; NOT_FOUND means no sample since the last call: every share stays -1. */
-static void read_process_utilization(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c) {
+void gpumem_nvml_read_process_utilization(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c) {
   if (!nv.process_utilization || (c->unsupported & CALL_PROCESS_UTIL) || s->n_processes == 0) return;
   static __thread nvmlProcessUtilizationSample_t buf[GPUMEM_NVML_MAX_PROCESSES * 4];
   static __thread unsigned long long newest[GPUMEM_NVML_MAX_PROCESSES];
@@ -84,9 +84,8 @@ static int64_t read_processes(gpumem_nvml_sample *s, nvmlDevice_t d, fn_dev_proc
   return -1;
 }
 
-void gpumem_nvml_read_processes(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c) {
+void gpumem_nvml_read_processes(gpumem_nvml_sample *s, nvmlDevice_t d) {
   int64_t compute = read_processes(s, d, nv.compute_procs, GPUMEM_PROCESS_COMPUTE, "nvmlDeviceGetComputeRunningProcesses");
   int64_t graphics = read_processes(s, d, nv.graphics_procs, GPUMEM_PROCESS_GRAPHICS, "nvmlDeviceGetGraphicsRunningProcesses");
   if (compute >= 0 || graphics >= 0) FIELD(s, process_count) = s->n_processes;
-  read_process_utilization(s, d, c);
 }

@@ -56,6 +56,15 @@ export class SystemCollector {
     const agents = this.agents.refresh();
     this.lastAgents = agents;
     const own = ownPidNamespace();
+    // A one-shot's first part: the warm-up publishes identity, memory and the process lists of its
+    // sample before the calls whose first call is slow (~9 ms on an H100). /proc is read for those
+    // processes and the document is built from that part meanwhile; the same work on the whole
+    // sample, after the wait, is then a merge of what is already read, on code already run.
+    let known: Map<number, ProcessInfo> | undefined;
+    if (opts.oneShot && !this.opened) {
+      const early = Nvml.early();
+      if (early) known = this.gather(early.time_unix_ms, early.system, early.samples, agents, own).infos;
+    }
     this.open();
     const samples: NvmlDeviceSample[] = [];
     if (this.nvml && this.system) {
@@ -68,6 +77,22 @@ export class SystemCollector {
         for (let i = 0; i < n; i++) samples.push(this.nvml.sample(i, { pcie: !opts.oneShot }));
       }
     }
+    const { doc, infos, join, inOther, agentPids } = this.gather(now, this.system, samples, agents, own, known);
+    // What the next sample starts from: each agent's host pid, /proc's last word on it, CPU times.
+    for (const a of inOther) {
+      const hostPid = join.agents.get(a.pid)?.hostPid ?? null;
+      if (hostPid !== null) a.hostPid = hostPid; // liveness of an agent in another namespace (agents.ts)
+    }
+    for (const pid of agentPids) if (infos.get(pid)!.ppid !== null) this.lastInfo.set(pid, infos.get(pid)!);
+    for (const pid of this.lastInfo.keys()) if (!agentPids.has(pid)) this.lastInfo.delete(pid);
+    this.previousCpu = new Map([...infos].flatMap(([pid, i]) => (i.cpu_seconds != null ? [[pid, { seconds: i.cpu_seconds, ms: now }]] : [])));
+    this.previous = new Map(samples.map((s) => [s.index, s]));
+    return doc;
+  }
+
+  /** The document of these samples, with what /proc says of their processes (`known`: read
+   *  already, by pid). Changes nothing: sample() keeps what the next sample starts from. */
+  private gather(now: number, system: NvmlSystem | null, samples: NvmlDeviceSample[], agents: Agent[], own: number | null, known?: Map<number, ProcessInfo>) {
     const nvmlPids = [...new Set(samples.flatMap((s) => s.processes.map((p) => p.pid)))];
     // Agents in another pid namespace (a container) are joined on /proc's NSpid and namespace of
     // the pids NVML lists (and of the host pid found before): read only where there is one.
@@ -77,35 +102,22 @@ export class SystemCollector {
       for (const pid of [...nvmlPids, ...inOther.flatMap((a) => (a.hostPid ? [a.hostPid] : []))]) if (!procs.has(pid)) procs.set(pid, pidNsInfo(pid));
     }
     const join = joinAgents({ devices: samples, agents, procs, ownPidNamespace: own });
-    // Liveness of an agent in another namespace is its host pid's, once known (agents.ts).
-    for (const a of inOther) {
-      const hostPid = join.agents.get(a.pid)?.hostPid ?? null;
-      if (hostPid !== null) a.hostPid = hostPid;
-    }
     const infos = new Map<number, ProcessInfo>();
     // /proc is read by host pid: an agent's own pid names another process where it is not one.
     const agentPids = new Set(agents.flatMap((a) => join.agents.get(a.pid)?.hostPid ?? []));
-    for (const pid of [...nvmlPids, ...agentPids]) if (!infos.has(pid)) infos.set(pid, processInfo(pid));
-    for (const pid of agentPids) {
-      const info = infos.get(pid)!;
-      const last = this.lastInfo.get(pid);
-      if (info.ppid !== null) this.lastInfo.set(pid, info);
-      else if (last) infos.set(pid, last);
-    }
-    for (const pid of this.lastInfo.keys()) if (!agentPids.has(pid)) this.lastInfo.delete(pid);
+    for (const pid of [...nvmlPids, ...agentPids]) if (!infos.has(pid)) infos.set(pid, known?.get(pid) ?? processInfo(pid));
+    // An exited agent process keeps what /proc said of it while it ran.
+    for (const pid of agentPids) if (infos.get(pid)!.ppid === null && this.lastInfo.has(pid)) infos.set(pid, this.lastInfo.get(pid)!);
     // CPU % is CPU time over wall time since the previous sample of the same pid.
-    const cpu = new Map<number, { seconds: number; ms: number }>();
     for (const [pid, info] of infos) {
       const prev = this.previousCpu.get(pid);
       info.cpu_percent = cpuPercent(prev?.seconds, prev?.ms, info.cpu_seconds, now);
-      if (info.cpu_seconds != null) cpu.set(pid, { seconds: info.cpu_seconds, ms: now });
     }
-    this.previousCpu = cpu;
     const doc = buildDocument({
       time_unix_ms: now,
       host: hostname(),
-      system: this.system,
-      reason: this.reason ?? (this.system && this.system.device_count === 0 ? "NVML reports no devices" : null),
+      system,
+      reason: this.reason ?? (system && system.device_count === 0 ? "NVML reports no devices" : null),
       samples,
       previous: this.previous,
       processInfo: infos,
@@ -116,8 +128,7 @@ export class SystemCollector {
         ...agents.filter((a) => a.problem && !a.exited).map((a) => `agent of pid ${a.pid}: ${a.problem}`),
       ],
     });
-    this.previous = new Map(samples.map((s) => [s.index, s]));
-    return doc;
+    return { doc, infos, join, inOther, agentPids };
   }
 
   /** `fast`: the process is about to exit, which releases NVML anyway (nvmlShutdown costs ~3 ms). */

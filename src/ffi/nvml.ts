@@ -66,6 +66,8 @@ const symbols = {
   gpumem_nvml_last_error: { args: [], returns: FFIType.cstring },
   gpumem_nvml_take_kept: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
   gpumem_nvml_kept_time_ms: { args: [], returns: FFIType.f64 },
+  gpumem_nvml_early_count: { args: [], returns: FFIType.i32 },
+  gpumem_nvml_take_early: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
 } as const;
 
 type Lib = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
@@ -109,6 +111,30 @@ export class Nvml {
     return new Nvml(lib);
   }
 
+  /**
+   * The first part of the warm-up's kept sample (warmUp({ oneShot: true })), as soon as its thread
+   * has it: identity, memory and the process lists of every device (every other field null), the
+   * system NVML reports, and the time the sample began. The slow part still runs: takeKept (after
+   * open()) gives the whole sample. Waits for that first part; null where none comes (no one-shot
+   * warm-up, no driver, NVML failed). Never throws: open() says what is wrong.
+   */
+  static early(): { system: NvmlSystem; samples: NvmlDeviceSample[]; time_unix_ms: number } | null {
+    try {
+      const lib = native();
+      const n = lib.gpumem_nvml_early_count();
+      if (n <= 0) return null;
+      const reader = new Nvml(lib); // a decoder only: NVML is the warm-up's until open()
+      const samples: NvmlDeviceSample[] = [];
+      for (let i = 0; i < n; i++) {
+        if (lib.gpumem_nvml_take_early(i, ptr(reader.buffer)) !== 0) return null;
+        samples.push(reader.decode(i, 0));
+      }
+      return { system: reader.versions(n), samples, time_unix_ms: lib.gpumem_nvml_kept_time_ms() };
+    } catch {
+      return null;
+    }
+  }
+
   get fields(): readonly string[] {
     return this.fieldNames;
   }
@@ -116,6 +142,11 @@ export class Nvml {
   system(): NvmlSystem {
     const count = this.lib.gpumem_nvml_device_count();
     if (count < 0) throw new NvmlError(String(this.lib.gpumem_nvml_last_error()), "query");
+    return this.versions(count);
+  }
+
+  /** The driver's, NVML's and CUDA's versions (read once, at nvmlInit), with `count` devices. */
+  private versions(count: number): NvmlSystem {
     const cuda = this.lib.gpumem_nvml_cuda_driver_version();
     return {
       driver_version: String(this.lib.gpumem_nvml_driver_version()) || null,

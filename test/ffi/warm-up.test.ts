@@ -5,12 +5,16 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { NvmlDeviceSample, NvmlSystem } from "../../src/ffi/nvml";
+import { libraryPath } from "../../src/ffi/lib";
 import type { Document } from "../../src/system/schema";
 import { gpuTest, onGpu } from "../support/gpu";
 
 const DELAY_MS = 1500;
 
-function oneShot(): { before: number; tick: number; first: Document; second: Document } {
+type Early = { system: NvmlSystem; samples: NvmlDeviceSample[]; time_unix_ms: number } | null;
+
+function oneShot(): { before: number; early: Early; tick: number; first: Document; second: Document } {
   const agents = mkdtempSync(join(tmpdir(), "gpumem-agents-"));
   const p = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "support", "one-shot.ts"), agents, String(DELAY_MS)], { stdout: "pipe", stderr: "pipe" });
   if (p.exitCode !== 0) throw new Error(`one-shot.ts failed: ${p.stderr}`);
@@ -18,8 +22,16 @@ function oneShot(): { before: number; tick: number; first: Document; second: Doc
 }
 
 describe("the warm-up's kept sample", () => {
-  (onGpu ? test.skip : test)("without a driver none is kept: the document is the tick's, and says why it has no devices", () => {
-    const { tick, first, second } = oneShot();
+  test("libgpumem's Node-API entry: process.dlopen gives the warm-up's start, one function", () => {
+    const addon = { exports: {} as Record<string, unknown> };
+    process.dlopen(addon, libraryPath());
+    expect(Object.keys(addon.exports)).toEqual(["warmUp"]);
+    expect(typeof addon.exports.warmUp).toBe("function");
+  });
+
+  (onGpu ? test.skip : test)("without a driver none is kept: no first part, the document is the tick's, and says why it has no devices", () => {
+    const { early, tick, first, second } = oneShot();
+    expect(early).toBeNull();
     expect(first.time_unix_ms).toBe(tick);
     expect(first.devices).toEqual([]);
     expect(first.reason).toBe("no NVIDIA driver (libnvidia-ml.so.1) on this machine");
@@ -43,4 +55,35 @@ describe("the warm-up's kept sample", () => {
       expect(d.sm_clock_max_mhz).toBe(second.devices.find((x) => x.uuid === d.uuid)!.sm_clock_max_mhz);
     }
   }, 30_000);
+
+  gpuTest("the first part, published before the slow calls: identity, memory and the processes of the printed sample, nothing else yet", async () => {
+    // A process of our own on the GPU, so that the process list has a row to agree on.
+    const holder = Bun.spawn(["python3", "-c", "import torch,time; x=torch.empty(256*2**20, dtype=torch.uint8, device='cuda'); print('ready', flush=True); time.sleep(60)"], { stdout: "pipe" });
+    await holder.stdout.getReader().read();
+    try {
+      const { early, first } = oneShot();
+      expect(early).not.toBeNull();
+      expect(early!.time_unix_ms).toBe(first.time_unix_ms);
+      expect(early!.system.device_count).toBe(first.devices.length);
+      expect(early!.system.driver_version).toBe(first.driver_version);
+      for (const d of first.devices) {
+        const e = early!.samples.find((s) => s.uuid === d.uuid)!;
+        expect({ name: e.name, pci: e.pci_bus_id, total: e.fields.memory_total_bytes, used: e.fields.memory_used_bytes }).toEqual({ name: d.name, pci: d.pci_bus_id, total: d.memory_total_bytes, used: d.memory_used_bytes });
+        // The slow calls come after it: their fields are not in the first part, but in the document.
+        expect(e.fields.gpu_utilization_percent).toBeNull();
+        expect(e.fields.temperature_celsius).toBeNull();
+        expect(typeof d.temperature_celsius).toBe("number");
+        expect(e.processes.map((p) => p.pid).sort()).toEqual(first.processes.filter((p) => p.device === d.index).map((p) => p.pid).sort());
+      }
+      // The holder's row: /proc read for it (while the slow calls ran), as for any other process.
+      const row = first.processes.find((p) => p.pid === holder.pid)!;
+      expect(row).toBeDefined();
+      expect(row.name).toBe("python3");
+      expect(row.command).toContain("torch.empty");
+      expect(row.used_bytes).toBeGreaterThan(256 * 2 ** 20);
+      expect(row.user).not.toBeNull();
+    } finally {
+      holder.kill();
+    }
+  }, 60_000);
 });
