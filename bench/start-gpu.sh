@@ -39,7 +39,8 @@ grep -h "^| .*json --once\|^| .*nvidia-smi --query\|^| ratio" "$out/nvml.md" 2>/
 python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"ratio nvidia-smi / gpumem-tui --json --once (bundle): {r[\"ratio_smi_over_ours\"]}x  (bundle {r[\"json_once_median_ms\"]} ms, sources {r[\"json_once_source_median_ms\"]} ms, nvidia-smi {r[\"nvidia_smi_median_ms\"]} ms; above 1: faster than nvidia-smi)")
+k = ("ratio_smi_over_ours", "json_once_median_ms", "json_once_source_median_ms", "nvidia_smi_median_ms")
+print("ratio nvidia-smi / gpumem-tui --json --once (bundle): %sx  (bundle %s ms, sources %s ms, nvidia-smi %s ms; above 1: faster than nvidia-smi)" % tuple(r[x] for x in k))
 ' "$out/nvml.json" 2>/dev/null || echo "no ratio: bench/nvml.ts did not finish (see $log)"
 grep -h "total\|load libgpumem\|wait for\|session.tick\|document holds\|no device" "$out/startup.txt"
 cat "$out/first_calls.txt" 2>/dev/null
