@@ -4,7 +4,7 @@
 // at the loop's boundaries; queries read `cur` and `kept`.
 
 import { grownToHold, type BlockTable } from "./blocks";
-import { CAT_GRADIENT, CAT_OTHER, CAT_TEMPORARY, CAT_UNRESOLVED } from "./categories";
+import { CAT_GRADIENT, CAT_OTHER, CAT_TEMPORARY, CAT_UNRESOLVED, N_CAT } from "./categories";
 import type { PhaseVerdict } from "./lifetimes";
 import { N_PHASE, StepRecord, type RangeStats } from "./steps";
 import { PHASE } from "../ffi/events";
@@ -30,6 +30,9 @@ export class StepAccounting {
   /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
   private readonly liveByPhase = new Float64Array(N_PHASE);
   private liveByRange = new Float64Array(64);
+  /** One past the highest range id allocated in: liveByRange is zero from here on, so a new peak
+   *  (some 6% of the records of a real ring) copies no more of it than that. */
+  private rangeEnd = 1;
   /** Gradient bytes alive at the last step boundary and not freed since (see StepRecord.gradHeldBytes). */
   private carryGrad = 0;
   private carryGradN = 0;
@@ -54,7 +57,10 @@ export class StepAccounting {
 
   /** A block of `size` was allocated (`allocated`: the device's allocated bytes now). */
   alloc(t: number, size: number, allocated: number, serial: number, phase: number, range: number): void {
-    if (range >= this.liveByRange.length) this.liveByRange = grownToHold(this.liveByRange, range);
+    if (range >= this.rangeEnd) {
+      this.rangeEnd = range + 1;
+      if (range >= this.liveByRange.length) this.liveByRange = grownToHold(this.liveByRange, range);
+    }
     this.liveByRange[range]! += size;
     this.liveByPhase[phase]! += size;
     const cur = this.cur;
@@ -78,10 +84,11 @@ export class StepAccounting {
     cur.peak_time_us = t;
     cur.peak_phase = phase;
     cur.peak_range = range;
-    copyInto(cur.peakComp, this.blocks.bytesByCat);
-    copyInto(cur.peakByPhase, this.liveByPhase);
+    copyInto(cur.peakComp, this.blocks.bytesByCat, N_CAT);
+    copyInto(cur.peakByPhase, this.liveByPhase, N_PHASE);
+    // A fresh array is zero throughout; one reused within the step is zero from rangeEnd on.
     if (cur.peakByRange.length !== this.liveByRange.length) cur.peakByRange = new Float64Array(this.liveByRange.length);
-    copyInto(cur.peakByRange, this.liveByRange);
+    copyInto(cur.peakByRange, this.liveByRange, this.rangeEnd);
     cur.peakPhaseInst = this.phaseInst;
     cur.peakSerial = serial;
     cur.peakTemp = 0;
@@ -232,6 +239,6 @@ export class StepAccounting {
 
 /** A plain loop: every allocation that raises a step's peak copies these few-element arrays, and
  *  TypedArray.set's fixed cost is several times the copy at this size (a tenth of a busy session). */
-function copyInto(dst: Float64Array, src: Float64Array): void {
-  for (let i = 0; i < src.length; i++) dst[i] = src[i]!;
+function copyInto(dst: Float64Array, src: Float64Array, n: number): void {
+  for (let i = 0; i < n; i++) dst[i] = src[i]!;
 }

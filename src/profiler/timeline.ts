@@ -26,6 +26,8 @@ const N_MIN = 7;
 const N_MAX = 8;
 const N_LAST = 9;
 const STRIDE = 10;
+/** After a bucket's fields: the open finest bucket's end (see Timeline.fine). */
+const FINE_END = STRIDE;
 
 export interface TimelineBucket {
   start_us: number;
@@ -46,8 +48,13 @@ export interface TimelineView {
   buckets: TimelineBucket[];
 }
 
+/** A level's ring before its first closed bucket. */
+const EMPTY = new Float64Array(0);
+
 class Level {
-  readonly ring: Float64Array;
+  /** Closed buckets; allocated at the first one (a device's levels hold ~1 MB, most of it for
+   *  spans a short run never reaches, and a model is made for every process seen). */
+  ring = EMPTY;
   head = 0; // next write position
   length = 0; // closed buckets held
   readonly open = new Float64Array(STRIDE);
@@ -55,10 +62,9 @@ class Level {
   constructor(
     readonly width: number,
     readonly capacity: number,
-  ) {
-    this.ring = new Float64Array(capacity * STRIDE);
-  }
+  ) {}
 }
+
 
 function mergeInto(dst: Float64Array, src: Float64Array, srcOff: number): void {
   if (src[srcOff + A_MIN]! < dst[A_MIN]!) dst[A_MIN] = src[srcOff + A_MIN]!;
@@ -79,19 +85,15 @@ function mergeInto(dst: Float64Array, src: Float64Array, srcOff: number): void {
 
 export class Timeline {
   private readonly levels: Level[];
-  // The finest open bucket, kept in plain fields for the per-event path.
-  private fineStart = NaN;
-  private fineEnd = NaN;
-  private aMin = 0;
-  private aMax = 0;
-  private aLast = 0;
-  private rMin = 0;
-  private rMax = 0;
-  private rLast = 0;
-  private nMin = NaN;
-  private nMax = NaN;
-  private nLast = NaN;
-  private readonly scratch = new Float64Array(STRIDE);
+  /**
+   * The finest open bucket, in the bucket layout with its end time after it (FINE_END). A typed
+   * array rather than ten number fields: with the fields, this per-event update cost about 40% of
+   * the model's ingest on the recorded rings under Bun's JIT; on the typed array it is a few
+   * compares and stores (ingest ~1.8× faster, measured with a fresh model on both real rings).
+   */
+  private readonly fine = new Float64Array(STRIDE + 1).fill(NaN);
+  /** The open bucket's fields alone (what a closed bucket stores). */
+  private readonly fineBucket = this.fine.subarray(0, STRIDE);
 
   constructor(levels = TIMELINE_LEVELS) {
     this.levels = levels.map((l) => new Level(l.width_us, l.buckets));
@@ -99,64 +101,46 @@ export class Timeline {
 
   /** Per event: allocated and reserved after the event at time t. */
   observe(t: number, allocated: number, reserved: number): void {
-    if (t < this.fineEnd) {
+    const f = this.fine;
+    if (t < f[FINE_END]!) {
       // Same bucket (or a record a little out of order: writers on two threads). No branch on
-      // t >= fineStart: a late record belongs to the bucket being filled.
-      if (allocated < this.aMin) this.aMin = allocated;
-      else if (allocated > this.aMax) this.aMax = allocated;
-      if (reserved < this.rMin) this.rMin = reserved;
-      else if (reserved > this.rMax) this.rMax = reserved;
-      this.aLast = allocated;
-      this.rLast = reserved;
+      // t >= its start: a late record belongs to the bucket being filled.
+      if (allocated < f[A_MIN]!) f[A_MIN] = allocated;
+      else if (allocated > f[A_MAX]!) f[A_MAX] = allocated;
+      if (reserved < f[R_MIN]!) f[R_MIN] = reserved;
+      else if (reserved > f[R_MAX]!) f[R_MAX] = reserved;
+      f[A_LAST] = allocated;
+      f[R_LAST] = reserved;
       return;
     }
-    this.openFine(t);
-    this.aMin = this.aMax = this.aLast = allocated;
-    this.rMin = this.rMax = this.rLast = reserved;
+    this.openFine(t, allocated, reserved);
   }
 
   /** An NVML sample of this process's used memory on the device. */
   observeNvml(t: number, used: number, allocated: number, reserved: number): void {
-    if (!(t < this.fineEnd)) {
-      this.openFine(t);
-      this.aMin = this.aMax = this.aLast = allocated;
-      this.rMin = this.rMax = this.rLast = reserved;
-    }
-    if (!(used >= this.nMin)) this.nMin = used;
-    if (!(used <= this.nMax)) this.nMax = used;
-    this.nLast = used;
+    const f = this.fine;
+    if (!(t < f[FINE_END]!)) this.openFine(t, allocated, reserved);
+    if (!(used >= f[N_MIN]!)) f[N_MIN] = used;
+    if (!(used <= f[N_MAX]!)) f[N_MAX] = used;
+    f[N_LAST] = used;
   }
 
-  private openFine(t: number): void {
-    if (this.fineStart === this.fineStart) this.closeFine();
+  /** Close the open finest bucket (if any) and open the one `t` falls in, starting at these values. */
+  private openFine(t: number, allocated: number, reserved: number): void {
+    const f = this.fine;
+    if (f[START] === f[START]) this.push(0, this.fineBucket, 0);
     const w = this.levels[0]!.width;
-    this.fineStart = Math.floor(t / w) * w;
-    this.fineEnd = this.fineStart + w;
-    this.nMin = this.nMax = this.nLast = NaN;
-  }
-
-  private fineToScratch(): Float64Array {
-    const s = this.scratch;
-    s[START] = this.fineStart;
-    s[A_MIN] = this.aMin;
-    s[A_MAX] = this.aMax;
-    s[A_LAST] = this.aLast;
-    s[R_MIN] = this.rMin;
-    s[R_MAX] = this.rMax;
-    s[R_LAST] = this.rLast;
-    s[N_MIN] = this.nMin;
-    s[N_MAX] = this.nMax;
-    s[N_LAST] = this.nLast;
-    return s;
-  }
-
-  private closeFine(): void {
-    this.push(0, this.fineToScratch(), 0);
+    f[START] = Math.floor(t / w) * w;
+    f[FINE_END] = f[START]! + w;
+    f[A_MIN] = f[A_MAX] = f[A_LAST] = allocated;
+    f[R_MIN] = f[R_MAX] = f[R_LAST] = reserved;
+    f[N_MIN] = f[N_MAX] = f[N_LAST] = NaN;
   }
 
   /** Store a closed bucket at `level` and fold it into the next level's open bucket. */
   private push(li: number, src: Float64Array, off: number): void {
     const level = this.levels[li]!;
+    if (level.ring === EMPTY) level.ring = new Float64Array(level.capacity * STRIDE);
     level.ring.set(src.subarray(off, off + STRIDE), level.head * STRIDE);
     const stored = level.head * STRIDE;
     level.head = (level.head + 1) % level.capacity;
@@ -192,7 +176,8 @@ export class Timeline {
     }
     // The still-open buckets of this level and of every finer one, oldest first: each lands in
     // the bucket of this level its start falls in.
-    if (this.fineStart === this.fineStart) {
+    const fine = this.fine;
+    if (fine[START] === fine[START]) {
       const pending = new Float64Array(STRIDE);
       let have = false;
       const add = (src: Float64Array, start: number) => {
@@ -207,7 +192,7 @@ export class Timeline {
         const lv = this.levels[l]!;
         if (lv.openStart === lv.openStart) add(lv.open, lv.openStart);
       }
-      add(this.fineToScratch(), this.fineStart);
+      add(this.fineBucket, fine[START]!);
       if (pending[START]! + level.width > since_us) out.push(bucketAt(pending, 0));
     }
     return { resolution_us: level.width, buckets: out };
