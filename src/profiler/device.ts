@@ -289,8 +289,10 @@ export class DeviceState {
     this._lastTime_us = t;
   }
 
-  /** An OOM record. `largestFree()` sweeps the segments: asked only for incidents that are kept. */
-  oom(t: number, request: number, deviceFree: number, largestFree: () => number): void {
+  /** An OOM record. `largestFree(this)` sweeps the segments: asked only for incidents that are
+   *  kept. (A function of the device, not a closure the caller makes: an arrow in the ingest loop
+   *  that captured the loop's device binding cost one scope object per record, OOM or not.) */
+  oom(t: number, request: number, deviceFree: number, largestFree: (d: DeviceState) => number): void {
     this._lastTime_us = t;
     this.oomLog.add(() => ({
       time_us: t,
@@ -302,7 +304,7 @@ export class DeviceState {
       allocated_bytes: this._allocated,
       reserved_bytes: this._reserved,
       active_bytes: this._active,
-      largest_free_block_bytes: largestFree(),
+      largest_free_block_bytes: largestFree(this),
       live_by_category_bytes: this.blocks.bytesByCat.slice(),
       nvml_used_bytes: this._nvmlUsed,
     }));

@@ -151,7 +151,7 @@ export class ProfilerModel {
           ds.segmentFree(t, address[i]!, size[i]!, false);
           break;
         case ACTION.oom:
-          ds.oom(t, size[i]!, batch.extra[i]!, () => largestFreeBlock(ds));
+          ds.oom(t, size[i]!, batch.extra[i]!, largestFreeBlock);
           break;
         case ACTION.snapshot: // nothing to account
           ds.touch(t);
