@@ -72,20 +72,24 @@ static void *warm_up(void *arg) {
   return NULL;
 }
 
-int gpumem_nvml_take_early(int index, gpumem_nvml_sample *s) {
+/* The published quick parts' count (-1: none, or no warm-up started), once the warm-up has
+ * published. Takes early_lock; the caller releases it. */
+static int lock_published(void) {
   pthread_mutex_lock(&early_lock);
-  int started = warm_started;
-  while (started && early_count == -2) pthread_cond_wait(&early_cond, &early_lock);
-  int rc = started && index >= 0 && index < early_count ? 0 : -1;
+  while (warm_started && early_count == -2) pthread_cond_wait(&early_cond, &early_lock);
+  return warm_started && early_count > 0 ? early_count : -1;
+}
+
+int gpumem_nvml_take_early(int index, gpumem_nvml_sample *s) {
+  int n = lock_published();
+  int rc = index >= 0 && index < n ? 0 : -1;
   if (rc == 0) memcpy(s, &early[index], sizeof *s);
   pthread_mutex_unlock(&early_lock);
   return rc;
 }
 
 int gpumem_nvml_early_count(void) {
-  pthread_mutex_lock(&early_lock);
-  while (warm_started && early_count == -2) pthread_cond_wait(&early_cond, &early_lock);
-  int n = warm_started && early_count > 0 ? early_count : -1;
+  int n = lock_published();
   pthread_mutex_unlock(&early_lock);
   return n;
 }
@@ -102,7 +106,7 @@ int gpumem_nvml_init_async(uint32_t flags) {
   pthread_t t;
   if (pthread_create(&t, NULL, warm_up, NULL) != 0) return -1;
   pthread_mutex_lock(&early_lock);
-  warm_started = 1; /* before the thread can publish: it publishes under early_lock */
+  warm_started = 1; /* before this call returns: the caller's takes then wait for the publication */
   pthread_mutex_unlock(&early_lock);
   pthread_detach(t);
   return 0;

@@ -65,7 +65,6 @@ class Level {
   ) {}
 }
 
-
 function mergeInto(dst: Float64Array, src: Float64Array, srcOff: number): void {
   if (src[srcOff + A_MIN]! < dst[A_MIN]!) dst[A_MIN] = src[srcOff + A_MIN]!;
   if (src[srcOff + A_MAX]! > dst[A_MAX]!) dst[A_MAX] = src[srcOff + A_MAX]!;
