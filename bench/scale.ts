@@ -1,17 +1,30 @@
 // Eight ranks on one node, by simulation: eight models fed, on one thread, at the event rate of a
 // real training run recorded on an H100 (test/fixtures/normal.ring, its steady-state steps) and at
 // PyTorch's tightest allocation loop, for 10 s each. Reports the share of one core.
-//   bun bench/scale.ts [OUT_DIR]
-import { mkdirSync, writeFileSync } from "node:fs";
+//   bun bench/scale.ts [OUT_DIR] [SECONDS]
+// Each rank reads its records the way the monitor does: libgpumem's reader on a ring file (written
+// here before the clock starts, the recording looped at the rate), one call a tick into the batch,
+// the frees folded (src/ffi/ring.ts), then the model's ingest. Beside it, in the same run, the way
+// this benchmark fed the models before: the records copied into the batch by a JavaScript loop,
+// every record as written. That copy is this script's own work, which the monitor never does.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openRingRecording as openRecording } from "../src/collect/recording";
 import { ACTION, newEventBatch, type EventBatch } from "../src/ffi/events";
+import { openRing, type RingReader } from "../src/ffi/ring";
+import { HEADER_OFFSET as H, HEADER_SIZE, MODE, RECORD_OFFSET as R, RECORD_SIZE, RING_ABI_VERSION, RING_MAGIC } from "../src/ffi/wire";
 import { createModel } from "../src/profiler";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
-const rec = openRecording(join(import.meta.dir, "..", "test", "fixtures", "normal.ring"));
+const SECONDS = Number(process.argv[3] ?? 10);
+const RANKS = 8;
+const TICKS_PER_SECOND = 10;
+
+// The recording, every record as written (no fold): what the ring files repeat.
+const rec = openRing(join(import.meta.dir, "..", "test", "fixtures", "normal.ring"));
 const all = newEventBatch(1 << 15);
-rec.source.read(all);
+rec.read(all);
+rec.close();
 // Steady state: from the first step mark on (the first step holds CUDA's own warm-up).
 let first = 0;
 while (first < all.count && all.action[first] !== ACTION.step) first++;
@@ -19,65 +32,131 @@ const n = all.count - first;
 const spanUs = all.time_us[all.count - 1]! - all.time_us[first]!;
 const measuredRate = n / (spanUs / 1e6);
 
-function slice(from: number, count: number, shiftUs: number, out: EventBatch): void {
-  for (let i = 0; i < count; i++) {
-    const j = first + ((from + i) % n);
-    out.time_us[i] = all.time_us[j]! + shiftUs;
-    out.action[i] = all.action[j]!;
-    out.device[i] = all.device[j]!;
-    out.phase[i] = all.phase[j]!;
-    out.address[i] = all.address[j]!;
-    out.size[i] = all.size[j]!;
-    out.stream[i] = all.stream[j]!;
-    out.extra[i] = all.extra[j]!;
-    out.step[i] = all.step[j]!;
-    out.range[i] = all.range[j]!;
-  }
-  out.count = count;
+/** Record k of the looped steady state into `out` at `at`, its time moved on by the loops before it. */
+function put(k: number, out: EventBatch, at: number): void {
+  const j = first + (k % n);
+  out.time_us[at] = all.time_us[j]! + Math.floor(k / n) * spanUs;
+  out.action[at] = all.action[j]!;
+  out.device[at] = all.device[j]!;
+  out.phase[at] = all.phase[j]!;
+  out.address[at] = all.address[j]!;
+  out.size[at] = all.size[j]!;
+  out.stream[at] = all.stream[j]!;
+  out.extra[at] = all.extra[j]!;
+  out.step[at] = all.step[j]!;
+  out.range[at] = all.range[j]!;
 }
 
-async function simulate(ranks: number, rate: number, seconds: number) {
-  const models = Array.from({ length: ranks }, () => createModel());
-  const batch = newEventBatch(Math.ceil(rate / 10) + 1);
-  const pos = new Array(ranks).fill(0);
+/** A closed ring file holding `count` records of the looped steady state (time in unix ns). */
+function writeRing(path: string, count: number): void {
+  let capacity = 1;
+  while (capacity < count) capacity *= 2;
+  const buf = Buffer.alloc(HEADER_SIZE + capacity * RECORD_SIZE);
+  buf.writeBigUInt64LE(RING_MAGIC, H.magic);
+  buf.writeUInt32LE(RING_ABI_VERSION, H.abi_version);
+  buf.writeUInt32LE(HEADER_SIZE, H.header_size);
+  buf.writeUInt32LE(RECORD_SIZE, H.record_size);
+  buf.writeUInt32LE(1, H.n_devices);
+  buf.writeBigUInt64LE(BigInt(capacity), H.capacity);
+  buf.writeUInt32LE(MODE.hook, H.mode);
+  buf.writeUInt8(1, H.closed);
+  buf.writeBigUInt64LE(BigInt(count), H.write_index);
+  const one = newEventBatch(1);
+  for (let k = 0; k < count; k++) {
+    put(k, one, 0);
+    const o = HEADER_SIZE + k * RECORD_SIZE;
+    buf.writeBigUInt64LE(BigInt(k + 1), o + R.seq);
+    buf.writeBigUInt64LE(BigInt(Math.round(one.time_us[0]! * 1000)), o + R.time);
+    buf.writeBigUInt64LE(BigInt(one.address[0]!), o + R.address);
+    buf.writeBigUInt64LE(BigInt(one.size[0]!), o + R.size);
+    buf.writeBigUInt64LE(BigInt(one.stream[0]!), o + R.stream);
+    buf.writeBigUInt64LE(BigInt(one.extra[0]!), o + R.extra);
+    buf.writeUInt32LE(one.step[0]!, o + R.step);
+    buf.writeUInt32LE(one.range[0]!, o + R.range);
+    buf.writeUInt8(one.action[0]!, o + R.action);
+    buf.writeInt8(one.device[0]!, o + R.device);
+    buf.writeUInt8(one.phase[0]!, o + R.phase);
+  }
+  writeFileSync(path, buf);
+}
+
+type Feed = "reader" | "js-copy";
+
+async function simulate(feed: Feed, rate: number, ring: string) {
+  const per = Math.round(rate / TICKS_PER_SECOND);
+  const models = Array.from({ length: RANKS }, () => createModel());
+  const batches = Array.from({ length: RANKS }, () => newEventBatch(per));
+  const readers: RingReader[] = feed === "reader" ? Array.from({ length: RANKS }, () => openRing(ring, { fold: true })) : [];
+  let pos = 0;
+  let records = 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  let loops = 0;
-  for (let tick = 0; tick < seconds * 10; tick++) {
-    const per = Math.round(rate / 10);
-    for (let r = 0; r < ranks; r++) {
-      slice(pos[r], per, Math.floor((pos[r] + per) / n) * spanUs, batch);
-      models[r]!.ingest(batch);
-      pos[r] += per;
+  const ticks = SECONDS * TICKS_PER_SECOND;
+  for (let tick = 0; tick < ticks; tick++) {
+    for (let r = 0; r < RANKS; r++) {
+      const b = batches[r]!;
+      if (feed === "reader") readers[r]!.read(b);
+      else {
+        for (let i = 0; i < per; i++) put(pos + i, b, i);
+        b.count = per;
+      }
+      models[r]!.ingest(b);
+      records += b.count;
     }
-    loops++;
-    const due = t0 + (tick + 1) * 100;
-    const wait = due - performance.now();
+    pos += per;
+    const wait = t0 + ((tick + 1) * 1000) / TICKS_PER_SECOND - performance.now();
     if (wait > 0) await Bun.sleep(wait);
   }
   const wall = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(cpu0);
-  return { ranks, events_per_second_per_rank: Math.round(rate), seconds: +wall.toFixed(2), cpu_share_of_one_core: +((c.user + c.system) / 1e6 / wall).toFixed(4), ticks: loops };
+  for (const r of readers) r.close();
+  const events = models.reduce((s, m) => s + m.eventsIngested, 0);
+  return {
+    feed,
+    ranks: RANKS,
+    events_per_second_per_rank: Math.round(rate),
+    seconds: +wall.toFixed(2),
+    events_ingested: events,
+    records_ingested: records,
+    cpu_share_of_one_core: +((c.user + c.system) / 1e6 / wall).toFixed(4),
+    ticks,
+  };
 }
 
-const realistic = await simulate(8, measuredRate, 10);
-const tight = await simulate(8, 1_300_000, 10);
-const result = { date: new Date().toISOString(), recorded_rate_events_per_second: Math.round(measuredRate), realistic, tight_loop: tight };
+const tmp = mkdtempSync(join(tmpdir(), "gpumem-scale-"));
+const result: Record<string, unknown> = { date: new Date().toISOString(), recorded_rate_events_per_second: Math.round(measuredRate), seconds: SECONDS };
+const rows: string[] = [];
+try {
+  for (const [label, rate] of [["realistic", measuredRate], ["tight_loop", 1_300_000]] as const) {
+    const ring = join(tmp, `${label}.ring`);
+    writeRing(ring, Math.round(rate / TICKS_PER_SECOND) * SECONDS * TICKS_PER_SECOND);
+    // Interleaved, the monitor's path first and last: a slow moment of the machine hits both.
+    const runs = [await simulate("reader", rate, ring), await simulate("js-copy", rate, ring), await simulate("reader", rate, ring)];
+    const reader = runs.filter((r) => r.feed === "reader");
+    result[label] = { reader: reader, js_copy: runs[1] };
+    const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+    rows.push(
+      `| ${Math.round(rate).toLocaleString("en")} events/s | ${label === "realistic" ? "the recorded run's steady state (a small transformer, batch 16×64)" : "PyTorch's tightest loop (`torch.empty`/`del`, 3 events each ~2.3 µs)"} | ${reader.map((r) => pct(r.cpu_share_of_one_core)).join(", ")} | ${pct(runs[1]!.cpu_share_of_one_core)} |`,
+    );
+    rmSync(ring);
+  }
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, "scale.json"), `${JSON.stringify(result, null, 2)}\n`);
 const md = `# Eight ranks on one node, simulated
 
-Command: \`bun bench/scale.ts\` (${result.date}, this repository's 2-core machine, one thread).
-Eight models fed every 100 ms for 10 s with events of a real training run recorded on an H100
-(\`test/fixtures/normal.ring\`, steady-state steps, looped), at two rates per rank:
+Command: \`bun bench/scale.ts\` (${result.date}, ${navigator.hardwareConcurrency} cores, one thread).
+Eight models fed every 100 ms for ${SECONDS} s with events of a real training run recorded on an H100
+(\`test/fixtures/normal.ring\`, steady-state steps, looped), at two rates per rank. CPU as a share of one core:
 
-| rate per rank | source | CPU, share of one core |
-| --- | --- | --- |
-| ${result.recorded_rate_events_per_second.toLocaleString("en")} events/s | the recorded run's steady state (a small transformer, batch 16×64) | ${(realistic.cpu_share_of_one_core * 100).toFixed(1)}% |
-| 1,300,000 events/s | PyTorch's tightest loop (\`torch.empty\`/\`del\`, 3 events each ~2.3 µs, bench/results/agent_overhead.md) | ${(tight.cpu_share_of_one_core * 100).toFixed(1)}% |
+| rate per rank | source | the monitor's path: libgpumem's reader (frees folded), the model (two runs) | the records copied by this script in JavaScript, unfolded (the earlier method) |
+| --- | --- | --- | --- |
+${rows.join("\n")}
 
-The monitor's own share per event is the model's ingest cost (bench/results/ingest.md); reading the
-ring is one FFI call per batch.
+The monitor reads a ring with one FFI call a batch (src/ffi/ring.ts); the copy in the last column is
+work of this benchmark alone, kept beside it so that the earlier figures can be compared.
 `;
 writeFileSync(join(outDir, "scale.md"), md);
 console.log(md);

@@ -51,6 +51,10 @@ enum gpumem_action {
   GPUMEM_ACTION_SEGMENT_UNMAP = 6,  /* expandable segments: pages unmapped */
   GPUMEM_ACTION_SNAPSHOT = 7,       /* a snapshot was taken */
   GPUMEM_ACTION_OOM = 8,            /* out of memory: size = requested, extra = free bytes */
+  GPUMEM_ACTION_FREE = 15,          /* never in a ring: a reader's fold of a free_requested and the
+                                     * free_completed that follows it at once (a block with no other
+                                     * stream's use pending), one record for the two (ring_fold.c);
+                                     * extra = the free_completed's time, in the reader's unit */
   GPUMEM_ACTION_PHASE = 16,         /* the phase changed to `phase` (step, range current) */
   GPUMEM_ACTION_STEP = 17,          /* step `step` begins (after an optimizer step) */
   GPUMEM_ACTION_RANGE_ENTER = 18,   /* record_function range `range` entered */

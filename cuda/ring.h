@@ -26,4 +26,12 @@ int64_t gpumem_ring_read(gpumem_reader *r, uint32_t max, double *time_us, uint8_
                          uint8_t *phase, double *address, double *size, double *stream, double *extra,
                          uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost);
 
+/* gpumem_ring_read, stopped at stream position `until` (UINT64_MAX: no stop); with `fold`, each
+ * free_requested that its free_completed follows at once comes back as one GPUMEM_ACTION_FREE
+ * record (ring_fold.c). Returns the records written to the columns; gpumem_ring_next tells how far
+ * the stream was consumed. */
+int64_t gpumem_ring_read_until(gpumem_reader *r, uint32_t max, uint64_t until, int fold, double *time_us, uint8_t *action,
+                               int8_t *device, uint8_t *phase, double *address, double *size, double *stream, double *extra,
+                               uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost);
+
 #endif

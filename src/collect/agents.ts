@@ -125,7 +125,7 @@ export class AgentWatcher {
     }
     this.rereadManifest(agent);
     try {
-      agent.ring ??= openRing(agent.manifest.ring);
+      agent.ring ??= openRing(agent.manifest.ring, { fold: true }); // into a model: frees folded
       const header = agent.ring.header();
       if (header.pid !== agent.pid) {
         // A manifest that points at another process's ring would show that process's numbers

@@ -54,16 +54,13 @@ export class LiveModels {
         if (names?.late(a.ring.next())) names.tick(pm.socket, pm.model, nowUs / 1000);
         let n = 0;
         while (n < MAX_EVENTS_PER_TICK) {
-          const { count, lost } = a.ring.read(this.batch);
-          if (count === 0 && lost === 0) break;
-          // Names taken inside this batch are applied between its records, at their own index.
+          // Names taken at a known stream position are applied between the records of their
+          // moment: the read stops there (a folded batch does not map records onto positions).
           const at = names?.pendingAt() ?? null;
-          const first = a.ring.next() - count;
-          if (at !== null && at >= first && at < first + count) {
-            pm.model.ingest(this.batch, lost, 0, at - first);
-            names!.apply(pm.model, at, nowUs / 1000);
-            pm.model.ingest(this.batch, 0, at - first, count);
-          } else pm.model.ingest(this.batch, lost);
+          const { count, lost } = a.ring.read(this.batch, at ?? Infinity);
+          if (count > 0 || lost > 0) pm.model.ingest(this.batch, lost);
+          if (at !== null && names!.apply(pm.model, a.ring.next(), nowUs / 1000)) continue;
+          if (count === 0 && lost === 0) break;
           n += count;
         }
         if (names) {

@@ -81,7 +81,7 @@ export function openRingRecording(path: string): Recording {
   if (head(ringPath, 8).toString("latin1") !== RING_MAGIC) {
     throw new Error(`${path} is not a gpumem-tui ring recording (its first bytes are not the ring magic)`);
   }
-  const ring = openRing(ringPath);
+  const ring = openRing(ringPath, { fold: true }); // replayed into a model: frees folded
   if (gz) path = path.replace(/\.gz$/, "");
   const manifestPath = path.replace(/\.ring$/, ".json");
   let manifest: Manifest | null = null;

@@ -7,7 +7,7 @@ import { ROOT } from "../root";
 
 export { ROOT };
 export const NATIVE_DIR = `${ROOT}/cuda`;
-export const NATIVE_SOURCES = ["nvml.c", "nvml_lib.c", "nvml_processes.c", "nvml_constants.c", "nvml_warm_up.c", "warm_up_napi.c", "ring.c"].map((f) => `${NATIVE_DIR}/${f}`);
+export const NATIVE_SOURCES = ["nvml.c", "nvml_lib.c", "nvml_processes.c", "nvml_constants.c", "nvml_warm_up.c", "warm_up_napi.c", "ring.c", "ring_fold.c"].map((f) => `${NATIVE_DIR}/${f}`);
 const NATIVE_HEADERS = ["nvml.h", "nvml_lib.h", "nvml_constants.h", "ring.h", "gpumem_ring.h"].map((f) => `${NATIVE_DIR}/${f}`);
 export const BUILT_LIB = `${NATIVE_DIR}/build/libgpumem.so`;
 export const PREBUILT_DIR = `${ROOT}/prebuilt/${process.platform}-${process.arch}`;

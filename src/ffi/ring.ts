@@ -31,7 +31,18 @@ const symbols = {
     ],
     returns: FFIType.i64_fast,
   },
+  gpumem_ring_read_until: {
+    args: [
+      FFIType.ptr, FFIType.u32, FFIType.u64, FFIType.i32,
+      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
+      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
+    ],
+    returns: FFIType.i64_fast,
+  },
 } as const;
+
+/** gpumem_ring_read_until's `until` for "no stop". */
+const NO_STOP = 0xffff_ffff_ffff_ffffn;
 
 let lib: ReturnType<typeof dlopen<typeof symbols>>["symbols"] | null = null;
 function native() {
@@ -48,8 +59,11 @@ export interface ReadResult {
 export interface RingReader {
   readonly path: string;
   header(): RingHeader;
-  /** Copy new records (at most the batch's capacity) into `batch`. */
-  read(batch: EventBatch): ReadResult;
+  /** Copy new records (at most the batch's capacity) into `batch`, stopping at stream position
+   *  `until` (see next()). A reader opened with `fold` returns each free_requested that its
+   *  free_completed follows at once as one ACTION.free record: count is then below what the read
+   *  consumed, and next() is the position. */
+  read(batch: EventBatch, until?: number): ReadResult;
   /** The index of the next record to read: every record before it was read or counted lost. */
   next(): number;
   close(): void;
@@ -63,6 +77,7 @@ class NativeRingReader implements RingReader {
   constructor(
     readonly path: string,
     handle: Pointer,
+    private readonly fold: boolean,
   ) {
     this.handle = handle;
     const headerPtr = native().gpumem_ring_header(handle)!;
@@ -100,14 +115,20 @@ class NativeRingReader implements RingReader {
     };
   }
 
-  read(batch: EventBatch): ReadResult {
+  read(batch: EventBatch, until = Infinity): ReadResult {
     this.alive();
     const capacity = batch.action.length;
-    const n = native().gpumem_ring_read(
-      this.handle!, capacity,
-      ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
-      ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
-    );
+    const n = this.fold || until !== Infinity
+      ? native().gpumem_ring_read_until(
+          this.handle!, capacity, until === Infinity ? NO_STOP : BigInt(Math.max(0, Math.floor(until))), this.fold ? 1 : 0,
+          ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
+          ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
+        )
+      : native().gpumem_ring_read(
+          this.handle!, capacity,
+          ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
+          ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
+        );
     batch.count = Number(n);
     return { count: batch.count, lost: Number(this.lost[0]) };
   }
@@ -128,8 +149,10 @@ class NativeRingReader implements RingReader {
   }
 }
 
-/** Map a ring file read-only. Throws RingError with a message a user can act on. */
-export function openRing(path: string): RingReader {
+/** Map a ring file read-only. `fold`: reads return free pairs as one ACTION.free record (what a
+ *  model needs, a third fewer records); without it every record comes as the writer wrote it.
+ *  Throws RingError with a message a user can act on. */
+export function openRing(path: string, opts: { fold?: boolean } = {}): RingReader {
   const out = new BigUint64Array(1);
   const err = new Uint8Array(512);
   const rc = native().gpumem_ring_open(Buffer.from(`${path}\0`), ptr(out), ptr(err), err.length);
@@ -137,5 +160,5 @@ export function openRing(path: string): RingReader {
     const end = err.indexOf(0);
     throw new RingError(new TextDecoder().decode(err.subarray(0, end < 0 ? err.length : end)), KINDS[rc] ?? "format");
   }
-  return new NativeRingReader(path, Number(out[0]) as Pointer);
+  return new NativeRingReader(path, Number(out[0]) as Pointer, opts.fold ?? false);
 }

@@ -32,6 +32,12 @@ export const ACTION = {
   segment_unmap: 6,  // expandable segments: pages unmapped
   snapshot: 7,  // a snapshot was taken
   oom: 8,  // out of memory: size = requested, extra = free bytes
+  /**
+   * never in a ring: a reader's fold of a free_requested and the free_completed that follows it at
+   * once (a block with no other stream's use pending), one record for the two (ring_fold.c); extra
+   * = the free_completed's time, in the reader's unit
+   */
+  free: 15,
   phase: 16,  // the phase changed to `phase` (step, range current)
   step: 17,  // step `step` begins (after an optimizer step)
   range_enter: 18,  // record_function range `range` entered
@@ -55,6 +61,7 @@ export const ACTION_NAMES: Readonly<Record<number, keyof typeof ACTION>> = {
   6: "segment_unmap",
   7: "snapshot",
   8: "oom",
+  15: "free",
   16: "phase",
   17: "step",
   18: "range_enter",

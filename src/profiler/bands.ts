@@ -2,7 +2,7 @@
 // the records the model keeps (model.keepTrace), so a glance tells forward from backward from the
 // optimizer; and where the peak and the OOMs fall. Pure: model and a time window in, columns out.
 
-import { isMark } from "../ffi/events";
+import { ACTION, isMark } from "../ffi/events";
 import type { ProfilerModel } from "./model";
 import { N_PHASE } from "./steps";
 
@@ -21,7 +21,7 @@ export function phaseBands(m: ProfilerModel, device: number, fromUs: number, toU
     const time = t.time_us[s]!;
     if (time < fromUs || time > toUs) continue;
     const c = Math.min(columns - 1, Math.floor(((time - fromUs) / span) * columns));
-    counts[c * N_PHASE + phase]!++;
+    counts[c * N_PHASE + phase]! += t.action[s] === ACTION.free ? 2 : 1; // a folded pair is two records
   }
   for (let c = 0; c < columns; c++) {
     let best = -1;

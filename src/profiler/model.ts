@@ -138,6 +138,11 @@ export class ProfilerModel {
         case ACTION.free_completed:
           ds.freeCompleted(t, size[i]!);
           break;
+        case ACTION.free: // the reader's fold of a free_requested and its free_completed (at `extra`)
+          ds.freeRequested(t, address[i]!, size[i]!);
+          ds.freeCompleted(batch.extra[i]!, size[i]!);
+          this.eventsIngested++; // two events, as the writer recorded them
+          break;
         case ACTION.segment_alloc:
           ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true);
           break;

@@ -13,7 +13,11 @@ import { segmentMap, type SegmentMap } from "./segments";
 /** What replay reads: the ring reader (src/ffi/ring.ts) or a batch list (batchSource). */
 export interface EventSource {
   header(): RingHeader;
-  read(batch: EventBatch): { count: number; lost: number };
+  /** New records into `batch`, stopping at stream position `until` (records consumed so far,
+   *  lost ones included). A source may fold two records into one (a ring reader opened with
+   *  `fold`); next() then tells the position where counts no longer do. */
+  read(batch: EventBatch, until?: number): { count: number; lost: number };
+  next?(): number;
 }
 
 /** Wall time for paced replay: microseconds now, and a way to wait. */
@@ -131,13 +135,22 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
   let nextState = NaN;
   let firstEvent = NaN;
   let wallStart = NaN;
-  // The ring index of batch[0]: records read and records lost so far (a reader starts at 0).
+  // The stream position after the batch: records read and records lost so far (a reader starts
+  // at 0). A read stops at the next saved names' position, so they are applied between the records
+  // of their moment.
   let position = 0;
   for (;;) {
-    const { count, lost } = source.read(batch);
-    if (count === 0 && lost === 0) break;
+    const namesAt = names[0]?.write_index ?? Infinity;
+    const { count, lost } = source.read(batch, namesAt);
+    if (count === 0 && lost === 0) {
+      if (names.length > 0 && namesAt <= position) {
+        m.setNames(names.shift()!.tensors);
+        continue;
+      }
+      break;
+    }
     if (lost > 0) m.noteLost(lost);
-    position += lost;
+    position = source.next ? source.next() : position + lost + count;
     let i = 0;
     while (i < count) {
       const t0 = batch.time_us[i]!;
@@ -146,15 +159,11 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
         firstEvent = t0;
         if (opts.clock) wallStart = opts.clock.now_us();
       }
-      // Up to the next state's moment (records are in time order, give or take two writer threads),
-      // or to the point where saved names were taken.
-      const namesAt = names[0]?.write_index ?? Infinity;
+      // Up to the next state's moment (records are in time order, give or take two writer threads).
       let j = i;
-      while (j < count && batch.time_us[j]! < nextState && position + j < namesAt) j++;
+      while (j < count && batch.time_us[j]! < nextState) j++;
       m.ingest(batch, 0, i, j);
       i = j;
-      while (names.length > 0 && (names[0]!.write_index ?? Infinity) <= position + j) m.setNames(names.shift()!.tensors);
-      if (j < count && batch.time_us[j]! < nextState) continue;
       if (j < count) {
         if (speed !== undefined) {
           const due = wallStart + (nextState - firstEvent) / speed;
@@ -167,7 +176,7 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
         nextState += Math.max(1, Math.ceil((t - nextState + 1) / every)) * every;
       }
     }
-    position += count;
+    while (names.length > 0 && (names[0]!.write_index ?? Infinity) <= position) m.setNames(names.shift()!.tensors);
   }
   for (const n of names) m.setNames(n.tensors);
   const end = source.header();

@@ -117,6 +117,12 @@ export function snapshotFromModel(m: ProfilerModel): WrittenSnapshot {
       const dev = tail.device[s]!;
       if (dev < 0 || dev > maxDevice) continue;
       const size = tail.size[s]!;
+      if (a === ACTION.free) {
+        // The reader folded the pair (src/ffi/ring.ts); a snapshot's trace has both entries.
+        const fields = { addr: tail.address[s]!, size, stream: tail.stream[s]! };
+        traces[dev]!.push({ action: "free_requested", ...fields, time_us, frames: [] }, { action: "free_completed", ...fields, time_us: tail.extra[s]!, frames: [] });
+        continue;
+      }
       const e: TraceEntry = { action, addr: tail.address[s]!, size, stream: tail.stream[s]!, time_us, frames: [] };
       if (a === ACTION.oom) e.device_free = tail.extra[s]!;
       if (a === ACTION.alloc) {

@@ -180,10 +180,12 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
     totals: [],
   };
 
+  /** Records read so far: the stream position (one record a position; nothing is folded here). */
+  let emitted = 0;
   const source: EventSource = {
     header: () => ({ ...header, current_step: step }),
-    read(batch: EventBatch) {
-      const cap = batch.action.length;
+    read(batch: EventBatch, until = Infinity) {
+      const cap = Math.min(batch.action.length, Math.max(0, until - emitted));
       let n = 0;
       for (; n < cap && preAt < pre.length; n++, preAt++) {
         const [a, d, address, size, stream, p] = pre[preAt]!;
@@ -237,6 +239,7 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
         batch.phase[n] = phase;
       }
       batch.count = n;
+      emitted += n;
       return { count: n, lost: 0 };
     },
   };
