@@ -194,7 +194,7 @@ describe("ring reader, lanes (ABI 2): the shared lane and one lane per device re
   test("two device lanes and the shared lane come out merged by time, in any batch size; next() sums the lanes", () => {
     const path = tmpPath("lanes-merge.ring");
     writeLaneRing(path, { capacity: 8, lanes: [[mark(5), mark(25)], [alloc(1, 0), alloc(10, 0), alloc(20, 0), alloc(30, 0)], [alloc(2, 1), alloc(15, 1), alloc(35, 1)]] });
-    const want = [[1, 0, ACTION.alloc], [2, 1, ACTION.alloc], [5, -1, ACTION.phase], [10, 0, ACTION.alloc], [15, 1, ACTION.alloc], [20, 0, ACTION.alloc], [25, -1, ACTION.phase], [30, 0, ACTION.alloc], [35, 1, ACTION.alloc]];
+    const want: Array<[number, number, number]> = [[1, 0, ACTION.alloc], [2, 1, ACTION.alloc], [5, -1, ACTION.phase], [10, 0, ACTION.alloc], [15, 1, ACTION.alloc], [20, 0, ACTION.alloc], [25, -1, ACTION.phase], [30, 0, ACTION.alloc], [35, 1, ACTION.alloc]];
     for (const size of [100, 4, 1]) {
       const got = drain(path, size);
       expect(got.rows).toEqual(want);
