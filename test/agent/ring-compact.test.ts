@@ -40,7 +40,7 @@ test("compacting a ring of lanes gives one lane that reads to the same records, 
   expect(live.lost).toBe(4);
   expect(compact.lost).toBe(0);
   expect(compact.rows).toEqual(live.rows);
-  expect(compact.rows.map((r) => r[0])).toEqual([...compact.rows.map((r) => r[0])].sort((a, b) => a - b));
+  expect(compact.rows.map((r) => r[0])).toEqual([...compact.rows.map((r) => r[0])].sort((a, b) => a! - b!));
   expect(compact.rows.slice(0, 4).map((r) => [r[0], r[2]])).toEqual([[99, -1], [101, 1], [108, 0], [110, 0]]);
   const header = readFileSync(dst).subarray(0, 4096);
   expect([header.readUInt32LE(HEADER_OFFSET.abi_version), header.readUInt32LE(HEADER_OFFSET.n_lanes)]).toEqual([2, 1]);
