@@ -31,6 +31,20 @@ test("the magic that recordings are told apart by is how a ring written by the C
   expect(readFileSync(path).subarray(0, 8).toString("latin1")).toBe(RING_MAGIC);
 });
 
+/** The producer writing `events` records from each of two threads, and a reader of its ring once
+ *  the file is there. */
+async function producing(path: string, events: number, ...extra: string[]) {
+  const child = Bun.spawn([buildTool("producer"), path, "4096", String(events), "2", ...extra], { stdout: "pipe" });
+  for (let i = 0; i < 200; i++) {
+    try {
+      return { child, r: openRing(path) };
+    } catch {
+      await Bun.sleep(5);
+    }
+  }
+  throw new Error(`the producer made no readable ring at ${path} within a second`);
+}
+
 describe("ring reader", () => {
   test("reads a ring in batches, in order, every record whole and tagged", () => {
     const path = tmpPath("batches.ring");
@@ -87,16 +101,7 @@ describe("ring reader", () => {
   test("reading while two writer threads run: nothing torn, nothing counted twice, totals exact", async () => {
     const path = tmpPath("live.ring");
     const events = 200_000;
-    const child = Bun.spawn([buildTool("producer"), path, "4096", String(events), "2", "--delay-us", "20"], { stdout: "pipe" });
-    let r = null;
-    for (let i = 0; i < 200 && !r; i++) {
-      try {
-        r = openRing(path);
-      } catch {
-        await Bun.sleep(5);
-      }
-    }
-    expect(r).not.toBeNull();
+    const { child, r } = await producing(path, events, "--delay-us", "20");
     const b = newEventBatch(2048);
     let seen = 0;
     let lost = 0;
@@ -245,16 +250,7 @@ describe("ring reader, lanes (ABI 2): the shared lane and one lane per device re
   test("reading while two device lanes and the shared lane are written: nothing torn, each device in order, every record read or lost once", async () => {
     const path = tmpPath("lanes-live.ring");
     const events = 100_000;
-    const child = Bun.spawn([buildTool("producer"), path, "4096", String(events), "2", "--lanes", "--delay-us", "20"], { stdout: "pipe" });
-    let r = null;
-    for (let i = 0; i < 200 && !r; i++) {
-      try {
-        r = openRing(path);
-      } catch {
-        await Bun.sleep(5);
-      }
-    }
-    expect(r).not.toBeNull();
+    const { child, r } = await producing(path, events, "--lanes", "--delay-us", "20");
     const b = newEventBatch(2048);
     const last = [0, 0];
     let seen = 0;
