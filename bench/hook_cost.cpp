@@ -9,7 +9,10 @@
 // calls its trackers, on synthetic entries in a tight loop; rdtsc cycles and ns per event, the
 // minimum over many runs. The same loop with an empty tracker is the loop's own floor; the hook's
 // cost is the difference. The ring is a real one (a file in /dev/shm, header laid out as the agent
-// lays it out, the agent's default capacity), so the stores go where they go in a training process.
+// lays it out for one device: the shared lane and device 0's lane, the agent's default capacity),
+// so the stores go where they go in a training process. Every row writes device 0's own lane (the
+// single-writer claim); the last row writes the shared lane instead (its atomic claim), as a device
+// without a lane of its own does.
 //
 //   hook_cost RUNS EVENTS_PER_RUN   → one JSON object on standard output
 #include "hook.cpp"
@@ -26,6 +29,7 @@ namespace {
 using Tracker = std::function<void(const cca::TraceEntry&)>;
 
 constexpr uint64_t kCapacity = 1u << 18;  // the agent's DEFAULT_CAPACITY (ring.py)
+constexpr uint32_t kLanes = 2;            // one device: the shared lane and device 0's (ring.py)
 constexpr size_t kEntries = 64;  // distinct entries cycled through (a power of two); they stay in L1,
                                  // as the one entry the allocator builds on its stack does
 
@@ -65,7 +69,7 @@ gpumem_header* make_ring(std::string& path) {
     std::exit(1);
   }
   path = name;
-  const size_t size = GPUMEM_HEADER_SIZE + kCapacity * GPUMEM_RECORD_SIZE;
+  const size_t size = GPUMEM_HEADER_SIZE + kLanes * kCapacity * GPUMEM_RECORD_SIZE;
   if (ftruncate(fd, off_t(size)) != 0) {
     std::fprintf(stderr, "hook_cost: cannot size the ring file: %s\n", std::strerror(errno));
     std::exit(1);
@@ -84,11 +88,13 @@ gpumem_header* make_ring(std::string& path) {
   h->record_size = GPUMEM_RECORD_SIZE;
   h->n_devices = 1;
   h->capacity = kCapacity;
+  h->n_lanes = kLanes;
   h->pid = int32_t(getpid());
   h->mode = GPUMEM_MODE_HOOK;
   h->cur_phase = GPUMEM_PHASE_FORWARD;
   h->cur_step = 7;
   h->cur_range = 3;
+  g_device_lanes.store(kLanes - 1, std::memory_order_relaxed);  // as gpumem_hook_attach reads it
   g_header.store(h, std::memory_order_release);
   return h;
 }
@@ -138,11 +144,11 @@ std::string cycles_json(double v, bool has_tsc) {
   return has_tsc ? std::string(buf) : std::string("null");
 }
 
-void print_row(const char* name, const Timing& hook, const Timing& floor, bool has_tsc, bool last) {
+void print_row(const char* name, const char* lane, const Timing& hook, const Timing& floor, bool has_tsc, bool last) {
   std::printf(
-      "    {\"action\": \"%s\", \"hook_cycles\": %s, \"hook_ns\": %.3f, \"floor_cycles\": %s, \"floor_ns\": %.3f, "
+      "    {\"action\": \"%s\", \"lane\": \"%s\", \"hook_cycles\": %s, \"hook_ns\": %.3f, \"floor_cycles\": %s, \"floor_ns\": %.3f, "
       "\"added_cycles\": %s, \"added_ns\": %.3f}%s\n",
-      name, cycles_json(hook.cycles_per_event, has_tsc).c_str(), hook.ns_per_event, cycles_json(floor.cycles_per_event, has_tsc).c_str(),
+      name, lane, cycles_json(hook.cycles_per_event, has_tsc).c_str(), hook.ns_per_event, cycles_json(floor.cycles_per_event, has_tsc).c_str(),
       floor.ns_per_event, cycles_json(hook.cycles_per_event - floor.cycles_per_event, has_tsc).c_str(),
       hook.ns_per_event - floor.ns_per_event, last ? "" : ",");
 }
@@ -160,7 +166,7 @@ void measure(const char* name, const std::vector<cca::TraceEntry>& entries, cons
     hook_best = {std::min(hook_best.cycles_per_event, th.cycles_per_event), std::min(hook_best.ns_per_event, th.ns_per_event)};
     floor_best = {std::min(floor_best.cycles_per_event, tf.cycles_per_event), std::min(floor_best.ns_per_event, tf.ns_per_event)};
   }
-  print_row(name, hook_best, floor_best, has_tsc, last);
+  print_row(name, g_device_lanes.load() > 0 ? "device" : "shared", hook_best, floor_best, has_tsc, last);
 }
 
 }  // namespace
@@ -189,8 +195,12 @@ int main(int argc, char** argv) {
   }
   // A training process's mix: every block is allocated, freed, and its free completed.
   const cca::TraceEntry::Action cycle[] = {cca::TraceEntry::ALLOC, cca::TraceEntry::FREE_REQUESTED, cca::TraceEntry::FREE_COMPLETED};
-  measure("mixed", entries_of([&cycle](size_t i) { return cycle[i % 3]; }), hook, empty, runs, events, has_tsc, true);
-  const uint64_t written = __atomic_load_n(&h->write_index, __ATOMIC_RELAXED);
+  const auto mixed = entries_of([&cycle](size_t i) { return cycle[i % 3]; });
+  measure("mixed", mixed, hook, empty, runs, events, has_tsc, false);
+  // The same mix on the shared lane: a device without a lane of its own (fetch-add claim).
+  g_device_lanes.store(0);
+  measure("mixed", mixed, hook, empty, runs, events, has_tsc, true);
+  const uint64_t written = __atomic_load_n(&h->write_index, __ATOMIC_RELAXED) + __atomic_load_n(&h->lanes[0].write_index, __ATOMIC_RELAXED);
   std::printf("  ],\n  \"records_written\": %" PRIu64 ",\n  \"n_alloc\": %" PRId64 "\n}\n", written, h->totals[0].n_alloc);
   g_header.store(nullptr);
   unlink(path.c_str());

@@ -64,17 +64,24 @@ def markdown(r):
         " %.3f ticks per ns; pinned to CPU %s."
         % (r["command"], r["cpu"], r["torch"], r["date"], r["ring_capacity"], r["runs"], r["events_per_run"], r["tsc_ticks_per_ns"], r["pinned_cpu"]),
         "",
-        "| action | hook cycles | hook ns | empty tracker cycles | empty tracker ns | **added ns** | added cycles |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| action | lane | hook cycles | hook ns | empty tracker cycles | empty tracker ns | **added ns** | added cycles |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     cyc = lambda v: "-" if v is None else "%.1f" % v
     for a in r["actions"]:
-        rows.append("| %s | %s | %.2f | %s | %.2f | **%.2f** | %s |" % (a["action"], cyc(a["hook_cycles"]), a["hook_ns"], cyc(a["floor_cycles"]), a["floor_ns"], a["added_ns"], cyc(a["added_cycles"])))
-    worst = max(r["actions"], key=lambda a: a["added_ns"])
+        rows.append("| %s | %s | %s | %.2f | %s | %.2f | **%.2f** | %s |" % (a["action"], a.get("lane", "shared"), cyc(a["hook_cycles"]), a["hook_ns"], cyc(a["floor_cycles"]), a["floor_ns"], a["added_ns"], cyc(a["added_cycles"])))
+    # The target is the allocator's path: a device's own lane. The shared lane (a device beyond the
+    # ring's lanes) is shown beside it, not held to the target.
+    own = [a for a in r["actions"] if a.get("lane") == "device"] or r["actions"]
+    worst = max(own, key=lambda a: a["added_ns"])
     rows += [
         "",
-        "Target: at most %.0f ns per event added by the hook. Worst action: %s, %.2f ns: **%s**."
+        "Target: at most %.0f ns per event added by the hook on a device's own lane. Worst action: %s, %.2f ns: **%s**."
         % (TARGET_NS, worst["action"], worst["added_ns"], "MET" if worst["added_ns"] <= TARGET_NS else "MISSED"),
+        "",
+        "lane: device = the device's own lane of the ring (one writer, the allocator's per-device lock: a plain load and"
+        " store claim the slot); shared = the shared lane, claimed with an atomic fetch-add (marks, and the events of a"
+        " device without a lane of its own).",
         "",
         "mixed = alloc, free_requested, free_completed in turn (what a training loop produces). The records written (%d) and"
         " the allocations counted in the ring's totals (%d) show the hook did its whole work in the loop."

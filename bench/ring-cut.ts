@@ -7,7 +7,11 @@
 // (n_devices 0): they are the whole run's end, not the cut's, so a replay takes its totals from
 // the records and torch's own figures from their sync records; nothing is made up to look whole.
 // The manifest beside IN (x.json) is copied beside OUT with its ring path pointing at OUT.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+// A ring of several lanes (a live agent's, ABI 2) is first merged into one lane by the agent's own
+// tool (python3 -m gpumem_agent.ring compact; PYTHON picks the interpreter): the cut is of that.
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { ACTION, HEADER_OFFSET, HEADER_SIZE, RECORD_OFFSET, RECORD_SIZE } from "../src/ffi/wire";
 
 const argv = process.argv.slice(2);
@@ -18,7 +22,18 @@ if (!inPath || !outPath || !(Number.isInteger(count) && count > 0) || argv.lengt
   process.stderr.write("usage: bun bench/ring-cut.ts IN.ring OUT.ring (--steps K | N)\n");
   process.exit(2);
 }
-const src = readFileSync(inPath);
+/** The ring's bytes, one lane: merged by the agent's compact tool where it has several. */
+function oneLane(path: string): Buffer {
+  const raw = readFileSync(path);
+  if (raw.length < HEADER_SIZE || raw.readUInt32LE(HEADER_OFFSET.abi_version) < 2 || raw.readUInt32LE(HEADER_OFFSET.n_lanes) <= 1) return raw;
+  const merged = join(mkdtempSync(join(tmpdir(), "ring-cut-")), "merged.ring");
+  const agent = resolve(import.meta.dir, "..", "agent");
+  const p = Bun.spawnSync([process.env.PYTHON || "python3", "-m", "gpumem_agent.ring", "compact", path, merged], { env: { ...process.env, PYTHONPATH: agent }, stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(`${path} has ${raw.readUInt32LE(HEADER_OFFSET.n_lanes)} lanes and merging them failed: ${p.stderr.toString().trim()}`);
+  return readFileSync(merged);
+}
+
+const src = oneLane(inPath);
 const view = new DataView(src.buffer, src.byteOffset, src.byteLength);
 const capacity = Number(view.getBigUint64(HEADER_OFFSET.capacity, true));
 const written = Number(view.getBigUint64(HEADER_OFFSET.write_index, true));

@@ -9,17 +9,28 @@
  * file out otherwise. The generator reads the defines, enums and structs below: keep them plain
  * (one member or field a line, a comment after it or on the lines before it).
  *
- * A ring file is one header (GPUMEM_HEADER_SIZE bytes) followed by `capacity` records of
- * GPUMEM_RECORD_SIZE bytes each, capacity a power of two.
+ * A ring file is one header (GPUMEM_HEADER_SIZE bytes) followed by `n_lanes` lanes of `capacity`
+ * records of GPUMEM_RECORD_SIZE bytes each, capacity a power of two: lane L's records start at
+ * GPUMEM_HEADER_SIZE + L * capacity * GPUMEM_RECORD_SIZE. The file is sparse (tmpfs allocates only
+ * the pages written): a one-device process touches its device's lane and the shared lane only.
  *
- * Writing: several threads may write at once (the allocator calls its trace trackers under a
- * per-device lock, so two devices mean two writers, and the agent writes phase marks from Python's
- * thread). A writer claims an index with one atomic fetch-add on `write_index`, fills the record,
- * and stores `seq = index + 1` last with release order. It never waits: when the reader is slow the
- * ring is simply overwritten. A reader copies a record and then checks that `seq` still equals the
- * index it wanted + 1; anything else means the record was lapped (or not finished) and is counted
- * as lost. The running totals in the header are kept by the writer apart from the records, so they
- * stay exact however many records are lost.
+ * Lanes (ABI 2). Lane 0 is the SHARED lane: marks (phase, step, range, sync, from any thread) and the
+ * allocator events of a device that has no lane of its own. Several threads may write it at once, so
+ * a writer claims an index with one atomic fetch-add on `write_index`, fills the record, and stores
+ * `seq = index + 1` last with release order. Lane 1 + d holds the allocator events of CUDA device d
+ * (d < n_lanes - 1) and has ONE writer: the allocator calls its trace trackers under the device's
+ * lock, so the events of one device are already serialized. Its writer claims with a plain load of
+ * `lanes[d].write_index` (no locked instruction: the lock xadd was most of the hook's cost), fills,
+ * publishes `seq`, then stores the lane's write index. A writer never waits: when the reader is slow
+ * a lane is simply overwritten. A reader copies a record and then checks that `seq` still equals
+ * the index it wanted + 1; anything else means the record was lapped (or, in lane 0 only, not
+ * finished) and is counted as lost. Each lane is in order; across lanes the reader merges by
+ * `time`, from the records available at each read (one that is published late with an older time
+ * comes in a later batch). The running totals in the header are kept by the writer apart from the
+ * records, so they stay exact however many records are lost.
+ *
+ * n_lanes 0 or 1 is one lane: the ABI 1 ring, which readers still take as it was (its byte at the
+ * n_lanes offset was padding). Recordings (compacted rings, fixtures) are one lane.
  *
  * Plain C99 / C++11. Fixed-width fields, little-endian (x86-64 and aarch64 Linux).
  */
@@ -29,10 +40,12 @@
 #include <stdint.h>
 
 #define GPUMEM_RING_MAGIC 0x31474E52504D4750ULL /* the bytes "PGMPRNG1" in a little-endian file */
-#define GPUMEM_RING_ABI_VERSION 1u
+#define GPUMEM_RING_ABI_VERSION 2u
 #define GPUMEM_HEADER_SIZE 4096u
 #define GPUMEM_RECORD_SIZE 64u
 #define GPUMEM_MAX_DEVICES 16u
+/* The shared lane and one lane per device, at most. */
+#define GPUMEM_MAX_LANES (1 + GPUMEM_MAX_DEVICES)
 
 /* Actions from here on are marks: records of where the training loop is (written by the agent
  * through the hook) and of torch's own figures, not allocator events; they carry no block. */
@@ -132,6 +145,13 @@ typedef struct gpumem_totals {
   int64_t reserved_fields[3];
 } gpumem_totals; /* 128 bytes */
 
+/* A device lane's write index, alone on its cache line: its one writer stores it at every event,
+ * and no other lane's writer or the shared lane's fetch-add should bounce that line. */
+typedef struct gpumem_lane {
+  uint64_t write_index; /* next index of this lane; stored (release) after the record's seq */
+  uint8_t pad[56];
+} gpumem_lane;
+
 /* The ring file's first GPUMEM_HEADER_SIZE bytes: what the ring is, who writes it, and the totals. */
 typedef struct gpumem_header {
   uint64_t magic;             /* GPUMEM_RING_MAGIC */
@@ -156,55 +176,83 @@ typedef struct gpumem_header {
   uint8_t pad0[6];
   uint64_t updated_ns;        /* polling mode: last poll, unix ns */
   uint32_t cur_line;          /* offset 96: the line profiler's current line id (manifest's line table); 0 = none */
-  uint8_t pad1[28];           /* write_index on its own cache line */
-  uint64_t write_index;       /* offset 128: next index to claim (atomic) */
+  uint32_t n_lanes;           /* offset 100: lanes of `capacity` records (0 or 1: one lane, as in ABI 1) */
+  uint8_t pad1[24];           /* write_index on its own cache line */
+  uint64_t write_index;       /* offset 128: the shared lane's (lane 0) next index to claim (atomic) */
   uint8_t pad2[56];
   gpumem_totals totals[GPUMEM_MAX_DEVICES]; /* offset 192 */
+  gpumem_lane lanes[GPUMEM_MAX_DEVICES];    /* offset 2240: lanes[d] is lane 1 + d, device d's */
 } gpumem_header;
 
 #if defined(__cplusplus)
 static_assert(sizeof(gpumem_record) == GPUMEM_RECORD_SIZE, "record size");
 static_assert(sizeof(gpumem_totals) == 128, "totals size");
-static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES, "header layout");
+static_assert(sizeof(gpumem_lane) == 64, "lane size");
+static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES + 64 * GPUMEM_MAX_DEVICES, "header layout");
 static_assert(sizeof(gpumem_header) <= GPUMEM_HEADER_SIZE, "header fits");
 static_assert(GPUMEM_ACTION_OOM < GPUMEM_FIRST_MARK && GPUMEM_ACTION_PHASE == GPUMEM_FIRST_MARK, "marks follow the allocator's actions");
 #else
 _Static_assert(sizeof(gpumem_record) == GPUMEM_RECORD_SIZE, "record size");
 _Static_assert(sizeof(gpumem_totals) == 128, "totals size");
-_Static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES, "header layout");
+_Static_assert(sizeof(gpumem_lane) == 64, "lane size");
+_Static_assert(sizeof(gpumem_header) == 192 + 128 * GPUMEM_MAX_DEVICES + 64 * GPUMEM_MAX_DEVICES, "header layout");
 _Static_assert(sizeof(gpumem_header) <= GPUMEM_HEADER_SIZE, "header fits");
 _Static_assert(GPUMEM_ACTION_OOM < GPUMEM_FIRST_MARK && GPUMEM_ACTION_PHASE == GPUMEM_FIRST_MARK, "marks follow the allocator's actions");
 #endif
 
-static inline gpumem_record *gpumem_records(gpumem_header *h) {
-  return (gpumem_record *)((uint8_t *)h + GPUMEM_HEADER_SIZE);
+/* Lane `lane`'s records (lane 0: the shared lane; lane 1 + d: device d's). */
+static inline gpumem_record *gpumem_lane_records(gpumem_header *h, uint32_t lane) {
+  return (gpumem_record *)((uint8_t *)h + GPUMEM_HEADER_SIZE) + (uint64_t)lane * h->capacity;
 }
 
 #define GPUMEM_PREFETCH_AHEAD 8u
 
-/* Writer side, for a writer that fills the record in place (the hook, per allocator event: no copy
- * through the stack): claim an index, whose slot is invalidated first so that a reader never takes
- * a half-written record for the old one; fill every field but `seq`; publish. Never blocks. */
-static inline gpumem_record *gpumem_ring_claim(gpumem_header *h, uint64_t *index) {
-  uint64_t i = __atomic_fetch_add(&h->write_index, 1, __ATOMIC_RELAXED);
-  gpumem_record *slot = gpumem_records(h) + (i & (h->capacity - 1));
-  /* The slot a later event will fill, fetched for writing now: its cache line is then owned by the
-   * time that event's stores land (-2 ns an event on an H100 host, bench/results/hook_cost.md). */
-  __builtin_prefetch(gpumem_records(h) + ((i + GPUMEM_PREFETCH_AHEAD) & (h->capacity - 1)), 1, 3);
+/* The slot a later event will fill, fetched for writing now: its cache line is then owned by the
+ * time that event's stores land (-2 ns an event on an H100 host, bench/results/hook_cost.md). */
+static inline gpumem_record *gpumem_slot(gpumem_header *h, uint32_t lane, uint64_t i) {
+  gpumem_record *recs = gpumem_lane_records(h, lane);
+  const uint64_t mask = h->capacity - 1;
+  __builtin_prefetch(recs + ((i + GPUMEM_PREFETCH_AHEAD) & mask), 1, 3);
+  gpumem_record *slot = recs + (i & mask);
+  /* Invalidated before it is filled, so that a reader copying the old record notices the lap. */
   __atomic_store_n(&slot->seq, 0, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
-  *index = i;
   return slot;
+}
+
+/* Writer side of the shared lane (lane 0), for a writer that fills the record in place (no copy
+ * through the stack): claim an index with one atomic fetch-add (any thread may write here), fill
+ * every field but `seq`, publish. Never blocks. */
+static inline gpumem_record *gpumem_ring_claim(gpumem_header *h, uint64_t *index) {
+  uint64_t i = __atomic_fetch_add(&h->write_index, 1, __ATOMIC_RELAXED);
+  *index = i;
+  return gpumem_slot(h, 0, i);
 }
 
 static inline void gpumem_ring_publish(gpumem_record *slot, uint64_t index) {
   __atomic_store_n(&slot->seq, index + 1, __ATOMIC_RELEASE);
 }
 
-/* Writer side: claim, fill from `r`, publish. `r->seq` is ignored and set here. */
-static inline void gpumem_ring_push(gpumem_header *h, const gpumem_record *r) {
-  uint64_t i;
-  gpumem_record *slot = gpumem_ring_claim(h, &i);
+/* Writer side of device `device`'s own lane (lane 1 + device), for its ONE writer: the allocator
+ * calls its trace trackers under the device's lock, so the events of a device never race each other
+ * here, and a plain load of the lane's write index claims the slot: no locked instruction on the
+ * allocator's hot path. Anything else (marks, other threads) writes the shared lane. Fill every
+ * field but `seq`, then gpumem_lane_publish. */
+static inline gpumem_record *gpumem_lane_claim(gpumem_header *h, uint32_t device, uint64_t *index) {
+  uint64_t i = __atomic_load_n(&h->lanes[device].write_index, __ATOMIC_RELAXED);
+  *index = i;
+  return gpumem_slot(h, 1 + device, i);
+}
+
+/* The record first, then the lane's write index: a reader never sees an index past an unpublished
+ * record in a device lane, so only the shared lane has records claimed but not yet published. */
+static inline void gpumem_lane_publish(gpumem_header *h, uint32_t device, gpumem_record *slot, uint64_t index) {
+  __atomic_store_n(&slot->seq, index + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&h->lanes[device].write_index, index + 1, __ATOMIC_RELEASE);
+}
+
+/* Every field of `r` but `seq` into a claimed slot. */
+static inline void gpumem_record_fill(gpumem_record *slot, const gpumem_record *r) {
   slot->time = r->time;
   slot->address = r->address;
   slot->size = r->size;
@@ -217,6 +265,13 @@ static inline void gpumem_ring_push(gpumem_header *h, const gpumem_record *r) {
   slot->phase = r->phase;
   slot->flags = r->flags;
   slot->line = r->line;
+}
+
+/* Writer side of the shared lane: claim, fill from `r`, publish. `r->seq` is ignored and set here. */
+static inline void gpumem_ring_push(gpumem_header *h, const gpumem_record *r) {
+  uint64_t i;
+  gpumem_record *slot = gpumem_ring_claim(h, &i);
+  gpumem_record_fill(slot, r);
   gpumem_ring_publish(slot, i);
 }
 

@@ -32,6 +32,9 @@ namespace cca = c10::cuda::CUDACachingAllocator;
 namespace {
 
 std::atomic<gpumem_header*> g_header{nullptr};
+// Devices with a lane of their own (the ring's n_lanes - 1), read once at attach, stored before
+// g_header: device d < this writes lane 1 + d with the single-writer claim, any other the shared lane.
+std::atomic<uint32_t> g_device_lanes{0};
 std::once_flag g_tracker_once;
 std::atomic<bool> g_exact{false};  // read the allocator's own stats at each event (see on_trace)
 std::atomic<bool> g_empty{false};  // benchmark only: a tracker that returns at once (torch's own cost)
@@ -76,9 +79,11 @@ void on_trace(const cca::TraceEntry& te) {
     gpumem_totals_apply(t, action, static_cast<int64_t>(te.size_));
     if (g_exact.load(std::memory_order_relaxed)) copy_exact(t, te.device_);
   }
-  // Filled in place: this runs for every allocator event, under the allocator's lock.
+  // Filled in place: this runs for every allocator event, under the allocator's lock. That lock
+  // makes this thread the only writer of the device's lane: its claim is a plain load and store.
   uint64_t index;
-  gpumem_record* r = gpumem_ring_claim(h, &index);
+  const bool own_lane = dev < g_device_lanes.load(std::memory_order_relaxed);
+  gpumem_record* r = own_lane ? gpumem_lane_claim(h, dev, &index) : gpumem_ring_claim(h, &index);
   const bool oom = te.action_ == cca::TraceEntry::OOM;
   r->time = static_cast<uint64_t>(te.time_.approx_t_);
   r->address = oom ? 0 : te.addr_;
@@ -92,7 +97,8 @@ void on_trace(const cca::TraceEntry& te) {
   r->phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
   r->flags = 0;
   r->line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
-  gpumem_ring_publish(r, index);
+  if (own_lane) gpumem_lane_publish(h, dev, r, index);
+  else gpumem_ring_publish(r, index);
 }
 
 // Sync records: the allocator's exact figures of each device, tied to a point of the stream, so a
@@ -219,10 +225,16 @@ int gpumem_hook_attach(const char* ring_path, int tracker) {
   close(fd);
   if (map == MAP_FAILED) return -errno;
   auto* h = static_cast<gpumem_header*>(map);
-  if (h->magic != GPUMEM_RING_MAGIC || h->abi_version != GPUMEM_RING_ABI_VERSION) {
+  // The agent's own file, checked anyway: every lane must lie inside the mapping.
+  const uint32_t lanes = h->n_lanes == 0 ? 1 : h->n_lanes;
+  if (uint64_t(st.st_size) < GPUMEM_HEADER_SIZE || h->magic != GPUMEM_RING_MAGIC ||
+      h->abi_version != GPUMEM_RING_ABI_VERSION || lanes > GPUMEM_MAX_LANES || h->capacity == 0 ||
+      (h->capacity & (h->capacity - 1)) != 0 ||
+      uint64_t(st.st_size) < GPUMEM_HEADER_SIZE + uint64_t(lanes) * h->capacity * GPUMEM_RECORD_SIZE) {
     munmap(map, size_t(st.st_size));
     return -EINVAL;
   }
+  g_device_lanes.store(lanes - 1, std::memory_order_relaxed);
   g_exact.store(tracker == GPUMEM_TRACKER_EXACT);
   g_empty.store(tracker == GPUMEM_TRACKER_EMPTY);
   h->mode = GPUMEM_MODE_HOOK;
@@ -243,6 +255,7 @@ int gpumem_hook_attach(const char* ring_path, int tracker) {
 void gpumem_hook_detach(void) {
   gpumem_header* h = g_header.exchange(nullptr);
   if (!h) return;
+  g_device_lanes.store(0, std::memory_order_relaxed);
   push_sync(h, false);  // the end of the stream, tied to torch's final figures
   h->closed = 1;
   if (g_range_callback) {

@@ -18,10 +18,13 @@ int gpumem_ring_open(const char *path, gpumem_reader **out, char *err, int errle
 void gpumem_ring_close(gpumem_reader *r);
 /* The mapped header (read-only; fields change while the writer runs). */
 const void *gpumem_ring_header(const gpumem_reader *r);
-/* The index of the next record this reader will return. */
+/* Records this reader has consumed (read or counted lost), summed over the lanes. */
 uint64_t gpumem_ring_next(const gpumem_reader *r);
-/* Copy up to `max` new records into the columns; returns how many. *lost is set to the records
- * this call skipped because the writer lapped the reader (or abandoned them mid-write). */
+/* The ring's lanes (1 for an ABI 1 ring), as validated at open. */
+uint32_t gpumem_ring_lanes(const gpumem_reader *r);
+/* Copy up to `max` new records into the columns, the lanes merged by time; returns how many. *lost
+ * is set to the records this call skipped because a writer lapped the reader (or abandoned them
+ * mid-write), summed over the lanes. */
 int64_t gpumem_ring_read(gpumem_reader *r, uint32_t max, double *time_us, uint8_t *action, int8_t *device,
                          uint8_t *phase, double *address, double *size, double *stream, double *extra,
                          uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost);

@@ -90,7 +90,7 @@ describe("gpumem-tui --json with an agent", () => {
       other.kill();
       expect(again.processes.map((x) => x.pid)).toEqual([proc.pid]);
       expect(again.warnings).toHaveLength(1);
-      expect(again.warnings[0]).toMatch(new RegExp(`^agent of pid ${other.pid}: ring .* has ABI version 7, this monitor reads version 1`));
+      expect(again.warnings[0]).toMatch(new RegExp(`^agent of pid ${other.pid}: ring .* has ABI version 7, this monitor reads versions 1 and 2`));
     } finally {
       proc.kill();
     }

@@ -344,10 +344,11 @@ class Agent:
                 t0 = time.perf_counter()
                 tensors = list(names.known_names(self.phases.models, self.phases.optimizers).values())
                 ms = (time.perf_counter() - t0) * 1000
-            # The ring's write index after the walk: every tensor named was allocated before it, so
-            # the monitor applies the names once its reading has reached that point of the stream.
+            # The records written after the walk (every lane together, as the monitor's reader
+            # counts its position): every tensor named was allocated before it, so the monitor
+            # applies the names once its reading has reached that point of the stream.
             return {"tensors": tensors, "scan_ms": round(ms, 3), "scan": bool(scan),
-                    "write_index": self.ring.get("<Q", "write_index"), "step": self.phases.step}
+                    "write_index": self.ring.written(), "step": self.phases.step}
 
         def empty_cache():
             before = reserved()

@@ -7,9 +7,11 @@ events (the ring), not from memory_stats() sampled per line as pytorch_memlab do
 
 While a decorated function runs, Python tells us each line it starts (sys.monitoring LINE events
 on that code object only, Python 3.12+; a local trace function on older Pythons). At each line we
-note the ring's write index and put the line's id in the header (`cur_line`), which the hook
-stamps on every record. When the outermost decorated call returns, the records written during it
-are split at those indices: each line gets the bytes allocated and freed while it ran, the peak of
+note the write index of the ring's lane that holds the profiled device's events (its own lane, or
+the shared lane for a device without one: one number to read, as with a ring of one lane) and put
+the line's id in the header (`cur_line`), which the hook stamps on every record. A lane is in the
+order of the device's events, so no merging is needed. When the outermost decorated call returns,
+the records written during it are split at those indices: each line gets the bytes allocated and freed while it ran, the peak of
 active and reserved bytes while it ran, and its hit count. Code outside decorated functions runs
 with no callback at all.
 
@@ -25,12 +27,12 @@ import struct
 import sys
 import threading
 
+from .ring import write_index_offset
 from .wire import ACTION as A, HEADER_OFFSET, RECORD_FIELDS
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 CUR_LINE = HEADER_OFFSET["cur_line"]
-WRITE_INDEX = HEADER_OFFSET["write_index"]
 # Where a record tuple (ring.Ring.records) holds each field
 F_SIZE, F_ACTION, F_DEVICE = (RECORD_FIELDS.index(f) for f in ("size", "action", "device"))
 
@@ -73,8 +75,8 @@ class LineStats:
 
 
 def attribute(records, log, end_index, device, active, reserved, stats):
-    """Split `records` (RECORD tuples in index order; a record's index is its seq - 1) between the lines of `log`
-    ([(line key, write index when the line began)], in order) and add them into `stats`
+    """Split `records` (RECORD tuples of one lane in index order; a record's index is its seq - 1) between the lines
+    of `log` ([(line key, the lane's write index when the line began)], in order) and add them into `stats`
     ({line key: LineStats}). `active` and `reserved` are the device's bytes when the log began;
     a line's peaks are the highest levels while it ran, its start included. Pure; returns the
     levels at the end."""
@@ -273,7 +275,9 @@ class Profiler:
         self._device = torch.cuda.current_device()
         s = torch.cuda.memory_stats(self._device)
         self._map = a.ring.map
-        self._start_index = _U64.unpack_from(self._map, WRITE_INDEX)[0]
+        self._lane = a.ring.lane_of(self._device)
+        self._write_index = write_index_offset(self._lane)
+        self._start_index = _U64.unpack_from(self._map, self._write_index)[0]
         self._active0 = s.get("active_bytes.all.current", 0)
         self._reserved0 = s.get("reserved_bytes.all.current", 0)
         self._log = []
@@ -288,15 +292,15 @@ class Profiler:
         try:
             m = self._map
             _U32.pack_into(m, CUR_LINE, lid)
-            self._log.append((key, _U64.unpack_from(m, WRITE_INDEX)[0]))
+            self._log.append((key, _U64.unpack_from(m, self._write_index)[0]))
         except (ValueError, TypeError, AttributeError):
             pass  # the ring went away (the agent closed at exit): a line event must never raise
 
     def _finish(self, a, fp):
-        end = _U64.unpack_from(self._map, WRITE_INDEX)[0]
+        end = _U64.unpack_from(self._map, self._write_index)[0]
         log = self._log
         self._stop_tracing()
-        records = a.ring.records(self._start_index, end)
+        records = a.ring.lane_records(self._lane, self._start_index, end)
         lost = (end - self._start_index) - len(records)
         stats = {}
         attribute(records, log, end, self._device, self._active0, self._reserved0, stats)

@@ -4,18 +4,36 @@ Offsets, codes and record formats come from .wire, generated from cuda/gpumem_ri
 definition of the layout). The hook (C++) writes records and running totals; Python writes the
 header once, seeds the totals, and in polling mode (no hook) keeps the totals from
 torch.cuda.memory_stats().
+
+A ring has lanes (ABI 2): lane 0 is shared (marks, and the events of a device without a lane),
+lane 1 + d holds device d's allocator events. A file is sparse, so a lane never written costs no
+memory. Recordings (save_compact) are one lane: the lanes merged by time.
 """
+import heapq
 import mmap
 import os
 import struct
 import time
 
-from .wire import (HEADER_OFFSET, HEADER_SIZE, MAX_DEVICES, MODE, RECORD_FORMAT, RECORD_SIZE, RING_ABI_VERSION,
-                   RING_MAGIC, TOTALS_FIELDS, TOTALS_FORMAT, TOTALS_OFFSET, TOTALS_SIZEOF)
+from .wire import (HEADER_OFFSET, HEADER_SIZE, LANE_OFFSET, LANE_SIZEOF, MAX_DEVICES, MAX_LANES, MODE, RECORD_FIELDS,
+                   RECORD_FORMAT, RECORD_SIZE, RING_ABI_VERSION, RING_MAGIC, TOTALS_FIELDS, TOTALS_FORMAT, TOTALS_OFFSET,
+                   TOTALS_SIZEOF)
 
-DEFAULT_CAPACITY = 1 << 18  # 16 MiB of records
+DEFAULT_CAPACITY = 1 << 18  # records per lane: 16 MiB of file each, pages allocated as written
 RECORD = struct.Struct(RECORD_FORMAT)  # wire.RECORD_FIELDS in order: seq first, line last
 TOTALS = struct.Struct(TOTALS_FORMAT)  # wire.TOTALS_FIELDS in order
+_U64 = struct.Struct("<Q")
+F_TIME = RECORD_FIELDS.index("time")
+
+
+def write_index_offset(lane):
+    """Where lane `lane`'s write index lies in the header (lane 0: the shared lane's)."""
+    return HEADER_OFFSET["write_index"] if lane == 0 else HEADER_OFFSET["lanes"] + (lane - 1) * LANE_SIZEOF + LANE_OFFSET["write_index"]
+
+
+def lanes_of(abi, n_lanes):
+    """The lanes of a ring: ABI 1 rings are one (their n_lanes offset was padding), and so is 0."""
+    return 1 if abi < 2 or n_lanes == 0 else n_lanes
 
 
 class Ring:
@@ -25,7 +43,8 @@ class Ring:
         if capacity & (capacity - 1):
             raise ValueError("capacity must be a power of two")
         self.path = path
-        size = HEADER_SIZE + capacity * RECORD_SIZE
+        lanes = 1 + min(n_devices, MAX_DEVICES)
+        size = HEADER_SIZE + lanes * capacity * RECORD_SIZE
         if create:
             tmp = "%s.%d.tmp" % (path, os.getpid())
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -35,6 +54,7 @@ class Ring:
             p = self.map
             struct.pack_into("<QIIII", p, 0, RING_MAGIC, RING_ABI_VERSION, HEADER_SIZE, RECORD_SIZE, min(n_devices, MAX_DEVICES))
             struct.pack_into("<Q", p, HEADER_OFFSET["capacity"], capacity)
+            struct.pack_into("<I", p, HEADER_OFFSET["n_lanes"], lanes)
             struct.pack_into("<iI", p, HEADER_OFFSET["pid"], os.getpid(), MODE["none"])
             struct.pack_into("<Q", p, HEADER_OFFSET["attach_ns"], time.time_ns())
             # Records carry unix ns until a hook with its own clock calibrates (ns_per_tick 0).
@@ -51,17 +71,21 @@ class Ring:
                 os.close(fd)
             magic, abi = struct.unpack_from("<QI", self.map, 0)
             cap = struct.unpack_from("<Q", self.map, HEADER_OFFSET["capacity"])[0]
+            lanes = lanes_of(abi, struct.unpack_from("<I", self.map, HEADER_OFFSET["n_lanes"])[0])
             why = None
             if magic != RING_MAGIC:
                 why = "not a gpumem ring (magic %#x)" % magic
-            elif abi != RING_ABI_VERSION:
-                why = "a ring of ABI %d; this agent reads ABI %d" % (abi, RING_ABI_VERSION)
-            elif cap == 0 or cap & (cap - 1) or HEADER_SIZE + cap * RECORD_SIZE > size:
-                why = "a ring whose capacity (%d) does not match its size (%d bytes)" % (cap, size)
+            elif abi not in (1, RING_ABI_VERSION):
+                why = "a ring of ABI %d; this agent reads ABI 1 and %d" % (abi, RING_ABI_VERSION)
+            elif lanes > MAX_LANES:
+                why = "a ring of %d lanes; at most %d (the shared lane and one a device)" % (lanes, MAX_LANES)
+            elif cap == 0 or cap & (cap - 1) or HEADER_SIZE + lanes * cap * RECORD_SIZE > size:
+                why = "a ring whose capacity (%d, %d lanes) does not match its size (%d bytes)" % (cap, lanes, size)
             if why:
                 self.map.close()
                 raise ValueError("%s is %s" % (path, why))
         self.capacity = struct.unpack_from("<Q", self.map, HEADER_OFFSET["capacity"])[0]
+        self.n_lanes = lanes
 
     def set(self, fmt, field, *values):
         struct.pack_into(fmt, self.map, HEADER_OFFSET[field], *values)
@@ -80,16 +104,36 @@ class Ring:
     def set_calibration(self, base_ticks, base_ns, ns_per_tick):
         self.set("<qqd", "clock_base_ticks", base_ticks, base_ns, ns_per_tick)
 
-    def records(self, start=0, end=None):
-        """The records of indices [start, end) (default: all) still in the ring, oldest first, as
-        tuples (seq first: a record's index is seq - 1). Overwritten ones are missing."""
-        w = self.get("<Q", "write_index") if end is None else end
+    def lane_of(self, device):
+        """The lane the hook writes device `device`'s allocator events to."""
+        return 1 + device if 0 <= device < self.n_lanes - 1 else 0
+
+    def lane_written(self, lane):
+        """Records written to lane `lane` so far (its write index)."""
+        return _U64.unpack_from(self.map, write_index_offset(lane))[0]
+
+    def written(self):
+        """Records written, every lane together: the position the monitor's reader counts in."""
+        return sum(self.lane_written(lane) for lane in range(self.n_lanes))
+
+    def lane_records(self, lane, start=0, end=None):
+        """Lane `lane`'s records of indices [start, end) (default: all) still in the ring, oldest
+        first, as tuples (seq first: a record's index in its lane is seq - 1). Overwritten ones are
+        missing."""
+        w = self.lane_written(lane) if end is None else end
+        base = HEADER_SIZE + lane * self.capacity * RECORD_SIZE
         out = []
         for i in range(max(start, w - self.capacity), w):
-            rec = RECORD.unpack_from(self.map, HEADER_SIZE + (i & (self.capacity - 1)) * RECORD_SIZE)
+            rec = RECORD.unpack_from(self.map, base + (i & (self.capacity - 1)) * RECORD_SIZE)
             if rec[0] == i + 1:
                 out.append(rec)
         return out
+
+    def records(self):
+        """Every record still in the ring, the lanes merged by time (ties: the lower lane first, as
+        the monitor's reader merges them)."""
+        lanes = [self.lane_records(lane) for lane in range(self.n_lanes)]
+        return lanes[0] if len(lanes) == 1 else list(heapq.merge(*lanes, key=lambda rec: rec[F_TIME]))
 
     def close(self):
         try:
@@ -99,7 +143,8 @@ class Ring:
 
 
 def save_compact(src_path, dst_path):
-    """Copy a ring to `dst_path` keeping only its valid records, in the smallest power-of-two ring.
+    """Copy a ring to `dst_path` keeping only its valid records, in the smallest power-of-two ring
+    of one lane (the lanes merged by time).
 
     The copy is a valid ring (header, totals and calibration as they were): what tests and
     `gpumem-tui replay` read as a recording.
@@ -114,7 +159,11 @@ def save_compact(src_path, dst_path):
     finally:
         src.close()
     struct.pack_into("<Q", header, HEADER_OFFSET["capacity"], cap)
+    struct.pack_into("<I", header, HEADER_OFFSET["abi_version"], RING_ABI_VERSION)
+    struct.pack_into("<I", header, HEADER_OFFSET["n_lanes"], 1)
     struct.pack_into("<Q", header, HEADER_OFFSET["write_index"], len(recs))
+    for lane in range(1, MAX_LANES):
+        struct.pack_into("<Q", header, write_index_offset(lane), 0)
     body = bytearray(cap * RECORD_SIZE)
     for j, rec in enumerate(recs):
         RECORD.pack_into(body, j * RECORD_SIZE, j + 1, *rec[1:])

@@ -7,10 +7,12 @@ and holds every value in it to what the C and C++ compilers make of the header.
 
 # the bytes "PGMPRNG1" in a little-endian file
 RING_MAGIC = 0x31474E52504D4750
-RING_ABI_VERSION = 1
+RING_ABI_VERSION = 2
 HEADER_SIZE = 4096
 RECORD_SIZE = 64
 MAX_DEVICES = 16
+# The shared lane and one lane per device, at most.
+MAX_LANES = 17
 # Actions from here on are marks: records of where the training loop is (written by the agent
 # through the hook) and of torch's own figures, not allocator events; they carry no block.
 FIRST_MARK = 16
@@ -134,6 +136,16 @@ TOTALS_SIZEOF = 128
 TOTALS_FIELDS = ("allocated", "reserved", "active", "peak_allocated", "peak_reserved", "peak_active", "n_alloc", "n_free", "n_segment_alloc", "n_segment_free", "n_oom", "n_retries", "requested")
 TOTALS_FORMAT = "<13q24x"  # struct module: TOTALS_FIELDS in order, padding skipped
 
+# A device lane's write index, alone on its cache line: its one writer stores it at every event, and
+# no other lane's writer or the shared lane's fetch-add should bounce that line. (struct
+# gpumem_lane: byte offsets of its fields)
+LANE_OFFSET = {
+    "write_index": 0,  # uint64_t: next index of this lane; stored (release) after the record's seq
+}
+LANE_SIZEOF = 64
+LANE_FIELDS = ("write_index",)
+LANE_FORMAT = "<Q56x"  # struct module: LANE_FIELDS in order, padding skipped
+
 # The ring file's first GPUMEM_HEADER_SIZE bytes: what the ring is, who writes it, and the totals.
 # (struct gpumem_header: byte offsets of its fields)
 HEADER_OFFSET = {
@@ -158,8 +170,10 @@ HEADER_OFFSET = {
     "updated_ns": 88,  # uint64_t: polling mode: last poll, unix ns
     # uint32_t: offset 96: the line profiler's current line id (manifest's line table); 0 = none
     "cur_line": 96,
-    "write_index": 128,  # uint64_t: offset 128: next index to claim (atomic)
+    "n_lanes": 100,  # uint32_t: offset 100: lanes of `capacity` records (0 or 1: one lane, as in ABI 1)
+    "write_index": 128,  # uint64_t: offset 128: the shared lane's (lane 0) next index to claim (atomic)
     "totals": 192,  # gpumem_totals[16]: offset 192
+    "lanes": 2240,  # gpumem_lane[16]: offset 2240: lanes[d] is lane 1 + d, device d's
 }
-HEADER_SIZEOF = 2240
-HEADER_FIELDS = ("magic", "abi_version", "header_size", "record_size", "n_devices", "capacity", "pid", "mode", "clock_base_ticks", "clock_base_ns", "clock_ns_per_tick", "attach_ns", "cur_step", "cur_range", "cur_phase", "closed", "updated_ns", "cur_line", "write_index", "totals")
+HEADER_SIZEOF = 3264
+HEADER_FIELDS = ("magic", "abi_version", "header_size", "record_size", "n_devices", "capacity", "pid", "mode", "clock_base_ticks", "clock_base_ns", "clock_ns_per_tick", "attach_ns", "cur_step", "cur_range", "cur_phase", "closed", "updated_ns", "cur_line", "n_lanes", "write_index", "totals", "lanes")

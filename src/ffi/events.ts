@@ -87,6 +87,8 @@ export interface RingHeader {
   current_line: number;
   current_phase: number;
   closed: boolean;
+  /** Records written, every lane of the ring together (a reader's next() counts records consumed the
+   *  same way): one position for the whole stream, whatever the lanes. */
   write_index: number;
   totals: DeviceTotals[];
 }

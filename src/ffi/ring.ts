@@ -3,7 +3,7 @@
 import { dlopen, FFIType, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
 import type { DeviceTotals, EventBatch, RingHeader } from "./events";
 import { libraryPath } from "./lib";
-import { HEADER_OFFSET as H, HEADER_SIZE, MAX_DEVICES, MODE_NAMES, TOTALS_FIELDS, TOTALS_OFFSET, TOTALS_SIZEOF } from "./wire";
+import { HEADER_OFFSET as H, HEADER_SIZE, LANE_OFFSET, LANE_SIZEOF, MAX_DEVICES, MODE_NAMES, TOTALS_FIELDS, TOTALS_OFFSET, TOTALS_SIZEOF } from "./wire";
 
 export type RingErrorKind = "open" | "truncated" | "format" | "version";
 const KINDS: Record<number, RingErrorKind> = { [-1]: "open", [-2]: "truncated", [-3]: "format", [-4]: "version" };
@@ -23,6 +23,7 @@ const symbols = {
   gpumem_ring_close: { args: [FFIType.ptr], returns: FFIType.void },
   gpumem_ring_header: { args: [FFIType.ptr], returns: FFIType.ptr },
   gpumem_ring_next: { args: [FFIType.ptr], returns: FFIType.u64_fast },
+  gpumem_ring_lanes: { args: [FFIType.ptr], returns: FFIType.u32 },
   gpumem_ring_read: {
     args: [
       FFIType.ptr, FFIType.u32,
@@ -64,7 +65,8 @@ export interface RingReader {
    *  free_completed follows at once as one ACTION.free record: count is then below what the read
    *  consumed, and next() is the position. */
   read(batch: EventBatch, until?: number): ReadResult;
-  /** The index of the next record to read: every record before it was read or counted lost. */
+  /** Records consumed (read or counted lost), every lane together: the position to compare with
+   *  the header's `write_index` (records written, every lane together). */
   next(): number;
   close(): void;
 }
@@ -73,6 +75,8 @@ class NativeRingReader implements RingReader {
   private handle: Pointer | null;
   private readonly view: DataView;
   private readonly lost = new BigUint64Array(1);
+  /** Byte offsets of each lane's write index in the header (lane 0's, then the devices'). */
+  private readonly writeIndexAt: number[];
 
   constructor(
     readonly path: string,
@@ -82,6 +86,9 @@ class NativeRingReader implements RingReader {
     this.handle = handle;
     const headerPtr = native().gpumem_ring_header(handle)!;
     this.view = new DataView(toArrayBuffer(headerPtr, 0, HEADER_SIZE));
+    const lanes = native().gpumem_ring_lanes(handle);
+    this.writeIndexAt = [H.write_index];
+    for (let d = 0; d + 1 < lanes; d++) this.writeIndexAt.push(H.lanes + d * LANE_SIZEOF + LANE_OFFSET.write_index);
   }
 
   header(): RingHeader {
@@ -110,7 +117,9 @@ class NativeRingReader implements RingReader {
       current_phase: v.getUint8(H.cur_phase),
       current_line: v.getUint32(H.cur_line, true),
       closed: v.getUint8(H.closed) === 1,
-      write_index: u64(H.write_index),
+      // Records written, summed over the lanes: next() counts records consumed the same way, so the
+      // two compare as they did with one lane.
+      write_index: this.writeIndexAt.reduce((sum, at) => sum + u64(at), 0),
       totals,
     };
   }

@@ -4,10 +4,12 @@
 
 /** the bytes "PGMPRNG1" in a little-endian file */
 export const RING_MAGIC = 0x31474e52504d4750n;
-export const RING_ABI_VERSION = 1;
+export const RING_ABI_VERSION = 2;
 export const HEADER_SIZE = 4096;
 export const RECORD_SIZE = 64;
 export const MAX_DEVICES = 16;
+/** The shared lane and one lane per device, at most. */
+export const MAX_LANES = 17;
 /**
  * Actions from here on are marks: records of where the training loop is (written by the agent
  * through the hook) and of torch's own figures, not allocator events; they carry no block.
@@ -148,6 +150,18 @@ export const TOTALS_SIZEOF = 128;
 export const TOTALS_FIELDS = ["allocated", "reserved", "active", "peak_allocated", "peak_reserved", "peak_active", "n_alloc", "n_free", "n_segment_alloc", "n_segment_free", "n_oom", "n_retries", "requested"] as const;
 
 /**
+ * A device lane's write index, alone on its cache line: its one writer stores it at every event,
+ * and no other lane's writer or the shared lane's fetch-add should bounce that line. (struct
+ * gpumem_lane: byte offsets of its fields)
+ */
+export const LANE_OFFSET = {
+  write_index: 0,  // uint64_t: next index of this lane; stored (release) after the record's seq
+} as const;
+export const LANE_SIZEOF = 64;
+/** LANE's fields in order (padding left out). */
+export const LANE_FIELDS = ["write_index"] as const;
+
+/**
  * The ring file's first GPUMEM_HEADER_SIZE bytes: what the ring is, who writes it, and the totals.
  * (struct gpumem_header: byte offsets of its fields)
  */
@@ -174,9 +188,11 @@ export const HEADER_OFFSET = {
   closed: 81,  // uint8_t: 1 once the writer detached cleanly
   updated_ns: 88,  // uint64_t: polling mode: last poll, unix ns
   cur_line: 96,  // uint32_t: offset 96: the line profiler's current line id (manifest's line table); 0 = none
-  write_index: 128,  // uint64_t: offset 128: next index to claim (atomic)
+  n_lanes: 100,  // uint32_t: offset 100: lanes of `capacity` records (0 or 1: one lane, as in ABI 1)
+  write_index: 128,  // uint64_t: offset 128: the shared lane's (lane 0) next index to claim (atomic)
   totals: 192,  // gpumem_totals[16]: offset 192
+  lanes: 2240,  // gpumem_lane[16]: offset 2240: lanes[d] is lane 1 + d, device d's
 } as const;
-export const HEADER_SIZEOF = 2240;
+export const HEADER_SIZEOF = 3264;
 /** HEADER's fields in order (padding left out). */
-export const HEADER_FIELDS = ["magic", "abi_version", "header_size", "record_size", "n_devices", "capacity", "pid", "mode", "clock_base_ticks", "clock_base_ns", "clock_ns_per_tick", "attach_ns", "cur_step", "cur_range", "cur_phase", "closed", "updated_ns", "cur_line", "write_index", "totals"] as const;
+export const HEADER_FIELDS = ["magic", "abi_version", "header_size", "record_size", "n_devices", "capacity", "pid", "mode", "clock_base_ticks", "clock_base_ns", "clock_ns_per_tick", "attach_ns", "cur_step", "cur_range", "cur_phase", "closed", "updated_ns", "cur_line", "n_lanes", "write_index", "totals", "lanes"] as const;

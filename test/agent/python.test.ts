@@ -16,6 +16,15 @@ test("agent: control protocol, uid checks, private files, ring copies (python3 -
   expect(log).toContain("OK");
 });
 
+test("agent: the ring's lanes, merged by time and compacted to one (python3 -m unittest)", () => {
+  const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_ring_lanes.py"), "-v"], { stdout: "pipe", stderr: "pipe" });
+  const log = p.stderr.toString();
+  if (p.exitCode !== 0) console.log(log);
+  expect(p.exitCode).toBe(0);
+  expect(log).toMatch(/Ran 2 tests/);
+  expect(log).toContain("OK");
+});
+
 // The line profiler follows lines through sys.monitoring on Python 3.12+ and a trace function
 // before: the machine's python3 runs the tests, and one Python 3.12+ where one is installed (on
 // PATH, or pyenv's), so both ways are tested.

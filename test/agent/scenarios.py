@@ -114,7 +114,7 @@ def header_report():
         "mode": a.mode,
         "hook_error": a.hook_error,
         "totals": r.totals(0),
-        "write_index": r.get("<Q", "write_index"),
+        "write_index": r.written(),
         "cur_step": r.get("<I", "cur_step"),
         "records": len(recs),
         "alloc_bytes_by_phase": by_phase,

@@ -11,7 +11,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 
 from gpumem_agent import ring, wire  # noqa: E402
-from gpumem_agent.lines import CUR_LINE, WRITE_INDEX, LineStats, Profiler, attribute, block_size  # noqa: E402
+from gpumem_agent.lines import CUR_LINE, LineStats, Profiler, attribute, block_size  # noqa: E402
 
 A = wire.ACTION
 MiB = 1 << 20
@@ -80,14 +80,20 @@ class Tracer(unittest.TestCase):
     def tearDown(self):
         self.ring.close()
 
-    def push(self, action, size):
-        """One record as the hook writes it: the header's current line stamped on it."""
+    def push(self, action, size, lane=1):
+        """One record of device 0 as the hook writes it (into device 0's own lane, lane 1): the
+        header's current line stamped on it. A mark in the shared lane (lane 0) as well, which the
+        profiler must not take for the device's."""
         m = self.ring.map
-        w = struct.unpack_from("<Q", m, WRITE_INDEX)[0]
+        at = ring.write_index_offset(lane)
+        w = struct.unpack_from("<Q", m, at)[0]
         line = struct.unpack_from("<I", m, CUR_LINE)[0]
-        ring.RECORD.pack_into(m, ring.HEADER_SIZE + (w % self.ring.capacity) * ring.RECORD_SIZE,
+        base = ring.HEADER_SIZE + lane * self.ring.capacity * ring.RECORD_SIZE
+        ring.RECORD.pack_into(m, base + (w % self.ring.capacity) * ring.RECORD_SIZE,
                               w + 1, 0, 0x1000 + w * 512, size, 0, 0, 0, 0, A[action], 0, 0, 0, line)
-        struct.pack_into("<Q", m, WRITE_INDEX, w + 1)
+        struct.pack_into("<Q", m, at, w + 1)
+        if lane == 1:
+            self.push("phase", 0, lane=0)
         return line
 
     def test_each_line_gets_its_records_and_the_header_names_it(self):

@@ -2,12 +2,16 @@
  * A small ring producer for the reader's tests: writes a ring file the way the hook does, through
  * the same header (gpumem_ring_push, gpumem_totals_apply), from one or several threads.
  *
- *   producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N]
+ *   producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N] [--lanes]
  *   producer PATH CAPACITY EVENTS --replay RING --rate N [--pid N]
  *
  * Thread t writes EVENTS records on device t, alternating alloc and free_requested of the same
  * block; every record carries a checksum (extra = address ^ size ^ step) so that a reader can tell
  * a torn record from a whole one. Time is unix ns (clock_ns_per_tick = 0).
+ *
+ * --lanes: a ring of 1 + THREADS lanes, as the hook writes it: thread t's events go to device t's
+ * own lane (the single-writer claim), and every 100th event each thread also writes a step mark
+ * (device -1) on the shared lane, so several threads race for that lane's fetch-add.
  *
  * --replay RING: instead, write a recorded ring's steady state (its records from the first step mark
  * to the last) again and again on device 0, N records a second, times moved to now: a real
@@ -32,6 +36,7 @@ static long events;
 static long delay_us;
 static const char *replay_path;
 static double replay_rate;
+static int lanes;
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -57,7 +62,24 @@ static void *writer(void *arg) {
     r.extra = r.address ^ r.size ^ r.step;
     r.time = now_ns();
     gpumem_totals_apply(&h->totals[device], r.action, (int64_t)r.size);
-    gpumem_ring_push(h, &r);
+    if (lanes) {
+      uint64_t index;
+      gpumem_record *slot = gpumem_lane_claim(h, (uint32_t)device, &index);
+      gpumem_record_fill(slot, &r);
+      gpumem_lane_publish(h, (uint32_t)device, slot, index);
+      if (i % 100 == 0) {
+        gpumem_record m;
+        memset(&m, 0, sizeof m);
+        m.action = GPUMEM_ACTION_STEP;
+        m.device = -1;
+        m.step = (uint32_t)i;
+        m.extra = m.step;
+        m.time = now_ns();
+        gpumem_ring_push(h, &m);
+      }
+    } else {
+      gpumem_ring_push(h, &r);
+    }
     if (delay_us && i % 64 == 0) usleep((useconds_t)delay_us);
   }
   return NULL;
@@ -78,6 +100,10 @@ static int replay(void) {
   const gpumem_header *src = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (src == MAP_FAILED || src->magic != GPUMEM_RING_MAGIC) {
     fprintf(stderr, "%s: not a ring\n", replay_path);
+    return 1;
+  }
+  if (src->abi_version >= 2 && src->n_lanes > 1) {
+    fprintf(stderr, "%s: a ring of %u lanes: replay a one-lane recording (python3 -m gpumem_agent.ring compact)\n", replay_path, src->n_lanes);
     return 1;
   }
   const gpumem_record *rec = (const gpumem_record *)((const uint8_t *)src + GPUMEM_HEADER_SIZE);
@@ -113,7 +139,7 @@ static int replay(void) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N]\n"
+    fprintf(stderr, "usage: producer PATH CAPACITY EVENTS [THREADS] [--abi N] [--magic N] [--delay-us N] [--pid N] [--lanes]\n"
                     "       producer PATH CAPACITY EVENTS --replay RING --rate N [--pid N]\n");
     return 2;
   }
@@ -131,9 +157,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (int32_t)strtol(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--replay") && i + 1 < argc) replay_path = argv[++i];
     else if (!strcmp(argv[i], "--rate") && i + 1 < argc) replay_rate = strtod(argv[++i], NULL);
+    else if (!strcmp(argv[i], "--lanes")) lanes = 1;
     else threads = atoi(argv[i]);
   }
-  size_t bytes = GPUMEM_HEADER_SIZE + capacity * GPUMEM_RECORD_SIZE;
+  if (threads < 1 || threads > (int)GPUMEM_MAX_DEVICES) threads = 1;
+  const uint32_t n_lanes = lanes ? 1 + (uint32_t)threads : 1;
+  size_t bytes = GPUMEM_HEADER_SIZE + n_lanes * capacity * GPUMEM_RECORD_SIZE;
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -151,6 +180,7 @@ int main(int argc, char **argv) {
   h->header_size = GPUMEM_HEADER_SIZE;
   h->record_size = GPUMEM_RECORD_SIZE;
   h->capacity = capacity;
+  h->n_lanes = n_lanes;
   h->n_devices = (uint32_t)threads;
   h->pid = pid;
   h->mode = GPUMEM_MODE_HOOK;
@@ -171,10 +201,11 @@ int main(int argc, char **argv) {
     return rc;
   }
   pthread_t t[GPUMEM_MAX_DEVICES];
-  if (threads < 1 || threads > (int)GPUMEM_MAX_DEVICES) threads = 1;
   for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, writer, (void *)(intptr_t)i);
   for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
   h->closed = 1;
-  printf("%llu\n", (unsigned long long)__atomic_load_n(&h->write_index, __ATOMIC_RELAXED));
+  uint64_t written = __atomic_load_n(&h->write_index, __ATOMIC_RELAXED);
+  for (uint32_t d = 0; d + 1 < n_lanes; d++) written += __atomic_load_n(&h->lanes[d].write_index, __ATOMIC_RELAXED);
+  printf("%llu\n", (unsigned long long)written);
   return 0;
 }
