@@ -79,26 +79,36 @@ void on_trace(const cca::TraceEntry& te) {
     gpumem_totals_apply(t, action, static_cast<int64_t>(te.size_));
     if (g_exact.load(std::memory_order_relaxed)) copy_exact(t, te.device_);
   }
-  // Filled in place: this runs for every allocator event, under the allocator's lock. That lock
-  // makes this thread the only writer of the device's lane: its claim is a plain load and store.
-  uint64_t index;
-  const bool own_lane = dev < g_device_lanes.load(std::memory_order_relaxed);
-  gpumem_record* r = own_lane ? gpumem_lane_claim(h, dev, &index) : gpumem_ring_claim(h, &index);
   const bool oom = te.action_ == cca::TraceEntry::OOM;
-  r->time = static_cast<uint64_t>(te.time_.approx_t_);
-  r->address = oom ? 0 : te.addr_;
+  const uint64_t time = static_cast<uint64_t>(te.time_.approx_t_);
+  const uint64_t address = oom ? 0 : te.addr_;
+  const uint64_t extra = oom ? te.addr_ : 0;  // for OOM PyTorch stores the device's free bytes in addr_
+  const uint32_t step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
+  const uint32_t range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+  const uint8_t phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+  const uint32_t line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
+  // The allocator's lock makes this thread the only writer of the device's lane: no claim to race
+  // for, and the record goes out in a few wide stores (gpumem_lane_write).
+  if (dev < g_device_lanes.load(std::memory_order_relaxed)) {
+    gpumem_lane_write(h, dev, time, address, te.size_, as_u64(te.stream_), extra, step, range, action, static_cast<int8_t>(te.device_), phase, line);
+    return;
+  }
+  // A device without a lane of its own: the shared lane, claimed with the atomic fetch-add.
+  uint64_t index;
+  gpumem_record* r = gpumem_ring_claim(h, &index);
+  r->time = time;
+  r->address = address;
   r->size = te.size_;
   r->stream = as_u64(te.stream_);
-  r->extra = oom ? te.addr_ : 0;  // for OOM PyTorch stores the device's free bytes in addr_
-  r->step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
-  r->range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+  r->extra = extra;
+  r->step = step;
+  r->range = range;
   r->action = action;
   r->device = static_cast<int8_t>(te.device_);
-  r->phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+  r->phase = phase;
   r->flags = 0;
-  r->line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
-  if (own_lane) gpumem_lane_publish(h, dev, r, index);
-  else gpumem_ring_publish(r, index);
+  r->line = line;
+  gpumem_ring_publish(r, index);
 }
 
 // Sync records: the allocator's exact figures of each device, tied to a point of the stream, so a

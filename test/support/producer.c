@@ -63,10 +63,8 @@ static void *writer(void *arg) {
     r.time = now_ns();
     gpumem_totals_apply(&h->totals[device], r.action, (int64_t)r.size);
     if (lanes) {
-      uint64_t index;
-      gpumem_record *slot = gpumem_lane_claim(h, (uint32_t)device, &index);
-      gpumem_record_fill(slot, &r);
-      gpumem_lane_publish(h, (uint32_t)device, slot, index);
+      gpumem_lane_write(h, (uint32_t)device, r.time, r.address, r.size, r.stream, r.extra, r.step, r.range, r.action, r.device,
+                        r.phase, r.line);
       if (i % 100 == 0) {
         gpumem_record m;
         memset(&m, 0, sizeof m);
