@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Nvml } from "../src/ffi/nvml";
+import { SMI_FIELDS } from "./smi-fields";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 mkdirSync(outDir, { recursive: true });
@@ -18,10 +19,6 @@ const SOURCE = join(ROOT, "src", "cli.ts");
 const built = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
 if (built.exitCode !== 0) throw new Error(`bun run build:bundle failed: ${built.stderr}`);
 const CLI = join(ROOT, "dist", "cli.js");
-const SMI_FIELDS =
-  "index,name,uuid,pci.bus_id,memory.total,memory.used,memory.free,memory.reserved,utilization.gpu,utilization.memory," +
-  "utilization.encoder,utilization.decoder,temperature.gpu,power.draw,power.limit,fan.speed,clocks.sm,clocks.max.sm," +
-  "clocks.mem,clocks.max.mem,clocks.gr,pstate";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

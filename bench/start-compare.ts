@@ -1,0 +1,76 @@
+// `gpumem-tui --json --once` of this tree and of an earlier one, against nvidia-smi with the same
+// fields, in one run: each a fresh process timed from spawn to exit, interleaved, with a process
+// holding 3 GiB on the GPU (as bench/nvml.ts runs it).
+//   bun bench/start-compare.ts OUT_DIR EARLIER_TREE [REPS]
+// EARLIER_TREE: a checkout of the earlier commit with node_modules beside it (its bundle is built
+// here, as this tree's is).
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { SMI_FIELDS } from "./smi-fields";
+
+const [outArg, earlierArg, repsArg] = process.argv.slice(2);
+if (!outArg || !earlierArg) {
+  process.stderr.write("usage: bun bench/start-compare.ts OUT_DIR EARLIER_TREE [REPS]\n");
+  process.exit(2);
+}
+const OUT = resolve(outArg);
+const REPS = Number(repsArg ?? 30);
+const trees = { now: resolve(import.meta.dir, ".."), earlier: resolve(earlierArg) };
+mkdirSync(OUT, { recursive: true });
+for (const root of Object.values(trees)) {
+  const b = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  if (b.exitCode !== 0) throw new Error(`bun run build:bundle in ${root} failed: ${b.stderr}`);
+}
+const commands: Record<string, string[]> = {
+  now: ["bun", join(trees.now, "dist", "cli.js"), "--json", "--once"],
+  earlier: ["bun", join(trees.earlier, "dist", "cli.js"), "--json", "--once"],
+  "nvidia-smi": ["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"],
+};
+
+function wallMs(cmd: string[]): number {
+  const t0 = performance.now();
+  const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+  const t = performance.now() - t0;
+  if (p.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed (${p.exitCode}): ${p.stderr}`);
+  return t;
+}
+
+const holder = Bun.spawn(["python3", "-c", "import torch,time; x=torch.empty(3*2**30, dtype=torch.uint8, device='cuda'); print('ready', flush=True); time.sleep(300)"], { stdout: "pipe" });
+await holder.stdout.getReader().read();
+const runs: Record<string, number[]> = Object.fromEntries(Object.keys(commands).map((k) => [k, []]));
+for (const cmd of Object.values(commands)) wallMs(cmd); // the page cache, and NVML's kept constants
+for (let i = 0; i < REPS; i++) for (const [k, cmd] of Object.entries(commands)) runs[k]!.push(wallMs(cmd));
+holder.kill();
+// The document of this tree is whole: one JSON object with the device.
+const doc = JSON.parse(Bun.spawnSync(commands.now!, { stdout: "pipe" }).stdout.toString());
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const stats = Object.fromEntries(Object.entries(runs).map(([k, xs]) => [k, { median_ms: +median(xs).toFixed(1), min_ms: +Math.min(...xs).toFixed(1), max_ms: +Math.max(...xs).toFixed(1), runs_ms: xs.map((x) => +x.toFixed(1)) }]));
+const ratio = (a: string, b: string) => +(stats[b]!.median_ms / stats[a]!.median_ms).toFixed(2);
+const result = {
+  date: new Date().toISOString(),
+  gpu: doc.devices?.[0]?.name ?? null,
+  driver: doc.driver_version ?? null,
+  reps: REPS,
+  ...stats,
+  nvidia_smi_over_now: ratio("now", "nvidia-smi"),
+  nvidia_smi_over_earlier: ratio("earlier", "nvidia-smi"),
+  earlier_over_now: ratio("now", "earlier"),
+};
+writeFileSync(join(OUT, "start-compare.json"), `${JSON.stringify(result, null, 1)}\n`);
+const row = (k: string) => `| ${k} | ${stats[k]!.median_ms} ms | ${stats[k]!.min_ms}–${stats[k]!.max_ms} ms |`;
+const md = `# \`--json --once\`: this tree, an earlier one, nvidia-smi
+
+Command: \`bun bench/start-compare.ts OUT ${earlierArg} ${REPS}\` on ${result.gpu} (driver ${result.driver}), ${result.date}; a process held 3 GiB on the GPU.
+Each a fresh process, spawn to exit, ${REPS} interleaved rounds after one warm-up run of each.
+
+| what | median | range |
+| --- | --- | --- |
+${row("now")}
+${row("earlier")}
+${row("nvidia-smi")}
+
+nvidia-smi / this tree: **${result.nvidia_smi_over_now}×**; nvidia-smi / the earlier tree: ${result.nvidia_smi_over_earlier}×; the earlier tree / this one: ${result.earlier_over_now}×.
+`;
+writeFileSync(join(OUT, "start-compare.md"), md);
+console.log(md);
