@@ -1,7 +1,5 @@
 /*
- * warm_up_napi.c — libgpumem's Node-API entry: the warm-up's start, and the one-shot's end.
- *
- * The warm-up: the CLI starts NVML's warm-up before
+ * warm_up_napi.c — the warm-up's start as a Node-API module. The CLI starts NVML's warm-up before
  * anything else (src/ffi/warm-up.ts): loading libgpumem with process.dlopen and calling this one
  * function takes ~0.3 ms, where importing bun:ffi and binding one symbol (a stub compiled for it)
  * took ~1.4 ms, all of it before the thread could start. Everything else still goes through
@@ -12,7 +10,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <unistd.h>
 
 typedef struct napi_env__ *napi_env;
 typedef struct napi_value__ *napi_value;
@@ -35,21 +32,9 @@ static napi_value warm_up(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* exitNow(status): the process ends here, with _exit. For `--json --once` once its document is
- * written: exit() would run every library's destructors and atexit handlers first, NVML's among
- * them (bench/nvml_exit.c times the difference), for a process that has nothing left to do. */
-static napi_value exit_now(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  uint32_t status = 0;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == 0 && argc >= 1) napi_get_value_uint32(env, argv[0], &status);
-  _exit((int)(status & 0xff));
-}
-
 napi_value napi_register_module_v1(napi_env env, napi_value exports) {
   napi_value fn;
   if (!napi_create_function || !napi_set_named_property || !napi_get_cb_info || !napi_get_value_uint32) return exports;
   if (napi_create_function(env, "warmUp", (size_t)-1, warm_up, NULL, &fn) == 0) napi_set_named_property(env, exports, "warmUp", fn);
-  if (napi_create_function(env, "exitNow", (size_t)-1, exit_now, NULL, &fn) == 0) napi_set_named_property(env, exports, "exitNow", fn);
   return exports;
 }

@@ -1,5 +1,5 @@
 // `gpumem-tui` and `gpumem-tui --json`: the monitor, or its documents, from the sampling session.
-import { exitNow, warmUp } from "../ffi/warm-up";
+import { warmUp } from "../ffi/warm-up";
 import { loadScreens } from "./screens";
 import type { Options } from "./options";
 
@@ -12,9 +12,6 @@ export async function command(opts: Options): Promise<number> {
       // Loaded together, before the first sample waits for NVML's thread.
       const [{ streamJson }, { Session }] = await Promise.all([import("../headless/stream"), import("../collect/session")]);
       await streamJson(new Session(collector), { once: opts.once, intervalMs: opts.intervalMs });
-      // The one document is written whole (Bun.write resolves once the bytes are the kernel's) and
-      // nothing else is pending: end here, without exit()'s destructors (NVML's teardown among them).
-      if (opts.once) exitNow(0);
       return 0;
     }
     const { runMonitor } = await loadScreens();

@@ -17,27 +17,15 @@ const WARM_KEEP = 1 << 8;
  * Only the first call starts anything. Never throws: problems surface, in words, at Nvml.open().
  */
 let started = false;
-/** libgpumem's Node-API exports, once loaded (cuda/warm_up_napi.c). */
-let entry: { warmUp?: (flags: number) => void; exitNow?: (status: number) => never } | null = null;
 
 export function warmUp(opts: { oneShot?: boolean } = {}): void {
   if (started) return;
   started = true;
   try {
-    const addon = { exports: {} as NonNullable<typeof entry> };
+    const addon = { exports: {} as { warmUp?: (flags: number) => void } };
     process.dlopen(addon, libraryPath());
-    entry = addon.exports;
-    entry.warmUp?.(opts.oneShot ? SAMPLE_NO_PCIE | WARM_KEEP : 0);
+    addon.exports.warmUp?.(opts.oneShot ? SAMPLE_NO_PCIE | WARM_KEEP : 0);
   } catch {
     // no library or no compiler: Nvml.open() says so
   }
-}
-
-/**
- * End the process now with `status`, skipping exit()'s destructors and atexit handlers (NVML's
- * among them): for `--json --once` once its document is written and nothing else is pending.
- * Returns (and the caller exits the usual way) where libgpumem's entry was never loaded.
- */
-export function exitNow(status: number): void {
-  entry?.exitNow?.(status);
 }

@@ -2,7 +2,7 @@
 // rather than asking NVML a second time, and says when it was taken: the document's time is the
 // sample's, not the moment the document was built. Once only: the next sample is a new one.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NvmlDeviceSample, NvmlSystem } from "../../src/ffi/nvml";
@@ -22,30 +22,11 @@ function oneShot(): { before: number; early: Early; tick: number; first: Documen
 }
 
 describe("the warm-up's kept sample", () => {
-  test("libgpumem's Node-API entry: process.dlopen gives the warm-up's start and the one-shot's end", () => {
+  test("libgpumem's Node-API entry: process.dlopen gives the warm-up's start, one function", () => {
     const addon = { exports: {} as Record<string, unknown> };
     process.dlopen(addon, libraryPath());
-    expect(Object.keys(addon.exports)).toEqual(["warmUp", "exitNow"]);
+    expect(Object.keys(addon.exports)).toEqual(["warmUp"]);
     expect(typeof addon.exports.warmUp).toBe("function");
-    expect(typeof addon.exports.exitNow).toBe("function");
-  });
-
-  test("exitNow ends the process with its status, after what was written; nothing after it runs", () => {
-    // A large write to a pipe: Bun.write resolves once the kernel has every byte, so none is lost.
-    const script = `
-      const { warmUp, exitNow } = await import(${JSON.stringify(join(import.meta.dir, "..", "..", "src", "ffi", "warm-up.ts"))});
-      warmUp();
-      process.on("exit", () => Bun.write(Bun.stderr, "exit handlers ran\\n"));
-      await Bun.write(Bun.stdout, "x".repeat(1 << 20) + "end\\n");
-      exitNow(3);
-      await Bun.write(Bun.stdout, "after\\n");`;
-    const file = join(mkdtempSync(join(tmpdir(), "gpumem-exit-")), "exit.ts");
-    writeFileSync(file, script);
-    const p = Bun.spawnSync([process.execPath, file], { stdout: "pipe", stderr: "pipe" });
-    expect({ status: p.exitCode, stderr: p.stderr.toString() }).toEqual({ status: 3, stderr: "" });
-    const out = p.stdout.toString();
-    expect(out.length).toBe((1 << 20) + 4);
-    expect(out.endsWith("end\n")).toBe(true);
   });
 
   (onGpu ? test.skip : test)("without a driver none is kept: no first part, the document is the tick's, and says why it has no devices", () => {
