@@ -20,8 +20,8 @@
  * `seq = index + 1` last with release order. Lane 1 + d holds the allocator events of CUDA device d
  * (d < n_lanes - 1) and has ONE writer: the allocator calls its trace trackers under the device's
  * lock, so the events of one device are already serialized. Its writer claims with a plain load of
- * `lanes[d].write_index` (no locked instruction: the lock xadd was most of the hook's cost), fills,
- * publishes `seq`, then stores the lane's write index. A writer never waits: when the reader is slow
+ * `lanes[d].write_index` (no locked instruction: the lock xadd was most of the hook's cost), writes
+ * the record with `seq` (gpumem_lane_write), then stores the lane's write index. A writer never waits: when the reader is slow
  * a lane is simply overwritten. A reader copies a record and then checks that `seq` still equals
  * the index it wanted + 1; anything else means the record was lapped (or, in lane 0 only, not
  * finished) and is counted as lost. Each lane is in order; across lanes the reader merges by
