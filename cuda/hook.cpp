@@ -53,7 +53,9 @@ int64_t unix_ns() {
 
 // Exact totals straight from the allocator's statistics. Safe here: its mutex is recursive and
 // already held by this thread. Costs a copy of the stats; used only where the caller asked for it.
-void copy_exact(gpumem_totals* t, c10::DeviceIndex device) {
+// Out of line: inlined, its stats buffer and registers made every event's call save and restore six
+// registers and set up a stack frame.
+__attribute__((noinline, cold)) void copy_exact(gpumem_totals* t, c10::DeviceIndex device) {
   using c10::CachingDeviceAllocator::StatType;
   auto s = cca::getDeviceStats(device);
   const auto all = static_cast<size_t>(StatType::AGGREGATE);
@@ -69,6 +71,27 @@ void copy_exact(gpumem_totals* t, c10::DeviceIndex device) {
 // Allocated and active in bytes of whole blocks need the block's size, which the trace does not
 // carry (it carries the requested size). Segment sizes, counts and requested bytes are exact from
 // the events alone; the agent's thread copies the block-size figures from memory_stats() often.
+// The event as a record, stamped with where the loop is (the header's current state). A device
+// without a lane of its own writes the shared lane (several writers: the atomic claim), out of line,
+// off the path of the devices that have one.
+__attribute__((noinline)) void push_shared(gpumem_header* h, const cca::TraceEntry& te, uint8_t action) {
+  const bool oom = te.action_ == cca::TraceEntry::OOM;
+  gpumem_record r;
+  r.time = static_cast<uint64_t>(te.time_.approx_t_);
+  r.address = oom ? 0 : te.addr_;
+  r.size = te.size_;
+  r.stream = as_u64(te.stream_);
+  r.extra = oom ? te.addr_ : 0;  // for OOM PyTorch stores the device's free bytes in addr_
+  r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
+  r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+  r.action = action;
+  r.device = static_cast<int8_t>(te.device_);
+  r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+  r.flags = 0;
+  r.line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
+  gpumem_ring_push(h, &r);
+}
+
 void on_trace(const cca::TraceEntry& te) {
   gpumem_header* h = g_header.load(std::memory_order_acquire);
   if (!h || g_empty.load(std::memory_order_relaxed)) return;
@@ -79,36 +102,14 @@ void on_trace(const cca::TraceEntry& te) {
     gpumem_totals_apply(t, action, static_cast<int64_t>(te.size_));
     if (g_exact.load(std::memory_order_relaxed)) copy_exact(t, te.device_);
   }
-  const bool oom = te.action_ == cca::TraceEntry::OOM;
-  const uint64_t time = static_cast<uint64_t>(te.time_.approx_t_);
-  const uint64_t address = oom ? 0 : te.addr_;
-  const uint64_t extra = oom ? te.addr_ : 0;  // for OOM PyTorch stores the device's free bytes in addr_
-  const uint32_t step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
-  const uint32_t range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
-  const uint8_t phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
-  const uint32_t line = __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED);
+  if (dev >= g_device_lanes.load(std::memory_order_relaxed)) return push_shared(h, te, action);
   // The allocator's lock makes this thread the only writer of the device's lane: no claim to race
   // for, and the record goes out in a few wide stores (gpumem_lane_write).
-  if (dev < g_device_lanes.load(std::memory_order_relaxed)) {
-    gpumem_lane_write(h, dev, time, address, te.size_, as_u64(te.stream_), extra, step, range, action, static_cast<int8_t>(te.device_), phase, line);
-    return;
-  }
-  // A device without a lane of its own: the shared lane, claimed with the atomic fetch-add.
-  uint64_t index;
-  gpumem_record* r = gpumem_ring_claim(h, &index);
-  r->time = time;
-  r->address = address;
-  r->size = te.size_;
-  r->stream = as_u64(te.stream_);
-  r->extra = extra;
-  r->step = step;
-  r->range = range;
-  r->action = action;
-  r->device = static_cast<int8_t>(te.device_);
-  r->phase = phase;
-  r->flags = 0;
-  r->line = line;
-  gpumem_ring_publish(r, index);
+  const bool oom = te.action_ == cca::TraceEntry::OOM;
+  gpumem_lane_write(h, dev, static_cast<uint64_t>(te.time_.approx_t_), oom ? 0 : te.addr_, te.size_, as_u64(te.stream_),
+                    oom ? te.addr_ : 0, __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED), __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED),
+                    action, static_cast<int8_t>(te.device_), __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED),
+                    __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED));
 }
 
 // Sync records: the allocator's exact figures of each device, tied to a point of the stream, so a
