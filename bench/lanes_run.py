@@ -90,6 +90,7 @@ def main():
         "compact_ring": ring_path,
         "compact_records": compact,
         "range_marks": marks,
+        "visible_devices": torch.cuda.device_count(),  # the agent makes a lane for each
         "torch": torch.__version__,
     }
     with open(os.path.join(args.out_dir, name + ".facts.json"), "w") as f:
