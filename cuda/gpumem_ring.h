@@ -254,6 +254,22 @@ static inline void gpumem_lane_publish(gpumem_header *h, uint32_t device, gpumem
   __atomic_store_n(&h->lanes[device].write_index, index + 1, __ATOMIC_RELEASE);
 }
 
+/* Every field of `r` but `seq` into a claimed slot. */
+static inline void gpumem_record_fill(gpumem_record *slot, const gpumem_record *r) {
+  slot->time = r->time;
+  slot->address = r->address;
+  slot->size = r->size;
+  slot->stream = r->stream;
+  slot->extra = r->extra;
+  slot->step = r->step;
+  slot->range = r->range;
+  slot->action = r->action;
+  slot->device = r->device;
+  slot->phase = r->phase;
+  slot->flags = r->flags;
+  slot->line = r->line;
+}
+
 /* One event into device `device`'s own lane, its ONE writer (see gpumem_lane_claim), in as few
  * stores as the processor allows: the allocator's hot path was bound by its stores, a dozen scalar
  * ones a record. On x86-64 the record goes out as four 16-byte stores, `seq` and `time` first: the
@@ -280,39 +296,16 @@ static inline void gpumem_lane_write(gpumem_header *h, uint32_t device, uint64_t
   _mm_store_si128(p + 3, _mm_set_epi64x((long long)codes, (long long)step_range));
   __atomic_store_n(&h->lanes[device].write_index, i + 1, __ATOMIC_RELEASE);
 #else
+  /* In the struct's order: seq (set at publication), time, address, size, stream, extra, step,
+   * range, action, device, phase, flags, line. */
+  const gpumem_record r = {0, time, address, size, stream, extra, step, range, action, dev, phase, 0, line};
   uint64_t index;
   gpumem_record *slot = gpumem_lane_claim(h, device, &index);
-  slot->time = time;
-  slot->address = address;
-  slot->size = size;
-  slot->stream = stream;
-  slot->extra = extra;
-  slot->step = step;
-  slot->range = range;
-  slot->action = action;
-  slot->device = dev;
-  slot->phase = phase;
-  slot->flags = 0;
-  slot->line = line;
+  gpumem_record_fill(slot, &r);
   gpumem_lane_publish(h, device, slot, index);
 #endif
 }
 
-/* Every field of `r` but `seq` into a claimed slot. */
-static inline void gpumem_record_fill(gpumem_record *slot, const gpumem_record *r) {
-  slot->time = r->time;
-  slot->address = r->address;
-  slot->size = r->size;
-  slot->stream = r->stream;
-  slot->extra = r->extra;
-  slot->step = r->step;
-  slot->range = r->range;
-  slot->action = r->action;
-  slot->device = r->device;
-  slot->phase = r->phase;
-  slot->flags = r->flags;
-  slot->line = r->line;
-}
 
 /* Writer side of the shared lane: claim, fill from `r`, publish. `r->seq` is ignored and set here. */
 static inline void gpumem_ring_push(gpumem_header *h, const gpumem_record *r) {
