@@ -59,9 +59,9 @@ export class LiveModels {
           const at = names?.pendingAt() ?? null;
           const { count, lost } = a.ring.read(this.batch, at ?? Infinity);
           if (count > 0 || lost > 0) pm.model.ingest(this.batch, lost);
+          n += count;
           if (at !== null && names!.apply(pm.model, a.ring.next(), nowUs / 1000)) continue;
           if (count === 0 && lost === 0) break;
-          n += count;
         }
         if (names) {
           names.apply(pm.model, a.ring.next(), nowUs / 1000);
