@@ -41,31 +41,35 @@ function ringFile(path: string, recs: Rec[], pid: number): void {
   writeFileSync(path, buf);
 }
 
-test("names taken mid-batch name the blocks of their moment, not the tensor that took an address after", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "gpumem-names-at-"));
-  const A = 0x7f00_0000_0000;
-  // index 0 segment, 1 the gradient's block, [names taken at index 2], 2 its free (zero_grad),
-  // 3 a kept tensor made at the same address, 4 another block
-  ringFile(join(dir, "7.ring"), [
-    { action: ACTION.segment_alloc, address: A, size: 8 * MiB },
-    { action: ACTION.alloc, address: A, size: 2 * MiB, phase: 2 },
-    { action: ACTION.free_requested, address: A, size: 2 * MiB },
-    { action: ACTION.alloc, address: A, size: 2 * MiB },
-    { action: ACTION.alloc, address: A + 2 * MiB, size: 1 * MiB },
-  ], 7);
-  const names = new NameRequests(async () => ({ ok: true, tensors: [{ address: A, size: 2 * MiB, name: "lm_head.weight.grad", category: "gradient", device: 0 }], write_index: 2, step: 1, scan_ms: 1 }));
-  const agent: Agent = { pid: 7, manifest: { version: 1, pid: 7, cmdline: ["train.py"], devices: [0], hook_mode: "hook", ring: join(dir, "7.ring"), socket: join(dir, "7.sock"), ranges: {} } as never, manifestMtimeMs: 0, ring: openRing(join(dir, "7.ring")), header: null, exited: false, problem: null };
-  const live = new LiveModels();
-  const model = createModel();
-  live.byPid.set(7, { pid: 7, model, source: "live", socket: agent.manifest.socket, title: "train.py", ended: false, names });
-  // the reply is in before the reader has read anything (asked when the agent appeared)
-  names.tick(agent.manifest.socket, model, 0);
-  await Bun.sleep(10);
-  live.update([agent], null, 1_000_000);
-  expect(names.status).toMatchObject({ tensors: 1, matched: 1 });
-  // the block the name was given to is gone; the tensor made after at its address has no name
-  const held = blocks(model, { sort: "address" }).blocks;
-  expect(held.map((b) => [b.address, b.name])).toEqual([[A, null], [A + 2 * MiB, null]]);
-  expect(held[0]!.category).not.toBe("gradient");
-  agent.ring!.close();
-});
+for (const fold of [false, true]) {
+  test(`names taken mid-batch name the blocks of their moment, not the tensor that took an address after${fold ? " (frees folded, as the monitor reads)" : ""}`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "gpumem-names-at-"));
+    const A = 0x7f00_0000_0000;
+    // index 0 segment, 1 the gradient's block, [names taken at index 2], 2 its free (zero_grad) and 3
+    // its completion (a folding reader makes them one record), 4 a kept tensor made at the same
+    // address, 5 another block
+    ringFile(join(dir, "7.ring"), [
+      { action: ACTION.segment_alloc, address: A, size: 8 * MiB },
+      { action: ACTION.alloc, address: A, size: 2 * MiB, phase: 2 },
+      { action: ACTION.free_requested, address: A, size: 2 * MiB },
+      { action: ACTION.free_completed, address: A, size: 2 * MiB },
+      { action: ACTION.alloc, address: A, size: 2 * MiB },
+      { action: ACTION.alloc, address: A + 2 * MiB, size: 1 * MiB },
+    ], 7);
+    const names = new NameRequests(async () => ({ ok: true, tensors: [{ address: A, size: 2 * MiB, name: "lm_head.weight.grad", category: "gradient", device: 0 }], write_index: 2, step: 1, scan_ms: 1 }));
+    const agent: Agent = { pid: 7, manifest: { version: 1, pid: 7, cmdline: ["train.py"], devices: [0], hook_mode: "hook", ring: join(dir, "7.ring"), socket: join(dir, "7.sock"), ranges: {} } as never, manifestMtimeMs: 0, ring: openRing(join(dir, "7.ring"), { fold }), header: null, exited: false, problem: null };
+    const live = new LiveModels();
+    const model = createModel();
+    live.byPid.set(7, { pid: 7, model, source: "live", socket: agent.manifest.socket, title: "train.py", ended: false, names });
+    // the reply is in before the reader has read anything (asked when the agent appeared)
+    names.tick(agent.manifest.socket, model, 0);
+    await Bun.sleep(10);
+    live.update([agent], null, 1_000_000);
+    expect(names.status).toMatchObject({ tensors: 1, matched: 1 });
+    // the block the name was given to is gone; the tensor made after at its address has no name
+    const held = blocks(model, { sort: "address" }).blocks;
+    expect(held.map((b) => [b.address, b.name])).toEqual([[A, null], [A + 2 * MiB, null]]);
+    expect(held[0]!.category).not.toBe("gradient");
+    agent.ring!.close();
+  });
+}
