@@ -68,9 +68,6 @@ __attribute__((noinline, cold)) void copy_exact(gpumem_totals* t, c10::DeviceInd
   __atomic_store_n(&t->n_retries, int64_t(s.num_alloc_retries), __ATOMIC_RELAXED);
 }
 
-// Allocated and active in bytes of whole blocks need the block's size, which the trace does not
-// carry (it carries the requested size). Segment sizes, counts and requested bytes are exact from
-// the events alone; the agent's thread copies the block-size figures from memory_stats() often.
 // The event as a record, stamped with where the loop is (the header's current state). A device
 // without a lane of its own writes the shared lane (several writers: the atomic claim), out of line,
 // off the path of the devices that have one.
@@ -92,6 +89,9 @@ __attribute__((noinline)) void push_shared(gpumem_header* h, const cca::TraceEnt
   gpumem_ring_push(h, &r);
 }
 
+// Allocated and active in bytes of whole blocks need the block's size, which the trace does not
+// carry (it carries the requested size). Segment sizes, counts and requested bytes are exact from
+// the events alone; the agent's thread copies the block-size figures from memory_stats() often.
 void on_trace(const cca::TraceEntry& te) {
   gpumem_header* h = g_header.load(std::memory_order_acquire);
   if (!h || g_empty.load(std::memory_order_relaxed)) return;

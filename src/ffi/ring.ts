@@ -24,14 +24,6 @@ const symbols = {
   gpumem_ring_header: { args: [FFIType.ptr], returns: FFIType.ptr },
   gpumem_ring_next: { args: [FFIType.ptr], returns: FFIType.u64_fast },
   gpumem_ring_lanes: { args: [FFIType.ptr], returns: FFIType.u32 },
-  gpumem_ring_read: {
-    args: [
-      FFIType.ptr, FFIType.u32,
-      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
-      FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr,
-    ],
-    returns: FFIType.i64_fast,
-  },
   gpumem_ring_read_until: {
     args: [
       FFIType.ptr, FFIType.u32, FFIType.u64, FFIType.i32,
@@ -127,17 +119,12 @@ class NativeRingReader implements RingReader {
   read(batch: EventBatch, until = Infinity): ReadResult {
     this.alive();
     const capacity = batch.action.length;
-    const n = this.fold || until !== Infinity
-      ? native().gpumem_ring_read_until(
-          this.handle!, capacity, until === Infinity ? NO_STOP : BigInt(Math.max(0, Math.floor(until))), this.fold ? 1 : 0,
-          ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
-          ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
-        )
-      : native().gpumem_ring_read(
-          this.handle!, capacity,
-          ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
-          ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
-        );
+    // One entry for every read: with no stop and no fold it is gpumem_ring_read itself.
+    const n = native().gpumem_ring_read_until(
+      this.handle!, capacity, until === Infinity ? NO_STOP : BigInt(Math.max(0, Math.floor(until))), this.fold ? 1 : 0,
+      ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
+      ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
+    );
     batch.count = Number(n);
     return { count: batch.count, lost: Number(this.lost[0]) };
   }
