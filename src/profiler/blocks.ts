@@ -209,8 +209,9 @@ export class BlockTable {
   /** Give a slot back once its block is gone. */
   private release(slot: number): void {
     this.changes++;
-    this.names[slot] = undefined;
-    this.tensors[slot] = undefined;
+    // Most blocks were never named: a store into these sparse arrays only where there is something.
+    if (this.names[slot] !== undefined) this.names[slot] = undefined;
+    if (this.tensors[slot] !== undefined) this.tensors[slot] = undefined;
     this.flags[slot] = 0;
     this.serial[slot] = -1;
     this.freeSlots[this.nFree++] = slot;

@@ -243,28 +243,41 @@ export class DeviceState {
   }
 
   freeRequested(t: number, address: number, requested: number): void {
-    this._requested -= requested;
-    const blocks = this.blocks;
-    const slot = blocks.remove(address);
-    // The block's own size where the model holds it: a free's requested size may differ by rounding.
-    const size = slot >= 0 ? blocks.size[slot]! : blockSize(requested);
-    const allocated = (this._allocated -= size);
-    this._nFree++;
-    this.accounting.free(size, this._phase, slot);
-    if (slot >= 0) {
-      this.accounting.drop(slot, this._step);
-      blocks.discard(slot);
-    } else {
-      this._unknownFrees++;
-      this._unknownFreeBytes += size;
-    }
-    this.timeline.observe(t, allocated, this._reserved);
+    this.release(t, address, requested);
     this._lastTime_us = t;
   }
 
   freeCompleted(t: number, requested: number): void {
     this._active -= blockSize(requested);
     this._lastTime_us = t;
+  }
+
+  /** The reader's fold of a free_requested (at `t`) and its free_completed (at `done`): both at once. */
+  free(t: number, done: number, address: number, requested: number): void {
+    this._active -= this.release(t, address, requested);
+    this._lastTime_us = done;
+  }
+
+  /** A free_requested's accounting; returns the bytes its free_completed takes from active. */
+  private release(t: number, address: number, requested: number): number {
+    this._requested -= requested;
+    const blocks = this.blocks;
+    const slot = blocks.remove(address);
+    // The block's own size where the model holds it: a free's requested size may differ by rounding.
+    const rounded = blockSize(requested);
+    const size = slot >= 0 ? blocks.size[slot]! : rounded;
+    const allocated = (this._allocated -= size);
+    this._nFree++;
+    if (slot >= 0) {
+      this.accounting.freeBlock(size, this._phase, slot, this._step);
+      blocks.discard(slot);
+    } else {
+      this.accounting.freeUnknown(size, this._phase);
+      this._unknownFrees++;
+      this._unknownFreeBytes += size;
+    }
+    this.timeline.observe(t, allocated, this._reserved);
+    return rounded;
   }
 
   /** segment_alloc (counted) or segment_map (expandable segments: pages mapped). */

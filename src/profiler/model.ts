@@ -62,6 +62,7 @@ export class ProfilerModel {
     const stream = batch.stream;
     const stepCol = batch.step;
     const rangeCol = batch.range;
+    const extra = batch.extra;
     let lastDev = -1000;
     let d: DeviceState | undefined;
     // The current device's step, phase and range, in locals: most records match them.
@@ -86,8 +87,8 @@ export class ProfilerModel {
         // The attach's sync of a device that holds nothing yet: kept for when the device shows up
         // (a rank's neighbour GPU never does, and gets no empty state in the views).
         else if (this.byIndex[dev] || address[i]! !== 0 || size[i]! !== 0)
-          this.deviceFor(dev, t, st, ph, rg).syncPoint(t, address[i]!, size[i]!, stream[i]!, batch.extra[i]!);
-        else this.emptyAtAttach.set(dev, { t, events: batch.extra[i]! });
+          this.deviceFor(dev, t, st, ph, rg).syncPoint(t, address[i]!, size[i]!, stream[i]!, extra[i]!);
+        else this.emptyAtAttach.set(dev, { t, events: extra[i]! });
         continue;
       }
       if (isMark(a)) {
@@ -139,8 +140,7 @@ export class ProfilerModel {
           ds.freeCompleted(t, size[i]!);
           break;
         case ACTION.free: // the reader's fold of a free_requested and its free_completed (at `extra`)
-          ds.freeRequested(t, address[i]!, size[i]!);
-          ds.freeCompleted(batch.extra[i]!, size[i]!);
+          ds.free(t, extra[i]!, address[i]!, size[i]!);
           this.eventsIngested++; // two events, as the writer recorded them
           break;
         case ACTION.segment_alloc:
@@ -156,7 +156,7 @@ export class ProfilerModel {
           ds.segmentFree(t, address[i]!, size[i]!, false);
           break;
         case ACTION.oom:
-          ds.oom(t, size[i]!, batch.extra[i]!, largestFreeBlock);
+          ds.oom(t, size[i]!, extra[i]!, largestFreeBlock);
           break;
         case ACTION.snapshot: // nothing to account
           ds.touch(t);

@@ -95,25 +95,34 @@ export class StepAccounting {
     cur.peakResolved = false;
   }
 
-  /** `size` bytes freed in `phase`; `slot`: the live block freed, or −1 for a block never seen
-   *  allocated (the step's figures are then partial). */
-  free(size: number, phase: number, slot: number): void {
+  /** A live block of `size` (`slot`) freed in `phase` while `step` runs: the step's frees, and the
+   *  block leaves the live sums (one call where free and drop each read the block). */
+  freeBlock(size: number, phase: number, slot: number, step: number): void {
+    const cur = this.count(size, phase);
+    const b = this.blocks;
+    const serial = b.serial[slot]!;
+    if (serial > this.phaseStartSerial) {
+      cur.phFreedWithin[phase]! += size;
+      if (cur.peakPhaseInst === this.phaseInst && b.category[slot] === CAT_UNRESOLVED && serial <= cur.peakSerial) cur.peakTemp += size;
+    }
+    const rs = this.curRange;
+    if (rs !== null && serial > this.rangeStartSerial) rs.freed_within_bytes += size;
+    this.drop(slot, step);
+  }
+
+  /** `size` bytes freed of a block never seen allocated: the step's figures are partial. */
+  freeUnknown(size: number, phase: number): void {
+    this.count(size, phase).partial = true;
+  }
+
+  private count(size: number, phase: number): StepRecord {
     const cur = this.cur;
     cur.freed_bytes += size;
     cur.n_free++;
     cur.phFreed[phase]! += size;
     const rs = this.curRange;
     if (rs !== null) rs.freed_bytes += size;
-    if (slot < 0) {
-      cur.partial = true;
-      return;
-    }
-    const b = this.blocks;
-    if (b.serial[slot]! > this.phaseStartSerial) {
-      cur.phFreedWithin[phase]! += b.size[slot]!;
-      if (cur.peakPhaseInst === this.phaseInst && b.category[slot] === CAT_UNRESOLVED && b.serial[slot]! <= cur.peakSerial) cur.peakTemp += b.size[slot]!;
-    }
-    if (rs !== null && b.serial[slot]! > this.rangeStartSerial) rs.freed_within_bytes += b.size[slot]!;
+    return cur;
   }
 
   /** A live block leaves (freed, replaced or dropped by a resync) while `step` runs. */
