@@ -1,7 +1,7 @@
 // Where `gpumem-tui --json --once` stands against its floors, in one run: Bun starting and ending
-// with nothing to do, the least Bun program that prints NVML's numbers (bench/start-floor-nvml.ts),
-// a C program that starts NVML and reads memory and utilization (bench/nvml_exit.c), the monitor's
-// one-shot, and nvidia-smi with the same fields. Each a fresh process, spawn to exit, interleaved,
+// with nothing to do, a C program that starts NVML and reads memory and utilization
+// (bench/nvml_exit.c), libgpumem's own sample of every device from C (bench/nvml_once.c: the
+// one-shot's NVML calls without Bun), the monitor's one-shot, and nvidia-smi with the same fields. Each a fresh process, spawn to exit, interleaved,
 // with a process holding 3 GiB on the GPU (as bench/start-compare.ts runs them).
 //   bun bench/start-floor.ts OUT_DIR [REPS]
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -19,14 +19,19 @@ const root = resolve(import.meta.dir, "..");
 mkdirSync(OUT, { recursive: true });
 const build = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: root, stdout: "pipe", stderr: "pipe" });
 if (build.exitCode !== 0) throw new Error(`bun run build:bundle failed: ${build.stderr}`);
+function cc(args: string[]): void {
+  const p = Bun.spawnSync(["cc", "-O2", ...args], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(`cc ${args.join(" ")} failed: ${p.stderr}`);
+}
 const cBin = join(OUT, "nvml_exit");
-const cc = Bun.spawnSync(["cc", "-O2", join(root, "bench", "nvml_exit.c"), "-o", cBin, "-ldl"], { stdout: "pipe", stderr: "pipe" });
-if (cc.exitCode !== 0) throw new Error(`cc bench/nvml_exit.c failed: ${cc.stderr}`);
+cc(["bench/nvml_exit.c", "-o", cBin, "-ldl"]);
+const onceBin = join(OUT, "nvml_once");
+cc(["-Icuda", "bench/nvml_once.c", "-o", onceBin, "-Lcuda/build", "-lgpumem", `-Wl,-rpath,${join(root, "cuda", "build")}`]);
 const bun = process.execPath;
 const commands: Record<string, string[]> = {
   "bun alone": [bun, "-e", ""],
-  "bun + NVML only": [bun, join(root, "bench", "start-floor-nvml.ts")],
-  "C + NVML": [cBin, "exit"],
+  "C: NVML, memory and utilization": [cBin, "exit"],
+  "C: libgpumem's sample (the one-shot's calls)": [onceBin],
   "gpumem-tui --json --once": [bun, join(root, "dist", "cli.js"), "--json", "--once"],
   "nvidia-smi": ["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"],
 };
@@ -49,6 +54,8 @@ holder.kill();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const stats = Object.fromEntries(Object.entries(runs).map(([k, xs]) => [k, { median_ms: +median(xs).toFixed(1), min_ms: +Math.min(...xs).toFixed(1), max_ms: +Math.max(...xs).toFixed(1), runs_ms: xs.map((x) => +x.toFixed(1)) }]));
 const m = (k: string) => stats[k]!.median_ms;
+const ONCE = "gpumem-tui --json --once";
+const ONCE_C = "C: libgpumem's sample (the one-shot's calls)";
 const smi = Bun.spawnSync(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], { stdout: "pipe" }).stdout.toString().trim().split("\n")[0];
 const result = { date: new Date().toISOString(), gpu: smi, reps: REPS, ...stats };
 writeFileSync(join(OUT, "start-floor.json"), `${JSON.stringify(result, null, 1)}\n`);
@@ -62,9 +69,8 @@ Each a fresh process, spawn to exit, ${REPS} interleaved rounds after one warm-u
 | --- | --- | --- |
 ${Object.keys(commands).map(row).join("\n")}
 
-- NVML through Bun costs ${(m("bun + NVML only") - m("C + NVML")).toFixed(1)} ms more than through C; Bun alone starts and ends in ${m("bun alone")} ms.
-- The monitor's one-shot costs ${(m("gpumem-tui --json --once") - m("bun + NVML only")).toFixed(1)} ms more than the least Bun program with the same NVML numbers.
-- nvidia-smi / the monitor: ${(m("nvidia-smi") / m("gpumem-tui --json --once")).toFixed(2)}×; nvidia-smi / the least Bun program: ${(m("nvidia-smi") / m("bun + NVML only")).toFixed(2)}×.
+- Bun alone starts and ends in ${m("bun alone")} ms. The one-shot's NVML calls from C take ${m(ONCE_C)} ms; the monitor's one-shot ${m(ONCE)} ms, ${(m(ONCE) - m(ONCE_C)).toFixed(1)} ms more.
+- nvidia-smi / the monitor: **${(m("nvidia-smi") / m(ONCE)).toFixed(2)}×**; nvidia-smi / the same calls from C: ${(m("nvidia-smi") / m(ONCE_C)).toFixed(2)}×.
 `;
 writeFileSync(join(OUT, "start-floor.md"), md);
 console.log(md);
