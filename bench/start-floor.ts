@@ -1,5 +1,6 @@
 // Where `gpumem-tui --json --once` stands against its floors, in one run: Bun starting and ending
-// with nothing to do, a C program that starts NVML and reads memory and utilization
+// with nothing to do (an empty -e, and an empty module beside the bundle: running any file costs
+// Bun its module loader's start), a C program that starts NVML and reads memory and utilization
 // (bench/nvml_exit.c), libgpumem's own sample of every device from C (bench/nvml_once.c: the
 // one-shot's NVML calls without Bun), the monitor's one-shot, and nvidia-smi with the same fields. Each a fresh process, spawn to exit, interleaved,
 // with a process holding 3 GiB on the GPU (as bench/start-compare.ts runs them).
@@ -28,8 +29,11 @@ cc(["bench/nvml_exit.c", "-o", cBin, "-ldl"]);
 const onceBin = join(OUT, "nvml_once");
 cc(["-Icuda", "bench/nvml_once.c", "-o", onceBin, "-Lcuda/build", "-lgpumem", `-Wl,-rpath,${join(root, "cuda", "build")}`]);
 const bun = process.execPath;
+const empty = join(root, "dist", "start-floor-empty.js"); // beside cli.js: the same directories to resolve
+writeFileSync(empty, "");
 const commands: Record<string, string[]> = {
   "bun alone": [bun, "-e", ""],
+  "bun, an empty module": [bun, empty],
   "C: NVML, memory and utilization": [cBin, "exit"],
   "C: libgpumem's sample (the one-shot's calls)": [onceBin],
   "gpumem-tui --json --once": [bun, join(root, "dist", "cli.js"), "--json", "--once"],
@@ -69,7 +73,8 @@ Each a fresh process, spawn to exit, ${REPS} interleaved rounds after one warm-u
 | --- | --- | --- |
 ${Object.keys(commands).map(row).join("\n")}
 
-- Bun alone starts and ends in ${m("bun alone")} ms. The one-shot's NVML calls from C take ${m(ONCE_C)} ms; the monitor's one-shot ${m(ONCE)} ms, ${(m(ONCE) - m(ONCE_C)).toFixed(1)} ms more.
+- Bun alone starts and ends in ${m("bun alone")} ms; with an empty module, ${m("bun, an empty module")} ms: the least a Bun program pays before its first line runs, and so before NVML can start. The one-shot's NVML calls from C take ${m(ONCE_C)} ms; the monitor's one-shot ${m(ONCE)} ms, ${(m(ONCE) - m(ONCE_C)).toFixed(1)} ms more.
+- The floor of a Bun one-shot, the empty module and the same calls from C (less a bare Bun start, as both count a process starting), is about ${(m("bun, an empty module") + m(ONCE_C) - m("bun alone")).toFixed(1)} ms.
 - nvidia-smi / the monitor: **${(m("nvidia-smi") / m(ONCE)).toFixed(2)}×**; nvidia-smi / the same calls from C: ${(m("nvidia-smi") / m(ONCE_C)).toFixed(2)}×.
 `;
 writeFileSync(join(OUT, "start-floor.md"), md);
