@@ -7,6 +7,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { SMI_FIELDS } from "./smi-fields";
+import { timeStarts } from "./start-runs";
 
 const [outArg, earlierArg, repsArg] = process.argv.slice(2);
 if (!outArg || !earlierArg) {
@@ -27,25 +28,9 @@ const commands: Record<string, string[]> = {
   "nvidia-smi": ["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"],
 };
 
-function wallMs(cmd: string[]): number {
-  const t0 = performance.now();
-  const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
-  const t = performance.now() - t0;
-  if (p.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed (${p.exitCode}): ${p.stderr}`);
-  return t;
-}
-
-const holder = Bun.spawn(["python3", "-c", "import torch,time; x=torch.empty(3*2**30, dtype=torch.uint8, device='cuda'); print('ready', flush=True); time.sleep(300)"], { stdout: "pipe" });
-await holder.stdout.getReader().read();
-const runs: Record<string, number[]> = Object.fromEntries(Object.keys(commands).map((k) => [k, []]));
-for (const cmd of Object.values(commands)) wallMs(cmd); // the page cache, and NVML's kept constants
-for (let i = 0; i < REPS; i++) for (const [k, cmd] of Object.entries(commands)) runs[k]!.push(wallMs(cmd));
-holder.kill();
+const stats = await timeStarts(commands, REPS);
 // The document of this tree is whole: one JSON object with the device.
 const doc = JSON.parse(Bun.spawnSync(commands.now!, { stdout: "pipe" }).stdout.toString());
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const stats = Object.fromEntries(Object.entries(runs).map(([k, xs]) => [k, { median_ms: +median(xs).toFixed(1), min_ms: +Math.min(...xs).toFixed(1), max_ms: +Math.max(...xs).toFixed(1), runs_ms: xs.map((x) => +x.toFixed(1)) }]));
 const ratio = (a: string, b: string) => +(stats[b]!.median_ms / stats[a]!.median_ms).toFixed(2);
 const result = {
   date: new Date().toISOString(),
