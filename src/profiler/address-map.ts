@@ -4,9 +4,9 @@
 
 const EMPTY = -1;
 
-/** Addresses are ≥ 0 and below 2^53; allocator addresses are multiples of 512. A free function of
- *  the address alone: the JIT inlines it into put and remove, where a method call on the map (a
- *  load of the receiver's mask per entry shifted) measured slower. */
+/** Addresses are ≥ 0 and below 2^53; allocator addresses are multiples of 512. A function of the
+ *  address alone, so that put and remove (the per-event path) apply their local copy of the mask
+ *  instead of loading the map's for every entry the backward shift looks at. */
 function hash(address: number): number {
   const lo = address >>> 0;
   const hi = (address / 4294967296) >>> 0;

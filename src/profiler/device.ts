@@ -243,7 +243,7 @@ export class DeviceState {
   }
 
   freeRequested(t: number, address: number, requested: number): void {
-    this.release(t, address, requested);
+    this.accountFree(t, address, requested);
     this._lastTime_us = t;
   }
 
@@ -254,12 +254,12 @@ export class DeviceState {
 
   /** The reader's fold of a free_requested (at `t`) and its free_completed (at `done`): both at once. */
   free(t: number, done: number, address: number, requested: number): void {
-    this._active -= this.release(t, address, requested);
+    this._active -= this.accountFree(t, address, requested);
     this._lastTime_us = done;
   }
 
   /** A free_requested's accounting; returns the bytes its free_completed takes from active. */
-  private release(t: number, address: number, requested: number): number {
+  private accountFree(t: number, address: number, requested: number): number {
     this._requested -= requested;
     const blocks = this.blocks;
     const slot = blocks.remove(address);
