@@ -95,8 +95,8 @@ export class StepAccounting {
     cur.peakResolved = false;
   }
 
-  /** A live block of `size` (`slot`) freed in `phase` while `step` runs: the step's frees, and the
-   *  block leaves the live sums (one call where free and drop each read the block). */
+  /** A live block of `size` (`slot`) freed in `phase` while `step` runs: the step's frees, then the
+   *  block leaves the live sums (drop). */
   freeBlock(size: number, phase: number, slot: number, step: number): void {
     const cur = this.count(size, phase);
     const b = this.blocks;
