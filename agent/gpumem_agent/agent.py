@@ -116,6 +116,10 @@ class Agent:
         # segments but no trace, and the monitor then writes one from its own events beside it.
         self.history_on = False
         self.range_count = 0
+        # What this process runs without, and why, in words ({feature: sentence}): a feature that
+        # failed turned itself off, a ring that did not fit was made smaller, a squatted directory
+        # was replaced. In the manifest, and on the monitor's screens.
+        self.notes = {}
         self.lock = threading.Lock()
         self._built = None
         # Build (or find in the cache) the hook now, off the main thread: by the time CUDA
@@ -269,6 +273,7 @@ class Agent:
             "ranges": self.ranges(),
             "lines": self._line_names(),
             "oom_snapshot": self.oom_snapshot,
+            "notes": dict(self.notes),
             "nvml_used_bytes": None,
             "started_unix_ns": self.ring.get("<Q", "attach_ns"),
         }

@@ -37,6 +37,10 @@ export const ManifestSchema = z.looseObject({
   /** The line profiler's lines: id (the records' `line`) → "file.py:42: code". */
   lines: z.record(z.string(), z.string()).default({}),
   oom_snapshot: z.string().nullable().default(null),
+  /** What the process runs without, and why ({feature: sentence}): a feature of the agent's that
+   *  failed and turned itself off ("names"), a ring made smaller to fit ("ring"), a squatted
+   *  directory replaced ("directory"). Shown on the screens as "feature: sentence". */
+  notes: z.record(z.string(), z.string()).default({}),
   nvml_used_bytes: z.number().nullable().default(null),
   started_unix_ns: z.number().nullable().default(null),
 });
