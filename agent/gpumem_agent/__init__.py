@@ -24,12 +24,19 @@ def attach(directory=None):
 
     from .agent import Agent
 
-    _agent = Agent(torch, directory)
-    if torch.cuda.is_initialized():
-        _agent.start()
-    else:
-        # Runs inside CUDA's lazy initialization; Agent.start never raises.
-        torch.cuda._lazy_call(_agent.start)
+    try:
+        _agent = Agent(torch, directory)
+        if torch.cuda.is_initialized():
+            _agent.start()
+        else:
+            # Runs inside CUDA's lazy initialization; Agent.start never raises.
+            torch.cuda._lazy_call(_agent.start)
+    except Exception as e:  # the program runs on without us: never an exception from attach()
+        if os.environ.get("GPUMEM_TUI_VERBOSE") == "1":
+            import sys
+
+            sys.stderr.write("gpumem-agent: not attached: %s: %s\n" % (type(e).__name__, e))
+        _agent = None
     return _agent
 
 

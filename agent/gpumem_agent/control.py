@@ -60,11 +60,13 @@ def peer_uid(conn):
 
 
 class ControlServer:
-    """Serves `handlers` ({verb: fn(**args) -> dict}) on a Unix socket at `path` (0600)."""
+    """Serves `handlers` ({verb: fn(**args) -> dict}) on a Unix socket at `path` (0600).
+    `on_error(exc)`: the thread met what no request explains and ends (the agent's guard)."""
 
-    def __init__(self, path, handlers, uid=None):
+    def __init__(self, path, handlers, uid=None, on_error=None):
         self.path = path
         self.handlers = handlers
+        self.on_error = on_error
         self.uid = os.getuid() if uid is None else uid
         self.sel = selectors.DefaultSelector()
         self.buffers = {}
@@ -101,7 +103,10 @@ class ControlServer:
             pass
 
     def _send(self, conn, reply):
-        data = (json.dumps(reply) + "\n").encode()
+        try:
+            data = (json.dumps(reply) + "\n").encode()
+        except (TypeError, ValueError) as e:  # a handler's value JSON cannot carry: the client hears why
+            data = (json.dumps({"id": reply.get("id"), "ok": False, "error": "the reply could not be written as JSON: %s" % e}) + "\n").encode()
         conn.setblocking(True)
         conn.settimeout(2.0)  # a client that does not read its answers is dropped, not waited for
         try:
@@ -111,11 +116,23 @@ class ControlServer:
             self._close(conn)
 
     def _run(self):
+        try:
+            self._serve()
+        except Exception as e:  # never out of the thread: said once, through on_error
+            if not self.stopping and self.on_error is not None:
+                try:
+                    self.on_error(e)
+                except Exception:
+                    pass
+
+    def _serve(self):
         while not self.stopping:
             try:
                 events = self.sel.select(timeout=0.5)
             except OSError:
-                return
+                if self.stopping:
+                    return
+                raise
             for key, _ in events:
                 try:
                     if key.fileobj is self.sock:

@@ -283,18 +283,20 @@ class Profiler:
         self._log = []
 
     def _on_line(self, code, lineno):
-        key = (code, lineno)
-        lid = self.line_ids.get((code.co_filename, lineno))
-        if lid is None:
-            lid = self.line_ids[(code.co_filename, lineno)] = len(self.line_ids) + 1
-            text = linecache.getline(code.co_filename, lineno).strip()
-            self.line_names[str(lid)] = "%s:%d: %s" % (os.path.basename(code.co_filename), lineno, text[:80])
+        # A line callback that raised would raise into the profiled function (and end tracing):
+        # whatever fails here, that line goes unattributed and the function runs on.
         try:
+            key = (code, lineno)
+            lid = self.line_ids.get((code.co_filename, lineno))
+            if lid is None:
+                lid = self.line_ids[(code.co_filename, lineno)] = len(self.line_ids) + 1
+                text = linecache.getline(code.co_filename, lineno).strip()
+                self.line_names[str(lid)] = "%s:%d: %s" % (os.path.basename(code.co_filename), lineno, text[:80])
             m = self._map
             _U32.pack_into(m, CUR_LINE, lid)
             self._log.append((key, _U64.unpack_from(m, self._write_index)[0]))
-        except (ValueError, TypeError, AttributeError):
-            pass  # the ring went away (the agent closed at exit): a line event must never raise
+        except Exception:
+            pass  # e.g. the ring went away (the agent closed at exit)
 
     def _finish(self, a, fp):
         end = _U64.unpack_from(self._map, self._write_index)[0]
@@ -376,8 +378,11 @@ class Profiler:
         self._printed = True
         path = os.environ.get("GPUMEM_PROFILE_JSON")
         if path:
-            with open(path, "w") as fh:
-                json.dump(self.stats(), fh, indent=1)
+            try:
+                with open(path, "w") as fh:
+                    json.dump(self.stats(), fh, indent=1)
+            except Exception as e:  # at exit: said, never a traceback over the program's last lines
+                self._say("could not write GPUMEM_PROFILE_JSON=%s: %s: %s" % (path, type(e).__name__, e))
         if os.environ.get("GPUMEM_PROFILE_QUIET") != "1":
             sys.stderr.write(self.format())
 

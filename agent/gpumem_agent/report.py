@@ -77,13 +77,17 @@ class Courtesy:
                 try:
                     if not (torch.is_tensor(obj) and obj.is_cuda and obj.device.index in devices):
                         continue
-                    if obj.layout != torch.strided:
-                        self.skipped += 1  # sparse and other layouts have no single storage to move
+                    if obj.layout != torch.strided or hasattr(type(obj), "__tensor_flatten__") or type(obj).__name__ == "FakeTensor":
+                        # sparse layouts have no single storage to move; a wrapper subclass (DTensor)
+                        # moves with its inner tensors, found on their own; a fake tensor has none
+                        self.skipped += 1
                         continue
+                    st = obj.untyped_storage()
+                    if st.nbytes() == 0:
+                        continue  # resized to zero (FSDP's freed parameters): nothing to move
+                    key = st.data_ptr()
                 except Exception:
                     continue
-                st = obj.untyped_storage()
-                key = st.data_ptr()
                 if key not in host:
                     host[key] = st.cpu()
                     self.moved_bytes += st.nbytes()

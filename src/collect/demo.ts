@@ -45,6 +45,7 @@ export function replayedPytorch(model: ProfilerModel, manifest: Manifest | null)
     rank: manifest?.rank ?? null,
     job: null,
     torch_version: manifest?.torch_version ?? null,
+    notes: manifest?.notes ?? {},
     profile: null,
   };
 }

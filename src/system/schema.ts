@@ -118,6 +118,10 @@ export const PytorchSchema = z.object({
   rank: z.number().int().nullable(),
   job: z.string().nullable().default(null).describe("the job this process is a rank of, as its agent names it (the same on every node: torchrun's run id or rendezvous address, Slurm's job)"),
   torch_version: z.string().nullable(),
+  notes: z
+    .record(z.string(), z.string())
+    .default({})
+    .describe('what the agent in this process runs without, and why, as its manifest says: {feature: sentence}, e.g. {"names": "off: RuntimeError: … (at step 12)"} for a feature that failed and turned itself off'),
   profile: ProfileSchema.nullable().default(null).describe("null where the monitor has read no allocator event of the process yet (`--json --once` reads its ring once)"),
 });
 

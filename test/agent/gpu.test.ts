@@ -101,6 +101,35 @@ describe("agent on a GPU", () => {
     expect(r.names_bad_at_step.error).toMatch(/"scan" and "at_step" must be true or false/);
   });
 
+  gpuTest("names never raise: FSDP2 DTensors by their local shards, freed, meta, fake, pinned, sparse, quantized and wrapped tensors; a failing walk turns names off and training goes on", () => {
+    const r = report("names-zoo");
+    const off = report("names-zoo-off");
+    const err = readFileSync(join(out, "names-zoo.err"), "utf8");
+    expect(r.continued).toBe(true);
+    expect(r.losses).toEqual(off.losses); // the program's own numbers, as without the agent
+    // Nothing of ours on the program's stderr: no message, no traceback through the agent, no
+    // warning torch raised in our walk.
+    expect(err).not.toContain("gpumem-agent");
+    expect(err).not.toContain("gpumem_agent");
+    expect(r.fsdp2_param_type).toBe("DTensor");
+    for (const tag of ["fsdp2", "zoo"]) {
+      for (const kind of ["names", "scan", "at_step"]) expect({ tag, kind, ok: r[`${tag}_${kind}`].ok }).toEqual({ tag, kind, ok: true });
+    }
+    // FSDP2: the local shards of the parameters and of AdamW's state, gradients alive at the step.
+    expect(r.fsdp2_at_step.names).toEqual(expect.arrayContaining(["parameter:0.weight", "gradient:0.weight.grad", "optimizer_state:exp_avg of 0.weight"]));
+    const zoo: string[] = r.zoo_at_step.names;
+    expect(zoo).toEqual(expect.arrayContaining(["parameter:lin.weight", "optimizer_state:csr of lin.weight (values)", "optimizer_state:coo of lin.weight (values)"]));
+    // Only CUDA blocks are named: a storage resized to zero, meta, fake and pinned host tensors are not.
+    for (const none of ["parameter:resized", "buffer:meta", "buffer:pinned", "optimizer_state:fake of lin.weight", "optimizer_state:meta of lin.weight", "optimizer_state:cpu of lin.weight"]) expect(zoo).not.toContain(none);
+    // A walk that fails: names off, said in the notes and the manifest; phases and training go on.
+    expect(r.failing_walk.error).toMatch(/^RuntimeError: names are off in this process: off: RuntimeError: this module's buffers cannot be listed \(at step \d+\)$/);
+    expect(r.after_off.error).toMatch(/names are off in this process/);
+    expect(Object.keys(r.notes)).toEqual(["names"]);
+    expect(r.manifest_notes).toEqual(r.notes);
+    expect(r.failures).toEqual({ names: 1 });
+    expect(r.phases_on).toBe(true);
+  });
+
   gpuTest("commands: empty_cache releases, dump_snapshot opens in torch.cuda._memory_viz, bad input gets an error", () => {
     const r = report("commands");
     expect(r.empty_cache.ok).toBe(true);

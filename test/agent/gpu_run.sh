@@ -14,6 +14,10 @@ done
 for s in lines report courtesy magics; do
   python3 test/agent/memlab.py "$s" > "$out/memlab-$s.json" 2> "$out/memlab-$s.err" || echo "memlab $s failed: $(tail -3 "$out/memlab-$s.err")"
 done
+# What real training holds (FSDP2 DTensors, freed storages, meta, fake, pinned, sparse, quantized,
+# wrapper subclasses), named without raising; then the same program without the agent.
+python3 test/agent/names_zoo.py > "$out/names-zoo.json" 2> "$out/names-zoo.err" || echo "names_zoo failed: $(tail -3 "$out/names-zoo.err")"
+GPUMEM_TUI_DISABLE=1 python3 test/agent/names_zoo.py > "$out/names-zoo-off.json" 2> "$out/names-zoo-off.err" || echo "names_zoo without the agent failed: $(tail -3 "$out/names-zoo-off.err")"
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 test/agent/scenarios.py normal > "$out/expandable.json" 2> "$out/expandable.err"
 GPUMEM_TUI_INJECT=1 PYTHONPATH=agent/gpumem_agent/_inject:$PYTHONPATH python3 test/agent/scenarios.py normal > "$out/injected.json" 2> "$out/injected.err"
 # A compiler that fails: the agent falls back to polling, and says why.

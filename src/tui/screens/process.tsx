@@ -21,7 +21,19 @@ export function shareNote(b: StepBreakdown): string {
 export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
   const m = pm.model;
-  if (m.devices.length === 0) return <Text dimColor>pid {pm.pid}: no allocator events yet ({pm.title})</Text>;
+  // What the agent runs without, and why ("names: off: RuntimeError: …"): one line each.
+  const notes = Object.entries(pm.notes ?? {}).map(([feature, sentence]) => `${feature}: ${sentence}`);
+  const noteLines = notes.map((n) => (
+    <Text key={n} color={color("yellow")} wrap="truncate-end">{n}</Text>
+  ));
+  if (m.devices.length === 0) {
+    return (
+      <Box flexDirection="column">
+        <Text dimColor>pid {pm.pid}: no allocator events yet ({pm.title})</Text>
+        {noteLines}
+      </Box>
+    );
+  }
   // The first device with allocator events: the breakdown and the timeline are made of them.
   const all = summary(m).devices;
   const s = all.find((d) => m.device(d.device) !== undefined) ?? all[0]!;
@@ -31,10 +43,10 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   const f = allFindings.slice(0, 3);
   const b = breakdown(m, { device: s.device });
   // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, time
-  // axis, the findings (a heading and at least one line), the step, its peak in words, the table,
+  // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table,
   // its phases and what the shares leave out. The two charts share what is left (1 to 10 rows
   // each), ranges get the rest.
-  const fixedLines = 14 + Math.max(1, f.length) + b.phases.length;
+  const fixedLines = 14 + notes.length + Math.max(1, f.length) + b.phases.length;
   const chartRows = Math.max(1, Math.min(10, Math.floor((height - fixedLines) / 2)));
   const rangeRows = Math.max(0, height - fixedLines - 2 * chartRows);
   const chartWidth = Math.max(20, width - 2 - GUTTER);
@@ -80,6 +92,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
       <Text wrap="truncate-end">
         fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}
       </Text>
+      {noteLines}
       <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text>
       {resv.map((line, i) => (
         <Text key={i} color={color("yellow")}>{line}</Text>
