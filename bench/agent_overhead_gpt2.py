@@ -35,16 +35,39 @@ ROOT = os.path.dirname(HERE)
 MODES = ["none", "agent", "history-state", "history-all", "torch-profiler"]
 # Where the agent's cost comes from (--modes): the agent without its allocator hook (polling: no
 # trace tracker, no record_function callback), with a tracker that returns at once, without its
-# phase hooks (module, backward and optimizer hooks).
-DIAGNOSTIC = ["agent-polling", "tracker-empty", "agent-no-phases"]
+# phase hooks (module, backward and optimizer hooks). The bare modes attach the agent and switch
+# every part off again (bench/agent_parts.py) but the tracker, which torch cannot detach:
+# tracker-bare keeps one that returns at once (torch's own cost of having a tracker: it builds an
+# entry per allocator event), hook-bare one that writes the ring (the tracker's whole cost).
+DIAGNOSTIC = ["agent-polling", "tracker-empty", "agent-no-phases", "tracker-bare", "hook-bare"]
 WORKLOADS = {"gpu_bound": (16, 256), "launch_bound": (2, 64)}
 TARGETS_PCT = {"gpu_bound": 1.0, "launch_bound": 3.0}
 CHUNKS = 5
 
+
+def build_step(torch, dev, batch, seq):
+    """One training step of a transformers GPT-2 small built from a config (12 layers, 768 wide, 12
+    heads), AdamW, on a fixed batch of `batch` × `seq` tokens on `dev`: the workload of both agent
+    benchmarks (this one and agent_parts.py)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_positions=256, n_embd=768, n_layer=12, n_head=12)).to(dev)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    ids = torch.randint(0, 50257, (batch, seq), device=dev)
+
+    def step():
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
 def child(mode, args):
     """One measurement, in a process forked for it (CUDA first initialized here): its result."""
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
 
     os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     t0 = time.perf_counter()
@@ -52,7 +75,8 @@ def child(mode, args):
     torch.zeros(1, device=dev)
     torch.set_float32_matmul_precision("high")
     if mode in ("agent",) + tuple(DIAGNOSTIC):
-        os.environ.update({"agent-polling": {"GPUMEM_TUI_POLLING": "1"}, "tracker-empty": {"GPUMEM_TUI_HOOK": "empty"}}.get(mode, {}))
+        os.environ.update({"agent-polling": {"GPUMEM_TUI_POLLING": "1"}, "tracker-empty": {"GPUMEM_TUI_HOOK": "empty"},
+                           "tracker-bare": {"GPUMEM_TUI_HOOK": "empty"}}.get(mode, {}))
         import gpumem_agent
         from gpumem_agent import phases
 
@@ -60,6 +84,14 @@ def child(mode, args):
             phases.Phases.install = lambda self, torch: None
         a = gpumem_agent.attach()
         assert a is not None and a.mode == ("polling" if mode == "agent-polling" else "hook"), getattr(a, "hook_error", "the agent did not attach")
+        if mode in ("tracker-bare", "hook-bare"):
+            import agent_parts  # beside this file
+
+            a.phases.uninstall()  # module, autograd and optimizer hooks
+            switches = agent_parts.switches(a, torch, reader=False)
+            for name in ("ranges", "sync-thread", "control-thread", "tracker"):
+                assert not switches[name].why, "%s cannot be switched: %s" % (name, switches[name].why)
+                switches[name].set(name == "tracker" and mode == "hook-bare")
     elif mode == "history-state":
         torch.cuda.memory._record_memory_history(enabled="state")
     elif mode == "history-all":
@@ -69,17 +101,7 @@ def child(mode, args):
     t1 = time.perf_counter()
 
     def workload(batch, seq, steps):
-        torch.manual_seed(0)
-        model = GPT2LMHeadModel(GPT2Config(n_positions=256, n_embd=768, n_layer=12, n_head=12)).to(dev)
-        model.train()
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
-        ids = torch.randint(0, 50257, (batch, seq), device=dev)
-
-        def step():
-            model(input_ids=ids, labels=ids).loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-
+        step = build_step(torch, dev, batch, seq)
         for _ in range(max(5, steps // 5)):
             step()
         torch.cuda.synchronize()
@@ -105,22 +127,31 @@ def child(mode, args):
 
 
 def run_child(mode, args):
-    """A fresh process per measurement, forked from this one after torch and transformers are
-    imported and before CUDA is initialized: the imports (about 13 s on the H100 host) are paid
-    once, every recorder still starts and dies with its own process. Its result, or {"error": ...}
-    (the next mode still runs)."""
+    """A fresh process per measurement (run_forked): its result, or {"mode", "error"}."""
+    r = run_forked(lambda: child(mode, args), args.timeout)
+    r["mode"] = mode
+    return r
+
+
+def run_forked(fn, timeout):
+    """fn() in a process forked from this one after torch and transformers are imported and
+    before CUDA is initialized: the imports (about 13 s on the H100 host) are paid once, every
+    recorder still starts and dies with its own process. fn's result (a dict, through JSON), or
+    {"error": ...} (the next measurement still runs)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         try:
-            text = json.dumps(child(mode, args))
+            text = json.dumps(fn())
         except BaseException as e:  # noqa: BLE001 - whatever it was, the parent says it
-            text = json.dumps({"mode": mode, "error": "%s: %s" % (type(e).__name__, e)})
-        os.write(w, text.encode() + b"\n")
+            text = json.dumps({"error": "%s: %s" % (type(e).__name__, e)})
+        data = text.encode() + b"\n"
+        while data:
+            data = data[os.write(w, data):]
         os._exit(0)  # no teardown: the profiler's trace processing and the recorders' exit are not measured
     os.close(w)
-    buf, deadline = b"", time.time() + args.timeout
+    buf, deadline = b"", time.time() + timeout
     while not buf.endswith(b"\n"):
         ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.time()))
         chunk = os.read(r, 1 << 16) if ready else b""
@@ -132,7 +163,7 @@ def run_child(mode, args):
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     if not buf.endswith(b"\n"):
-        return {"mode": mode, "error": "no result in %d s (exit status %d)" % (args.timeout, status)}
+        return {"error": "no result in %d s (exit status %d)" % (timeout, status)}
     return json.loads(buf)
 
 
@@ -143,7 +174,9 @@ def stats(xs):
 
 
 def summary(runs):
-    """Per workload, metric and mode: spread over processes, and the median added against `none`."""
+    """Per workload, metric and mode: spread over processes, and the median added against `none`;
+    where runs carry their repetition, also the median of the differences to `none` of the same
+    repetition (paired: drift of the machine between repetitions cancels)."""
     out = {}
     for w in WORKLOADS:
         out[w] = {}
@@ -154,10 +187,15 @@ def summary(runs):
                 if xs:
                     table[m] = stats(xs)
             base = table.get("none")
+            none_by_rep = {r["rep"]: r[w][metric] for r in runs.get("none", []) if w in r and "rep" in r}
             for m, s in table.items():
                 if base:
                     s["added_ms"] = s["median"] - base["median"]
                     s["added_pct"] = 100 * (s["median"] / base["median"] - 1)
+                diffs = [r[w][metric] - none_by_rep[r["rep"]] for r in runs.get(m, []) if w in r and r.get("rep") in none_by_rep]
+                if m != "none" and diffs:
+                    s["paired"] = stats(diffs)
+                    s["paired"]["pct"] = 100 * s["paired"]["median"] / base["median"]
             out[w][metric] = table
     return out
 
@@ -204,7 +242,8 @@ def markdown(result):
         % (result["command"], result["gpu"], result["torch"], result["transformers"], result["date"], result["cpus"], result["reps"]),
         "",
         "Per process: wall ms per step is the median of %d chunks, each ended by `torch.cuda.synchronize()`; CPU ms per step is the"
-        " process's CPU time (all threads) over the same chunks. Across processes: median, interquartile range and range." % CHUNKS,
+        " process's CPU time (all threads) over the same chunks. Across processes: median, interquartile range and range; paired Δ:"
+        " the median (and IQR) of each repetition's difference to the `none` process of the same repetition." % CHUNKS,
         "",
     ]
     for w, (b, s) in WORKLOADS.items():
@@ -213,10 +252,13 @@ def markdown(result):
             if not t:
                 continue
             rows += ["## %s (batch %d × %d): %s" % (w, b, s, label), "",
-                     "| mode | median | IQR | min–max | added vs none | added % |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+                     "| mode | median | IQR | min–max | added vs none | added % | paired Δ vs none (IQR), % |",
+                     "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
             for m, x in t.items():
-                rows.append("| %s | %.3f | %.3f–%.3f | %.3f–%.3f | %+.3f | %+.2f%% |" % (
-                    m, x["median"], x["q1"], x["q3"], x["min"], x["max"], x.get("added_ms", 0), x.get("added_pct", 0)))
+                p = x.get("paired")
+                paired = "%+.3f (%+.3f…%+.3f), %+.2f%%" % (p["median"], p["q1"], p["q3"], p["pct"]) if p else "–"
+                rows.append("| %s | %.3f | %.3f–%.3f | %.3f–%.3f | %+.3f | %+.2f%% | %s |" % (
+                    m, x["median"], x["q1"], x["q3"], x["min"], x["max"], x.get("added_ms", 0), x.get("added_pct", 0), paired))
             rows.append("")
     rows += ["## Targets", ""] + verdicts(summ) + [""]
     done = [r for rs in result["runs"].values() for r in rs]
@@ -267,10 +309,13 @@ def main():
                          % (", ".join(bad) or "(none missing)", ", ".join(MODES + DIAGNOSTIC), ", ".join(WORKLOADS)))
     sys.path.insert(0, os.path.join(ROOT, "agent"))
     t0 = time.perf_counter()
-    import torch  # imported once, here; CUDA is initialized only in the forked children
-    t1 = time.perf_counter()
-    import transformers
-    from transformers import GPT2Config, GPT2LMHeadModel  # noqa: F401 - loaded before the forks
+    try:
+        import torch  # imported once, here; CUDA is initialized only in the forked children
+        t1 = time.perf_counter()
+        import transformers
+        from transformers import GPT2Config, GPT2LMHeadModel  # noqa: F401 - loaded before the forks
+    except ImportError as e:
+        raise SystemExit("agent_overhead_gpt2: needs torch and transformers on a CUDA machine: %s" % e)
 
     t2 = time.perf_counter()
     agents_dir = tempfile.mkdtemp(prefix="gpumem-bench-agents-")
@@ -289,6 +334,7 @@ def main():
             order = modes[rep % len(modes):] + modes[: rep % len(modes)]
             for mode in order:
                 r = run_child(mode, args)
+                r["rep"] = rep
                 (result["errors"] if "error" in r else result["runs"][mode]).append(r)
                 result["gpu"] = result["gpu"] or r.get("gpu")
                 print("rep %d %-15s %s" % (rep + 1, mode, r.get("error") or ", ".join("%s %.2f ms" % (w, r[w]["wall_ms"]) for w in args.workloads)), flush=True)

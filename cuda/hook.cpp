@@ -215,6 +215,13 @@ void on_range_exit(const at::RecordFunction& fn, at::ObserverContext*) {
 
 at::CallbackHandle g_range_callback = 0;
 
+// USER_SCOPE only: torch keeps callbacks per scope, so ops (FUNCTION scope) and autograd nodes
+// (BACKWARD_FUNCTION) do not run it.
+at::CallbackHandle add_range_callback() {
+  return at::addGlobalCallback(
+      at::RecordFunctionCallback(on_range_enter, on_range_exit).scopes({at::RecordScope::USER_SCOPE}).needsInputs(false));
+}
+
 }  // namespace
 
 extern "C" {
@@ -224,7 +231,8 @@ extern "C" {
 // (enum gpumem_tracker in gpumem_ring.h). 0 or -errno.
 int gpumem_hook_attach(const char* ring_path, int tracker) {
   if (g_header.load()) return 0;
-  int fd = open(ring_path, O_RDWR | O_CLOEXEC);
+  // The agent's own file in its private directory; a link there is never ours to follow.
+  int fd = open(ring_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return -errno;
   struct stat st;
   if (fstat(fd, &st) != 0) {
@@ -252,8 +260,7 @@ int gpumem_hook_attach(const char* ring_path, int tracker) {
   g_header.store(h, std::memory_order_release);
   std::call_once(g_tracker_once, [] {
     cca::attachAllocatorTraceTracker(on_trace);
-    g_range_callback = at::addGlobalCallback(
-        at::RecordFunctionCallback(on_range_enter, on_range_exit).scopes({at::RecordScope::USER_SCOPE}).needsInputs(false));
+    g_range_callback = add_range_callback();
   });
   push_sync(h, true);  // what was allocated before the hook ran: the reader's starting point
   return 0;
@@ -308,6 +315,33 @@ int gpumem_hook_range_name(uint32_t id, char* buf, int len) {
   if (id == 0 || id > g_range_names.size() || len <= 0) return -1;
   std::snprintf(buf, size_t(len), "%s", g_range_names[id - 1].c_str());
   return 0;
+}
+
+// Benchmarks only (bench/agent_parts.py): one part of the hook off or on again inside one process,
+// so that its cost is measured against itself with the machine's noise cancelled. Parts:
+//   0  the tracker's work: off, it returns at once (as GPUMEM_TRACKER_EMPTY; torch still builds
+//      its entry per event and calls us: that cost needs fresh processes, having no detach);
+//   1  the record_function callback: off, removed from torch's global callbacks.
+// While the tracker is off the ring misses events and its running totals drift: never for
+// monitoring. Between steps only (a range open across the switch keeps its stack entry).
+// 0, -ENODEV before attach, -EINVAL for an unknown part.
+int gpumem_hook_bench_set(int part, int on) {
+  if (!g_header.load()) return -ENODEV;
+  switch (part) {
+    case 0:
+      g_empty.store(!on, std::memory_order_relaxed);
+      return 0;
+    case 1:
+      if (on && !g_range_callback) {
+        g_range_callback = add_range_callback();
+      } else if (!on && g_range_callback) {
+        at::removeCallback(g_range_callback);
+        g_range_callback = 0;
+      }
+      return 0;
+    default:
+      return -EINVAL;
+  }
 }
 
 }  // extern "C"

@@ -8,12 +8,14 @@ import atexit
 import ctypes
 import json
 import os
+import pickle
 import sys
 import threading
 import time
 
 from . import build, identity, names, paths, ring, wire
 from .control import ControlServer
+from .guard import Guard
 from .phases import Phases
 
 SYNC_SECONDS = 0.25
@@ -38,7 +40,7 @@ def _env_int(*names):
     return None
 
 
-MIN_CAPACITY, MAX_CAPACITY = 1 << 10, 1 << 26  # 64 KiB to 4 GiB of records
+MIN_CAPACITY, MAX_CAPACITY = ring.MIN_CAPACITY, ring.MAX_CAPACITY
 
 
 def ring_capacity(env):
@@ -120,7 +122,11 @@ class Agent:
         # failed turned itself off, a ring that did not fit was made smaller, a squatted directory
         # was replaced. In the manifest, and on the monitor's screens.
         self.notes = {}
+        # Every callback the agent puts into the program reports its failures here: the feature
+        # goes off, the notes say so once, the program never sees the exception (guard.py).
+        self.guard = Guard(self.notes, step=lambda: self.phases.step if self.phases else None, changed=self.write_manifest)
         self.lock = threading.Lock()
+        self._manifest_lock = threading.Lock()  # the training, sync and control threads all rewrite it
         self._built = None
         # Build (or find in the cache) the hook now, off the main thread: by the time CUDA
         # initializes it is usually ready.
@@ -152,20 +158,28 @@ class Agent:
 
     def _start(self):
         torch = self.torch
-        paths.ensure_private_dir(self.dir)
+        # A squatted name gives a private sibling that the monitor also finds (paths.py).
+        self.dir, note = paths.open_agent_dir(self.dir)
+        if note:
+            self.notes["directory"] = note
         n = max(1, torch.cuda.device_count())
         self.ring_path = os.path.join(self.dir, "%d.ring" % self.pid)
         self.sock_path = os.path.join(self.dir, "%d.sock" % self.pid)
         self.manifest_path = os.path.join(self.dir, "%d.json" % self.pid)
         capacity = ring_capacity(os.environ)
-        self.ring = ring.Ring(self.ring_path, capacity=capacity, n_devices=n)
+        # Every page backed, sized to the free space: smaller, or totals only, where it must (ring.py).
+        self.ring, note = ring.create_backed(self.ring_path, capacity, n, ranks=_env_int("LOCAL_WORLD_SIZE") or 1)
+        if note:
+            self.notes["ring"] = note
         self.n_devices = min(n, wire.MAX_DEVICES)
         self.sync()  # seed the totals from the allocator's statistics
         self._builder.join()
         lib, err = self._built
+        if self.ring.header_only:
+            lib, err = None, self.notes["ring"]  # no record space: the hook has nowhere to write
         if lib:
             try:
-                self.hook = ctypes.CDLL(lib)
+                self.hook = build.load_checked(lib)  # ours alone, checked on the file it loads
                 self.hook.gpumem_hook_attach.argtypes = [ctypes.c_char_p, ctypes.c_int]
                 self.hook.gpumem_hook_mark.argtypes = [ctypes.c_uint8, ctypes.c_uint8, ctypes.c_uint32]
                 self.hook.gpumem_hook_range_name.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_int]
@@ -187,15 +201,16 @@ class Agent:
             self.hook_error = err
             self.mode = "polling"
             self.ring.set("<I", "mode", wire.MODE["polling"])
-        self.phases = Phases(self._mark)
+        self.phases = Phases(self._mark, self.guard)
         self.phases.install(torch)
-        self.server = ControlServer(self.sock_path, self.handlers()).start()
+        self.server = ControlServer(self.sock_path, self.handlers(), on_error=lambda e: self.guard.fail("control", e)).start()
+        self.guard.stops("control", self.server.stop)
         self._attach_oom_observer()
         self.write_manifest()
         threading.Thread(target=self._sync_loop, name="gpumem-agent-sync", daemon=True).start()
-        atexit.register(self.close)
+        atexit.register(self.guard.call, "close", self.close)
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._forked)
+            os.register_at_fork(after_in_child=lambda: self.guard.call("fork", self._forked))
 
     def _forked(self):
         # A forked child shares the parent's mapping but must never write it or remove its files.
@@ -225,7 +240,7 @@ class Agent:
             self.ring.set("<Q", "updated_ns", time.time_ns())
 
     def _sync_loop(self):
-        while self.active and self.ring:
+        while self.active and self.ring and self.guard.on("sync"):
             time.sleep(SYNC_SECONDS)
             try:
                 self.sync()
@@ -235,7 +250,8 @@ class Agent:
                         self.range_count = n
                         self.write_manifest()
             except Exception as e:
-                _log("sync: %s" % e)
+                if self.active:  # at exit the ring closes under this thread: not a failure
+                    self.guard.fail("sync", e)
 
     def ranges(self):
         out = {}
@@ -291,8 +307,11 @@ class Agent:
             self.write_manifest()
 
     def write_manifest(self):
-        if self.active:
-            paths.write_private(self.manifest_path, json.dumps(self.manifest()).encode())
+        # `active` is read under the lock: close() holds it while it writes the final manifest and
+        # turns `active` off, so no other thread's write can replace the final one afterwards.
+        with self._manifest_lock:
+            if self.active:
+                paths.write_private(self.manifest_path, json.dumps(self.manifest()).encode())
 
     # -- OOM ------------------------------------------------------------------------------------
 
@@ -302,24 +321,26 @@ class Agent:
             return
 
         def on_oom(device, alloc, device_allocated, device_free):
-            if self.oom_snapshot or not self.active:
+            # Called by the allocator, in the program's failing allocation: the program's OOM
+            # error is what it gets, never ours.
+            if self.oom_snapshot or not self.active or not self.guard.on("oom"):
                 return
             try:
                 self.oom_snapshot = self._dump("oom")
                 self.write_manifest()
             except Exception as e:
-                _log("OOM snapshot failed: %s" % e)
+                self.guard.fail("oom", e)
 
         observer(on_oom)
 
     def _dump(self, tag, path=None):
         if path is None:
             path = os.path.join(self.dir, "%d-%s-%d.pickle" % (self.pid, tag, time.time_ns() // 1000000))
-        tmp = path + ".tmp"
-        self.torch.cuda.memory._dump_snapshot(tmp)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-        return path
+        # What torch's _dump_snapshot does (pickle the _snapshot() dict), but into a file created
+        # exclusively, 0600, under an unpredictable name: the directory may be shared, and a link
+        # planted at a name torch would open is never followed (paths.publish).
+        snapshot = self.torch.cuda.memory._snapshot()
+        return paths.publish(path, lambda f: pickle.dump(snapshot, f))
 
     # -- commands -------------------------------------------------------------------------------
 
@@ -333,26 +354,35 @@ class Agent:
             m = self.manifest()
             m["totals"] = [self.ring.totals(d) for d in range(self.n_devices)]
             m["step"] = self.phases.step
+            m["failures"] = dict(self.guard.failures)  # exceptions caught per feature
             return m
 
         def names_(scan=False, at_step=False):
             if not isinstance(scan, bool) or not isinstance(at_step, bool):
                 raise ValueError('"scan" and "at_step" must be true or false')
-            if scan:
-                tensors, ms = names.scan(torch, self.phases.models, self.phases.optimizers)
-            elif at_step:
-                # Taken on the training thread right after the next optimizer step, where the
-                # gradients and the optimizer state are alive (between zero_grad and backward a
-                # gradient is None); now, where no step comes within AT_STEP_WAIT seconds.
-                tensors, ms = self._names_after_step()
-            else:
-                t0 = time.perf_counter()
-                tensors = list(names.known_names(self.phases.models, self.phases.optimizers).values())
+            names_off = lambda: RuntimeError("names are off in this process: %s" % self.notes.get("names", "a walk failed"))  # noqa: E731
+            if not self.guard.on("names"):
+                raise names_off()
+            t0 = time.perf_counter()
+            try:
+                if scan:
+                    walk = names.scan_walk(torch, self.phases.models, self.phases.optimizers)
+                elif at_step:
+                    # Taken on the training thread right after the next optimizer step, where the
+                    # gradients and the optimizer state are alive (between zero_grad and backward a
+                    # gradient is None); now, where no step comes within AT_STEP_WAIT seconds.
+                    walk, ms = self._names_after_step()
+                else:
+                    walk = names.known_walk(self.phases.models, self.phases.optimizers)
+            except Exception as e:  # the walk itself failed (one odd tensor only skips that tensor)
+                self.guard.fail("names", e)
+                raise names_off()
+            if not at_step:
                 ms = (time.perf_counter() - t0) * 1000
             # The records written after the walk (every lane together, as the monitor's reader
             # counts its position): every tensor named was allocated before it, so the monitor
             # applies the names once its reading has reached that point of the stream.
-            return {"tensors": tensors, "scan_ms": round(ms, 3), "scan": bool(scan),
+            return {"tensors": list(walk.out.values()), "skipped": walk.skipped, "scan_ms": round(ms, 3), "scan": bool(scan),
                     "write_index": self.ring.written(), "step": self.phases.step}
 
         def empty_cache():
@@ -401,29 +431,47 @@ class Agent:
         return {"info": info, "names": names_, "empty_cache": empty_cache, "dump_snapshot": dump_snapshot, "history": history, "reset_peaks": reset_peaks, "lines": lines}
 
     def _names_after_step(self):
+        """(Walk, ms) taken right after the next step; a failure of the walk is raised here, on
+        the asking thread, never on the training thread that ran it."""
         done = threading.Event()
         out = {}
 
         def take():
             t0 = time.perf_counter()
-            out["tensors"] = list(names.known_names(self.phases.models, self.phases.optimizers).values())
-            out["ms"] = (time.perf_counter() - t0) * 1000
-            done.set()
-
-        self.phases.after_step.append(take)
-        if not done.wait(AT_STEP_WAIT):
             try:
-                self.phases.after_step.remove(take)
-            except ValueError:  # the step came just now: its answer is on its way
-                done.wait()
-            else:
-                take()
-        return out["tensors"], out["ms"]
+                out["walk"] = names.known_walk(self.phases.models, self.phases.optimizers)
+            except Exception as e:
+                out["error"] = e
+            finally:
+                out["ms"] = (time.perf_counter() - t0) * 1000
+                done.set()
+
+        # With phases off, or after-step callables off, no step will run it: now.
+        if self.phases.on and self.guard.on("after_step"):
+            self.phases.after_step.append(take)
+            if not done.wait(AT_STEP_WAIT):
+                try:
+                    self.phases.after_step.remove(take)
+                except ValueError:  # the step came just now: its answer is on its way
+                    done.wait()
+                else:
+                    take()
+        else:
+            take()
+        if "error" in out:
+            raise out["error"]
+        return out["walk"], out["ms"]
 
     # -- exit -----------------------------------------------------------------------------------
 
     def close(self):
-        """At exit: exact final totals, then the files go (unless GPUMEM_TUI_KEEP=1)."""
+        """At exit: exact final totals, then the files go. They stay where GPUMEM_TUI_KEEP=1, or
+        where the monitor that started this program (`run` sets GPUMEM_TUI_MONITOR_PID) still runs:
+        then the manifest is written a last time, after the hook is detached, with every range and
+        line it named and the tensors' names at exit (`final_names`), and that monitor reads the
+        files for its last document and removes them (docs/protocol.md, "The end of a run"): a run
+        shorter than the monitor's tick or the agent's sync loop ends named. Never raises; the
+        names walk is the `names` verb's (models and optimizers, no scan of every object)."""
         if not self.active or os.getpid() != self.pid:
             return
         try:
@@ -432,16 +480,53 @@ class Agent:
         except Exception:
             pass
         keep = os.environ.get("GPUMEM_TUI_KEEP") == "1"
-        if keep:
-            self.write_manifest()
+        if not keep:
+            try:
+                monitor = int(os.environ.get("GPUMEM_TUI_MONITOR_PID") or 0)
+                if monitor > 0:
+                    os.kill(monitor, 0)  # it runs, and is ours (another user's answers EPERM)
+                    keep = True
+            except (ValueError, OSError):
+                pass  # gone, or never there: nobody would remove the files
+        final_names = None
+        guard = getattr(self, "guard", None)
+        if keep and (guard is None or guard.on("names")):  # not where a names walk failed before
+            try:
+                t0 = time.perf_counter()
+                ph = self.phases
+                tensors = list(names.known_names(ph.models, ph.optimizers).values()) if ph else []
+                # Taken before the hook's last records: the monitor applies them at this point of
+                # the stream, as it applies a `names` reply.
+                final_names = {"tensors": tensors, "write_index": self.ring.written(), "step": ph.step if ph else 0,
+                               "scan_ms": round((time.perf_counter() - t0) * 1000, 3)}
+            except Exception as e:
+                _log("names at exit: %s: %s" % (type(e).__name__, e))
         self.active = False
-        if self.server:
-            self.server.stop()
-        if self.hook:
-            self.hook.gpumem_hook_detach()
+        try:
+            if self.server:
+                self.server.stop()
+            if self.hook:
+                self.hook.gpumem_hook_detach()
+        except Exception as e:
+            _log("close: %s: %s" % (type(e).__name__, e))
+        if keep:
+            try:
+                # Held to the end (at exit only daemon threads are left to wait on it): a rewrite
+                # of another thread that saw the agent active a moment ago never lands after this one.
+                lock = getattr(self, "_manifest_lock", None)
+                if lock is not None:
+                    lock.acquire(timeout=1.0)
+                m = self.manifest()  # the hook keeps its range names after detach: every one
+                m["final_names"] = final_names
+                paths.write_private(self.manifest_path, json.dumps(m).encode())
+            except Exception as e:
+                _log("final manifest: %s: %s" % (type(e).__name__, e))
         if self.ring:
-            self.ring.set("<B", "closed", 1)
-            self.ring.close()
+            try:
+                self.ring.set("<B", "closed", 1)
+                self.ring.close()
+            except Exception:
+                pass
         if not keep:
             for p in (self.ring_path, self.manifest_path):
                 try:

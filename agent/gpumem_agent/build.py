@@ -3,12 +3,17 @@
 Compiled once per torch build and hook source, cached under ~/.cache/gpumem-tui; a file lock makes
 eight ranks starting at once build it once while the others wait. A failed build is reported with
 its command and the compiler's words, and the agent falls back to polling.
+
+The library runs inside the training, so only the user may have written it: the cache is 0700 (an
+existing one must be ours and closed to writers other than us), the compiler runs under umask 077,
+and the library is checked again as it is loaded (load_checked).
 """
 import fcntl
 import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -30,6 +35,59 @@ class BuildError(Exception):
 def cache_dir(env=os.environ):
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "gpumem-tui")
+
+
+def _writable_by_others(st, uid):
+    """Why a file or directory of stat `st` could hold code other than ours, or None."""
+    if st.st_uid != uid:
+        return "belongs to uid %d, not to us (%d)" % (st.st_uid, uid)
+    if st.st_mode & 0o022:
+        return "is writable by other users (mode %o)" % (st.st_mode & 0o777)
+    return None
+
+
+def ensure_cache_dir(d):
+    """Create the hook cache 0700, or accept an existing one only if it is a real directory of ours
+    that no one else can write. Raises BuildError saying what to fix."""
+    os.makedirs(os.path.dirname(d) or ".", exist_ok=True)
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    why = "is not a directory" if not stat.S_ISDIR(st.st_mode) else _writable_by_others(st, os.getuid())
+    if why:
+        raise BuildError("the hook cache %s %s: not loading a hook from it; remove it (rm -r %s) and the agent "
+                         "makes a private one" % (d, why, shlex.quote(d)))
+    return d
+
+
+def load_checked(path):
+    """Load the built hook, having checked the very file that is loaded: a regular file of ours
+    that no one else can write, in a directory of the same kind. Opened without following a link
+    and loaded through its descriptor (/proc/self/fd), so no rename between check and load swaps
+    it. Raises BuildError where the check fails."""
+    import ctypes
+
+    uid = os.getuid()
+    d = os.path.dirname(os.path.abspath(path))
+    st = os.lstat(d)
+    why = "is not a directory" if not stat.S_ISDIR(st.st_mode) else _writable_by_others(st, uid)
+    if why:
+        raise BuildError("the hook's directory %s %s: not loaded; remove it (rm -r %s)" % (d, why, shlex.quote(d)))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise BuildError("the hook %s cannot be opened (%s): not loaded" % (path, e.strerror or e))
+    try:
+        st = os.fstat(fd)
+        why = "is not a regular file" if not stat.S_ISREG(st.st_mode) else _writable_by_others(st, uid)
+        if why:
+            raise BuildError("the hook %s %s: not loaded; remove it (rm %s)" % (path, why, shlex.quote(path)))
+        via = "/proc/self/fd/%d" % fd
+        return ctypes.CDLL(via if os.path.exists(via) else path)
+    finally:
+        os.close(fd)
 
 
 def _compiler(env=os.environ):
@@ -81,21 +139,23 @@ def hook_library(torch, env=os.environ, log=None):
     cxx = _compiler(env)
     if not cxx:
         raise BuildError("no C++ compiler (g++, c++ or clang++) to build the hook; install one (e.g. `apt install g++`)")
-    d = cache_dir(env)
-    os.makedirs(d, exist_ok=True)
+    d = ensure_cache_dir(cache_dir(env))
     key = cache_key(torch, cxx)
     out = os.path.join(d, "hook-%s.so" % key)
-    if os.path.exists(out):
-        return out
-    with open(os.path.join(d, "hook-%s.lock" % key), "w") as lock:
+    if os.path.lexists(out):
+        return out  # checked as it is loaded (load_checked)
+    lock = os.open(os.path.join(d, "hook-%s.lock" % key), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another rank may be building it: wait
-        if os.path.exists(out):
+        if os.path.lexists(out):
             return out
         tmp = "%s.%d.tmp" % (out, os.getpid())
         cmd = build_command(torch, tmp, cxx)
         if log:
             log("building the allocator hook: %s" % " ".join(shlex.quote(c) for c in cmd))
         compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.log" % key))
+    finally:
+        os.close(lock)
     return out
 
 
@@ -105,7 +165,8 @@ def compile_to(cmd, tmp, out, log_path):
     the last lines, and where the log is."""
     line = " ".join(shlex.quote(c) for c in cmd)
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        # umask 077 in the compiler only: the process's own umask is shared by the training's threads.
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", umask=0o077)
         output, code = p.stdout, p.returncode
     except OSError as e:  # the compiler itself cannot be started
         output, code = str(e), -1
@@ -113,7 +174,8 @@ def compile_to(cmd, tmp, out, log_path):
         output, code = output + "\n(the compiler succeeded but wrote no %s)" % tmp, -1
     if code != 0:
         try:
-            with open(log_path, "w") as f:
+            fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w") as f:
                 f.write("$ %s\nexit status %d\n%s" % (line, code, output))
             where = "; full log: %s" % log_path
         except OSError:
@@ -124,5 +186,7 @@ def compile_to(cmd, tmp, out, log_path):
         except OSError:
             pass
         raise BuildError("building the hook failed (%s)%s:\n%s" % (line, where, tail))
+    # The linker may have kept the mode of an older file at this name: ours alone, whatever it did.
+    os.chmod(tmp, 0o700)
     os.replace(tmp, out)
     return out

@@ -6,20 +6,29 @@ header once, seeds the totals, and in polling mode (no hook) keeps the totals fr
 torch.cuda.memory_stats().
 
 A ring has lanes (ABI 2): lane 0 is shared (marks, and the events of a device without a lane),
-lane 1 + d holds device d's allocator events. A file is sparse, so a lane never written costs no
-memory. Recordings (save_compact) are one lane: the lanes merged by time.
+lane 1 + d holds device d's allocator events. Recordings (save_compact) are one lane: the lanes
+merged by time.
+
+Every page of a ring the agent creates is backed before the file is published (create_backed): a
+full tmpfs (Docker's 64 MB /dev/shm) then fails here, with words, instead of killing the training
+with SIGBUS at the hook's first write to a page that cannot be had. The ring is sized against the
+free space of its filesystem, and made smaller, or left without records (polling), where it must.
 """
+import errno
 import heapq
 import mmap
 import os
 import struct
 import time
 
+from .paths import create_exclusive
+
 from .wire import (HEADER_OFFSET, HEADER_SIZE, LANE_OFFSET, LANE_SIZEOF, MAX_DEVICES, MAX_LANES, MODE, RECORD_FIELDS,
                    RECORD_FORMAT, RECORD_SIZE, RING_ABI_VERSION, RING_MAGIC, TOTALS_FIELDS, TOTALS_FORMAT, TOTALS_OFFSET,
                    TOTALS_SIZEOF)
 
-DEFAULT_CAPACITY = 1 << 18  # records per lane: 16 MiB of file each, pages allocated as written
+DEFAULT_CAPACITY = 1 << 18  # records per lane: 16 MiB of file each
+MIN_CAPACITY, MAX_CAPACITY = 1 << 10, 1 << 26  # 64 KiB to 4 GiB of records a lane
 RECORD = struct.Struct(RECORD_FORMAT)  # wire.RECORD_FIELDS in order: seq first, line last
 TOTALS = struct.Struct(TOTALS_FORMAT)  # wire.TOTALS_FIELDS in order
 _U64 = struct.Struct("<Q")
@@ -36,20 +45,109 @@ def lanes_of(abi, n_lanes):
     return 1 if abi < 2 or n_lanes == 0 else n_lanes
 
 
+def ring_bytes(capacity, lanes):
+    return HEADER_SIZE + lanes * capacity * RECORD_SIZE
+
+
+def fit_capacity(capacity, lanes, free, ranks=1):
+    """The largest power of two up to `capacity`, not below MIN_CAPACITY, whose ring of `lanes`
+    lanes takes at most half of `free` bytes divided among the node's `ranks`; 0 where even
+    MIN_CAPACITY does not fit; `capacity` where `free` is None (a filesystem that states no limit).
+    Half: the program's own shared memory (NCCL, DataLoader workers) lives there too. Divided: ranks
+    start together and each sees the same free space, so the node's rings stay within that half."""
+    if free is None:
+        return capacity
+    budget = free // (2 * max(1, ranks))
+    while capacity >= MIN_CAPACITY and ring_bytes(capacity, lanes) > budget:
+        capacity >>= 1
+    return capacity if capacity >= MIN_CAPACITY else 0
+
+
+def free_bytes(directory):
+    """Bytes free for us on `directory`'s filesystem; None where it states no size (a tmpfs of
+    size=0 reports zero blocks)."""
+    st = os.statvfs(directory)
+    return None if st.f_blocks == 0 else st.f_bavail * st.f_frsize
+
+
+def back(fd, size, fallocate=True):
+    """Give the file `fd` `size` bytes of backed pages: posix_fallocate, or zeros written through
+    every page where the filesystem cannot fallocate. ENOSPC raises here, never later in a writer."""
+    if fallocate:
+        try:
+            os.posix_fallocate(fd, 0, size)
+            return
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise
+    zeros = bytes(1 << 20)
+    off = 0
+    while off < size:
+        off += os.pwrite(fd, zeros[: min(len(zeros), size - off)], off)
+
+
+def _mib(n):
+    return "%.1f MiB" % (n / (1 << 20))
+
+
+def create_backed(path, capacity=DEFAULT_CAPACITY, n_devices=1, ranks=1):
+    """The agent's ring at `path`, every page backed: (Ring, note). `ranks`: the processes of this
+    node that make rings beside it (torchrun's LOCAL_WORLD_SIZE). The note (None when the ring is
+    as asked) says, for the manifest's notes, that the ring was made smaller, or that it holds no
+    records (`ring.header_only`: the totals alone, the agent polls). Raises OSError where not even
+    the header fits."""
+    lanes = 1 + min(n_devices, MAX_DEVICES)
+    ranks = max(1, ranks or 1)
+    directory = os.path.dirname(os.path.abspath(path))
+    share = "at most half of it" + (", shared by %d ranks" % ranks if ranks > 1 else "")
+    cap = capacity
+    free = None
+    while True:
+        free = free_bytes(directory)
+        cap = fit_capacity(cap, lanes, free, ranks)
+        if not cap:
+            break
+        try:
+            r = Ring(path, capacity=cap, n_devices=n_devices)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            cap >>= 1  # taken since statvfs (another rank starting beside us): half again
+            continue
+        if cap == capacity:
+            return r, None
+        return r, ("ring made smaller: %d records a lane instead of %d (%s has %s free; rings take %s)"
+                   % (cap, capacity, directory, _mib(free), share))
+    r = Ring(path, n_devices=n_devices, header_only=True)
+    return r, ("no event records, totals only (polling): %s has %s free, and rings take %s; the smallest ring is %s"
+               % (directory, _mib(free or 0), share, _mib(ring_bytes(MIN_CAPACITY, lanes))))
+
+
 class Ring:
     """A ring file mapped read-write."""
 
-    def __init__(self, path, capacity=DEFAULT_CAPACITY, n_devices=1, create=True):
+    def __init__(self, path, capacity=DEFAULT_CAPACITY, n_devices=1, create=True, header_only=False):
+        """create: a new ring, every page backed, published at `path` once whole (ENOSPC raises and
+        leaves nothing). header_only: one lane of one record that no one writes: the header's totals
+        for an agent that polls where no ring fits."""
         if capacity & (capacity - 1):
             raise ValueError("capacity must be a power of two")
         self.path = path
-        lanes = 1 + min(n_devices, MAX_DEVICES)
-        size = HEADER_SIZE + lanes * capacity * RECORD_SIZE
+        self.header_only = header_only
+        if header_only:
+            capacity, lanes = 1, 1
+        else:
+            lanes = 1 + min(n_devices, MAX_DEVICES)
+        size = ring_bytes(capacity, lanes)
         if create:
-            tmp = "%s.%d.tmp" % (path, os.getpid())
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.ftruncate(fd, size)
-            self.map = mmap.mmap(fd, size)
+            fd, tmp = create_exclusive(path)
+            try:
+                back(fd, size)
+                self.map = mmap.mmap(fd, size)
+            except BaseException:
+                os.close(fd)
+                os.unlink(tmp)
+                raise
             os.close(fd)
             p = self.map
             struct.pack_into("<QIIII", p, 0, RING_MAGIC, RING_ABI_VERSION, HEADER_SIZE, RECORD_SIZE, min(n_devices, MAX_DEVICES))
@@ -59,7 +157,12 @@ class Ring:
             struct.pack_into("<Q", p, HEADER_OFFSET["attach_ns"], time.time_ns())
             # Records carry unix ns until a hook with its own clock calibrates (ns_per_tick 0).
             struct.pack_into("<qqd", p, HEADER_OFFSET["clock_base_ticks"], 0, 0, 0.0)
-            os.replace(tmp, path)  # published only once its header is whole
+            try:
+                os.replace(tmp, path)  # published only once backed and its header whole
+            except BaseException:
+                p.close()
+                os.unlink(tmp)
+                raise
         else:
             fd = os.open(path, os.O_RDWR)
             try:

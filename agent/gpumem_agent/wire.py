@@ -13,6 +13,8 @@ RECORD_SIZE = 64
 MAX_DEVICES = 16
 # The shared lane and one lane per device, at most.
 MAX_LANES = 17
+# Records a lane holds at most (4 GiB of records): what the agent creates, what a reader takes.
+MAX_CAPACITY = 0x4000000
 # Actions from here on are marks: records of where the training loop is (written by the agent
 # through the hook) and of torch's own figures, not allocator events; they carry no block.
 FIRST_MARK = 16

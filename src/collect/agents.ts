@@ -5,21 +5,15 @@ import { join } from "node:path";
 import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
 import type { Manifest } from "../system/manifest";
+import { agentDirBases, privateReason, scanAgentDirs } from "./agent-dirs";
 import { inOtherPidNamespace, pidAlive } from "./procfs";
-
-export function agentDir(env = process.env): string {
-  if (env.GPUMEM_TUI_DIR) return env.GPUMEM_TUI_DIR;
-  const uid = process.getuid?.() ?? 0;
-  if (existsSync("/dev/shm")) return `/dev/shm/gpumem-tui-${uid}`;
-  return join(env.TMPDIR || "/tmp", `gpumem-tui-${uid}`);
-}
 
 export interface Agent {
   pid: number;
   manifest: Manifest;
-  /** The manifest file's modification time when it was read: the agent rewrites it when ranges,
-   *  lines or an OOM snapshot appear, and the monitor reads it again. */
-  manifestMtimeMs: number;
+  /** The manifest file as it was read (manifestStamp): the agent rewrites it when ranges, lines
+   *  or an OOM snapshot appear, and the monitor reads it again when the stamp changes. */
+  manifestStamp: string;
   ring: RingReader | null;
   header: RingHeader | null;
   exited: boolean;
@@ -29,15 +23,6 @@ export interface Agent {
   hostPid?: number | null;
   /** Why this agent's data is missing or partial, in words; null when all is well. */
   problem: string | null;
-}
-
-/** Refuse a directory that another user could have planted or can write into. */
-export function checkAgentDir(dir: string): string | null {
-  const st = statSync(dir);
-  const uid = process.getuid?.();
-  if (uid !== undefined && st.uid !== uid) return `agent directory ${dir} belongs to uid ${st.uid}, not to you (${uid}): ignored`;
-  if ((st.mode & 0o077) !== 0) return `agent directory ${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}): ignored`;
-  return null;
 }
 
 /** A manifest file that names a pid namespace other than the monitor's (read however it fails to parse). */
@@ -50,40 +35,60 @@ function otherNamespaceFile(path: string): boolean {
   }
 }
 
+/** What tells one write of a manifest from the next: modification time, size and inode (each
+ *  write is a rename of a new file). The time alone repeats: file times tick with the kernel's
+ *  coarse clock (a few ms), and the agent can rewrite twice within one tick. */
+export function manifestStamp(path: string): string {
+  const st = statSync(path);
+  return `${st.mtimeMs}:${st.size}:${st.ino}`;
+}
+
 export class AgentWatcher {
   private readonly agents = new Map<number, Agent>();
+  /** The directory each agent's manifest was found in (agent-dirs.ts: a base or its fallback). */
+  private readonly dirs = new Map<number, string>();
   /** Problems with the directory or with single files, for the status line and JSON. */
   problems: string[] = [];
 
-  constructor(readonly dir = agentDir()) {}
+  /** The agents' directories asked for (agent-dirs.ts); each is read with its private fallbacks. */
+  readonly bases: string[];
 
-  /** Re-scan the directory and refresh every agent's header. Cheap: no event reading here. */
+  /** `dir`: one directory to read (and its fallbacks) instead of the user's usual ones. */
+  constructor(dir?: string) {
+    this.bases = dir === undefined ? agentDirBases() : [dir];
+  }
+
+  /** Re-scan the directories and refresh every agent's header. Cheap: no event reading here. */
   refresh(): Agent[] {
-    this.problems = [];
-    let names: string[] = [];
-    if (existsSync(this.dir)) {
-      const bad = checkAgentDir(this.dir);
-      if (bad) this.problems.push(bad);
-      else names = readdirSync(this.dir);
+    const scan = scanAgentDirs(this.bases);
+    this.problems = scan.problems;
+    const files: [string, string][] = [];
+    for (const dir of scan.dirs) {
+      try {
+        for (const file of readdirSync(dir)) files.push([dir, file]);
+      } catch {
+        // gone since the scan
+      }
     }
-    for (const file of names) {
+    for (const [dir, file] of files) {
       const m = /^(\d+)\.json$/.exec(file);
       if (!m) continue;
       const pid = Number(m[1]);
       if (this.agents.has(pid)) continue;
-      const path = join(this.dir, file);
+      const path = join(dir, file);
       try {
         // Loaded on the first manifest only: zod costs 25 ms of start-up that a machine without
         // agents should not pay.
         const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
-        const manifestMtimeMs = statSync(path).mtimeMs;
+        const stamp = manifestStamp(path);
         const manifest = parseManifest(readFileSync(path, "utf8"), path);
         if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
         const hostPid = inOtherPidNamespace(manifest.pid_namespace) ? null : undefined;
-        this.agents.set(pid, { pid, manifest, manifestMtimeMs, ring: null, header: null, exited: false, problem: null, hostPid });
+        this.dirs.set(pid, dir);
+        this.agents.set(pid, { pid, manifest, manifestStamp: stamp, ring: null, header: null, exited: false, problem: null, hostPid });
       } catch (e) {
         // A file of a process in another pid namespace is not stale because this pid is dead here.
-        if (!pidAlive(pid) && !otherNamespaceFile(path)) this.removeStale(pid);
+        if (!pidAlive(pid) && !otherNamespaceFile(path)) this.removeStale(dir, pid);
         else this.problems.push((e as Error).message);
       }
     }
@@ -104,12 +109,24 @@ export class AgentWatcher {
     }
     // In another pid namespace with its host pid not yet found: alive while its manifest is there
     // (the agent removes its files at exit).
-    const alive = agent.hostPid === null ? existsSync(join(this.dir, `${agent.pid}.json`)) : pidAlive(agent.hostPid ?? agent.pid);
+    const alive = agent.hostPid === null ? existsSync(this.manifestPath(agent)) : pidAlive(agent.hostPid ?? agent.pid);
     if (!alive) {
       // One last look before the mapping goes: the agent writes its final totals at exit (an OOM
       // just before the end, the last step's numbers), and records may have come since the last
       // read. The header is taken now; the ring stays open until the next refresh so that its
-      // last events are read. The files can already be gone: the mapping outlives them.
+      // last events are read. The files can already be gone: the mapping outlives them. A program
+      // started by `run` leaves its files to us (docs/protocol.md, "The end of a run"): its final
+      // manifest names every range and the tensors at exit, and the ring of an agent first met
+      // now (a run shorter than a tick) is opened here, before the files go.
+      this.rereadManifest(agent, { final: true });
+      if (!agent.ring) {
+        try {
+          agent.ring = openRing(agent.manifest.ring, { fold: true });
+          if (agent.ring.header().pid !== agent.pid) (agent.ring.close(), (agent.ring = null));
+        } catch {
+          agent.ring = null; // no ring left (removed at exit, or never made): the manifest's facts stand
+        }
+      }
       if (agent.ring) {
         try {
           const header = agent.ring.header();
@@ -120,7 +137,8 @@ export class AgentWatcher {
       }
       agent.exited = true;
       agent.problem = "exited";
-      this.removeStale(agent.pid);
+      const dir = this.dirs.get(agent.pid);
+      if (dir) this.removeStale(dir, agent.pid);
       return;
     }
     this.rereadManifest(agent);
@@ -143,31 +161,38 @@ export class AgentWatcher {
 
   /** The manifest again where the agent rewrote it (a stat per tick; parsed only when it changed).
    *  A rewrite that fails to parse keeps the last good manifest and says why. Also called after a
-   *  ring read that met a range the manifest did not name yet. */
-  rereadManifest(agent: Agent): void {
-    const path = join(this.dir, `${agent.pid}.json`);
-    let mtime: number;
+   *  ring read that met a range the manifest did not name yet. `final`: the process has exited,
+   *  and this is the last read: parsed whatever the stamp. */
+  rereadManifest(agent: Agent, opts: { final?: boolean } = {}): void {
+    const path = this.manifestPath(agent);
+    let stamp: string;
     try {
-      mtime = statSync(path).mtimeMs;
+      stamp = manifestStamp(path);
     } catch {
       return; // removed at exit: the last manifest stands
     }
-    if (mtime === agent.manifestMtimeMs) return;
+    if (stamp === agent.manifestStamp && !opts.final) return;
     try {
       const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
       const manifest = parseManifest(readFileSync(path, "utf8"), path);
       if (manifest.pid !== agent.pid) throw new Error(`manifest ${path} now names pid ${manifest.pid}: the last one is kept`);
       agent.manifest = manifest;
-      agent.manifestMtimeMs = mtime;
+      agent.manifestStamp = stamp;
     } catch (e) {
       this.problems.push((e as Error).message);
     }
   }
 
-  /** An exited agent's files: removed only if they are ours (the directory check passed). */
-  private removeStale(pid: number): void {
+  private manifestPath(agent: Agent): string {
+    return join(this.dirs.get(agent.pid) ?? this.bases[0]!, `${agent.pid}.json`);
+  }
+
+  /** An exited agent's files, removed only through a directory checked just before (lstat: ours,
+   *  private, no link): a name swapped for a link since the scan deletes nothing behind it. */
+  private removeStale(dir: string, pid: number): void {
+    if (privateReason(dir) !== null) return;
     for (const suffix of [".json", ".ring", ".sock"]) {
-      const path = join(this.dir, `${pid}${suffix}`);
+      const path = join(dir, `${pid}${suffix}`);
       try {
         unlinkSync(path);
       } catch {
@@ -179,5 +204,6 @@ export class AgentWatcher {
   close(): void {
     for (const a of this.agents.values()) a.ring?.close();
     this.agents.clear();
+    this.dirs.clear();
   }
 }

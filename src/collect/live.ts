@@ -5,7 +5,7 @@ import { newEventBatch, type EventBatch } from "../ffi/events";
 import { createModel, replay, type ProfilerModel, type ReplayClock } from "../profiler";
 import type { Document } from "../system/schema";
 import type { Agent } from "./agents";
-import { NameRequests } from "./names";
+import { type ExitNames, NameRequests } from "./names";
 import type { Recording } from "./recording";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
@@ -21,6 +21,8 @@ export interface ProcessModel {
   ended: boolean;
   /** Live agents: the names asked of the agent, and what they cost (null for replays). */
   names?: NameRequests | null;
+  /** What the agent runs without, and why ({feature: sentence}, the manifest's notes). */
+  notes?: Record<string, string>;
 }
 
 export class LiveModels {
@@ -49,11 +51,18 @@ export class LiveModels {
       pm.model.setRanges(a.manifest.ranges);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
+      pm.notes = a.manifest.notes;
+      // Names are asked of a running agent only; what came (a reply, the names at exit in the
+      // final manifest) is applied after it exits too: the final document is named.
+      const names = pm.names ?? null;
+      if (names && a.manifest.final_names) names.exitNames(a.manifest.final_names as ExitNames);
       if (a.ring) {
-        const names = pm.names && !a.exited ? pm.names : null;
-        if (names?.late(a.ring.next())) names.tick(pm.socket, pm.model, nowUs / 1000);
+        if (names?.late(a.ring.next()) && !a.exited) names.tick(pm.socket, pm.model, nowUs / 1000);
+        // An exited agent's ring is read to its end now (no writer: at most one ring's records),
+        // for the final document.
+        const limit = a.exited ? Infinity : MAX_EVENTS_PER_TICK;
         let n = 0;
-        while (n < MAX_EVENTS_PER_TICK) {
+        while (n < limit) {
           // Names taken at a known stream position are applied between the records of their
           // moment: the read stops there (a folded batch does not map records onto positions).
           const at = names?.pendingAt() ?? null;
@@ -63,11 +72,13 @@ export class LiveModels {
           if (at !== null && names!.apply(pm.model, a.ring.next(), nowUs / 1000)) continue;
           if (count === 0 && lost === 0) break;
         }
-        if (names) {
+        if (names && !a.exited) {
           names.apply(pm.model, a.ring.next(), nowUs / 1000);
           names.tick(pm.socket, pm.model, nowUs / 1000);
         }
       }
+      // Exited, its ring read to the end (or gone): what is left was taken before that end.
+      if (names && a.exited) names.apply(pm.model, Infinity, nowUs / 1000);
       if (reread && pm.model.hasUnnamedRange()) {
         reread(a);
         pm.model.setRanges(a.manifest.ranges);

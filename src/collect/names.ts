@@ -2,7 +2,9 @@
 // docs/protocol.md) when the agent appears, after its first optimizer step, and at most once every
 // ASK_EVERY_MS when large unnamed blocks appear or records were lost (names fill blocks back in);
 // the reader (live.ts) applies a reply at the reply's write index, between a batch's records, so
-// names meet the blocks they were taken from and not a tensor made at a freed address after.
+// names meet the blocks they were taken from and not a tensor made at a freed address after. A
+// program started by `run` also leaves the names it held at exit in its final manifest
+// (`final_names`): applied the same way, so a run too short for a reply ends named.
 import { unnamedBytes, type NamedTensor, type ProfilerModel } from "../profiler";
 import { command, type Reply } from "./control";
 
@@ -32,10 +34,20 @@ export interface NamesStatus {
 
 type Ask = (socket: string, cmd: string, args: Record<string, unknown>) => Promise<Reply>;
 
+/** The names an agent took at exit (its final manifest's `final_names`): a `names` reply. */
+export interface ExitNames {
+  tensors: NamedTensor[];
+  write_index: number;
+  step?: number | null;
+}
+
 export class NameRequests {
   readonly status: NamesStatus = { requests: 0, reason: null, step: null, tensors: 0, matched: 0, added: 0, agent_ms: null, round_trip_ms: null, at_ms: null, error: null };
   private inflight = false;
   private pending: { tensors: NamedTensor[]; writeIndex: number } | null = null;
+  /** The names at exit, until applied; `exitSeen` once they came (they come once). */
+  private atExit: { tensors: NamedTensor[]; writeIndex: number } | null = null;
+  private exitSeen = false;
   private lastAskMs = -Infinity;
   private lastWalkMs = -Infinity;
   private askedAfterFirstStep = false;
@@ -70,6 +82,7 @@ export class NameRequests {
     // and optimizer state are alive (at a random moment a gradient is often None).
     this.ask(socket, "names", { at_step: true })
       .then((r) => {
+        if (this.exitSeen) return; // the agent closed its socket at exit: its names at exit stand
         if (!r.ok || !Array.isArray(r.tensors)) {
           this.status.error = r.error ?? "the agent's names reply has no tensors";
           return;
@@ -83,11 +96,22 @@ export class NameRequests {
       .finally(() => (this.inflight = false));
   }
 
+  /** The names the agent took at exit, from its final manifest: taken once, applied like a reply
+   *  once the reader reaches their index. */
+  exitNames(names: ExitNames): void {
+    if (this.exitSeen) return;
+    this.exitSeen = true;
+    this.atExit = { tensors: names.tensors, writeIndex: names.write_index };
+    this.status.reason = "the agent's names at exit";
+    this.status.step = names.step ?? this.status.step;
+  }
+
   /** The ring index the pending reply's names were taken at, or null. The reader feeds the model
    *  up to exactly there, applies the names, then goes on: a moment later a tensor's block may be
    *  freed (zero_grad) and its address handed to another tensor, which the names must not touch. */
   pendingAt(): number | null {
-    return this.pending?.writeIndex ?? null;
+    const at = [this.pending?.writeIndex, this.atExit?.writeIndex].filter((i) => i !== undefined);
+    return at.length ? Math.min(...at) : null;
   }
 
   /** A reply the reader had already read past when it came (a walk that took long): its names
@@ -102,17 +126,33 @@ export class NameRequests {
     return true;
   }
 
-  /** Apply a reply once the ring has been read up to its write index (`readerNext`). */
+  /** Apply a reply, and the names at exit, once the ring has been read up to their write index
+   *  (`readerNext`). The names at exit are never late: nothing is allocated after them (the hook
+   *  is detached), so a reader already past their index applies them at once. */
   apply(model: ProfilerModel, readerNext: number, nowMs: number): boolean {
+    let applied = false;
     const p = this.pending;
-    if (!p || readerNext < p.writeIndex) return false;
-    this.pending = null;
+    if (p && readerNext >= p.writeIndex) {
+      this.pending = null;
+      this.set(model, p.tensors, nowMs);
+      applied = true;
+    }
+    const e = this.atExit;
+    if (e && readerNext >= e.writeIndex) {
+      this.atExit = null;
+      this.status.error = null;
+      this.set(model, e.tensors, nowMs);
+      applied = true;
+    }
+    return applied;
+  }
+
+  private set(model: ProfilerModel, tensors: NamedTensor[], nowMs: number): void {
     try {
-      const r = model.setNames(p.tensors);
-      Object.assign(this.status, { tensors: p.tensors.length, matched: r.matched, added: r.added, at_ms: nowMs });
+      const r = model.setNames(tensors);
+      Object.assign(this.status, { tensors: tensors.length, matched: r.matched, added: r.added, at_ms: nowMs });
     } catch (e) {
       this.status.error = `the agent's names could not be applied: ${(e as Error).message}`;
     }
-    return true;
   }
 }

@@ -3,7 +3,11 @@ import { loadScreens } from "./screens";
 import type { Options } from "./options";
 
 export async function command(opts: Options): Promise<number> {
-  const { startChild } = await import("../collect/child");
+  const { startChild: start0 } = await import("../collect/child");
+  // The agents of this program leave their last files to us at exit, for the final document
+  // (docs/protocol.md, "The end of a run"); we remove them once read.
+  const handoff = { GPUMEM_TUI_MONITOR_PID: String(process.pid) };
+  const startChild: typeof start0 = (argv, stdio, env = {}) => start0(argv, stdio, { ...env, ...handoff });
   if (opts.json) {
     // The program keeps the terminal (stdin, stdout, stderr untouched); samples go to a file.
     const { SystemCollector } = await import("../collect/system");

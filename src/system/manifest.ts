@@ -41,6 +41,12 @@ export const ManifestSchema = z.looseObject({
    *  failed and turned itself off ("names"), a ring made smaller to fit ("ring"), a squatted
    *  directory replaced ("directory"). Shown on the screens as "feature: sentence". */
   notes: z.record(z.string(), z.string()).default({}),
+  /** In the manifest a program started by `run` leaves at exit: the `names` reply taken then
+   *  (tensors, the write index they were taken at, step), applied to the blocks live at the end. */
+  final_names: z
+    .object({ tensors: z.array(z.looseObject({ address: z.number(), size: z.number() })), write_index: z.number().int().nonnegative(), step: z.number().nullable().default(null) })
+    .nullable()
+    .default(null),
   nvml_used_bytes: z.number().nullable().default(null),
   started_unix_ns: z.number().nullable().default(null),
 });

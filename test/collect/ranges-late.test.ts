@@ -14,7 +14,7 @@ const DIR = join(import.meta.dir, "..", "fixtures");
 const manifest = JSON.parse(readFileSync(join(DIR, "hf-gpt2.json"), "utf8"));
 
 function agentBeforeItsRangesWereWritten(): Agent {
-  return { pid: manifest.pid, manifest: { ...manifest, ring: join(DIR, "hf-gpt2.ring"), socket: null, ranges: {} }, manifestMtimeMs: 0, ring: openRing(join(DIR, "hf-gpt2.ring")), header: null, exited: false, problem: null };
+  return { pid: manifest.pid, manifest: { ...manifest, ring: join(DIR, "hf-gpt2.ring"), socket: null, ranges: {} }, manifestStamp: "", ring: openRing(join(DIR, "hf-gpt2.ring")), header: null, exited: false, problem: null };
 }
 
 test("ranges met before the manifest named them: the manifest is read again in the same tick", () => {

@@ -1,5 +1,5 @@
 // Builds the test-only C programs (the ring producer) once per test run.
-import { mkdtempSync } from "node:fs";
+import { chmodSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NATIVE_DIR, ROOT } from "../../src/ffi/build";
@@ -28,4 +28,19 @@ export function produce(path: string, capacity: number, events: number, ...extra
   const proc = Bun.spawnSync([buildTool("producer"), path, String(capacity), String(events), ...extra.map(String)], { stderr: "pipe" });
   if (proc.exitCode !== 0) throw new Error(`producer failed: ${proc.stderr}`);
   return Number(proc.stdout.toString().trim());
+}
+
+/** Compile test/support/<name>.c as a shared library (in this run's private folder, 0700: the agent
+ *  loads a hook only from a folder and file no other user can write) and return its path. */
+export function buildLibrary(name: string): string {
+  const key = `${name}.so`;
+  const cached = built.get(key);
+  if (cached) return cached;
+  const out = join(dir, key);
+  const src = join(ROOT, "test", "support", `${name}.c`);
+  const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I", NATIVE_DIR, src, "-o", out], { stderr: "pipe" });
+  if (proc.exitCode !== 0) throw new Error(`building ${name}.c failed:\n${proc.stderr}`);
+  chmodSync(out, 0o700);
+  built.set(key, out);
+  return out;
 }

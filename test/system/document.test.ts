@@ -32,7 +32,7 @@ function agentView(pid: number, t: DeviceTotals[], m: Partial<Manifest> = {}): A
     version: 1, pid, cmdline: ["python", "train.py"], rank: null, local_rank: null, world_size: null, job: null, local_world_size: null, group_rank: null,
     devices: t.map((x) => x.device), device_uuids: t.map((x) => UUIDS[x.device]!), cuda_visible_devices: null, pid_namespace: HOST_NS, host_pid: null,
     torch_version: "2.11.0+cu130", hook_mode: "hook", hook_error: null, ring: `/dev/shm/x/${pid}.ring`, socket: `/dev/shm/x/${pid}.sock`, ranges: {}, lines: {},
-    oom_snapshot: null, nvml_used_bytes: null, started_unix_ns: null, ...m,
+    oom_snapshot: null, notes: {}, final_names: null, nvml_used_bytes: null, started_unix_ns: null, ...m,
   };
   return { pid, manifest, header: header(pid, t), exited: false };
 }
@@ -131,7 +131,7 @@ describe("a process in a container (another pid namespace)", () => {
     const join = joinAgents({ devices: samples, agents, procs, ownPidNamespace: HOST_NS });
     const d = doc(samples, agents, { join });
     const live = new LiveModels();
-    const asAgents: Agent[] = agents.map((a) => ({ ...a, manifestMtimeMs: 0, ring: null, problem: null }));
+    const asAgents: Agent[] = agents.map((a) => ({ ...a, manifestStamp: "", ring: null, problem: null }));
     live.update(asAgents, d, 1_000_000);
     const m = live.byPid.get(1)!.model;
     expect([m.device(0)?.nvmlUsed, m.device(0)?.nvmlPid, m.device(1)]).toEqual([12 * GiB + CONTEXT, 7301, undefined]);

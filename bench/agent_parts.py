@@ -1,0 +1,601 @@
+"""Which part of the agent costs a training step, each measured against itself inside ONE process.
+
+    python3 bench/agent_parts.py OUT_DIR [--quick] [--workloads launch_bound,gpu_bound] [--parts a,b]
+                                 [--rounds-launch 16] [--rounds-gpu 10] [--block-ms 120] [--cpus 2,3]
+    python3 bench/agent_parts.py OUT_DIR --render OUT_DIR/agent_parts.json   (tables again, no GPU)
+
+Fresh processes differ by a few percent from one another (bench/results/agent_overhead_gpt2*.md),
+more than the parts to be found. Here the agent is attached once per workload (a process forked
+after the imports, its model the first one the agent sees), warmed up past the first optimizer
+step, and then each part is switched off and on again in alternating blocks of K steps (each block
+after one untimed step, ended by torch.cuda.synchronize(); the order alternates on/off, off/on
+from round to round, so a drift of the machine cancels). Per part: the paired differences on − off
+of each round: their median and IQR, their mean with a bootstrap 95% interval, and the median as a
+percentage of the step. The median reads per-step costs; the mean also counts what comes now and
+then (the sync thread's 0.25 s beat, a reader's tick).
+
+Parts (all on is the agent as shipped; every other part stays on while one is switched):
+  null                 nothing switched: the method's own noise (an A/A pair)
+  tracker              the hook's work per allocator event (record, totals; off: returns at once)
+  ranges               the record_function callback, global, USER_SCOPE (off: removed from torch)
+  module-hooks         phase hooks on the outermost models (the state after the first step)
+  global-module-hooks  global module forward hooks as before the first step (added on top)
+  autograd             torch.autograd.backward/grad wrapped
+  optimizer-hooks      global optimizer step hooks (the step mark and its sync record)
+  sync-thread          memory_stats every 0.25 s on the agent's thread (off: its work skipped)
+  control-thread       the control socket's thread (off: stopped; on: a new one)
+  reader               a process reading the ring as the monitor does, every 0.1 s (off: SIGSTOP)
+  all                  every part above but global-module-hooks, together
+
+Torch's own cost of a tracker (it builds an entry per allocator event once one is attached, and
+has no detach) is not switchable here: `agent_overhead_gpt2.py --modes none,tracker-bare` measures
+it over fresh processes. Also measured here: µs per call of the agent's Python hooks.
+Writes agent_parts.json and agent_parts.md into OUT_DIR.
+"""
+import argparse
+import ctypes
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "agent"))
+
+PARTS = ["null", "tracker", "ranges", "module-hooks", "global-module-hooks", "autograd", "optimizer-hooks",
+         "sync-thread", "control-thread", "reader", "all"]
+WHAT = {
+    "null": "nothing (A/A)", "tracker": "hook: per-event record", "ranges": "hook: record_function callback",
+    "module-hooks": "hooks on the models", "global-module-hooks": "global module hooks (before step 1)",
+    "autograd": "backward/grad wrapper", "optimizer-hooks": "optimizer step hooks", "sync-thread": "sync thread's work",
+    "control-thread": "control thread", "reader": "a ring reader process", "all": "all but global module hooks",
+}
+# gpumem_hook_bench_set's parts (cuda/hook.cpp)
+HOOK_TRACKER, HOOK_RANGES = 0, 1
+TARGETS_PCT = {"launch_bound": 3.0, "gpu_bound": 1.0}
+READER_TICK_S = 0.1
+
+
+class Unavailable(Exception):
+    """A part this agent cannot switch: said in the results, never a crash."""
+
+
+class Switch:
+    """One part: set(True) as shipped, set(False) without it. `why`: why it cannot be switched."""
+
+    def __init__(self, on=None, off=None, why=None, shipped=True):
+        self._on, self._off, self.why, self.shipped = on, off, why, shipped
+        self.state = shipped
+
+    def set(self, on):
+        if self.why or on == self.state:
+            return
+        (self._on if on else self._off)()
+        self.state = on
+
+
+def _hook_switch(agent, part):
+    fn = getattr(agent.hook, "gpumem_hook_bench_set", None) if agent.hook else None
+    if fn is None:
+        raise Unavailable("no hook" if not agent.hook else "this hook has no gpumem_hook_bench_set (built from an older source)")
+    fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+
+    def call(on):
+        rc = fn(part, int(on))
+        if rc != 0:
+            raise OSError(-rc, "gpumem_hook_bench_set(%d, %d): %s" % (part, on, os.strerror(-rc)))
+
+    call(True)  # checks it answers; on is the shipped state
+    return Switch(lambda: call(True), lambda: call(False))
+
+
+class _HookEntries:
+    """Hooks that torch keeps in dicts (a RemovableHandle names its dict and key), taken out of
+    their dicts and put back in, the handles and the agent's state untouched."""
+
+    def __init__(self, handles):
+        self.where = []
+        for h in handles:
+            ref, key = getattr(h, "hooks_dict_ref", None), getattr(h, "id", None)
+            d = ref() if callable(ref) else None
+            if d is None or key not in d:
+                raise Unavailable("a hook handle whose dict is gone (torch's RemovableHandle changed?)")
+            self.where.append((d, key, d[key]))
+        if not self.where:
+            raise Unavailable("no such hooks registered")
+
+    def on(self):
+        for d, key, fn in self.where:
+            d[key] = fn
+
+    def off(self):
+        for d, key, _ in self.where:
+            d.pop(key, None)
+
+
+def _phases(agent):
+    ph = getattr(agent, "phases", None)
+    if ph is None:
+        raise Unavailable("the agent has no phases")
+    if not getattr(ph, "on", True):
+        raise Unavailable("phases are off in this process: %s" % getattr(agent, "notes", {}).get("phases", "?"))
+    return ph
+
+
+def _module_hooks(agent, torch):
+    ph = _phases(agent)
+    if getattr(ph, "global_hooks", None):
+        raise Unavailable("still in the global state (no optimizer step yet)")
+    entries = _HookEntries(list(getattr(ph, "handles", [])))
+    return Switch(entries.on, entries.off)
+
+
+def _global_module_hooks(agent, torch):
+    from torch.nn.modules import module as nn_module
+
+    ph = _phases(agent)
+    pre, post = getattr(ph, "pre", None), getattr(ph, "post", None)
+    if pre is None or post is None:
+        raise Unavailable("phases has no pre/post hook methods")
+    handles = []
+
+    def on():
+        handles[:] = [nn_module.register_module_forward_pre_hook(pre), nn_module.register_module_forward_hook(post)]
+
+    def off():
+        for h in handles:
+            h.remove()
+        handles.clear()
+
+    return Switch(on, off, shipped=False)
+
+
+def _autograd(agent, torch):
+    ph = _phases(agent)
+    patched = []
+    for entry in getattr(ph, "patched", []):
+        obj, name, original = entry[:3]
+        wrapper = entry[3] if len(entry) > 3 else getattr(obj, name)
+        if getattr(obj, name) is not wrapper:
+            raise Unavailable("torch.autograd.%s is no longer the agent's wrapper" % name)
+        patched.append((obj, name, original, wrapper))
+    if not patched:
+        raise Unavailable("nothing wrapped")
+
+    def put(i):
+        for p in patched:
+            setattr(p[0], p[1], p[i])
+
+    return Switch(lambda: put(3), lambda: put(2))
+
+
+def _optimizer_hooks(agent, torch):
+    ph = _phases(agent)
+    handles = getattr(ph, "opt_handles", None)
+    if handles is None:  # an agent before the optimizer hooks had handles of their own
+        from torch.optim import optimizer as optim
+
+        dicts = (optim._global_optimizer_pre_hooks, optim._global_optimizer_post_hooks)
+        handles = [h for h in getattr(ph, "handles", []) if getattr(h, "hooks_dict_ref", lambda: None)() in dicts]
+    entries = _HookEntries(handles)
+    return Switch(entries.on, entries.off)
+
+
+def _sync_thread(agent, torch):
+    if not callable(getattr(agent, "sync", None)) or not hasattr(agent, "_sync_loop"):
+        raise Unavailable("the agent has no sync loop")
+
+    def off():
+        agent.sync = lambda: None  # the loop calls self.sync(): this instance's, while it exists
+
+    def on():
+        agent.__dict__.pop("sync", None)
+
+    return Switch(on, off)
+
+
+def _control_thread(agent, torch):
+    from gpumem_agent.control import ControlServer
+
+    if not getattr(agent, "server", None) or not getattr(agent, "sock_path", None):
+        raise Unavailable("no control server")
+
+    def on():
+        guard = getattr(agent, "guard", None)
+        try:
+            agent.server = ControlServer(agent.sock_path, agent.handlers(), on_error=lambda e: guard.fail("control", e)).start()
+        except TypeError:  # a server without on_error
+            agent.server = ControlServer(agent.sock_path, agent.handlers()).start()
+
+    def off():
+        agent.server.stop()  # its thread ends at its next wake-up (≤ 0.5 s)
+
+    return Switch(on, off)
+
+
+def _reader(agent, torch):
+    path = getattr(agent, "ring_path", None)
+    if not path or not os.path.exists(path):
+        raise Unavailable("no ring file")
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--reader", path], stdin=subprocess.DEVNULL)
+    time.sleep(0.3)
+    if proc.poll() is not None:
+        raise Unavailable("the reader exited at once (status %s)" % proc.returncode)
+    sw = Switch(lambda: proc.send_signal(signal.SIGCONT), lambda: proc.send_signal(signal.SIGSTOP))
+    sw.proc = proc
+    return sw
+
+
+FACTORIES = {
+    "tracker": lambda a, t: _hook_switch(a, HOOK_TRACKER),
+    "ranges": lambda a, t: _hook_switch(a, HOOK_RANGES),
+    "module-hooks": _module_hooks, "global-module-hooks": _global_module_hooks, "autograd": _autograd,
+    "optimizer-hooks": _optimizer_hooks, "sync-thread": _sync_thread, "control-thread": _control_thread, "reader": _reader,
+}
+
+
+def switches(agent, torch, reader=True):
+    """{part: Switch} for this attached agent (after its first optimizer step); a part that cannot
+    be switched has `why` set. Also used by agent_overhead_gpt2.py's bare modes."""
+    out = {"null": Switch(lambda: None, lambda: None)}
+    for name, make in FACTORIES.items():
+        if name == "reader" and not reader:
+            continue
+        try:
+            out[name] = make(agent, torch)
+        except Unavailable as e:
+            out[name] = Switch(why=str(e))
+        except Exception as e:  # noqa: BLE001 - a part that fails to set up is reported, the rest still run
+            out[name] = Switch(why="%s: %s" % (type(e).__name__, e))
+    members = [s for n, s in out.items() if n not in ("null", "global-module-hooks") and not s.why]
+
+    def each(on):
+        for s in members:
+            s.set(on)
+
+    out["all"] = Switch(lambda: each(True), lambda: each(False))
+    return out
+
+
+def close(sw):
+    for s in sw.values():
+        proc = getattr(s, "proc", None)
+        if proc is not None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+
+
+# -- statistics ------------------------------------------------------------------------------------
+
+
+def quantile(xs, f):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(f * (len(xs) - 1))))]
+
+
+def bootstrap(xs, fn, n=2000, seed=0):
+    """A 95% interval of fn over resamples of xs."""
+    rng = random.Random(seed)
+    vals = sorted(fn([rng.choice(xs) for _ in xs]) for _ in range(n))
+    return [vals[int(0.025 * n)], vals[int(0.975 * n) - 1]]
+
+
+def paired(on, off):
+    d = [a - b for a, b in zip(on, off)]
+    base = statistics.median(off)
+    med = statistics.median(d)
+    return {
+        "n": len(d), "on_ms": statistics.median(on), "off_ms": base, "median": med, "q1": quantile(d, 0.25), "q3": quantile(d, 0.75),
+        "median_ci": bootstrap(d, statistics.median), "mean": statistics.fmean(d), "mean_ci": bootstrap(d, statistics.fmean),
+        "pct": 100 * med / base, "mean_pct": 100 * statistics.fmean(d) / base,
+    }
+
+
+# -- the measurement (in the forked child) ---------------------------------------------------------
+
+
+def block(torch, step, k):
+    """One untimed step (what a switch disturbed settles), then k steps: (wall ms, CPU ms) a step."""
+    step()
+    torch.cuda.synchronize()
+    w, c = time.perf_counter(), time.process_time()
+    for _ in range(k):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - w) / k * 1000, (time.process_time() - c) / k * 1000
+
+
+def measure(torch, step, sw, k, rounds):
+    """Alternating blocks with the part on and off; the part left as shipped."""
+    wall, cpu = {True: [], False: []}, {True: [], False: []}
+    try:
+        for r in range(rounds):
+            for on in ((True, False) if r % 2 == 0 else (False, True)):
+                sw.set(on)
+                w, c = block(torch, step, k)
+                wall[on].append(w)
+                cpu[on].append(c)
+    finally:
+        sw.set(sw.shipped)
+    return {"wall": paired(wall[True], wall[False]), "cpu": paired(cpu[True], cpu[False])}
+
+
+def per_call(fn, n):
+    """µs per call of fn, the best of 5 runs of n calls."""
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, time.perf_counter() - t)
+    return best / n * 1e6
+
+
+def hook_calls(agent, torch, opt, n=20000):
+    """µs per call of the agent's Python hooks, called directly (CPU only: a dummy module)."""
+    from torch.nn.modules import module as nn_module
+
+    from gpumem_agent.wire import ACTION, PHASE
+
+    ph = agent.phases
+    out = {}
+    phase_mark, other = ACTION["phase"], PHASE["other"]
+    mod = torch.nn.Identity()
+
+    def add(name, fn, calls=n):
+        try:
+            out[name] = round(per_call(fn, calls), 3)
+        except Exception as e:  # noqa: BLE001
+            out[name] = "%s: %s" % (type(e).__name__, e)
+
+    if agent.hook is not None:
+        mark = agent.hook.gpumem_hook_mark
+        add("ctypes mark (gpumem_hook_mark)", lambda: mark(phase_mark, other, ph.step))
+    add("agent._mark", lambda: agent._mark(phase_mark, other, ph.step))
+    pre, post = getattr(ph, "pre", None), getattr(ph, "post", None)
+    if pre and post:
+        add("module pre+post, outermost (two marks)", lambda: (pre(mod, ()), post(mod, (), None)))
+        pre(mod, ())  # one level in: inner calls make no mark
+        try:
+            add("module pre+post, inner (no mark)", lambda: (pre(mod, ()), post(mod, (), None)))
+        finally:
+            post(mod, (), None)
+        x = object()
+        add("nn.Identity() call, no global hooks", lambda: mod(x))
+        hs = [nn_module.register_module_forward_pre_hook(pre), nn_module.register_module_forward_hook(post)]
+        try:
+            pre(mod, ())
+            try:
+                add("nn.Identity() call, global hooks (inner)", lambda: mod(x))
+            finally:
+                post(mod, (), None)
+        finally:
+            for h in hs:
+                h.remove()
+    enter, leave = getattr(ph, "enter_backward", None), getattr(ph, "leave_backward", None)
+    if enter and leave:
+        add("backward enter+leave (two marks)", lambda: leave(enter()))
+    op, oq = getattr(ph, "opt_pre", None), getattr(ph, "opt_post", None)
+    if op and oq and opt is not None:
+        # a step mark writes a sync record: the allocator's stats under its lock
+        add("optimizer pre+post (two marks, one sync record)", lambda: (op(opt, (), {}), oq(opt, (), {})), n // 10)
+    add("sync() (memory_stats into the header)", agent.sync, 200)
+    if not getattr(ph, "on", True):  # a hook failed under these direct calls: said, not hidden
+        out["phases"] = "turned off during these calls: %s" % getattr(agent, "notes", {}).get("phases")
+    return out
+
+
+def child(workload, args):
+    import torch
+
+    import gpumem_agent
+    from agent_overhead_gpt2 import WORKLOADS, build_step
+
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    dev = torch.device("cuda:0")
+    torch.zeros(1, device=dev)
+    torch.set_float32_matmul_precision("high")
+    agent = gpumem_agent.attach()
+    if agent is None or agent.mode != "hook":
+        raise RuntimeError("the agent did not attach with its hook: %s" % getattr(agent, "hook_error", None))
+    batch, seq = WORKLOADS[workload]
+    step = build_step(torch, dev, batch, seq)
+    for _ in range(10):  # the first optimizer step narrows the module hooks to this model
+        step()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    step_ms = (time.perf_counter() - t) / 5 * 1000
+    k = max(2, int(round(args.block_ms / step_ms)))
+    rounds = args.rounds_launch if workload == "launch_bound" else args.rounds_gpu
+    sw = switches(agent, torch)
+    out = {"workload": workload, "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "step_ms": step_ms,
+           "k": k, "rounds": rounds, "parts": {}, "hook_mode": agent.mode}
+    try:
+        for name in args.parts:
+            s = sw.get(name)
+            if s is None or s.why:
+                out["parts"][name] = {"unavailable": s.why if s else "not set up"}
+                continue
+            t = time.perf_counter()
+            try:
+                out["parts"][name] = measure(torch, step, s, k, rounds)
+            except Exception as e:  # noqa: BLE001 - one part's failure is its result
+                out["parts"][name] = {"error": "%s: %s" % (type(e).__name__, e)}
+            out["parts"][name]["seconds"] = round(time.perf_counter() - t, 1)
+            print("  %-12s %-20s %s" % (workload, name, _line(out["parts"][name])), flush=True)
+        opt = next(iter(agent.phases.optimizers), None) if agent.phases else None
+        out["hook_calls_us"] = hook_calls(agent, torch, opt, 2000 if args.quick else 20000)
+    finally:
+        close(sw)
+    return out
+
+
+def _line(p):
+    if "wall" not in p:
+        return p.get("unavailable") or p.get("error")
+    w = p["wall"]
+    return "Δ median %+.4f ms (%+.2f%%), mean %+.4f ms [%+.4f, %+.4f]" % (w["median"], w["pct"], w["mean"], *w["mean_ci"])
+
+
+# -- the ring reader (a process of its own) --------------------------------------------------------
+
+
+def reader(path):
+    """Read the ring as the monitor does, every READER_TICK_S: the header, then each lane's new
+    records (parsed). Ends when its parent does."""
+    import mmap
+    import struct
+
+    from gpumem_agent import ring, wire
+
+    parent = os.getppid()
+    try:  # killed with its parent even while stopped (PR_SET_PDEATHSIG); not pinned with it
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    except (OSError, AttributeError):
+        pass
+    fd = os.open(path, os.O_RDONLY)
+    m = mmap.mmap(fd, os.fstat(fd).st_size, prot=mmap.PROT_READ)
+    os.close(fd)
+    u64 = struct.Struct("<Q")
+    abi = struct.unpack_from("<I", m, wire.HEADER_OFFSET["abi_version"])[0]
+    cap = u64.unpack_from(m, wire.HEADER_OFFSET["capacity"])[0]
+    lanes = ring.lanes_of(abi, struct.unpack_from("<I", m, wire.HEADER_OFFSET["n_lanes"])[0])
+    at = [u64.unpack_from(m, ring.write_index_offset(lane))[0] for lane in range(lanes)]
+    while os.getppid() == parent:
+        time.sleep(READER_TICK_S)
+        bytes(m[: wire.HEADER_SIZE])
+        for lane in range(lanes):
+            w = u64.unpack_from(m, ring.write_index_offset(lane))[0]
+            base = wire.HEADER_SIZE + lane * cap * wire.RECORD_SIZE
+            for i in range(max(at[lane], w - cap), w):
+                ring.RECORD.unpack_from(m, base + (i & (cap - 1)) * wire.RECORD_SIZE)
+            at[lane] = w
+
+
+# -- the parent: forks, tables -------------------------------------------------------------------
+
+
+def markdown(result):
+    rows = [
+        "# What each part of the agent costs a GPT-2 training step (switched inside one process)",
+        "",
+        "Command: `%s` on %s, torch %s, transformers %s, %s." % (result["command"], result.get("gpu"), result["torch"], result["transformers"], result["date"]),
+        "Per workload one process (forked after the imports) attaches the agent, takes 10 warm-up steps (the first optimizer step narrows"
+        " the module hooks to the model), then per part alternates blocks of K steps with the part on and off (order alternating by"
+        " round; one untimed step after each switch; each block ended by `torch.cuda.synchronize()`). Δ = on − off per round:"
+        " median (IQR) and mean [bootstrap 95%]; % = median Δ over the median step with the part off. Every other part stays on"
+        " (the agent as shipped); `global-module-hooks` is added on top of it.",
+        "",
+    ]
+    for w in result["workloads"]:
+        r = result["results"].get(w, {})
+        if "error" in r:
+            rows += ["## %s: failed" % w, "", r["error"], ""]
+            continue
+        rows += ["## %s (step %.2f ms, K = %d steps a block, %d rounds)" % (w, r["step_ms"], r["k"], r["rounds"]), "",
+                 "| part | what | step off ms | Δ median ms (IQR) | Δ % | Δ mean ms [95%] | CPU Δ median ms | s |",
+                 "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for name, p in r["parts"].items():
+            if "wall" not in p:
+                rows.append("| %s | %s | – | %s | | | | |" % (name, WHAT.get(name, ""), "not switchable: " + p["unavailable"] if "unavailable" in p else "error: " + p.get("error", "?")))
+                continue
+            x, c = p["wall"], p["cpu"]
+            rows.append("| %s | %s | %.3f | %+.4f (%+.4f…%+.4f) | %+.2f%% | %+.4f [%+.4f, %+.4f] | %+.4f | %.0f |" % (
+                name, WHAT.get(name, ""), x["off_ms"], x["median"], x["q1"], x["q3"], x["pct"], x["mean"], x["mean_ci"][0], x["mean_ci"][1],
+                c["median"], p.get("seconds", 0)))
+        a = r["parts"].get("all", {}).get("wall")
+        if a:
+            rows += ["", "All parts together: %+.2f%% of the step (median; mean %+.2f%%), target ≤ %.0f%% for the whole agent; torch's own cost of"
+                     " a tracker comes on top (fresh processes: `agent_overhead_gpt2.py --modes none,tracker-bare`)." % (a["pct"], a["mean_pct"], TARGETS_PCT.get(w, 0))]
+        calls = r.get("hook_calls_us")
+        if calls:
+            rows += ["", "µs per call of the agent's hooks (called directly, best of 5):", "", "| call | µs |", "| --- | ---: |"]
+            rows += ["| %s | %s |" % (k, ("%.3f" % v) if isinstance(v, (int, float)) else v) for k, v in calls.items()]
+        rows.append("")
+    rows.append("The run took %.0f s (imports %.1f s)." % (result.get("elapsed_s", 0), result.get("import_s", 0)))
+    return "\n".join(rows) + "\n"
+
+
+def write(out_dir, result):
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "agent_parts.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    md = markdown(result)
+    with open(os.path.join(out_dir, "agent_parts.md"), "w") as f:
+        f.write(md)
+    return md
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--reader":
+        return reader(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out_dir")
+    ap.add_argument("--quick", action="store_true", help="fewer rounds and shorter blocks (about 90 s on an H100)")
+    ap.add_argument("--workloads", default="launch_bound,gpu_bound")
+    ap.add_argument("--parts", default=",".join(PARTS))
+    ap.add_argument("--rounds-launch", type=int, default=None, help="on/off pairs per part, launch-bound (default 16; quick 8)")
+    ap.add_argument("--rounds-gpu", type=int, default=None, help="on/off pairs per part, GPU-bound (default 10; quick 5)")
+    ap.add_argument("--block-ms", type=float, default=None, help="timed length of a block (default 120; quick 80)")
+    ap.add_argument("--cpus", default="", help="pin to these CPUs (e.g. 2,3 as agent_overhead_gpt2.py does); default: not pinned")
+    ap.add_argument("--timeout", type=int, default=400, help="seconds a workload's process may take")
+    ap.add_argument("--render", help="a run's JSON: write the tables again (no GPU needed)")
+    args = ap.parse_args()
+    if args.render:
+        with open(args.render) as f:
+            print(write(args.out_dir, json.load(f)), end="")
+        return
+    args.rounds_launch = args.rounds_launch or (8 if args.quick else 16)
+    args.rounds_gpu = args.rounds_gpu or (5 if args.quick else 10)
+    args.block_ms = args.block_ms or (80.0 if args.quick else 120.0)
+    args.parts, workloads = args.parts.split(","), args.workloads.split(",")
+    from agent_overhead_gpt2 import WORKLOADS, run_forked
+
+    bad = [p for p in args.parts if p not in PARTS] + [w for w in workloads if w not in WORKLOADS]
+    if bad or args.rounds_launch < 2 or args.rounds_gpu < 2 or args.block_ms <= 0:
+        sys.stderr.write("agent_parts: unknown part or workload %s, or rounds below 2 or --block-ms not positive (parts: %s; workloads: %s)\n"
+                         % (", ".join(bad) or "(none)", ", ".join(PARTS), ", ".join(WORKLOADS)))
+        sys.exit(2)
+    t0 = time.perf_counter()
+    try:
+        import torch  # once here; CUDA starts only in the forked children
+        import transformers
+        from transformers import GPT2Config, GPT2LMHeadModel  # noqa: F401 - loaded before the forks
+    except ImportError as e:
+        sys.stderr.write("agent_parts: needs torch and transformers on a CUDA machine: %s\n" % e)
+        sys.exit(2)
+
+    result = {"command": "python3 bench/agent_parts.py " + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "torch": torch.__version__, "transformers": transformers.__version__, "gpu": None, "workloads": workloads,
+              "import_s": round(time.perf_counter() - t0, 1), "results": {}}
+    agents_dir = tempfile.mkdtemp(prefix="gpumem-bench-agents-")
+    os.environ["GPUMEM_TUI_DIR"] = agents_dir
+    try:
+        for w in workloads:
+            print("%s: one process, %s" % (w, ", ".join(args.parts)), flush=True)
+            r = run_forked(lambda: child(w, args), args.timeout)
+            result["results"][w] = r
+            result["gpu"] = result["gpu"] or r.get("gpu")
+            result["elapsed_s"] = round(time.perf_counter() - t0, 1)
+            write(args.out_dir, result)
+    finally:
+        import shutil
+
+        shutil.rmtree(agents_dir, ignore_errors=True)
+    print(write(args.out_dir, result), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""A stand-in for the few parts of torch the agent touches, for its tests on a machine without torch:
+CUDA's queries, the module and optimizer hook registries (called as torch calls them), autograd's
+entry points, record_function, and tensors whose storage is a block of a pretend allocator. Every
+allocation and free, and every record_function range, goes to the hook double
+(test/support/hook_double.c, path in GPUMEM_TEST_HOOK_DOUBLE) as PyTorch's callbacks would go to
+the hook. `install()` puts it in sys.modules as `torch`; nothing of the agent is replaced.
+"""
+import contextlib
+import ctypes
+import os
+import sys
+import types
+
+ALLOC, FREE_REQUESTED, FREE_COMPLETED = 0, 1, 2
+_lib = None
+
+
+def _hook():
+    global _lib
+    if _lib is None:
+        _lib = ctypes.CDLL(os.environ["GPUMEM_TEST_HOOK_DOUBLE"])  # the agent's CDLL of it: one library
+        _lib.gpumem_double_event.argtypes = [ctypes.c_uint8, ctypes.c_int8, ctypes.c_uint64, ctypes.c_uint64]
+        _lib.gpumem_double_range_enter.argtypes = [ctypes.c_char_p]
+    return _lib
+
+
+class _Allocator:
+    """Blocks of 512-byte multiples at increasing addresses (no reuse: a name never meets a stranger)."""
+
+    next = 0x7F0000000000
+
+    @classmethod
+    def alloc(cls, nbytes):
+        size = max(512, (nbytes + 511) // 512 * 512)
+        address, cls.next = cls.next, cls.next + size
+        _hook().gpumem_double_event(ALLOC, 0, address, size)
+        return address, size
+
+    @staticmethod
+    def free(address, size):
+        _hook().gpumem_double_event(FREE_REQUESTED, 0, address, size)
+        _hook().gpumem_double_event(FREE_COMPLETED, 0, address, size)
+
+
+class _Storage:
+    def __init__(self, nbytes):
+        self._address, self._size = _Allocator.alloc(nbytes)
+
+    def data_ptr(self):
+        return self._address
+
+    def nbytes(self):
+        return self._size
+
+    def __del__(self):
+        _Allocator.free(self._address, self._size)
+
+
+class _Device:
+    type = "cuda"
+    index = 0
+
+
+class Tensor:
+    is_cuda = True
+    is_meta = False
+    layout = "torch.strided"
+    dtype = "torch.float32"
+    device = _Device()
+
+    def __init__(self, *shape):
+        self.shape = tuple(shape)
+        n = 4
+        for s in shape:
+            n *= s
+        self._storage = _Storage(n)
+        self.grad = None
+
+    def untyped_storage(self):
+        return self._storage
+
+
+class Parameter(Tensor):
+    pass
+
+
+class _Handle:
+    def __init__(self, registry, fn):
+        self.registry, self.fn = registry, fn
+        registry.append(fn)
+
+    def remove(self):
+        if self.fn in self.registry:
+            self.registry.remove(self.fn)
+
+
+_global_pre, _global_post, _step_pre, _step_post = [], [], [], []
+
+
+class Module:
+    def __init__(self):
+        self._pre, self._post = [], []
+
+    def register_forward_pre_hook(self, fn):
+        return _Handle(self._pre, fn)
+
+    def register_forward_hook(self, fn):
+        return _Handle(self._post, fn)
+
+    def __call__(self, *args):
+        for fn in list(_global_pre) + list(self._pre):
+            fn(self, args)
+        out = self.forward(*args)
+        for fn in list(self._post) + list(_global_post):
+            fn(self, args, out)
+        return out
+
+    def named_parameters(self):
+        for name, v in vars(self).items():
+            if isinstance(v, Parameter):
+                yield name, v
+            elif isinstance(v, Module):
+                for sub, p in v.named_parameters():
+                    yield "%s.%s" % (name, sub), p
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+    def named_buffers(self):
+        return iter(())
+
+
+class Optimizer:
+    def __init__(self, params):
+        self.param_groups = [{"params": list(params)}]
+        self.state = {}
+
+    def step(self):
+        for fn in list(_step_pre):
+            fn(self, (), {})
+        self._step()
+        for fn in list(_step_post):
+            fn(self, (), {})
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.param_groups[0]["params"]:
+            p.grad = None
+
+
+def _module(name, **attrs):
+    m = types.ModuleType(name)
+    m.__dict__.update(attrs)
+    sys.modules[name] = m
+    return m
+
+
+@contextlib.contextmanager
+def record_function(name):
+    _hook().gpumem_double_range_enter(name.encode())
+    try:
+        yield
+    finally:
+        _hook().gpumem_double_range_exit()
+
+
+def install():
+    """Make `import torch` (and the submodules the agent imports) this double."""
+    cuda = _module(
+        "torch.cuda",
+        device_count=lambda: 1,
+        is_available=lambda: True,
+        is_initialized=lambda: True,
+        memory_stats=lambda device=None: {},  # the header's totals come from the events alone
+        synchronize=lambda device=None: None,
+        get_device_properties=lambda i: types.SimpleNamespace(name="double", uuid=None),
+        _lazy_call=lambda fn: fn(),
+    )
+    # backward(loss): the loss's own closure makes the gradients (the double has no graph).
+    autograd = _module("torch.autograd", backward=lambda loss, *a, **k: loss._backward(), grad=lambda *a, **k: None)
+    module = _module("torch.nn.modules.module", Module=Module,
+                     register_module_forward_pre_hook=lambda fn: _Handle(_global_pre, fn),
+                     register_module_forward_hook=lambda fn: _Handle(_global_post, fn))
+    modules = _module("torch.nn.modules", module=module, Module=Module)
+    nn = _module("torch.nn", modules=modules, Module=Module, Parameter=Parameter)
+    optimizer = _module("torch.optim.optimizer", Optimizer=Optimizer,
+                        register_optimizer_step_pre_hook=lambda fn: _Handle(_step_pre, fn),
+                        register_optimizer_step_post_hook=lambda fn: _Handle(_step_post, fn))
+    optim = _module("torch.optim", optimizer=optimizer, Optimizer=Optimizer)
+    profiler = _module("torch.profiler", record_function=record_function)
+    return _module("torch", __version__="0.0.0+double", cuda=cuda, autograd=autograd, nn=nn, optim=optim, profiler=profiler,
+                   _C=types.SimpleNamespace(), Tensor=Tensor, is_tensor=lambda x: isinstance(x, Tensor),
+                   empty=lambda *shape, **k: Tensor(*shape))

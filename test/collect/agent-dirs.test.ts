@@ -1,0 +1,150 @@
+// The agents' directory from the monitor's side (src/collect/agent-dirs.ts) against names other
+// users took: a link is never followed (nothing is deleted behind it), and the private fallback an
+// agent takes (agent/gpumem_agent/paths.py, run here for real) is found. Another user is a spare
+// uid under setpriv, so those cases need root: skipped, and said, otherwise.
+import { describe, expect, test } from "bun:test";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { agentDirBases, scanAgentDirs } from "../../src/collect/agent-dirs";
+import { AgentWatcher } from "../../src/collect/agents";
+import { openRing } from "../../src/ffi/ring";
+
+const AGENT = join(import.meta.dir, "..", "..", "agent");
+const OTHER = 4242;
+const root = process.getuid?.() === 0;
+const asRoot = root ? test : test.skip;
+if (!root) console.log("skipped: cases with another uid and tmpfs mounts need root (setpriv, mount)");
+
+/** A directory anyone can create names in, as /dev/shm and /tmp are. */
+function sharedDir(): string {
+  const d = mkdtempSync(join(tmpdir(), "gpumem-dirs-"));
+  chmodSync(d, 0o1777);
+  return d;
+}
+
+function asOther(...cmd: string[]): void {
+  const p = Bun.spawnSync(["setpriv", "--reuid", String(OTHER), "--regid", String(OTHER), "--clear-groups", ...cmd], { stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(`setpriv ${cmd.join(" ")}: ${p.stderr}`);
+}
+
+// The agent's file creation as agent.py does it, without torch: the directory (with its fallback),
+// the backed ring, the manifest; then it waits (alive) until its stdin closes.
+const AGENT_FILES = `
+import json, os, sys
+sys.path.insert(0, ${JSON.stringify(AGENT)})
+from gpumem_agent import paths, ring
+d, note = paths.open_agent_dir(sys.argv[1])
+pid = os.getpid()
+r, ring_note = ring.create_backed(os.path.join(d, "%d.ring" % pid), 1024, 1)
+notes = {k: v for k, v in (("directory", note), ("ring", ring_note)) if v}
+m = {"version": 1, "pid": pid, "cmdline": ["python", "train.py"], "devices": [0], "torch_version": "2.11.0",
+     "hook_mode": "polling", "ring": r.path, "socket": os.path.join(d, "%d.sock" % pid), "notes": notes}
+paths.write_private(os.path.join(d, "%d.json" % pid), json.dumps(m).encode())
+print(json.dumps({"dir": d, "notes": notes}), flush=True)
+sys.stdin.read()
+`;
+
+async function startAgent(base: string) {
+  const p = Bun.spawn(["python3", "-c", AGENT_FILES, base], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  const reader = p.stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the agent's files were not made (exit ${await p.exited})`);
+    text += new TextDecoder().decode(value);
+  }
+  const { dir, notes } = JSON.parse(text) as { dir: string; notes: Record<string, string> };
+  return { p, dir, notes };
+}
+
+describe("the agents' directory, from the monitor", () => {
+  test("a link at the directory's name: refused, and nothing behind it is deleted", async () => {
+    // Another user's link to a directory of ours that happens to hold files named like an agent's.
+    const target = mkdtempSync(join(tmpdir(), "gpumem-victim-"));
+    const dead = Bun.spawn(["true"]);
+    await dead.exited;
+    const files = [`${dead.pid}.json`, `${dead.pid}.ring`, `${dead.pid}.sock`, "7.json"];
+    writeFileSync(join(target, files[0]!), JSON.stringify({ version: 1, pid: dead.pid, cmdline: ["x"], devices: [0], torch_version: "2", hook_mode: "hook", ring: "/nonexistent", socket: "/nonexistent" }), { mode: 0o600 });
+    for (const f of files.slice(1)) writeFileSync(join(target, f), "mine", { mode: 0o600 });
+    const base = join(sharedDir(), "agents");
+    symlinkSync(target, base);
+    const w = new AgentWatcher(base);
+    const found = w.refresh();
+    expect(readdirSync(target).sort()).toEqual(files.sort());
+    expect(found).toEqual([]);
+    expect(w.problems).toEqual([`agent directory ${base} is a symbolic link: ignored`]);
+  });
+
+  const squats: [string, (base: string) => void, string][] = [
+    ["taken by another user", (base) => asOther("mkdir", "-m", "0700", base), `owned by uid ${OTHER}, not by you`],
+    ["a link", (base) => symlinkSync(mkdtempSync(join(tmpdir(), "gpumem-elsewhere-")), base), "a symbolic link"],
+    ["open to everyone", (base) => (mkdirSync(base), chmodSync(base, 0o777)), "open to other users (mode 777)"],
+  ];
+  for (const [what, squat, why] of squats) {
+    (what.includes("another user") ? asRoot : test)(`a name ${what}: the agent takes a private fallback, the monitor finds it and says why`, async () => {
+      const base = join(sharedDir(), "agents");
+      squat(base);
+      const agent = await startAgent(base);
+      try {
+        expect(agent.dir.startsWith(`${base}.`)).toBe(true);
+        expect(agent.notes.directory).toContain(`using ${agent.dir} instead (the monitor finds it too)`);
+        const w = new AgentWatcher(base);
+        const [a, ...rest] = w.refresh();
+        expect(rest).toEqual([]);
+        expect([a!.pid, a!.problem, a!.exited, a!.header?.pid]).toEqual([agent.p.pid, null, false, agent.p.pid]);
+        expect(a!.manifest.notes.directory).toBe(agent.notes.directory!);
+        expect(w.problems).toEqual([expect.stringContaining(`agent directory ${base} is ${why}`)]);
+        // At exit its stale files go, through the fallback it was found in.
+        agent.p.stdin.end();
+        await agent.p.exited;
+        expect(w.refresh()[0]!.exited).toBe(true);
+        expect(readdirSync(agent.dir)).toEqual([]);
+        w.close();
+      } finally {
+        agent.p.kill();
+      }
+    });
+  }
+
+  asRoot("a fallback-shaped name of another user is neither read nor taken", async () => {
+    const base = join(sharedDir(), "agents");
+    symlinkSync("/", base);
+    asOther("mkdir", "-m", "0700", `${base}.aaaaaaaa`);
+    const scan = scanAgentDirs([base]);
+    expect(scan.dirs).toEqual([]);
+    expect(scan.problems).toEqual([`agent directory ${base} is a symbolic link: ignored`, `agent directory ${base}.aaaaaaaa is owned by uid ${OTHER}, not by you (0): ignored`]);
+    const agent = await startAgent(base);
+    agent.p.stdin.end();
+    await agent.p.exited;
+    expect(agent.dir).not.toBe(`${base}.aaaaaaaa`);
+    expect(scanAgentDirs([base]).dirs).toEqual([agent.dir]);
+  });
+
+  test("the runtime directory is read where it is private; GPUMEM_TUI_DIR alone where set", () => {
+    const uid = process.getuid?.() ?? 0;
+    const shm = existsSync("/dev/shm") ? `/dev/shm/gpumem-tui-${uid}` : join(tmpdir(), `gpumem-tui-${uid}`);
+    const run = mkdtempSync(join(tmpdir(), "gpumem-run-"));
+    expect(agentDirBases({ XDG_RUNTIME_DIR: run })[0]).toBe(join(run, "gpumem-tui"));
+    expect(agentDirBases({ XDG_RUNTIME_DIR: run }).at(-1)).toBe(shm);
+    chmodSync(run, 0o755);
+    expect(agentDirBases({ XDG_RUNTIME_DIR: run })).not.toContain(join(run, "gpumem-tui"));
+    expect(agentDirBases({ XDG_RUNTIME_DIR: run, GPUMEM_TUI_DIR: "/x/agents" })).toEqual(["/x/agents"]);
+  });
+
+  asRoot("a ring with no room for records (a full tmpfs) is still read: the header's totals", async () => {
+    const fs = mkdtempSync(join(tmpdir(), "gpumem-tmpfs-"));
+    expect(Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=128k,mode=0700", "tmpfs", fs]).exitCode).toBe(0);
+    try {
+      const agent = await startAgent(join(fs, "agents"));
+      expect(agent.notes.ring).toMatch(/^no event records, totals only \(polling\)/);
+      const ring = openRing(join(agent.dir, `${agent.p.pid}.ring`));
+      expect(ring.header().pid).toBe(agent.p.pid);
+      ring.close();
+      agent.p.kill();
+      await agent.p.exited;
+    } finally {
+      Bun.spawnSync(["umount", "-l", fs]);
+    }
+  });
+});
