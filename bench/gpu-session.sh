@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
+# device machine with Bun and the runtime node_modules carried in .carry/:
+#   bash bench/gpu-session.sh PART OUT_DIR      PART: checks (GPU tests, files, costs) | zoo
+# Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
+# few files) and a summary on stdout.
+set -u
+part=${1:?PART}
+out=${2:?OUT_DIR}
+mkdir -p "$out/r"
+r=$out/r
+export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1
+if ! command -v bun >/dev/null; then
+  mkdir -p /tmp/bin && xz -dc .carry/bun.xz > /tmp/bin/bun && chmod +x /tmp/bin/bun
+fi
+[ -d node_modules ] || tar -xJf .carry/nm.tar.xz
+bun cuda/build.ts --install > "$r/build.log" 2>&1 || { echo "native build failed"; tail -20 "$r/build.log"; }
+{ nvidia-smi -L; python3 -c 'import torch, transformers, sys; print(sys.version.split()[0], torch.__version__, transformers.__version__)'; } > "$r/machine.txt" 2>&1
+cat "$r/machine.txt"
+step() { # name timeout command...
+  local name=$1 t=$2; shift 2
+  local t0=$SECONDS
+  timeout -k 5 "$t" "$@" > "$r/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc in $((SECONDS - t0)) s"; tail -n "${TAIL:-6}" "$r/$name.log"
+}
+case $part in
+checks)
+  TAIL=12 step parts 240 python3 bench/agent_parts.py "$r/parts"
+  TAIL=30 step gpu-tests 300 env GPUMEM_GPU_TESTS=1 bun test
+  step files 90 env PYTHONPATH=agent python3 test/agent/gpu_files.py
+  ;;
+zoo)
+  TAIL=40 step zoo 540 bun bench/zoo.ts "$r/zoo" ${ZOO_ARGS:-}
+  ;;
+esac
+cp "$r/parts/agent_parts.md" "$out/" 2>/dev/null
+cp "$r/zoo/ZOO.md" "$out/" 2>/dev/null
+tar -czf "$out/all.tar.gz" -C "$out" r && rm -rf "$r"
