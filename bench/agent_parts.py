@@ -500,7 +500,9 @@ def markdown(result):
         "",
     ]
     for w in result["workloads"]:
-        r = result["results"].get(w, {})
+        r = result["results"].get(w)
+        if r is None:  # not run (yet): the file is rewritten after each workload
+            continue
         if "error" in r:
             rows += ["## %s: failed" % w, "", r["error"], ""]
             continue

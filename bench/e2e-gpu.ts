@@ -124,7 +124,7 @@ const TMUX = pre.tmux!;
 
 mkdirSync(join(OUT, "screens"), { recursive: true });
 // The agents' directory (mode 0700, ours alone: only this run's processes are in it) and a TMPDIR
-// for the monitor, where `run` puts the training's output (gpumem-tui-run-<monitor pid>.log).
+// for the monitor, where `run` puts the training's output (gpumem-tui-run-<monitor pid>-<random>.log).
 const AGENTS = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "gpumem-e2e-"));
 const WORK = mkdtempSync(join(tmpdir(), "gpumem-e2e-work-"));
 const SOCKET = `gpumem-e2e-gpu-${process.pid}`;
@@ -291,7 +291,7 @@ await check("start", "a training run under `gpumem-tui run` in tmux; the Process
   const cmd = parent ? readFileSync(`/proc/${parent}/cmdline`, "utf8").split("\0").join(" ") : "";
   if (need(c, parent && cmd.includes("cli.ts") && cmd.includes(" run "), `the training's parent (pid ${parent}) is not the monitor: ${cmd}`)) state.monitorPid = parent!;
   c.figures.monitor_pid = parent;
-  state.log = join(WORK, `gpumem-tui-run-${parent}.log`);
+  state.log = readdirSync(WORK).filter((f) => f.startsWith(`gpumem-tui-run-${parent}-`) && f.endsWith(".log")).map((f) => join(WORK, f))[0] ?? "";
   c.figures.training_output = "train.log (copied from the monitor's log of the program's output)";
   keys("run", "2");
   const text = await until(
@@ -648,7 +648,7 @@ function cleanUp(): void {
   T.kill();
   try {
     // The training's output; where it never attached, whatever `run` logged of it.
-    const log = state.log || (existsSync(WORK) ? readdirSync(WORK).filter((f) => /^gpumem-tui-run-\d+\.log$/.test(f)).map((f) => join(WORK, f))[0] : "");
+    const log = state.log || (existsSync(WORK) ? readdirSync(WORK).filter((f) => /^gpumem-tui-run-\d+-[0-9a-f]+\.log$/.test(f)).map((f) => join(WORK, f))[0] : "");
     if (log && existsSync(log)) copyFileSync(log, join(OUT, "train.log"));
   } catch {
     // nothing to keep

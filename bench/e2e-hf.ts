@@ -97,8 +97,8 @@ function stop(p: Part): void {
   results.push(...p.results);
   commands.push(...p.commands.map((c) => `[${p.id}] ${c}`));
 }
-/** The program's output as `run` logs it (TMPDIR/gpumem-tui-run-<monitor pid>.log). */
-const runLog = (tmp: string) => readdirSync(tmp).filter((f) => /^gpumem-tui-run-\d+\.log$/.test(f)).map((f) => readText(join(tmp, f))).join("");
+/** The program's output as `run` logs it (TMPDIR/gpumem-tui-run-<monitor pid>-<random>.log). */
+const runLog = (tmp: string) => readdirSync(tmp).filter((f) => /^gpumem-tui-run-\d+-[0-9a-f]+\.log$/.test(f)).map((f) => readText(join(tmp, f))).join("");
 /** Throws where the program under the monitor in session `s` has ended already. */
 function ended(s: string, tmp: string): false {
   if (/exited with status \d+|^exit status \d+/m.test(T.pane(s))) throw new Error(`the program ended early; its output ends:\n${runLog(tmp).slice(-3000)}`);

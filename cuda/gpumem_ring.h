@@ -49,6 +49,8 @@
 #define GPUMEM_MAX_DEVICES 16u
 /* The shared lane and one lane per device, at most. */
 #define GPUMEM_MAX_LANES (1 + GPUMEM_MAX_DEVICES)
+/* Records a lane holds at most (4 GiB of records): what the agent creates, what a reader takes. */
+#define GPUMEM_MAX_CAPACITY 67108864u
 
 /* Actions from here on are marks: records of where the training loop is (written by the agent
  * through the hook) and of torch's own figures, not allocator events; they carry no block. */

@@ -13,18 +13,33 @@ enum {
   GPUMEM_RING_E_VERSION = -4    /* a ring of another ABI version */
 };
 
-/* Map `path` read-only and validate it. 0 and *out set, or a GPUMEM_RING_E_* code and err set. */
-int gpumem_ring_open(const char *path, gpumem_reader **out, char *err, int errlen);
+/* gpumem_ring_open's flags. */
+enum {
+  GPUMEM_RING_COPY = 1 /* read the file into private memory (a recording): nothing can change or cut it
+                        * under the reader; without it the file is mapped shared (a live ring) */
+};
+
+/* Open `path` and validate it: 0 and *out set, or a GPUMEM_RING_E_* code and err set. A live ring
+ * (no GPUMEM_RING_COPY) is mapped read-only; a file cut short under a read makes that read, and
+ * every later one, fail with GPUMEM_RING_E_TRUNCATED instead of raising SIGBUS. Refused at open:
+ * a file that is not regular (never waited on), a capacity past GPUMEM_MAX_CAPACITY, a clock
+ * calibration that is not finite, a write index past 2^53 or past the records a sparse file holds. */
+int gpumem_ring_open(const char *path, int flags, gpumem_reader **out, char *err, int errlen);
+/* A ring held in memory (a decompressed recording): copied, then validated as gpumem_ring_open. */
+int gpumem_ring_open_buffer(const void *data, uint64_t len, const char *name, gpumem_reader **out, char *err,
+                            int errlen);
 void gpumem_ring_close(gpumem_reader *r);
-/* The mapped header (read-only; fields change while the writer runs). */
-const void *gpumem_ring_header(const gpumem_reader *r);
+/* Copy the header (GPUMEM_HEADER_SIZE bytes; its fields change while the writer runs) into `dst`:
+ * 0, or GPUMEM_RING_E_TRUNCATED where the file was cut. */
+int gpumem_ring_header_copy(gpumem_reader *r, void *dst);
 /* Records this reader has consumed (read or counted lost), summed over the lanes. */
 uint64_t gpumem_ring_next(const gpumem_reader *r);
 /* The ring's lanes (1 for an ABI 1 ring), as validated at open. */
 uint32_t gpumem_ring_lanes(const gpumem_reader *r);
 /* Copy up to `max` new records into the columns, the lanes merged by time; returns how many. *lost
  * is set to the records this call skipped because a writer lapped the reader (or abandoned them
- * mid-write), summed over the lanes. */
+ * mid-write), summed over the lanes. Negative: GPUMEM_RING_E_TRUNCATED (the file was cut) or
+ * GPUMEM_RING_E_FORMAT (the live header's calibration or a write index went out of range). */
 int64_t gpumem_ring_read(gpumem_reader *r, uint32_t max, double *time_us, uint8_t *action, int8_t *device,
                          uint8_t *phase, double *address, double *size, double *stream, double *extra,
                          uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost);

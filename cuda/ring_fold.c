@@ -25,7 +25,7 @@ int64_t gpumem_ring_read_until(gpumem_reader *r, uint32_t max, uint64_t until, i
   if (until - next < max) max = (uint32_t)(until - next);
   const int64_t n = gpumem_ring_read(r, max, time_us, action, device, phase, address, size, stream, extra, step, range,
                                      line, lost);
-  if (!fold) return n;
+  if (!fold || n < 0) return n;
   int64_t w = 0; /* records kept so far; record i moves down to w */
   for (int64_t i = 0; i < n; i++) {
     if (action[i] == GPUMEM_ACTION_FREE_COMPLETED && w > 0 && action[w - 1] == GPUMEM_ACTION_FREE_REQUESTED &&

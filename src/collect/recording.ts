@@ -1,11 +1,11 @@
 // Opening a recording for replay: a ring file (a live one, or a fixture saved by the agent, with
 // its manifest beside it: `x.ring` → `x.json`, for the range names), or a PyTorch memory snapshot
 // (pickle, optionally gzip), whose device_traces play through the same model.
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { closeSync, existsSync } from "node:fs";
 import { RING_MAGIC } from "../ffi/events";
-import { openRing } from "../ffi/ring";
+import { openRing, openRingBuffer, type RingReader } from "../ffi/ring";
+import { readRingGz } from "./ring-gz";
+import { openRegular, readHead, readSmallText } from "../snapshot/input-file";
 import type { EventSource, SavedNames, SnapshotSegment } from "../profiler";
 import type { Manifest } from "../system/manifest";
 
@@ -31,7 +31,7 @@ function readNames(path: string): SavedNames[] {
   if (!existsSync(path)) return [];
   let raw: { names?: unknown; write_index?: unknown };
   try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
+    raw = JSON.parse(readSmallText(path, "saved names", MAX_JSON_BYTES));
   } catch (e) {
     throw new Error(`${path}: the saved names are not JSON: ${(e as Error).message}`);
   }
@@ -40,54 +40,37 @@ function readNames(path: string): SavedNames[] {
 }
 
 
+/** JSON read beside a recording (its manifest, its saved names): a larger file is refused. */
+const MAX_JSON_BYTES = 64 * 1024 ** 2;
+
+/** The first `n` bytes of a regular file (anything else is refused before it can block). */
 function head(path: string, n: number): Buffer {
-  if (statSync(path).isDirectory()) throw new Error(`${path} is a directory, not a recording`);
-  const fd = openSync(path, "r");
+  const { fd } = openRegular(path, "recording");
   try {
-    const b = Buffer.alloc(n);
-    const got = readSync(fd, b, 0, n, 0);
-    return b.subarray(0, got);
+    return Buffer.from(readHead(fd, n));
   } finally {
     closeSync(fd);
   }
-}
-
-/** Rings shipped gzip-compressed (`x.ring.gz`, the demo's: records compress ~8×), unpacked once
- *  a process into a private temporary directory, since the reader maps a plain file. */
-const unpacked = new Map<string, string>();
-function unpack(path: string): string {
-  const key = `${path}:${statSync(path).mtimeMs}`;
-  const done = unpacked.get(key);
-  if (done && existsSync(done)) return done;
-  let bytes: Uint8Array;
-  try {
-    bytes = Bun.gunzipSync(readFileSync(path));
-  } catch (e) {
-    throw new Error(`${path}: not a gzip file (${(e as Error).message})`);
-  }
-  const dir = mkdtempSync(join(tmpdir(), "gpumem-tui-ring-"));
-  const out = join(dir, basename(path).replace(/\.gz$/, ""));
-  writeFileSync(out, bytes, { mode: 0o600 });
-  unpacked.set(key, out);
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  return out;
 }
 
 /** A ring recording, plain or gzip-compressed (synchronous: what the demo opens). */
 export function openRingRecording(path: string): Recording {
   if (!existsSync(path)) throw new Error(`${path}: no such file`);
   const gz = path.endsWith(".gz");
-  const ringPath = gz ? unpack(path) : path;
-  if (head(ringPath, 8).toString("latin1") !== RING_MAGIC) {
-    throw new Error(`${path} is not a gpumem-tui ring recording (its first bytes are not the ring magic)`);
+  // Replayed into a model (frees folded), from private memory: nothing can cut or change it under
+  // the reader. A gzip'd ring is decompressed into memory under a cap, never to a temporary file.
+  let ring: RingReader;
+  if (gz) ring = openRingBuffer(readRingGz(path), path, { fold: true });
+  else {
+    if (head(path, 8).toString("latin1") !== RING_MAGIC) throw new Error(`${path} is not a gpumem-tui ring recording (its first bytes are not the ring magic)`);
+    ring = openRing(path, { fold: true, copy: true });
   }
-  const ring = openRing(ringPath, { fold: true }); // replayed into a model: frees folded
   if (gz) path = path.replace(/\.gz$/, "");
   const manifestPath = path.replace(/\.ring$/, ".json");
   let manifest: Manifest | null = null;
   if (manifestPath !== path && existsSync(manifestPath)) {
     const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
-    manifest = parseManifest(readFileSync(manifestPath, "utf8"), manifestPath);
+    manifest = parseManifest(readSmallText(manifestPath, "manifest", MAX_JSON_BYTES), manifestPath);
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
   const names = readNames(path.replace(/\.ring$/, ".names.json"));

@@ -1,6 +1,10 @@
 // The event ring's reader (cuda/ring.c) through bun:ffi: one FFI call copies a whole batch of
-// records into an EventBatch's columns. The header is read through a zero-copy view of the mapping.
-import { dlopen, FFIType, ptr, toArrayBuffer, type Pointer } from "bun:ffi";
+// records into an EventBatch's columns, and one the header into a private buffer. A live ring is
+// the agent's file mapped shared: the native reader guards every read of it, so a file cut short
+// under the monitor (its owner truncating or rewriting it) is a RingError, not a SIGBUS. A recording
+// is read into private memory instead (`copy`, or openRingBuffer for a decompressed one): nothing
+// can change it under the reader.
+import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
 import type { DeviceTotals, EventBatch, RingHeader } from "./events";
 import { libraryPath } from "./lib";
 import { HEADER_OFFSET as H, HEADER_SIZE, LANE_OFFSET, LANE_SIZEOF, MAX_DEVICES, MODE_NAMES, TOTALS_FIELDS, TOTALS_OFFSET, TOTALS_SIZEOF } from "./wire";
@@ -19,9 +23,10 @@ export class RingError extends Error {
 }
 
 const symbols = {
-  gpumem_ring_open: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  gpumem_ring_open: { args: [FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  gpumem_ring_open_buffer: { args: [FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
   gpumem_ring_close: { args: [FFIType.ptr], returns: FFIType.void },
-  gpumem_ring_header: { args: [FFIType.ptr], returns: FFIType.ptr },
+  gpumem_ring_header_copy: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   gpumem_ring_next: { args: [FFIType.ptr], returns: FFIType.u64_fast },
   gpumem_ring_lanes: { args: [FFIType.ptr], returns: FFIType.u32 },
   gpumem_ring_read_until: {
@@ -36,6 +41,14 @@ const symbols = {
 
 /** gpumem_ring_read_until's `until` for "no stop". */
 const NO_STOP = 0xffff_ffff_ffff_ffffn;
+/** gpumem_ring_open's flag: read the file into private memory (cuda/ring.h). */
+const RING_COPY = 1;
+
+/** What a failed read or header copy means (cuda/ring.h), said of the ring at `path`. */
+function readError(path: string, rc: number): RingError {
+  if (rc === -2) return new RingError(`ring ${path} was cut short while being read (its file shrank): it is no longer readable`, "truncated");
+  return new RingError(`ring ${path}: its header changed to values out of range (a clock calibration that is not finite, or a write index past what the file holds)`, "format");
+}
 
 let lib: ReturnType<typeof dlopen<typeof symbols>>["symbols"] | null = null;
 function native() {
@@ -65,7 +78,8 @@ export interface RingReader {
 
 class NativeRingReader implements RingReader {
   private handle: Pointer | null;
-  private readonly view: DataView;
+  private readonly bytes = new Uint8Array(HEADER_SIZE);
+  private readonly view = new DataView(this.bytes.buffer);
   private readonly lost = new BigUint64Array(1);
   /** Byte offsets of each lane's write index in the header (lane 0's, then the devices'). */
   private readonly writeIndexAt: number[];
@@ -76,8 +90,6 @@ class NativeRingReader implements RingReader {
     private readonly fold: boolean,
   ) {
     this.handle = handle;
-    const headerPtr = native().gpumem_ring_header(handle)!;
-    this.view = new DataView(toArrayBuffer(headerPtr, 0, HEADER_SIZE));
     const lanes = native().gpumem_ring_lanes(handle);
     this.writeIndexAt = [H.write_index];
     for (let d = 0; d + 1 < lanes; d++) this.writeIndexAt.push(H.lanes + d * LANE_SIZEOF + LANE_OFFSET.write_index);
@@ -85,6 +97,8 @@ class NativeRingReader implements RingReader {
 
   header(): RingHeader {
     this.alive();
+    const rc = native().gpumem_ring_header_copy(this.handle!, ptr(this.bytes));
+    if (rc !== 0) throw readError(this.path, rc);
     const v = this.view;
     const u64 = (o: number) => Number(v.getBigUint64(o, true));
     const i64 = (o: number) => Number(v.getBigInt64(o, true));
@@ -125,6 +139,7 @@ class NativeRingReader implements RingReader {
       ptr(batch.time_us), ptr(batch.action), ptr(batch.device), ptr(batch.phase), ptr(batch.address),
       ptr(batch.size), ptr(batch.stream), ptr(batch.extra), ptr(batch.step), ptr(batch.range), ptr(batch.line), ptr(this.lost),
     );
+    if (n < 0) throw readError(this.path, Number(n));
     batch.count = Number(n);
     return { count: batch.count, lost: Number(this.lost[0]) };
   }
@@ -145,16 +160,31 @@ class NativeRingReader implements RingReader {
   }
 }
 
-/** Map a ring file read-only. `fold`: reads return free pairs as one ACTION.free record (what a
- *  model needs, a third fewer records); without it every record comes as the writer wrote it.
- *  Throws RingError with a message a user can act on. */
-export function openRing(path: string, opts: { fold?: boolean } = {}): RingReader {
-  const out = new BigUint64Array(1);
-  const err = new Uint8Array(512);
-  const rc = native().gpumem_ring_open(Buffer.from(`${path}\0`), ptr(out), ptr(err), err.length);
+function opened(path: string, rc: number, out: BigUint64Array, err: Uint8Array, fold: boolean): RingReader {
   if (rc !== 0) {
     const end = err.indexOf(0);
     throw new RingError(new TextDecoder().decode(err.subarray(0, end < 0 ? err.length : end)), KINDS[rc] ?? "format");
   }
-  return new NativeRingReader(path, Number(out[0]) as Pointer, opts.fold ?? false);
+  return new NativeRingReader(path, Number(out[0]) as Pointer, fold);
+}
+
+/** Open a ring file. `fold`: reads return free pairs as one ACTION.free record (what a model
+ *  needs, a third fewer records); without it every record comes as the writer wrote it. `copy`: a
+ *  recording, read into private memory (its holes cost nothing); without it the file is mapped
+ *  shared, as a live ring's reader must. Throws RingError with a message a user can act on. */
+export function openRing(path: string, opts: { fold?: boolean; copy?: boolean } = {}): RingReader {
+  const out = new BigUint64Array(1);
+  const err = new Uint8Array(512);
+  const rc = native().gpumem_ring_open(Buffer.from(`${path}\0`), opts.copy ? RING_COPY : 0, ptr(out), ptr(err), err.length);
+  return opened(path, rc, out, err, opts.fold ?? false);
+}
+
+/** A ring held in memory (a decompressed recording), named `path` in messages: copied and
+ *  validated as openRing does; `bytes` can go once this returns. */
+export function openRingBuffer(bytes: Uint8Array, path: string, opts: { fold?: boolean } = {}): RingReader {
+  const out = new BigUint64Array(1);
+  const err = new Uint8Array(512);
+  const data = bytes.length > 0 ? bytes : new Uint8Array(1);
+  const rc = native().gpumem_ring_open_buffer(ptr(data), BigInt(bytes.length), Buffer.from(`${path}\0`), ptr(out), ptr(err), err.length);
+  return opened(path, rc, out, err, opts.fold ?? false);
 }

@@ -11,6 +11,10 @@ export const MAX_DEVICES = 16;
 /** The shared lane and one lane per device, at most. */
 export const MAX_LANES = 17;
 /**
+ * Records a lane holds at most (4 GiB of records): what the agent creates, what a reader takes.
+ */
+export const MAX_CAPACITY = 67108864;
+/**
  * Actions from here on are marks: records of where the training loop is (written by the agent
  * through the hook) and of torch's own figures, not allocator events; they carry no block.
  */

@@ -2,7 +2,9 @@
 // snapshot of millions of trace entries has tens of millions of memo slots. Slots written since
 // the last settle sit in a plain array; settling (after each batch of trace entries is taken)
 // turns them into 4-byte codes: taken (a later read is refused), or the index of a value kept
-// once (the same string or object in many slots is one value).
+// once (the same string or object in many slots is one value). A pickler writes slots in order
+// (each the next one); one written past the next is kept apart, in a map, so that an index never
+// sizes anything.
 
 /** A memo slot whose object a take hook took. */
 export const TAKEN = Symbol("taken");
@@ -19,6 +21,8 @@ export class Memo<V> {
   private recent: (V | typeof TAKEN | undefined)[] = [];
   private readonly values: (V | typeof TAKEN)[] = [];
   private readonly index = new Map<unknown, number>();
+  /** Slots written out of order, past the next one: as many as such writes, whatever their index. */
+  private readonly sparse = new Map<number, V>();
 
   get length(): number {
     return this.settled + this.recent.length;
@@ -29,13 +33,15 @@ export class Memo<V> {
   }
 
   set(i: number, v: V): void {
-    if (i >= this.settled) this.recent[i - this.settled] = v;
-    else this.codes[i] = this.keep(v);
+    if (i < this.settled) this.codes[i] = this.keep(v);
+    else if (i <= this.length) this.recent[i - this.settled] = v;
+    else this.sparse.set(i, v);
   }
 
   /** The value in slot i; undefined where nothing was written; TAKEN where its object was taken. */
   get(i: number): V | typeof TAKEN | undefined {
-    if (i >= this.settled) return this.recent[i - this.settled];
+    if (i >= this.length) return this.sparse.get(i);
+    if (i >= this.settled) return this.recent[i - this.settled] ?? this.sparse.get(i);
     const c = this.codes[i]!;
     return c === CODE_TAKEN ? TAKEN : c === CODE_UNWRITTEN ? undefined : this.values[c];
   }

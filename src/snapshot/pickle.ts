@@ -145,7 +145,13 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
     items.shift(); // the mark itself
     return items;
   };
-  const key = (k: PickleValue): string => (typeof k === "string" ? k : Array.isArray(k) ? `(${k.map(String).join(", ")})` : String(k));
+  // A snapshot's dict keys are strings (and numbers would do): anything else (a tuple, which may be a
+  // DAG of itself whose written-out form is exponential) is refused, not turned into a string.
+  const key = (k: PickleValue): string => {
+    if (typeof k === "string") return k;
+    if (typeof k === "number") return String(k);
+    return fail(`a dict key that is ${k === null ? "None" : Array.isArray(k) ? "a tuple or list" : typeof k === "boolean" ? "a boolean" : k instanceof Uint8Array ? "bytes" : "a dict"}: a snapshot's keys are strings`);
+  };
   const setItems = (target: PickleValue, items: PickleValue[]) => {
     if (target === null || typeof target !== "object" || Array.isArray(target) || target instanceof Uint8Array) fail("SETITEM(S) on something that is not a dict");
     if (items.length % 2) fail("SETITEMS with an odd number of items");
@@ -340,9 +346,14 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
       case 0x71: // BINPUT
         memo.set(u8(), top());
         break;
-      case 0x72: // LONG_BINPUT
-        memo.set(u32(), top());
+      case 0x72: {
+        // LONG_BINPUT. Each memo entry costs an opcode of the file: an index past the bytes read
+        // so far names an entry no pickler made.
+        const i = u32();
+        if (i > base + pos) fail(`memo index ${i} past the ${base + pos} bytes read so far`);
+        memo.set(i, top());
         break;
+      }
       case 0x68: // BINGET
       case 0x6a: {
         // LONG_BINGET

@@ -3,15 +3,17 @@
 // of its trace is ever in memory whole. What is left as a tree is small: segments, annotations,
 // allocator settings.
 
-import { closeSync, openSync, readSync, statSync, createReadStream } from "node:fs";
-import { createGunzip } from "node:zlib";
+import { closeSync, readSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import { RING_MAGIC } from "../ffi/events";
+import { ExpandError, expandCap, expandRefusal, gunzipChunks } from "./gunzip";
+import { openRegular, readHead } from "./input-file";
 import { pickleMachine, SnapshotError, type PickleMachine, type PickleValue } from "./pickle";
 import { TraceColumns } from "./trace-columns";
 
 /** Files above this are refused before reading (a snapshot of 16 GB is not one `max_entries` makes). */
 export const MAX_SNAPSHOT_BYTES = 16 * 1024 ** 3;
-/** A gzip file may expand to at most this. */
+/** A gzip file may expand to at most this, whatever its size (and to at most expandCap of it). */
 export const MAX_EXPANDED_BYTES = 32 * 1024 ** 3;
 const CHUNK = 8 * 1024 ** 2;
 
@@ -48,25 +50,16 @@ function finish(value: PickleValue | undefined, trace: TraceColumns): ParsedSnap
 export function parseSnapshotBytes(data: Uint8Array): ParsedSnapshot {
   let bytes = data;
   if (kind(data) === "gzip") {
+    const cap = expandCap(data.length, MAX_EXPANDED_BYTES);
     try {
-      bytes = Bun.gunzipSync(data as Uint8Array<ArrayBuffer>);
+      bytes = gunzipSync(data, { maxOutputLength: cap });
     } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw new SnapshotError(expandRefusal(data.length, cap));
       throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
     }
   }
   const trace = new TraceColumns();
   return finish(pickleMachine(undefined, trace).feed(bytes, true), trace);
-}
-
-function sizeOf(path: string): number {
-  try {
-    const st = statSync(path);
-    if (st.isDirectory()) throw new SnapshotError(`${path} is a directory, not a snapshot file`);
-    return st.size;
-  } catch (e) {
-    if (e instanceof SnapshotError) throw e;
-    throw new SnapshotError(`${path}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`);
-  }
 }
 
 /**
@@ -99,50 +92,45 @@ function feedPlain(fd: number, m: PickleMachine, size: number, progress?: Progre
   }
 }
 
-async function feedGzip(path: string, m: PickleMachine, size: number, progress?: Progress): Promise<PickleValue | undefined> {
-  const file = createReadStream(path, { highWaterMark: CHUNK });
-  const gz = file.pipe(createGunzip({ chunkSize: 1024 * 1024 }));
-  let expanded = 0;
+async function feedGzip(fd: number, m: PickleMachine, size: number, progress?: Progress): Promise<PickleValue | undefined> {
+  const cap = expandCap(size, MAX_EXPANDED_BYTES);
   let sinceGc = 0;
   let value: PickleValue | undefined;
   try {
-    for await (const chunk of gz as AsyncIterable<Buffer>) {
-      expanded += chunk.length;
-      if (expanded > MAX_EXPANDED_BYTES) throw new SnapshotError(`gzip expands past ${MAX_EXPANDED_BYTES} bytes`);
+    for await (const chunk of gunzipChunks(fd, size, cap, CHUNK, (read) => progress?.(read, size))) {
       // After STOP the stream is still read to its end: a cut or damaged gzip trailer is an error too.
-      if (value === undefined) value = m.feed(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length), false);
-      progress?.(file.bytesRead, size);
+      if (value === undefined) value = m.feed(chunk, false);
       sinceGc = collect(sinceGc + chunk.length);
     }
   } catch (e) {
     if (e instanceof SnapshotError) throw e;
+    if (e instanceof ExpandError) throw new SnapshotError(e.message);
     throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
-  } finally {
-    file.destroy();
   }
   return value ?? m.feed(new Uint8Array(0), true);
 }
 
 /** Read a snapshot file (pickle protocol 2 to 5, optionally gzip) without holding it whole. */
 export async function readSnapshotFile(path: string, progress?: Progress): Promise<ParsedSnapshot> {
-  const size = sizeOf(path);
-  if (size > MAX_SNAPSHOT_BYTES) throw new SnapshotError(`${path} is ${size} bytes: larger than the ${MAX_SNAPSHOT_BYTES}-byte limit`);
-  const fd = openSync(path, "r");
+  const { fd, size } = openRegular(path, "snapshot");
   const trace = new TraceColumns();
   const m = pickleMachine({ maxObjects: 50_000_000, maxStack: 10_000_000 }, trace);
+  let open = true;
   try {
-    const head = new Uint8Array(8);
-    readSync(fd, head, 0, 8, 0);
+    if (size > MAX_SNAPSHOT_BYTES) throw new SnapshotError(`${path} is ${size} bytes: larger than the ${MAX_SNAPSHOT_BYTES}-byte limit`);
+    const head = readHead(fd, 8);
     if (new TextDecoder("latin1").decode(head) === RING_MAGIC) {
       throw new SnapshotError(`${path} is a gpumem-tui ring recording, not a snapshot: \`gpumem-tui replay ${path}\` plays it, and with \`--snapshot OUT\` writes one`);
     }
-    const value = kind(head) === "gzip" ? await feedGzip(path, m, size, progress) : feedPlain(fd, m, size, progress);
+    const gzip = kind(head) === "gzip";
+    open = !gzip; // the gzip stream closes the file itself
+    const value = gzip ? await feedGzip(fd, m, size, progress) : feedPlain(fd, m, size, progress);
     progress?.(size, size);
     return finish(value, trace);
   } catch (e) {
     if (e instanceof SnapshotError && !e.message.startsWith(path)) throw new SnapshotError(`${path}: ${e.message}`);
     throw e;
   } finally {
-    closeSync(fd);
+    if (open) closeSync(fd);
   }
 }

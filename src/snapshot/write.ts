@@ -1,10 +1,12 @@
 // Writing a snapshot from the monitor's own model to a file (0600, written whole then renamed:
 // a reader never sees half a file).
-import { chmodSync, mkdirSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { ProfilerModel } from "../profiler";
 import { snapshotFromModel } from "./from-model";
 import { pickle, type PickleData } from "./pickle-write";
+import { PrivateFileError, why, writePrivate } from "../system/private-file";
 
 export interface WrittenFile {
   path: string;
@@ -23,20 +25,19 @@ export function writeModelSnapshot(model: ProfilerModel, dir: string, pid: numbe
 export function writeSnapshotFile(model: ProfilerModel, path: string): WrittenFile {
   const s = snapshotFromModel(model);
   const bytes = pickle(s as unknown as PickleData);
-  const tmp = `${path}.${process.pid}.tmp`;
+  // The temporary name is unguessable and created exclusively, never through a link (a dump
+  // directory may be shared); a failed write leaves nothing (system/private-file).
+  const tmp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
   try {
-    writeFileSync(tmp, bytes, { mode: 0o600 });
-    chmodSync(tmp, 0o600);
-    renameSync(tmp, path);
+    writePrivate(tmp, bytes);
   } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // never written
-    }
-    const why = err.code === "ENOENT" ? "its directory does not exist" : err.code === "EACCES" ? "permission denied" : err.message;
-    throw new Error(`cannot write the snapshot to ${path}: ${why}`);
+    throw new Error(`cannot write the snapshot to ${path}: ${e instanceof PrivateFileError ? e.reason : why(e)}`);
+  }
+  try {
+    renameSync(tmp, path); // replaces a link at `path`, never follows it
+  } catch (e) {
+    unlinkSync(tmp);
+    throw new Error(`cannot write the snapshot to ${path}: ${why(e)}`);
   }
   return { path, size: bytes.length, trace_entries: s.gpumem.trace_entries, notes: s.gpumem.notes };
 }

@@ -1,8 +1,6 @@
 // Starting and ending the monitor: the alternate screen, a terminal that is always given back
 // (q, Ctrl-C, SIGTERM, an uncaught error), the demo, replay, and `run`.
-import { closeSync, openSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { closeSync } from "node:fs";
 import { render } from "ink";
 import type { Child } from "../collect/child";
 import { startReplay } from "../collect/live";
@@ -111,11 +109,20 @@ export async function runView(path: string, opts: MonitorOptions & { progress?: 
   return 0;
 }
 
-/** `run -- CMD`: the program's output goes to a log (the monitor has the terminal). */
+/** `run -- CMD`: the program's output goes to a log (the monitor has the terminal). The log is a
+ *  new file of an unguessable name in $TMPDIR, 0600, never one planted there or reached through a
+ *  link (system/private-file.ts): it holds what the program prints. */
 export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] }, start: (argv: string[], stdio: Parameters<typeof import("../collect/child").startChild>[1]) => Child): Promise<number> {
-  const log = join(tmpdir(), `gpumem-tui-run-${process.pid}.log`);
-  const fd = openSync(log, "w", 0o600);
-  const child = start(opts.rest, { stdin: "ignore", stdout: fd, stderr: fd });
+  const { createPrivateTemp, removeOpened } = await import("../system/private-file");
+  const { path: log, fd } = createPrivateTemp(`gpumem-tui-run-${process.pid}-`, ".log");
+  let child: Child;
+  try {
+    child = start(opts.rest, { stdin: "ignore", stdout: fd, stderr: fd });
+  } catch (e) {
+    removeOpened(log, fd); // the program never ran: an empty log would only mislead
+    closeSync(fd);
+    throw e;
+  }
   const collector = new SystemCollector();
   const ctl = new Controller(collector, opts.intervalMs);
   ctl.status = `pid ${child.pid}: ${opts.rest.join(" ")} (output: ${log})`;

@@ -1,0 +1,50 @@
+// Running the command line on a hostile file: its exit status, what it said, how long it took and
+// the most memory it held, so that a test can hold a parser to one line, bounded time and memory.
+import { expect } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const CLI = `${import.meta.dir}/../../src/cli.ts`;
+const tmp = mkdtempSync(join(tmpdir(), "gpumem-rss-"));
+let runs = 0;
+
+export interface Outcome {
+  code: number | null;
+  err: string;
+  out: string;
+  seconds: number;
+  maxRssMiB: number;
+}
+
+/** GNU time measures the child alone (wait4): a rusage of children in this process would carry the
+ *  largest child any test ever ran. */
+const TIME = "/usr/bin/time";
+const timed = existsSync(TIME);
+if (!timed) console.warn(`${TIME} is not here: hostile-file tests check time, not memory`);
+
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Outcome {
+  const rssFile = join(tmp, `rss-${++runs}`);
+  const t0 = performance.now();
+  const cmd = timed ? [TIME, "-f", "%M", "-o", rssFile, "bun", CLI, ...args] : ["bun", CLI, ...args];
+  const p = Bun.spawnSync(cmd, { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", timeout: timeoutMs });
+  const kib = timed && existsSync(rssFile) ? Number(readFileSync(rssFile, "utf8").trim().split("\n").pop()) : 0;
+  return {
+    code: p.exitCode,
+    err: p.stderr.toString(),
+    out: p.stdout.toString().slice(0, 2000),
+    seconds: (performance.now() - t0) / 1000,
+    maxRssMiB: kib / 1024,
+  };
+}
+
+/** Refused as a hostile file must be: non-zero, one line naming the file (and `says`), within
+ *  `seconds` and `mib` of memory. */
+export function expectRefused(o: Outcome, file: string, says: RegExp, bounds = { seconds: 5, mib: 300 }): void {
+  const lines = o.err.trimEnd().split("\n");
+  expect({ code: o.code, lines: lines.length, out: o.out }).toEqual({ code: 1, lines: 1, out: "" });
+  expect(lines[0]!).toContain(file);
+  expect(lines[0]!).toMatch(says);
+  expect(o.seconds).toBeLessThan(bounds.seconds);
+  expect(o.maxRssMiB).toBeLessThan(bounds.mib);
+}
