@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
-#   bash bench/gpu-session.sh PART OUT_DIR      PART: checks | tests | zoo (below)
+#   bash bench/gpu-session.sh PART OUT_DIR      PART: checks | costs | tests | zoo (below)
 # Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
 set -u
@@ -29,6 +29,9 @@ checks)  # what this session's changes touch: the costs by part, the files, the 
   TAIL=14 step parts 240 python3 bench/agent_parts.py "$r/parts" ${PARTS_ARGS:-}
   step files 90 env PYTHONPATH=agent python3 test/agent/gpu_files.py
   TAIL=30 step agent-tests 200 env GPUMEM_GPU_TESTS=1 bun test test/agent/gpu.test.ts test/headless/run-final-names.test.ts
+  ;;
+costs)  # the costs by part alone, on a quiet machine
+  TAIL=20 step parts 300 python3 bench/agent_parts.py "$r/parts" ${PARTS_ARGS:-}
   ;;
 tests)  # every test, the GPU ones included
   TAIL=40 step gpu-tests 540 env GPUMEM_GPU_TESTS=1 bun test
