@@ -214,6 +214,9 @@ void on_range_exit(const at::RecordFunction& fn, at::ObserverContext*) {
 }
 
 at::CallbackHandle g_range_callback = 0;
+size_t g_map_size = 0;  // the attached ring's mapping
+void* g_retired = nullptr;  // the previous detach's region, anonymous pages now
+size_t g_retired_size = 0;
 
 // USER_SCOPE only: torch keeps callbacks per scope, so ops (FUNCTION scope) and autograd nodes
 // (BACKWARD_FUNCTION) do not run it.
@@ -257,19 +260,26 @@ int gpumem_hook_attach(const char* ring_path, int tracker) {
   g_exact.store(tracker == GPUMEM_TRACKER_EXACT);
   g_empty.store(tracker == GPUMEM_TRACKER_EMPTY);
   h->mode = GPUMEM_MODE_HOOK;
+  g_map_size = size_t(st.st_size);
   g_header.store(h, std::memory_order_release);
-  std::call_once(g_tracker_once, [] {
-    cca::attachAllocatorTraceTracker(on_trace);
+  // The tracker is registered once per process (torch cannot remove one); the range callback is
+  // removed at detach and added again here, so a second attach in the same process works.
+  std::call_once(g_tracker_once, [] { cca::attachAllocatorTraceTracker(on_trace); });
+  if (!g_range_callback) {
+    {
+      std::lock_guard<std::mutex> lock(g_ranges_mutex);
+      g_range_stack.clear();  // ranges open at a detach never saw their exit
+    }
     g_range_callback = add_range_callback();
-  });
+  }
   push_sync(h, true);  // what was allocated before the hook ran: the reader's starting point
   return 0;
 }
 
-// Stop writing (the tracker stays registered with the allocator but finds no header). The mapping
-// stays until the process ends: another thread (autograd's) may be inside on_trace with the old
-// pointer right now, and unmapping under it would crash the exit. The file is already unlinked or
-// about to be, so the pages go with the process.
+// Stop writing (the tracker stays registered with the allocator but finds no header: a flag check
+// per event). The address range stays mapped: another thread (autograd's) may be inside on_trace
+// with the old pointer right now, and unmapping under it would crash the program; anonymous pages
+// replace the ring's, so its file's pages are freed once the agent unlinks it (`gpumem-tui detach`).
 void gpumem_hook_detach(void) {
   gpumem_header* h = g_header.exchange(nullptr);
   if (!h) return;
@@ -280,6 +290,14 @@ void gpumem_hook_detach(void) {
     at::removeCallback(g_range_callback);
     g_range_callback = 0;
   }
+  // The ring's pages go back to the system while a thread that loaded the old pointer a moment ago
+  // (a mark, a range, another device's event) can still store through it: anonymous pages take the
+  // mapping's place at once (MAP_FIXED replaces it whole; no gap to fault on). The region retired by
+  // the previous detach, a whole attach ago, is unmapped: one is left behind at most.
+  void* anon = mmap(h, g_map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (g_retired && g_retired != h) munmap(g_retired, g_retired_size);
+  g_retired = anon == MAP_FAILED ? nullptr : anon;
+  g_retired_size = g_map_size;
 }
 
 // The allocator's clock against unix time, measured over `ms` milliseconds: two readings of each.

@@ -7,7 +7,7 @@ after CUDA is initialized; GPUMEM_TUI_DISABLE=1 turns it off.
 """
 import os
 
-__all__ = ["attach", "current", "save_ring", "profile", "profile_every", "profile_stats", "print_profile", "report", "courtesy"]
+__all__ = ["attach", "attach_running", "current", "save_ring", "profile", "profile_every", "profile_stats", "print_profile", "report", "courtesy"]
 
 _agent = None
 _profiler = None
@@ -38,6 +38,19 @@ def attach(directory=None):
             sys.stderr.write("gpumem-agent: not attached: %s: %s\n" % (type(e).__name__, e))
         _agent = None
     return _agent
+
+
+def attach_running(token, monitor_pid=None, monitor_start=None):
+    """Attach to this program while it runs (`gpumem-tui attach PID`): called by the bootstrap the
+    monitor's injector runs, on a thread of its own, with the monitor's token file. The answer
+    goes to `<token>.error` where refused; the agent's manifest appears where it started
+    (docs/protocol.md, "Attaching to a running process"). `monitor_pid`: the monitor that owns
+    the attach; the agent detaches when it exits. Never raises."""
+    try:
+        from .attaching import attach_running as _attach_running
+    except Exception:  # a broken install: the program runs on without us
+        return None
+    return _attach_running(token, monitor_pid, monitor_start)
 
 
 def current():

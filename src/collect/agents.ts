@@ -154,6 +154,12 @@ export class AgentWatcher {
       }
       agent.header = header;
       agent.problem = null;
+      // Detached (`gpumem-tui detach`, or its monitor gone) while the program runs on: its ring is
+      // closed and its files gone; the process is again one without an agent.
+      if (header.closed && agent.manifest.attached && !existsSync(this.manifestPath(agent))) {
+        agent.ring.close();
+        this.agents.delete(agent.pid);
+      }
     } catch (e) {
       agent.problem = (e as Error).message;
     }
@@ -176,6 +182,12 @@ export class AgentWatcher {
       const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
       const manifest = parseManifest(readFileSync(path, "utf8"), path);
       if (manifest.pid !== agent.pid) throw new Error(`manifest ${path} now names pid ${manifest.pid}: the last one is kept`);
+      // Attached again after a detach (`gpumem-tui attach`): a new ring under the same name.
+      if ((manifest.attached?.unix_ns ?? null) !== (agent.manifest.attached?.unix_ns ?? null)) {
+        agent.ring?.close();
+        agent.ring = null;
+        agent.header = null;
+      }
       agent.manifest = manifest;
       agent.manifestStamp = stamp;
     } catch (e) {
@@ -191,7 +203,7 @@ export class AgentWatcher {
    *  private, no link): a name swapped for a link since the scan deletes nothing behind it. */
   private removeStale(dir: string, pid: number): void {
     if (privateReason(dir) !== null) return;
-    for (const suffix of [".json", ".ring", ".sock"]) {
+    for (const suffix of [".json", ".ring", ".sock", ".seed.json"]) {
       const path = join(dir, `${pid}${suffix}`);
       try {
         unlinkSync(path);

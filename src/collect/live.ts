@@ -1,8 +1,11 @@
 // Feeding the model: one ProfilerModel per agent process, fed from its ring at most once per
 // tick (bounded work per tick, so keys and drawing never wait on a busy process), or from a
 // recording for `replay` and `--demo`.
+import { basename, dirname } from "node:path";
 import { newEventBatch, type EventBatch } from "../ffi/events";
-import { createModel, replay, type ProfilerModel, type ReplayClock } from "../profiler";
+import { createModel, MAX_SEED_BYTES, parseSeed, replay, type ProfilerModel, type ReplayClock } from "../profiler";
+import { readSmallText } from "../snapshot/input-file";
+import type { Manifest } from "../system/manifest";
 import type { Document } from "../system/schema";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./names";
@@ -23,6 +26,22 @@ export interface ProcessModel {
   names?: NameRequests | null;
   /** What the agent runs without, and why ({feature: sentence}, the manifest's notes). */
   notes?: Record<string, string>;
+  /** When `gpumem-tui attach` started the agent (the manifest's `attached`), null otherwise: an
+   *  attach after a detach is a new agent, with a new ring, read into a new model. */
+  attachedNs?: number | null;
+}
+
+/** An attached agent's seed (manifest `seed`), read once before its ring: the file must lie beside
+ *  the ring, under the agent's name for it, and stay within MAX_SEED_BYTES. Null: no seed. */
+export function seedOf(m: Manifest, model: ProfilerModel): void {
+  if (!m.seed) return;
+  try {
+    if (dirname(m.seed.path) !== dirname(m.ring) || basename(m.seed.path) !== `${m.pid}.seed.json`)
+      throw new Error(`${m.seed.path} is not beside the agent's ring`);
+    model.setSeed(parseSeed(readSmallText(m.seed.path, "seed", MAX_SEED_BYTES), m.seed.path));
+  } catch (e) {
+    model.seedStatus = { state: "refused", reason: (e as Error).message, blocks: 0, bytes: 0, kept: 0 };
+  }
 }
 
 export class LiveModels {
@@ -44,9 +63,11 @@ export class LiveModels {
   update(agents: Agent[], doc: Document | null, nowUs: number, reread?: (a: Agent) => void): void {
     for (const a of agents) {
       let pm = this.byPid.get(a.pid);
-      if (!pm) {
-        pm = { pid: a.pid, model: this.newModel(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false, names: new NameRequests() };
+      const attachedNs = a.manifest.attached?.unix_ns ?? null;
+      if (!pm || (pm.attachedNs ?? null) !== attachedNs) {
+        pm = { pid: a.pid, model: this.newModel(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false, names: new NameRequests(), attachedNs };
         this.byPid.set(a.pid, pm);
+        seedOf(a.manifest, pm.model);
       }
       pm.model.setRanges(a.manifest.ranges);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);

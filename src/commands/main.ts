@@ -39,4 +39,6 @@ const COMMANDS: Record<Exclude<Options["command"], "help" | "version">, () => Pr
   run: () => import("./run"),
   view: () => import("./view"),
   replay: () => import("./replay"),
+  attach: () => import("./attach"),
+  detach: () => import("./detach"),
 };

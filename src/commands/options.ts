@@ -19,6 +19,10 @@ usage:
                                              that pytorch.org/memory_viz opens
   gpumem-tui view FILE [--json]              a PyTorch memory snapshot (.pickle, optionally gzip):
                                              the screens, or its summary
+  gpumem-tui attach PID [--wait] [--timeout S] [--no-monitor]
+                                             start the agent inside a running PyTorch program (a
+                                             torchrun launcher's pid: each rank), then the monitor
+  gpumem-tui detach PID                      stop that agent: its hooks and files go
 
 options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50, at most a day)
@@ -30,6 +34,9 @@ options:
   --snapshot OUT  replay: write the recording, played to its end, as a memory snapshot to OUT
   --port N        serve: the port (default 9464)
   --host H        serve: the address to listen on (default 0.0.0.0)
+  --wait          attach: wait until the program has imported torch and initialized CUDA
+  --timeout S     attach: seconds to wait for the program to reach a safe point (default 5)
+  --no-monitor    attach: attach, say so, and exit
   -h, --help      this help
   -v, --version   the version
 `;
@@ -40,7 +47,7 @@ export class UsageError extends Error {}
 const MAX_INTERVAL_MS = 86_400_000;
 
 export interface Options {
-  command: "monitor" | "schema" | "serve" | "replay" | "view" | "run" | "help" | "version";
+  command: "monitor" | "schema" | "serve" | "replay" | "view" | "run" | "attach" | "detach" | "help" | "version";
   json: boolean;
   once: boolean;
   intervalMs: number;
@@ -53,10 +60,12 @@ export interface Options {
   snapshot: string | undefined;
   dumpDir: string | undefined;
   rest: string[];
+  /** attach only. */
+  attach?: { wait: boolean; timeoutS: number; monitor: boolean };
 }
 
 /** The options that take a value, and how their value is named in messages. */
-const VALUE_NAMES: Record<string, string> = { interval: "MS", port: "N", speed: "N", output: "F", snapshot: "OUT", host: "H", "dump-dir": "DIR" };
+const VALUE_NAMES: Record<string, string> = { interval: "MS", port: "N", speed: "N", output: "F", snapshot: "OUT", host: "H", "dump-dir": "DIR", timeout: "S" };
 
 /** node:util's parse errors (ambiguous arguments, '-- "--bogus"') in this tool's words. */
 function parseError(e: Error & { code?: string }): string {
@@ -111,6 +120,9 @@ export function parseCli(argv: string[]): Options {
         snapshot: { type: "string" },
         "dump-dir": { type: "string" },
         host: { type: "string", default: "0.0.0.0" },
+        wait: { type: "boolean", default: false },
+        timeout: { type: "string" },
+        "no-monitor": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
         version: { type: "boolean", short: "v", default: false },
       },
@@ -142,6 +154,8 @@ export function parseCli(argv: string[]): Options {
   else if (first === "replay") command = "replay";
   else if (first === "run") command = "run";
   else if (first === "view") command = "view";
+  else if (first === "attach") command = "attach";
+  else if (first === "detach") command = "detach";
   else if (first !== undefined) throw new UsageError(`unknown command "${first}"`);
   if ((values.port !== undefined || argv.includes("--host")) && command !== "serve") throw new UsageError("--port and --host go with serve");
   let speed: number | undefined;
@@ -162,14 +176,31 @@ export function parseCli(argv: string[]): Options {
   if (values.snapshot !== undefined && command !== "replay") throw new UsageError("--snapshot goes with replay");
   if (values.snapshot !== undefined && (values.json || speed !== undefined)) throw new UsageError("--snapshot replays to the end as fast as it goes: no --json, no --speed");
   if (values.snapshot === "") throw new UsageError("--snapshot takes the path of the file to write");
-  if (command !== "replay" && command !== "view" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  const attach = attachOptions(command, rest, values);
+  if (command !== "replay" && command !== "view" && command !== "attach" && command !== "detach" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   if (values.demo && (command !== "monitor" || values.json)) throw new UsageError("--demo goes with the monitor");
   const dumpDir = values["dump-dir"];
   if (dumpDir !== undefined) {
     if (values.json || !["monitor", "run", "replay", "view"].includes(command)) throw new UsageError("--dump-dir goes with the screens (the monitor, run, replay, view)");
     checkDirectory(dumpDir);
   }
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, dumpDir, rest: command === "run" ? program : rest };
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, dumpDir, rest: command === "run" ? program : rest, attach };
+}
+
+/** attach and detach take one PID; --wait, --timeout and --no-monitor go with attach only. */
+function attachOptions(command: Options["command"], rest: string[], values: { wait?: boolean; timeout?: string; "no-monitor"?: boolean; json?: boolean }): Options["attach"] {
+  const isAttach = command === "attach";
+  if (!isAttach && (values.wait || values.timeout !== undefined || values["no-monitor"])) throw new UsageError("--wait, --timeout and --no-monitor go with attach");
+  if (!isAttach && command !== "detach") return undefined;
+  if (rest.length !== 1 || !/^\d+$/.test(rest[0]!) || Number(rest[0]) < 1) throw new UsageError(`${command} takes one PID (a process id)`);
+  if (values.json) throw new UsageError(`--json does not go with ${command}`);
+  if (!isAttach) return undefined;
+  let timeoutS = 5;
+  if (values.timeout !== undefined) {
+    timeoutS = Number(values.timeout);
+    if (!(timeoutS > 0) || !Number.isFinite(timeoutS) || timeoutS > 3600) throw new UsageError(`--timeout takes seconds, more than 0 and at most 3600 (got "${values.timeout}")`);
+  }
+  return { wait: values.wait ?? false, timeoutS, monitor: !values["no-monitor"] };
 }
 
 /** --dump-dir must name a directory this user can write into, checked before the screens open. */

@@ -13,6 +13,8 @@ export const RESYNCED_STEP = 0xffffffff;
 /** flags: the category came from the agent's names; the block was inserted by a resync (no alloc seen). */
 export const FROM_NAMES = 1;
 export const RESYNCED = 2;
+/** flags: the block was allocated before the agent attached; an attach's seed says so (seed.ts). */
+export const BEFORE_ATTACH = 3;
 
 /** `a` copied into one twice as long as often as needed to hold index `i` (arrays by range id). */
 export function grownToHold(a: Float64Array, i: number): Float64Array<ArrayBuffer> {
@@ -56,7 +58,7 @@ export class BlockTable {
   range: Uint32Array;
   phase: Uint8Array;
   category: Uint8Array;
-  /** FROM_NAMES, RESYNCED, or 0. */
+  /** FROM_NAMES, RESYNCED, BEFORE_ATTACH, or 0. */
   flags: Uint8Array;
   /** Tensor names from the agent, by slot (undefined where unknown). */
   names: (string | undefined)[] = [];
@@ -168,6 +170,17 @@ export class BlockTable {
   forget(slot: number): void {
     this.bySlot.delete(this.address[slot]!);
     this.discard(slot);
+  }
+
+  /** A live block's size corrected (a seed knows the allocator's block size), its sums with it. */
+  resize(slot: number, size: number): void {
+    const old = this.size[slot]!;
+    const d = size - old;
+    this.bytesByCat[this.category[slot]!]! += d;
+    this.bytesByRange[this.range[slot]!]! += d;
+    this.large += (size > LARGE ? 1 : 0) - (old > LARGE ? 1 : 0);
+    this.size[slot] = size;
+    this.changes++;
   }
 
   /** Move a live block to another category, its sums with it. */

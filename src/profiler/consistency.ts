@@ -128,6 +128,19 @@ export class Consistency {
     return this.last;
   }
 
+  /** An attach's seed made the blocks what torch holds (seed.ts): nothing is from before the
+   *  attach any more. The count offset stays (a seed counts no event). Where the seed's blocks did
+   *  not carry requested sizes, the next sync takes torch's requested bytes as its starting point. */
+  seeded(requestedKnown: boolean): void {
+    if (!requestedKnown) {
+      this.restart();
+      return;
+    }
+    this.before = { allocated: 0, requested: 0 };
+    this.slack = 0;
+    this.lostBeforeFirst = false;
+  }
+
   /** A snapshot replaced the blocks: the next sync is a new starting point. */
   restart(): void {
     this.before = null;

@@ -13,6 +13,7 @@ import { Lifetimes } from "./lifetimes";
 import { nameBlocks, type Named, type NamedTensor } from "./names";
 import { OomLog, type OomIncident } from "./oom";
 import { resyncFromSegments, type SnapshotSegment } from "./resync";
+import { seedBlocks, type SeedSegment, type Seeded } from "./seed";
 import { SegmentTable } from "./segment-table";
 import { StepAccounting } from "./step-accounting";
 import type { StepRecord } from "./steps";
@@ -425,6 +426,28 @@ export class DeviceState {
     this._replacedBlocks = 0;
     this.consistency.restart();
     return { kept: r.kept, added: r.added, dropped: r.dropped };
+  }
+
+  /**
+   * An attach's seed (seed.ts), applied right after this device's `events`-th counted record: the
+   * allocator's state there. Blocks from before the attach join the detail, so it is whole: nothing
+   * is left "from before the attach", and frees of such blocks seen until here are explained.
+   */
+  seed(segments: readonly SeedSegment[], t: number): Seeded {
+    const r = seedBlocks(this.blocks, this.segments, segments, t, (slot) => this.accounting.drop(slot, this._step));
+    this._allocated = this.blocks.liveBytes();
+    this._reserved = r.reserved;
+    this._active = r.active;
+    if (r.requested !== null) this._requested = r.requested;
+    if (this._allocated > this._peakAllocated) this._peakAllocated = this._allocated;
+    if (this._reserved > this._peakReserved) this._peakReserved = this._reserved;
+    if (this._active > this._peakActive) this._peakActive = this._active;
+    this._unknownFrees = 0;
+    this._unknownFreeBytes = 0;
+    this._replacedBlocks = 0;
+    this.consistency.seeded(r.requested !== null);
+    this.timeline.observe(t, this._allocated, this._reserved);
+    return r;
   }
 
   /** Exact totals from the ring header replace the event-derived ones (after lost records). */

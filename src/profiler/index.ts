@@ -7,6 +7,7 @@
 //   m.setNvml(pid, device, usedBytes, nowUs);
 //   m.setNames(reply.tensors);               // the agent's `names` verb: names and categories
 //   resyncFromSnapshot(m, snapshot.segments, nowUs);
+//   m.setSeed(parseSeed(text));              // an attach's seed: blocks from before the attach
 //
 //   summary(m)                     totals per device, peaks, counts, NVML used, non-PyTorch bytes
 //   timeline(m, {resolution_us})   min/max/last of allocated, reserved, NVML used per bucket
@@ -38,3 +39,4 @@ export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
 export { processProfile, type ProcessProfile } from "./profile";
 export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-blocks";
+export { parseSeed, MAX_SEED_BYTES, type Seed, type SeedStatus } from "./seed";

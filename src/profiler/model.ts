@@ -9,6 +9,7 @@ import { byDevice, type Named, type NamedTensor } from "./names";
 
 export type { NamedTensor } from "./names";
 import { largestFreeBlock } from "./segments";
+import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
 
 export interface SetHeaderOptions {
@@ -49,6 +50,11 @@ export class ProfilerModel {
   invalidRecords = 0;
   /** Sync records of devices that held nothing at the attach, by device: their counts' start. */
   private readonly emptyAtAttach = new Map<number, { t: number; events: number }>();
+  /** An attach's seed per device, until the device's records reach its point (seed.ts). */
+  private seeds: Map<number, SeedDevice> | null = null;
+  private seedTime_us = 0;
+  /** What became of an attach's seed (null: the process was not attached, or has none). */
+  seedStatus: SeedStatus | null = null;
 
   /** Feed events [start, end) of a batch (default: all of it). `lost`: records the reader lost before them. */
   ingest(batch: EventBatch, lost = 0, start = 0, end = batch.count): void {
@@ -165,6 +171,8 @@ export class ProfilerModel {
           ds.touch(t);
           this.invalidRecords++;
       }
+      // An attach's seed goes in right after its device's counted record of its point.
+      if (this.seeds !== null && (a === ACTION.alloc || a === ACTION.free_requested || a === ACTION.free)) this.seedDue(ds, t);
     }
     this.eventsIngested += end - start;
     if (this.tail) this.tail.push(batch, start, end);
@@ -242,8 +250,49 @@ export class ProfilerModel {
     return dev >= 0 && dev < MAX_DEVICES ? this.byIndex[dev] : undefined;
   }
 
+  /**
+   * An attach's seed (seed.ts): each device's part is applied once that device's alloc and
+   * free_requested records reach its `events`, at once where they already have. Refused, with
+   * the reason in seedStatus, where records were lost or the reader already passed the point:
+   * detail then stays partial for its named cause, as without a seed.
+   */
+  setSeed(seed: Seed): void {
+    this.seedTime_us = seed.unix_ns / 1000;
+    this.seedStatus = { state: "pending", reason: null, blocks: 0, bytes: 0, kept: 0 };
+    if (this.lostRecords > 0) return this.refuseSeed("records were lost before its point");
+    this.seeds = new Map(seed.devices.map((d) => [d.device, d]));
+    for (const part of seed.devices) {
+      const d = this.byIndex[part.device] ?? (part.events === 0 ? this.deviceFor(part.device, this.seedTime_us) : undefined);
+      if (d) this.seedDue(d, Number.isFinite(d.lastTime_us) ? d.lastTime_us : this.seedTime_us);
+    }
+  }
+
+  private seedDue(d: DeviceState, t: number): void {
+    const part = this.seeds?.get(d.device);
+    if (part === undefined) return;
+    const events = d.nAlloc + d.nFree;
+    if (events < part.events) return;
+    if (events > part.events) return this.refuseSeed(`the reader had passed its point on device ${d.device}`);
+    const r = d.seed(part.segments, t);
+    const st = this.seedStatus!;
+    st.blocks += r.added;
+    st.bytes += r.addedBytes;
+    st.kept += r.kept;
+    this.seeds!.delete(d.device);
+    if (this.seeds!.size === 0) {
+      this.seeds = null;
+      if (st.state === "pending") st.state = "applied";
+    }
+  }
+
+  private refuseSeed(reason: string): void {
+    this.seeds = null;
+    if (this.seedStatus) Object.assign(this.seedStatus, { state: "refused", reason });
+  }
+
   /** Records lost by the reader (the ring lapped): block detail becomes partial. */
   noteLost(n: number): void {
+    if (this.seeds !== null) this.refuseSeed("records were lost before its point");
     this.tail?.noteLost();
     this.lostRecords += n;
     this.lostSinceAnchor += n;

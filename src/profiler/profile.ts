@@ -7,6 +7,7 @@ import { breakdown, steps } from "./breakdown";
 import { findings, type Finding } from "./findings";
 import type { ProfilerModel } from "./model";
 import { blocks, categories, deviceSummary, pickDevice } from "./queries";
+import type { SeedStatus } from "./seed";
 
 export interface ProcessProfile {
   device: number;
@@ -17,6 +18,8 @@ export interface ProcessProfile {
     lost_records: number;
     sync_checks: number;
     sync_disagreed: number;
+    /** An attach's seed: what the allocator held before the attach, applied or refused (null: none). */
+    seed: SeedStatus | null;
   };
   step: number;
   phase: string;
@@ -57,7 +60,7 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
   const cats = categories(m, { device: dev }).categories.filter((c) => c.bytes !== 0 || c.blocks !== 0);
   return {
     device: dev,
-    detail: { partial: s.partial, causes: s.partial_causes, lost_records: s.lost_records, sync_checks: s.sync.checks, sync_disagreed: s.sync.disagreed },
+    detail: { partial: s.partial, causes: s.partial_causes, lost_records: s.lost_records, sync_checks: s.sync.checks, sync_disagreed: s.sync.disagreed, seed: m.seedStatus && { ...m.seedStatus } },
     step: s.step,
     phase: s.phase,
     range: s.range_name,

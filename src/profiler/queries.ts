@@ -5,7 +5,7 @@
 import { PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_BUFFER, CAT_GRADIENT, CAT_OPTIMIZER_STATE, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import type { SyncPoint } from "./consistency";
-import { FROM_NAMES, RESYNCED, RESYNCED_STEP } from "./blocks";
+import { BEFORE_ATTACH, FROM_NAMES, RESYNCED, RESYNCED_STEP } from "./blocks";
 import { DeviceState } from "./device";
 import { formatBytes } from "../words";
 import type { ProfilerModel } from "./model";
@@ -315,8 +315,9 @@ export interface BlockLine {
   /** What a view shows for the block: its name, else what is known of it, never a bare address. */
   label: string;
   category: string;
-  /** Where the category comes from: the agent's names, the block's lifetime, or a resync. */
-  category_source: "names" | "lifetime" | "resync";
+  /** Where the category comes from: the agent's names, the block's lifetime, a resync, or an
+   *  attach's seed (allocated before the attach, not yet named). */
+  category_source: "names" | "lifetime" | "resync" | "before_attach";
 }
 
 /** An unnamed block in words: its category and where it was allocated (phase, range, step). */
@@ -383,9 +384,9 @@ export function blocks(
       name_source: name === null ? null : tensor?.carried ? "earlier step" : "agent",
       shape: tensor?.shape ?? null,
       dtype: tensor?.dtype ?? null,
-      label: name ?? blockLabel(category, phase, rangeName, step),
+      label: name ?? (b.flags[s] === BEFORE_ATTACH ? `(${category}, allocated before the attach)` : blockLabel(category, phase, rangeName, step)),
       category,
-      category_source: b.flags[s] === RESYNCED ? "resync" : b.flags[s] === FROM_NAMES ? "names" : "lifetime",
+      category_source: b.flags[s] === RESYNCED ? "resync" : b.flags[s] === FROM_NAMES ? "names" : b.flags[s] === BEFORE_ATTACH ? "before_attach" : "lifetime",
     });
   }
   return {

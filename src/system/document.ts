@@ -102,6 +102,7 @@ export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: numbe
     rank: agent.manifest.rank,
     job: agent.manifest.job ?? null,
     torch_version: agent.manifest.torch_version,
+    attached_unix_ns: agent.manifest.attached?.unix_ns ?? null,
     notes: agent.manifest.notes ?? {},
     // The sampling session (src/collect/session.ts) fills it from the process's model.
     profile: null,

@@ -49,6 +49,10 @@ export const ManifestSchema = z.looseObject({
     .default(null),
   nvml_used_bytes: z.number().nullable().default(null),
   started_unix_ns: z.number().nullable().default(null),
+  /** An agent `gpumem-tui attach` started in a running program: when (steps count from there). */
+  attached: z.object({ unix_ns: z.number(), step: z.number().int().default(0) }).nullable().optional(),
+  /** Its seed (docs/protocol.md, "The seed"): a JSON file in the agent's directory, read before the ring. */
+  seed: z.object({ path: z.string(), bytes: z.number().int().nonnegative(), write_index: z.number().int().nonnegative().nullable().default(null) }).nullable().optional(),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 

@@ -61,6 +61,17 @@ export const ProfileSchema = z
       lost_records: z.number().int(),
       sync_checks: z.number().int().describe("points of the stream (step boundaries) where the blocks were compared with torch's own memory_allocated()"),
       sync_disagreed: z.number().int(),
+      seed: z
+        .object({
+          state: z.enum(["pending", "applied", "refused"]),
+          reason: z.string().nullable().describe("why it was refused, in words"),
+          blocks: z.number().int().describe("blocks from before the attach it added"),
+          bytes: z.number().int(),
+          kept: z.number().int().describe("blocks the records had made that it kept"),
+        })
+        .nullable()
+        .default(null)
+        .describe("for a process `gpumem-tui attach` started the agent in: what the allocator held at the attach, tied to a point of the stream (applied: block detail whole from the attach on); null otherwise"),
     }),
     step: z.number().int(),
     phase: z.string(),
@@ -118,6 +129,12 @@ export const PytorchSchema = z.object({
   rank: z.number().int().nullable(),
   job: z.string().nullable().default(null).describe("the job this process is a rank of, as its agent names it (the same on every node: torchrun's run id or rendezvous address, Slurm's job)"),
   torch_version: z.string().nullable(),
+  attached_unix_ns: z
+    .number()
+    .int()
+    .nullable()
+    .optional()
+    .describe("when `gpumem-tui attach` started the agent in this already running process; null where it started with the program. Steps count from the attach: step 0 runs until the first optimizer step after it"),
   notes: z
     .record(z.string(), z.string())
     .default({})

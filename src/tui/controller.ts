@@ -150,6 +150,23 @@ export class Controller {
     }
   }
 
+  /** `a`: start the agent in a running PyTorch process (`gpumem-tui attach`); its outcome, refusals
+   *  with their remedy included, lands in the status line, and the process is then read like any. */
+  async attach(pid: number, label: string): Promise<void> {
+    if (this.busy) return this.say("a command is still running");
+    this.busy = true;
+    this.say(`attaching to ${label}…`);
+    try {
+      const { attachProcess } = await import("../attach/attach");
+      const r = await attachProcess(pid, { timeoutS: 10, wait: false, say: (line) => this.say(line) });
+      this.say(r.line);
+    } catch (e) {
+      this.say(`attach ${pid} failed: ${(e as Error).message}`);
+    } finally {
+      this.busy = false;
+    }
+  }
+
   /**
    * `d`: the agent's own snapshot (torch.cuda.memory._dump_snapshot), written where the monitor
    * writes, where there is a live agent; the monitor writes one from its own events where there is

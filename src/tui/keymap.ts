@@ -87,6 +87,10 @@ function answer(ui: UiState, key: Key, ctx: KeyContext): void {
     if (ch === "y" || ch === "Y") return void ctx.ctl.run(ctx.pm(ui), "empty_cache");
     return ctx.ctl.say("empty_cache cancelled");
   }
+  if (p.kind === "attach") {
+    if (ch === "y" || ch === "Y") return void ctx.ctl.attach(p.pid, p.label);
+    return ctx.ctl.say(`pid ${p.pid} left without the agent`);
+  }
   if (p.kind === "kill_signal") {
     const signal = ch === "t" || ch === "1" ? "SIGTERM" : ch === "9" || ch === "K" ? "SIGKILL" : null;
     if (!signal) return ctx.ctl.say(`pid ${p.pid} left running`);
@@ -178,6 +182,16 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
     }
     case "D":
       return ctx.onDemo?.();
+    case "a": {
+      // The selected process on the Overview, where no agent runs in it: start one (asks first).
+      const p = screen === OVERVIEW ? ctx.procs(ui)[ui.selected[OVERVIEW]!] : undefined;
+      if (!p) return ctl.say("a: select a process on the Overview first (↑ ↓)");
+      if (p.agent_pid !== null) return ctl.say(`a: pid ${p.pid} already has the agent`);
+      if (!ctl.doc?.processes.some((q) => q.pid === p.pid)) return ctl.say(`a: pid ${p.pid} is a recording: there is no process to attach to`);
+      const label = `${p.pid} ${p.name ?? p.command ?? ""}`.trim();
+      ui.prompt = { kind: "attach", pid: p.pid, label };
+      return ctl.say(`attach the agent to ${label} (a PyTorch process started without it)? y / n`);
+    }
   }
   // d, r, e: the selected row's process on the Overview, the shown process elsewhere.
   const row = ctx.procs(ui)[ui.selected[OVERVIEW]!];

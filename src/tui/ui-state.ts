@@ -7,6 +7,7 @@ import type { TensorSort } from "./screens/tensors";
 /** A question on the status line that the next key answers. */
 export type Prompt =
   | { kind: "empty_cache"; pid: number }
+  | { kind: "attach"; pid: number; label: string }
   | { kind: "kill_signal"; pid: number; label: string; command: string | null }
   | { kind: "kill_confirm"; pid: number; label: string; command: string | null; signal: "SIGTERM" | "SIGKILL" };
 

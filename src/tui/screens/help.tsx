@@ -14,6 +14,7 @@ export const KEYS: [string, string][] = [
   ["d", "snapshot of the selected process for pytorch.org/memory_viz (into the current directory, or --dump-dir)"],
   ["e", "empty the selected process's cache (asks first)"],
   ["r", "reset the selected process's peaks"],
+  ["a", "attach the agent to the selected PyTorch process started without it (asks first; gpumem-tui attach)"],
   ["k", "stop the selected process: t SIGTERM or 9 SIGKILL, then y (your own processes only)"],
   ["D", "the demo: a training run recorded on a GPU, replayed at its pace"],
   ["?", "this help"],

@@ -18,13 +18,32 @@ export function shareNote(b: StepBreakdown): string {
   return `SHARE OF PEAK: of the step's peak; the other ${Math.round((rest / peak) * 100)}% (${formatBytes(rest)}) was held from earlier steps (parameters, optimizer state…)`;
 }
 
+/** For an agent `gpumem-tui attach` started: when, where steps count from, and what the seed
+ *  brought in from before the attach. Null for a process started with the agent. */
+export function attachedLine(pm: ProcessModel): string | null {
+  if (pm.attachedNs === undefined || pm.attachedNs === null) return null;
+  const at = new Date(pm.attachedNs / 1e6).toTimeString().slice(0, 8);
+  const s = pm.model.seedStatus;
+  const seed =
+    s === null
+      ? "no seed: memory from before the attach is unknown"
+      : s.state === "applied"
+        ? `before the attach: ${formatBytes(s.bytes)} in ${s.blocks} blocks`
+        : s.state === "pending"
+          ? "before the attach: being read"
+          : `no seed (${s.reason}): memory from before the attach is unknown`;
+  return `attached at ${at}, step 0 = until the first optimizer step after it; ${seed}`;
+}
+
 export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
   const m = pm.model;
   // What the agent runs without, and why ("names: off: RuntimeError: …"): one line each.
   const notes = Object.entries(pm.notes ?? {}).map(([feature, sentence]) => `${feature}: ${sentence}`);
-  const noteLines = notes.map((n) => (
-    <Text key={n} color={color("yellow")} wrap="truncate-end">{n}</Text>
+  const attached = attachedLine(pm);
+  if (attached) notes.unshift(attached);
+  const noteLines = notes.map((n, i) => (
+    <Text key={n} color={color(attached && i === 0 ? "cyan" : "yellow")} wrap="truncate-end">{n}</Text>
   ));
   if (m.devices.length === 0) {
     return (

@@ -1,0 +1,130 @@
+// `gpumem-tui attach PID`, without the command line: preflight, token, the helper, and the wait for
+// the bootstrap to claim the attach at a safe point (docs/protocol.md, "Attaching to a running
+// process"). A target that reaches no safe point in time is left as it was: the token is withdrawn,
+// so the bootstrap still queued in it does nothing when it finally runs.
+import { readFileSync } from "node:fs";
+import { pidAlive } from "../collect/procfs";
+import { pageText, payload } from "./bootstrap";
+import { HELPER_EXIT, runHelper } from "./helper";
+import { alreadyAttached, checkProcess, checkTorch, checkYama, noSuchProcess, notPython, ptraceContext, type Check } from "./preflight";
+import { createToken, findManifest, takeAgentError, tokenClaimed, tokenDir, withdrawToken } from "./token";
+
+export interface AttachOptions {
+  /** Seconds to wait for a safe point (and, with wait, for torch and CUDA). */
+  timeoutS: number;
+  /** Wait for torch to be imported and CUDA initialized instead of refusing. */
+  wait: boolean;
+  /** Seconds to wait for the agent's manifest once the bootstrap ran (the hook may compile). */
+  agentWaitS?: number;
+  env?: NodeJS.ProcessEnv;
+  /** Said while waiting (for torch, for the agent). */
+  say?: (line: string) => void;
+  /** Test-only: the thread that makes the calls (cuda/inject.c --call-tid). */
+  callTid?: number;
+}
+
+export type AttachResult =
+  | { ok: true; pid: number; line: string; python: string; stoppedUs: number; manifest: string | null }
+  | { ok: false; pid: number; line: string };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function refuse(pid: number, reason: string): AttachResult {
+  return { ok: false, pid, line: `attach ${pid} refused: ${reason}` };
+}
+
+/** What the helper's exit status means, in the preflight's words. */
+function helperRefusal(pid: number, code: number, error: string): string {
+  if (code === HELPER_EXIT.noProcess) return noSuchProcess(pid, false);
+  if (code === HELPER_EXIT.notPython) return notPython(pid, error.replace(/^process \d+ is not a CPython process \((.*)\)$/, "$1"));
+  if (code === HELPER_EXIT.ptrace) return ptraceContext(pid, error);
+  if (code === HELPER_EXIT.exited) return `process ${pid} exited during the attach`;
+  return error || `the helper failed (status ${code})`;
+}
+
+function stepOf(manifest: string): number | null {
+  try {
+    const m = JSON.parse(readFileSync(manifest, "utf8")) as Record<string, unknown>;
+    const attached = m.attached as { step?: unknown } | null | undefined;
+    const s = attached?.step;
+    return typeof s === "number" ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function attachProcess(pid: number, opts: AttachOptions): Promise<AttachResult> {
+  const env = opts.env ?? process.env;
+  const say = opts.say ?? (() => {});
+  const first = checkProcess(pid);
+  if (!first.ok) return refuse(pid, first.reason);
+  const existing = findManifest(pid, env);
+  if (existing) return refuse(pid, alreadyAttached(pid, existing));
+  const yama = checkYama(pid);
+  if (!yama.ok) return refuse(pid, yama.reason);
+  const probe = runHelper(["probe", String(pid)]);
+  if (probe.code !== 0) return refuse(pid, helperRefusal(pid, probe.code, probe.error));
+  const python = probe.fields.python ?? "?";
+  let torch: Check = checkTorch(pid, env);
+  if (!torch.ok && torch.waitable && opts.wait) {
+    say(`waiting for process ${pid}: ${torch.reason.split(":")[0]}`);
+    while (!torch.ok && torch.waitable) {
+      await sleep(1000);
+      if (!pidAlive(pid)) return refuse(pid, `process ${pid} exited while attach waited for it`);
+      torch = checkTorch(pid, env);
+    }
+  }
+  if (!torch.ok) return refuse(pid, torch.reason);
+
+  const dir = tokenDir(env);
+  if ("error" in dir) return refuse(pid, dir.error);
+  const token = createToken(dir.dir, pid, Date.now() + opts.timeoutS * 1000);
+  const target = payload(env);
+  const text = pageText({ token: token.path, secret: token.secret, path: target.path, module: target.module });
+  const args = ["inject", String(pid), "/dev/stdin", "--timeout-ms", String(Math.min(2000, Math.max(100, opts.timeoutS * 1000)))];
+  if (opts.callTid) args.push("--call-tid", String(opts.callTid));
+  const inj = runHelper(args, text);
+  if (inj.code !== 0) {
+    withdrawToken(token);
+    return refuse(pid, helperRefusal(pid, inj.code, inj.error));
+  }
+  const stoppedUs = Number(inj.fields.stopped_us ?? NaN);
+  const stopped = `its threads were stopped ${(stoppedUs / 1000).toFixed(1)} ms`;
+
+  // The bootstrap runs at the main thread's next safe point: it claims the token by removing it.
+  while (!tokenClaimed(token)) {
+    const dead = !pidAlive(pid);
+    if (dead || Date.now() >= token.deadlineMs) {
+      if (withdrawToken(token)) {
+        if (dead) return { ok: false, pid, line: `attach ${pid}: the process exited before it reached a safe point` };
+        return {
+          ok: false,
+          pid,
+          line: `attach ${pid}: no safe point within ${opts.timeoutS} s (its main thread is in a long call that holds the interpreter, or blocked outside Python); it was left as it was (${stopped}); try again later`,
+        };
+      }
+      break; // claimed at the last moment
+    }
+    await sleep(5);
+  }
+
+  // Claimed: the agent starts on its own thread; its manifest says it is there.
+  const until = Date.now() + (opts.agentWaitS ?? 30) * 1000;
+  let said = false;
+  for (;;) {
+    const error = takeAgentError(token);
+    if (error) return { ok: false, pid, line: `attach ${pid}: the agent did not start: ${error}` };
+    const manifest = findManifest(pid, env);
+    if (manifest) {
+      const step = stepOf(manifest);
+      return { ok: true, pid, python, stoppedUs, manifest, line: `attached to process ${pid} (Python ${python})${step !== null ? ` at step ${step}` : ""}; ${stopped}` };
+    }
+    if (!pidAlive(pid)) return { ok: false, pid, line: `attach ${pid}: the process exited while its agent started` };
+    if (Date.now() >= until) return { ok: true, pid, python, stoppedUs, manifest: null, line: `attach ${pid}: the bootstrap ran (${stopped}), but no agent appeared within ${opts.agentWaitS ?? 30} s` };
+    if (!said && Date.now() > until - (opts.agentWaitS ?? 30) * 1000 + 2000) {
+      say(`process ${pid}: the agent is starting (building its hook may take a while the first time)`);
+      said = true;
+    }
+    await sleep(20);
+  }
+}

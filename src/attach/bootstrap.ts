@@ -1,0 +1,49 @@
+// The text the helper queues in the target: agent/gpumem_agent/_inject/bootstrap.py, run through
+// exec() in a dict of its own (no name lands in the program's __main__) inside a try that swallows
+// everything (a pending call that fails becomes a SystemError in the program), ended by one call.
+import { readFileSync } from "node:fs";
+import { ROOT } from "../root";
+
+export const BOOTSTRAP_PY = `${ROOT}/agent/gpumem_agent/_inject/bootstrap.py`;
+export const AGENT_PATH = `${ROOT}/agent`;
+
+/** Test-only: `DIR/MODULE.py` to import instead of gpumem_agent (its attach_running is called). */
+export const PAYLOAD_ENV = "GPUMEM_TUI_ATTACH_PAYLOAD";
+
+export interface BootArgs {
+  token: string;
+  secret: string;
+  /** Added to sys.path by the agent's thread, and the module whose attach_running it calls. */
+  path: string;
+  module: string;
+}
+
+/** The page's address is known only inside the helper, after its mmap: it fills this in, same
+ *  length (cuda/inject.c, PAGE_PLACEHOLDER). */
+export const PAGE_PLACEHOLDER = "__GPUMEM_PAGE_ADDR";
+
+/** The page the helper maps for `bytes` of text and its NUL: whole pages (cuda/inject.c). */
+export function pageLength(bytes: number): number {
+  return Math.ceil((bytes + 1) / 4096) * 4096;
+}
+
+export function payload(env: NodeJS.ProcessEnv = process.env): { path: string; module: string } {
+  const p = env[PAYLOAD_ENV];
+  if (!p) return { path: AGENT_PATH, module: "gpumem_agent" };
+  const slash = p.lastIndexOf("/");
+  return { path: p.slice(0, slash), module: p.slice(slash + 1).replace(/\.py$/, "") };
+}
+
+/** JSON strings are Python string literals (escapes \\" \\\\ \\n \\uXXXX all mean the same). */
+const py = (v: string | number) => JSON.stringify(v);
+
+export function pageText(a: BootArgs): string {
+  const text = (len: number) => {
+    const source = `${readFileSync(BOOTSTRAP_PY, "utf8")}\nboot(${py(a.token)}, ${py(a.secret)}, ${PAGE_PLACEHOLDER}, ${len}, ${py(a.path)}, ${py(a.module)})\n`;
+    return `try:\n exec(compile(${py(source)}, "<gpumem-bootstrap>", "exec"), {"__name__": "__gpumem_bootstrap__"})\nexcept BaseException:\n pass\n`;
+  };
+  // The length is written into the text: a second pass where its digits moved it past a page.
+  let len = pageLength(Buffer.byteLength(text(4096)));
+  while (pageLength(Buffer.byteLength(text(len))) !== len) len = pageLength(Buffer.byteLength(text(len)));
+  return text(len);
+}

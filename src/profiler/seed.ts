@@ -1,0 +1,142 @@
+// The seed of an attach (docs/protocol.md, "The seed"): what the caching allocator held when the
+// agent was attached to a running program, so that block detail is whole from the attach on. The
+// agent takes torch.cuda.memory_snapshot() bracketed by the stream and ties it, per device, to a
+// count of that device's alloc and free_requested records: the seed holds the allocator's state
+// right after the `events`-th of them. The model applies it exactly there (model.ts): the blocks
+// its records made keep their phase, step and category, the blocks from before the attach come in
+// with their size, address and segment, and nothing is counted twice or lost.
+
+import { BEFORE_ATTACH, type BlockTable, RESYNCED_STEP } from "./blocks";
+import { CAT_OTHER } from "./categories";
+import type { SegmentTable } from "./segment-table";
+
+/** A seed file larger than this is refused (a million blocks is far beyond a real program's). */
+export const MAX_SEED_BYTES = 128 * 1024 ** 2;
+
+export interface SeedBlock {
+  address: number;
+  size: number;
+  /** What the program asked for (torch's requested_bytes counts these); absent in older snapshots. */
+  requested_size?: number;
+  /** "active_allocated" or "active_pending_free" (freed, its stream uses not done). */
+  state: string;
+}
+
+export interface SeedSegment {
+  address: number;
+  total_size: number;
+  stream?: number;
+  is_expandable?: boolean;
+  blocks: SeedBlock[];
+}
+
+export interface SeedDevice {
+  device: number;
+  /** The device's alloc and free_requested records before the seed's point (from the attach). */
+  events: number;
+  segments: SeedSegment[];
+}
+
+export interface Seed {
+  version: number;
+  unix_ns: number;
+  /** The ring position (every lane) read before the snapshot: for information. */
+  write_index?: number;
+  devices: SeedDevice[];
+}
+
+/** What became of the seed, for the views. */
+export interface SeedStatus {
+  state: "pending" | "applied" | "refused";
+  /** Why it was refused, in words (null otherwise). */
+  reason: string | null;
+  /** Blocks from before the attach that the seed added, and their bytes (applied devices). */
+  blocks: number;
+  bytes: number;
+  /** Blocks the records had made that the seed kept. */
+  kept: number;
+}
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+/** A seed file's text, checked: a clear one-line error for anything else. */
+export function parseSeed(text: string, what = "the seed"): Seed {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${what} is not JSON: ${(e as Error).message}`);
+  }
+  const s = raw as Partial<Seed> | null;
+  if (!s || typeof s !== "object" || s.version !== 1) throw new Error(`${what} is not a version 1 seed`);
+  if (!Array.isArray(s.devices)) throw new Error(`${what} has no "devices" list`);
+  s.devices.forEach((d, i) => {
+    const at = `${what}: devices[${i}]`;
+    if (!d || !isCount(d.device) || d.device >= 16) throw new Error(`${at}: "device" must be 0..15`);
+    if (!isCount(d.events)) throw new Error(`${at}: "events" must be a non-negative integer`);
+    if (!Array.isArray(d.segments)) throw new Error(`${at}: "segments" must be a list`);
+    d.segments.forEach((g, j) => {
+      if (!g || !isCount(g.address) || !isCount(g.total_size) || !Array.isArray(g.blocks))
+        throw new Error(`${at}.segments[${j}]: a segment needs numeric address and total_size and a blocks list`);
+      g.blocks.forEach((b, k) => {
+        if (!b || !isCount(b.address) || !isCount(b.size) || typeof b.state !== "string" || (b.requested_size !== undefined && !isCount(b.requested_size)))
+          throw new Error(`${at}.segments[${j}].blocks[${k}]: a block needs numeric address and size and a state`);
+      });
+    });
+  });
+  return { version: 1, unix_ns: typeof s.unix_ns === "number" ? s.unix_ns : 0, write_index: s.write_index, devices: s.devices };
+}
+
+export interface Seeded {
+  kept: number;
+  added: number;
+  addedBytes: number;
+  /** Blocks the records held that the seed says are not allocated (records lost: never when exact). */
+  dropped: number;
+  /** Kept blocks whose size the seed corrected (a large block holds more than its request). */
+  resized: number;
+  reserved: number;
+  active: number;
+  /** torch's requested bytes per the seed, or null where its blocks do not say. */
+  requested: number | null;
+}
+
+/** Make `blocks` and `segments` the seed's state. `leaving(slot)` runs for a block that goes. */
+export function seedBlocks(blocks: BlockTable, segments: SegmentTable, seed: readonly SeedSegment[], t: number, leaving: (slot: number) => void): Seeded {
+  const reserved = segments.replace(seed.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0 })));
+  const want = new Map<number, { size: number; stream: number }>();
+  let active = 0;
+  let requested: number | null = 0;
+  for (const g of seed)
+    for (const b of g.blocks) {
+      if (b.state === "active_allocated") {
+        want.set(b.address, { size: b.size, stream: g.stream ?? 0 });
+        requested = requested === null || b.requested_size === undefined ? null : requested + b.requested_size;
+      }
+      if (b.state === "active_allocated" || b.state === "active_pending_free") active += b.size;
+    }
+  let kept = 0;
+  let dropped = 0;
+  let resized = 0;
+  for (const slot of blocks.bySlot.values()) {
+    const w = want.get(blocks.address[slot]!);
+    if (w === undefined) {
+      leaving(slot);
+      blocks.forget(slot);
+      dropped++;
+      continue;
+    }
+    want.delete(blocks.address[slot]!);
+    kept++;
+    if (w.size !== blocks.size[slot]) {
+      blocks.resize(slot, w.size);
+      resized++;
+    }
+  }
+  let addedBytes = 0;
+  for (const [address, w] of want) {
+    blocks.add(address, w.size, w.stream, t, 0, RESYNCED_STEP, 0, 0, CAT_OTHER, BEFORE_ATTACH);
+    addedBytes += w.size;
+  }
+  return { kept, added: want.size, addedBytes, dropped, resized, reserved, active, requested };
+}

@@ -1,0 +1,79 @@
+// Targets to attach to (test/attach/target.py) and the attach under test, with a private agents'
+// directory per test and the test-only switches (any python3, the probe payload) set.
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { attachProcess, type AttachOptions } from "../../src/attach/attach";
+import { PAYLOAD_ENV } from "../../src/attach/bootstrap";
+import { ANY_PYTHON_ENV } from "../../src/attach/preflight";
+import { ROOT } from "../../src/root";
+
+export const TARGET = join(ROOT, "test/attach/target.py");
+export const PROBE = join(ROOT, "test/attach/payload/attach_probe.py");
+
+export function testEnv(): NodeJS.ProcessEnv & { GPUMEM_TUI_DIR: string } {
+  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-attach-")), "agents");
+  return { ...process.env, GPUMEM_TUI_DIR: dir, [ANY_PYTHON_ENV]: "1", [PAYLOAD_ENV]: PROBE };
+}
+
+export interface Target {
+  pid: number;
+  tids: Record<string, number>;
+  proc: ReturnType<typeof Bun.spawn>;
+  /** Its stdout and exit status once it ended. */
+  done: Promise<{ stdout: string; code: number }>;
+}
+
+/** Start target.py in MODE and wait until it says it is ready. */
+export async function startTarget(mode: string, code: number, ...extra: string[]): Promise<Target> {
+  const proc = Bun.spawn(["python3", TARGET, mode, String(code), ...extra], { stdout: "pipe", stderr: "pipe" });
+  const reader = proc.stderr.getReader();
+  let text = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`target ${mode} ended before it was ready: ${text}`);
+    text += new TextDecoder().decode(value);
+    const m = /ready (\{.*\})\n/.exec(text);
+    if (m) {
+      reader.releaseLock();
+      const stdout = new Response(proc.stdout).text();
+      const done = (async () => ({ stdout: await stdout, code: await proc.exited }))();
+      return { pid: proc.pid, tids: JSON.parse(m[1]!), proc, done };
+    }
+  }
+}
+
+/** The same program left alone: what its output and status must stay. */
+export async function baseline(mode: string, code: number): Promise<{ stdout: string; code: number }> {
+  const p = Bun.spawn(["python3", TARGET, mode, String(code)], { stdout: "pipe", stderr: "ignore" });
+  return { stdout: await new Response(p.stdout).text(), code: await p.exited };
+}
+
+export function attach(pid: number, env: NodeJS.ProcessEnv, extra: Partial<AttachOptions> = {}) {
+  return attachProcess(pid, { timeoutS: 5, wait: false, env, agentWaitS: 10, ...extra });
+}
+
+/** What the probe payload recorded in the target (one line per attach). */
+export function probeRecords(env: { GPUMEM_TUI_DIR: string }, pid: number): { pid: number; boot: { main_thread: boolean; thread: number; frame: unknown }; payload_thread: number; main: number }[] {
+  try {
+    return readFileSync(join(env.GPUMEM_TUI_DIR, `probe-${pid}.jsonl`), "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  } catch {
+    return [];
+  }
+}
+
+export function agentFiles(env: { GPUMEM_TUI_DIR: string }): string[] {
+  try {
+    return readdirSync(env.GPUMEM_TUI_DIR).filter((f) => !f.startsWith("probe-"));
+  } catch {
+    return [];
+  }
+}
+
+export function counts(pid: number): { maps: number; fds: number; threads: number } {
+  return {
+    maps: readFileSync(`/proc/${pid}/maps`, "utf8").trim().split("\n").length,
+    fds: readdirSync(`/proc/${pid}/fd`).length,
+    threads: readdirSync(`/proc/${pid}/task`).length,
+  };
+}

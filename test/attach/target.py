@@ -1,0 +1,105 @@
+"""A program to attach to (test/attach/*.test.ts): does deterministic work in one of several shapes,
+prints its checksum and exits with a chosen status, so that an attach that changed anything shows.
+  target.py MODE CODE   MODE: busy | sleep | cbusy | threads | io | exit | serve STOPFILE
+Says `ready {"tids": …}` on stderr once the shape is in place."""
+import ctypes
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+
+mode, code = sys.argv[1], int(sys.argv[2])
+tids = {}
+
+
+def ready():
+    sys.stderr.write("ready %s\n" % json.dumps(tids))
+    sys.stderr.flush()
+
+
+def busy(n):
+    h = 0
+    for i in range(n):
+        h = (h * 31 + i) % 1000000007
+    return h
+
+
+if mode == "busy":
+    ready()
+    out = busy(15_000_000)
+elif mode == "sleep":
+    # The main thread asleep: the bootstrap runs when it wakes, the work after it goes on attached.
+    ready()
+    time.sleep(1.0)
+    out = (hashlib.sha256(b"slept").hexdigest()[:16], busy(8_000_000))
+elif mode == "cbusy":
+    # sum() over a range runs in C with the GIL held and no safe point until it ends.
+    ready()
+    out = sum(range(120_000_000))
+elif mode == "threads":
+    res = {}
+
+    def work(k):
+        res[k] = busy(1_500_000) if k % 2 else (time.sleep(1.2) or k)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    ready()
+    while any(t.is_alive() for t in ts):
+        time.sleep(0.01)
+    out = sorted(res.items())
+elif mode == "io":
+    # Blocking calls through ctypes, which (unlike Python's own) do not retry on EINTR: a call made
+    # in these threads must leave their syscalls to restart exactly as the kernel would have.
+    libc = ctypes.CDLL(None, use_errno=True)
+    r, w = os.pipe()
+    res = {}
+
+    class Timespec(ctypes.Structure):
+        _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+
+    def reader():
+        tids["read"] = threading.get_native_id()
+        buf = ctypes.create_string_buffer(8)
+        n = libc.read(r, buf, 8)
+        res["read"] = (n, ctypes.get_errno(), buf.raw[: max(n, 0)].decode())
+
+    def sleeper():
+        tids["sleep"] = threading.get_native_id()
+        t0 = time.monotonic()
+        n = libc.nanosleep(ctypes.byref(Timespec(1, 500_000_000)), None)
+        res["sleep"] = (n, ctypes.get_errno(), time.monotonic() - t0 >= 1.49)
+
+    ts = [threading.Thread(target=reader), threading.Thread(target=sleeper)]
+    for t in ts:
+        t.start()
+    while len(tids) < 2:
+        time.sleep(0.01)
+    time.sleep(0.2)  # both in their syscalls
+    ready()
+    for _ in range(200):
+        time.sleep(0.01)
+    os.write(w, b"hello")
+    for t in ts:
+        t.join()
+    out = sorted(res.items())
+elif mode == "exit":
+    ready()
+    time.sleep(0.05)
+    out = "bye"
+elif mode == "serve":
+    stop = sys.argv[3]
+    ready()
+    n = 0
+    while not os.path.exists(stop):
+        n += busy(1000)
+        time.sleep(0.002)
+    out = "served"
+else:
+    raise SystemExit("unknown mode " + mode)
+print("checksum %s" % (out,))
+sys.stdout.flush()
+sys.exit(code)

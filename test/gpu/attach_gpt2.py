@@ -1,0 +1,143 @@
+"""`gpumem-tui attach` on a GPT-2 training that was started without the monitor (issue 25's GPU
+check). Run from the repository root on a GPU machine with torch and transformers:
+
+    python3 test/gpu/attach_gpt2.py [--leak] [--out bench/results/attach-gpt2.json]
+
+1. starts test/gpu/attach_train.py with plain python (no agent), lets it run 100 steps;
+2. `bun src/cli.ts attach PID --no-monitor` (the hook may compile the first time), then a monitor
+   (`bun src/cli.ts --json --interval 500`) reads it from right after the attach to the end;
+3. checks, on every document from the first step boundary after the attach: block detail never
+   partial, the seed applied; and with the training paused (allocator state fixed): allocated and
+   reserved equal to torch's own, parameters, gradients or optimizer state named, ranges named;
+4. the step time before and after the attach (median of 50 steps each, the GPU synchronized every
+   step); with --leak, the growth finding within 1% of torch's own growth per step;
+5. `bun src/cli.ts detach PID`: the agent's files go, the training runs on.
+
+Prints the results as JSON (and writes them to --out); exit status 1 when a check fails.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--leak", action="store_true")
+ap.add_argument("--before", type=int, default=100, help="steps before the attach")
+ap.add_argument("--after", type=int, default=150, help="steps after the attach before the paused check")
+ap.add_argument("--out")
+args = ap.parse_args()
+
+work = tempfile.mkdtemp(prefix="gpumem-attach-gpu-")
+agents = os.path.join(work, "agents")
+os.mkdir(agents, 0o700)
+control = os.path.join(work, "control")
+os.mkdir(control)
+facts_path = os.path.join(work, "facts.jsonl")
+env = dict(os.environ, GPUMEM_TUI_DIR=agents)
+env.pop("PYTHONPATH", None)  # no agent on the training's path: started as a user would
+train = subprocess.Popen([sys.executable, "test/gpu/attach_train.py", "--facts", facts_path, "--control", control] + (["--leak"] if args.leak else []),
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+pid = int(train.stdout.readline().split()[-1])
+
+
+def facts():
+    with open(facts_path) as f:
+        return [json.loads(l) for l in f if l.endswith("\n")]
+
+
+def wait_step(n, timeout=600):
+    end = time.time() + timeout
+    while time.time() < end:
+        fs = [f for f in facts() if "step_ms" in f]
+        if fs and fs[-1]["step"] >= n:
+            return fs
+        if train.poll() is not None:
+            sys.exit("the training ended: %s" % train.stdout.read())
+        time.sleep(0.2)
+    sys.exit("no step %d within %d s" % (n, timeout))
+
+
+def cli(*a, timeout=300):
+    t = time.time()
+    p = subprocess.run(["bun", "src/cli.ts", *a], env=env, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, (p.stdout + p.stderr).strip(), time.time() - t
+
+
+results = {"pid": pid, "leak": args.leak}
+checks = {}
+try:
+    wait_step(args.before)
+    rc, line, secs = cli("attach", str(pid), "--no-monitor", "--timeout", "30")
+    attached_step = facts()[-1]["step"]
+    results.update(attach_status=rc, attach_line=line, attach_seconds=round(secs, 2), attached_after_step=attached_step)
+    checks["attach succeeded"] = rc == 0
+    doc_path = os.path.join(work, "docs.ndjson")
+    monitor = subprocess.Popen(["bun", "src/cli.ts", "--json", "--interval", "500"], env=env, stdout=open(doc_path, "w"), stderr=subprocess.DEVNULL)
+    wait_step(attached_step + args.after)
+    open(os.path.join(control, "pause"), "w").close()
+    while not any(f.get("paused") for f in facts()):
+        time.sleep(0.1)
+    paused = [f for f in facts() if f.get("paused")][-1]
+    time.sleep(6)  # the agent's sync (0.25 s) and names asked at a step (answered after 3 s without one)
+    monitor.terminate()
+    monitor.wait()
+    docs = [json.loads(l) for l in open(doc_path) if l.strip()]
+    rows = [(d, next((p for p in d.get("processes", []) if p.get("agent_pid") == pid or p.get("pid") == pid), None)) for d in docs]
+    rows = [(d, p) for d, p in rows if p and p.get("pytorch") and p["pytorch"].get("profile")]
+    after_first = [p for _, p in rows if p["pytorch"]["profile"]["step"] >= 1]
+    partial = [p["pytorch"]["profile"]["detail"] for p in after_first if p["pytorch"]["profile"]["detail"]["partial"]]
+    last = rows[-1][1]["pytorch"] if rows else {}
+    prof = last.get("profile") or {}
+    names = {t["name"]: t["category"] for t in prof.get("largest_tensors", []) if t.get("name")}
+    ranges = [r["name"] for r in ((prof.get("last_step") or {}).get("ranges") or [])]
+    results.update(documents=len(docs), documents_after_first_step=len(after_first), partial_documents=partial[:3],
+                   seed=(prof.get("detail") or {}).get("seed"), attached_unix_ns=last.get("attached_unix_ns"),
+                   paused_torch={k: paused[k] for k in ("step", "memory_allocated", "memory_reserved")},
+                   monitor={"allocated_bytes": last.get("allocated_bytes"), "reserved_bytes": last.get("reserved_bytes"), "step": prof.get("step")},
+                   named_tensors=names, ranges=ranges)
+    checks["documents after the first step boundary"] = len(after_first) > 0
+    checks["never partial after the first step boundary"] = not partial
+    checks["seed applied"] = (results["seed"] or {}).get("state") == "applied"
+    checks["attached at … in the document"] = isinstance(last.get("attached_unix_ns"), int)
+    checks["allocated equal to torch's"] = last.get("allocated_bytes") == paused["memory_allocated"]
+    checks["reserved equal to torch's"] = last.get("reserved_bytes") == paused["memory_reserved"]
+    checks["parameters named"] = "parameter" in names.values()
+    checks["optimizer state named"] = "optimizer_state" in names.values()
+    checks["ranges named"] = "train_step" in ranges
+    # step time: 50 steps before the attach against 50 steps after it (5 left out on each side)
+    os.unlink(os.path.join(control, "pause"))
+    fs = [f for f in facts() if "step_ms" in f]
+    before = [f["step_ms"] for f in fs if attached_step - 55 < f["step"] <= attached_step - 5]
+    after = [f["step_ms"] for f in fs if attached_step + 5 < f["step"] <= attached_step + 55]
+    results.update(step_ms_before=round(statistics.median(before), 3), step_ms_after=round(statistics.median(after), 3))
+    results["step_time_change"] = round(results["step_ms_after"] / results["step_ms_before"] - 1, 4)
+    if args.leak:
+        growth = next((f for f in prof.get("findings", []) if f["id"] == "growth"), None)
+        window = [f for f in fs if attached_step + 10 <= f["step"] <= paused["step"]]
+        true = (window[-1]["memory_allocated"] - window[0]["memory_allocated"]) / (window[-1]["step"] - window[0]["step"])
+        named = growth["numbers"]["growth_per_step_bytes"] if growth else None
+        results.update(torch_growth_per_step_bytes=round(true), named_growth_per_step_bytes=named)
+        checks["growth finding within 1% of torch's"] = named is not None and abs(named - true) / true <= 0.01
+    rc, line, _ = cli("detach", str(pid))
+    time.sleep(1)
+    results["detach_line"] = line
+    checks["detach leaves no file"] = rc == 0 and os.listdir(agents) == []
+    before_n = facts()[-1]["step"]
+    time.sleep(2)
+    checks["the training runs on after detach"] = train.poll() is None and facts()[-1]["step"] > before_n
+finally:
+    train.kill()
+    train.wait()
+    shutil.rmtree(work, ignore_errors=True)
+results["checks"] = checks
+text = json.dumps(results, indent=1)
+print(text)
+if args.out:
+    with open(args.out, "w") as f:
+        f.write(text + "\n")
+sys.exit(0 if checks and all(checks.values()) else 1)
