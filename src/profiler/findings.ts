@@ -38,6 +38,11 @@ export const THRESHOLDS = {
   /** Steps whose backward must see gradients from earlier steps, and their share of the steps with a backward. */
   gradientsMinSteps: 2,
   gradientsShare: 0.5,
+  /** A forgotten zero_grad keeps every gradient; a step counts only where what its backward met
+   *  is at least this share of the gradient bytes alive as the step began. A small block that
+   *  merely outlives a backward (activation checkpointing's recompute leaves one, taken for a
+   *  gradient by its lifetime) is not a kept gradient. */
+  gradientsHeldShare: 0.5,
   /** Reserved but unallocated memory that counts as fragmentation: at least this share of reserved and these bytes. */
   fragmentationShare: 0.25,
   fragmentationMinBytes: 256 * MiB,
@@ -258,7 +263,7 @@ function gradientsFinding(d: DeviceState): Finding | null {
   // The first step's backward can never see earlier gradients: leave it out, of the share and of
   // the count alike (so the count is never above the steps it is out of).
   const counted = withBackward.length > 1 ? withBackward.slice(1) : withBackward;
-  const held = counted.filter((r) => r.gradHeldBytes > 0);
+  const held = counted.filter((r) => r.gradHeldBytes > 0 && r.gradHeldBytes >= THRESHOLDS.gradientsHeldShare * r.gradCarriedBytes);
   if (held.length < THRESHOLDS.gradientsMinSteps) return null;
   const eligible = counted.length;
   if (held.length / eligible < THRESHOLDS.gradientsShare) return null;

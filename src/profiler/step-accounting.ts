@@ -36,6 +36,8 @@ export class StepAccounting {
   /** Gradient bytes alive at the last step boundary and not freed since (see StepRecord.gradHeldBytes). */
   private carryGrad = 0;
   private carryGradN = 0;
+  /** carryGrad as the step began, before any of it was freed. */
+  private carriedGrad = 0;
 
   constructor(
     private readonly blocks: BlockTable,
@@ -204,6 +206,7 @@ export class StepAccounting {
   beginStep(t: number, step: number, phase: number, range: number, serial: number, allocated: number, reserved: number): void {
     this.carryGrad = this.blocks.bytesByCat[CAT_GRADIENT]!;
     this.carryGradN = this.blocks.countByCat[CAT_GRADIENT]!;
+    this.carriedGrad = this.carryGrad;
     this.liveByPhase.fill(0);
     this.liveByRange.fill(0);
     this.phaseInst++;
@@ -232,6 +235,7 @@ export class StepAccounting {
     if (phase === PHASE.backward && this.cur.gradHeldBytes !== this.cur.gradHeldBytes) {
       this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
       this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
+      this.cur.gradCarriedBytes = this.carriedGrad;
     }
   }
 

@@ -63,6 +63,8 @@ export class StepRecord {
   /** Gradient bytes from earlier steps still alive when this step's first backward began. */
   gradHeldBytes = NaN;
   gradHeldBlocks = 0;
+  /** Gradient bytes alive at the step's start (what zero_grad would free): gradHeldBytes' measure. */
+  gradCarriedBytes = NaN;
   /** Counters of lost records / unknown frees seen during the step (its numbers may be partial). */
   partial = false;
 
