@@ -73,29 +73,51 @@ def job_id(env=os.environ):
     return None
 
 
+def stat(s, key):
+    """One figure of the allocator's statistics, `key` as torch.cuda.memory_stats() spells it
+    ("allocated_bytes.all.current"), from either that flat dict or the nested one it is built from
+    (torch._C._cuda_memoryStats); 0 where absent."""
+    if key in s:
+        return s[key]
+    v = s
+    for part in key.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return 0
+        v = v[part]
+    return v if isinstance(v, int) else 0
+
+
+def device_stats(torch, device):
+    """The allocator's statistics of `device`, nested as torch keeps them. memory_stats() flattens
+    and sorts the same dict in Python: about 150 us a call with the GIL held (measured on an H200
+    host, bench/agent_parts.py), every SYNC_SECONDS, on the training's interpreter."""
+    raw = getattr(getattr(torch, "_C", None), "_cuda_memoryStats", None)
+    return raw(device) if raw is not None else torch.cuda.memory_stats(device)
+
+
 def totals_from_stats(s, mode):
-    """The header's totals to copy from torch.cuda.memory_stats() `s`. With the hook: only the
-    block-size figures (allocated, active and their peaks: the trace carries requested sizes, not
-    block sizes) and retries (no event for them); reserved, its peak, requested and the counts come
-    from the events alone and are never overwritten. Before the hook runs (the seed) and in polling
-    mode: everything."""
+    """The header's totals to copy from the allocator's statistics `s` (flat or nested: see stat).
+    With the hook: only the block-size figures (allocated, active and their peaks: the trace
+    carries requested sizes, not block sizes) and retries (no event for them); reserved, its peak,
+    requested and the counts come from the events alone and are never overwritten. Before the hook
+    runs (the seed) and in polling mode: everything."""
     values = dict(
-        allocated=s.get("allocated_bytes.all.current", 0),
-        active=s.get("active_bytes.all.current", 0),
-        peak_allocated=s.get("allocated_bytes.all.peak", 0),
-        peak_active=s.get("active_bytes.all.peak", 0),
-        n_retries=s.get("num_alloc_retries", 0),
+        allocated=stat(s, "allocated_bytes.all.current"),
+        active=stat(s, "active_bytes.all.current"),
+        peak_allocated=stat(s, "allocated_bytes.all.peak"),
+        peak_active=stat(s, "active_bytes.all.peak"),
+        n_retries=stat(s, "num_alloc_retries"),
     )
     if mode != "hook":
         values.update(
-            reserved=s.get("reserved_bytes.all.current", 0),
-            peak_reserved=s.get("reserved_bytes.all.peak", 0),
-            requested=s.get("requested_bytes.all.current", 0),
-            n_alloc=s.get("allocation.all.allocated", 0),
-            n_free=s.get("allocation.all.freed", 0),
-            n_segment_alloc=s.get("segment.all.allocated", 0),
-            n_segment_free=s.get("segment.all.freed", 0),
-            n_oom=s.get("num_ooms", 0),
+            reserved=stat(s, "reserved_bytes.all.current"),
+            peak_reserved=stat(s, "reserved_bytes.all.peak"),
+            requested=stat(s, "requested_bytes.all.current"),
+            n_alloc=stat(s, "allocation.all.allocated"),
+            n_free=stat(s, "allocation.all.freed"),
+            n_segment_alloc=stat(s, "segment.all.allocated"),
+            n_segment_free=stat(s, "segment.all.freed"),
+            n_oom=stat(s, "num_ooms"),
         )
     return values
 
@@ -233,7 +255,7 @@ class Agent:
         """Copy the allocator's own statistics into the header (see totals_from_stats)."""
         torch = self.torch
         for d in range(self.n_devices if self.ring else 0):
-            s = torch.cuda.memory_stats(d)
+            s = device_stats(torch, d)
             if s:
                 self.ring.set_totals(d, **totals_from_stats(s, self.mode))
         if self.ring:

@@ -262,6 +262,19 @@ class Totals(unittest.TestCase):
         self.assertEqual((t["allocated"], t["active"], t["peak_allocated"], t["n_retries"]), (5120, 6144, 9216, 1))
         self.assertEqual((t["reserved"], t["peak_reserved"], t["requested"], t["n_alloc"], t["n_oom"]), (6 << 20, 6 << 20, 4999, 31, 0))
 
+    def test_the_nested_statistics_give_the_same_figures(self):
+        # torch._C._cuda_memoryStats: the dict memory_stats() flattens ("a.b.c" is a["b"]["c"]).
+        nested = {}
+        for key, value in STATS.items():
+            *path, last = key.split(".")
+            d = nested
+            for part in path:
+                d = d.setdefault(part, {})
+            d[last] = value
+        nested["allocated_bytes"]["small_pool"] = {"current": 1, "peak": 1}  # pools beside "all"
+        for mode in ("polling", "hook"):
+            self.assertEqual(totals_from_stats(nested, mode), totals_from_stats(STATS, mode))
+
     def test_an_allocator_without_figures_reads_as_zero(self):
         self.r.set_totals(0, **totals_from_stats({}, "polling"))
         self.assertEqual(set(self.r.totals(0).values()), {0})
