@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
-#   bash bench/gpu-session.sh PART OUT_DIR      PART: checks | costs | tests | zoo (below)
+#   bash bench/gpu-session.sh PART OUT_DIR      PART: checks | costs | tests | final | zoo (below)
 # Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
 set -u
@@ -35,6 +35,12 @@ costs)  # the costs by part alone, on a quiet machine
   ;;
 tests)  # every test, the GPU ones included
   TAIL=40 step gpu-tests 540 env GPUMEM_GPU_TESTS=1 bun test
+  ;;
+final)  # every test; attach to a training started without the monitor; the costs by part again
+  TAIL=25 step gpu-tests 330 env GPUMEM_GPU_TESTS=1 bun test
+  TAIL=25 step attach 140 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
+  TAIL=25 step attach-leak 120 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
+  TAIL=30 step parts 100 python3 bench/agent_parts.py "$r/parts" ${PARTS_ARGS:-}
   ;;
 zoo)
   TAIL=40 step zoo 540 bun bench/zoo.ts "$r/zoo" ${ZOO_ARGS:-}
