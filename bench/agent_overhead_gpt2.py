@@ -85,10 +85,10 @@ def child(mode, args):
         a = gpumem_agent.attach()
         assert a is not None and a.mode == ("polling" if mode == "agent-polling" else "hook"), getattr(a, "hook_error", "the agent did not attach")
         if mode in ("tracker-bare", "hook-bare"):
-            import agent_parts  # beside this file
+            import agent_switches  # beside this file
 
             a.phases.uninstall()  # module, autograd and optimizer hooks
-            switches = agent_parts.switches(a, torch, reader=False)
+            switches = agent_switches.switches(a, torch, reader=False)
             for name in ("ranges", "sync-thread", "control-thread", "tracker"):
                 assert not switches[name].why, "%s cannot be switched: %s" % (name, switches[name].why)
                 switches[name].set(name == "tracker" and mode == "hook-bare")

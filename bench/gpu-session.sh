@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
-#   bash bench/gpu-session.sh PART OUT_DIR      PART: checks | costs | tests | final | zoo (below)
+#   bash bench/gpu-session.sh PART OUT_DIR
+# PART: checks | costs | tests | final | e2e | zoo | perf | lanes | ranks (below). The GPU tests and
+# end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in bench/.
 # Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
 set -u
@@ -34,18 +36,38 @@ costs)  # the costs by part alone, on a quiet machine
   TAIL=20 step parts 300 python3 bench/agent_parts.py "$r/parts" ${PARTS_ARGS:-}
   ;;
 tests)  # every test, the GPU ones included
-  TAIL=40 step gpu-tests 540 env GPUMEM_GPU_TESTS=1 bun test
+  TAIL=40 step gpu-tests 540 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test
   ;;
 final)  # every test; attach to a training started without the monitor; the costs by part again
-  TAIL=25 step gpu-tests 330 env GPUMEM_GPU_TESTS=1 bun test
+  TAIL=25 step gpu-tests 330 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test
   TAIL=25 step attach 140 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
   TAIL=25 step attach-leak 120 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   TAIL=30 step parts 100 python3 bench/agent_parts.py "$r/parts" ${PARTS_ARGS:-}
   ;;
-zoo)
-  TAIL=40 step zoo 540 bun bench/zoo.ts "$r/zoo" ${ZOO_ARGS:-}
+e2e)  # the end-to-end checkers on a real training (tmux, d, e, kill -9, OOM; a transformers GPT-2)
+  TAIL=30 step e2e 580 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_REPORTS="$r/e2e" bun test test/gpu/e2e-gpu.test.ts test/gpu/e2e-hf.test.ts
   ;;
+zoo)  # every set-up of the zoo, plain and under the agent
+  TAIL=40 step zoo 540 bun test/gpu/zoo.ts "$r/zoo" ${ZOO_ARGS:-}
+  ;;
+perf)  # the hook's cost per event, NVML against nvidia-smi, the start, the agent on a GPT-2 step
+  TAIL=14 step hook_cost 240 python3 bench/hook_cost.py "$r/perf" --runs 300 --events 100000
+  TAIL=8 step nvml 240 bun bench/nvml.ts "$r/perf"
+  TAIL=10 step startup 120 bun bench/startup.ts
+  TAIL=20 step overhead-gpt2 570 python3 bench/agent_overhead_gpt2.py "$r/perf" --reps 8
+  ;;
+lanes)  # the ring's lanes on one and two devices against torch's figures (test/gpu/lanes-check.ts)
+  for d in 1 2; do
+    step "lanes-$d" 180 env PYTHONPATH=agent GPUMEM_TUI_KEEP=1 GPUMEM_TUI_DIR="$r/agents-$d" python3 test/gpu/lanes_run.py "$r" --devices "$d" --events 2000
+    TAIL=20 step "lanes-$d-check" 120 bun test/gpu/lanes-check.ts "$r/lanes-$d.facts.json"
+  done
+  ;;
+ranks)  # one rank per GPU under `gpumem-tui run`, watched in tmux, a rank killed mid-run
+  TAIL=30 step ranks 300 env OUT="$r/ranks" BUN=bun PY=python3 bash test/gpu/ranks.sh
+  ;;
+*) echo "unknown PART $part"; exit 2 ;;
 esac
 cp "$r/parts/agent_parts.md" "$out/" 2>/dev/null
+cp "$r"/perf/*.md "$out/" 2>/dev/null
 cp "$r/zoo/ZOO.md" "$out/" 2>/dev/null
 tar -czf "$out/all.tar.gz" -C "$out" r && rm -rf "$r"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-// Writes the ring's constants for the code that does not include cuda/gpumem_ring.h: TypeScript
+// Writes the ring's constants (and its rule tables: what each action does to the totals) for the code that does not include cuda/gpumem_ring.h: TypeScript
 // (src/ffi/wire.ts) and Python (agent/gpumem_agent/wire.py, plain: the agent has no dependencies).
 // Both are generated, so the header stays the one definition; a name loses its GPUMEM_ prefix and
 // is the same in both languages.
@@ -104,6 +104,11 @@ export function renderTs(spec: WireSpec): string {
     out.push("} as const;", `export const ${s.name}_SIZEOF = ${s.size};`);
     out.push(`/** ${s.name}'s fields in order (padding left out). */`, `export const ${s.name}_FIELDS = [${valueFields(s).map((f) => JSON.stringify(f.name)).join(", ")}] as const;`);
   }
+  for (const r of spec.rules) {
+    out.push("", ...tsDoc(`${r.doc} (${r.cName})`), `export const ${r.name} = {`);
+    for (const row of r.rows) out.push(`  ${row.action}: { ${r.columns.map((c) => `${c}: ${row.signs[c]}`).join(", ")}, count: ${row.count === null ? "null" : JSON.stringify(row.count)} },`);
+    out.push("} as const;");
+  }
   return `${out.join("\n")}\n`;
 }
 
@@ -126,6 +131,11 @@ export function renderPy(spec: WireSpec): string {
     out.push("}", `${s.name}_SIZEOF = ${s.size}`, `${s.name}_FIELDS = (${valueFields(s).map((f) => JSON.stringify(f.name)).join(", ")}${valueFields(s).length === 1 ? "," : ""})`);
     const fmt = pyFormat(s);
     if (fmt) out.push(`${s.name}_FORMAT = ${JSON.stringify(fmt)}  # struct module: ${s.name}_FIELDS in order, padding skipped`);
+  }
+  for (const r of spec.rules) {
+    out.push("", ...pyDoc(`${r.doc} (${r.cName})`), `${r.name} = {`);
+    for (const row of r.rows) out.push(`    ${JSON.stringify(row.action)}: {${r.columns.map((c) => `${JSON.stringify(c)}: ${row.signs[c]}`).join(", ")}, "count": ${row.count === null ? "None" : JSON.stringify(row.count)}},`);
+    out.push("}");
   }
   return `${out.join("\n")}\n`;
 }

@@ -85,6 +85,33 @@ enum gpumem_action {
                                      * read, the figures are not tied to this point) */
 };
 
+/* The caching allocator's smallest block (kMinBlockSize): a block is its request rounded up to a
+ * multiple of this. Records carry requests; torch.cuda.memory_allocated() counts blocks. */
+#define GPUMEM_MIN_BLOCK_SIZE 512u
+
+/* What each action does to its device's totals (gpumem_totals): the one statement of it. A row:
+ * the action; for requested, allocated, active and reserved, +1 (the record's bytes added), -1
+ * (taken off) or 0 (left as is); the count it adds one to (none: no count). requested counts the
+ * record's size as it is; allocated and active count blocks: a reader that knows the block takes
+ * its size (else the request rounded up to GPUMEM_MIN_BLOCK_SIZE), the hook takes the request (the
+ * agent's copies from memory_stats put it right); reserved counts segment bytes. Each peak follows
+ * its total when it rises. Every action below GPUMEM_FIRST_MARK has a row; marks change no total.
+ * Followed by gpumem_totals_apply (the hook), src/profiler/totals.ts (the monitor's model) and
+ * gpumem_agent/totals.py (the line profiler), both from TOTALS_RULE, which cuda/gen-wire.ts
+ * generates from here; test/profiler/totals-rule.test.ts holds all three to this table and to
+ * torch's own figures in every committed recording. */
+#define GPUMEM_TOTALS_RULE(X)                          \
+  X(ALLOC, +1, +1, +1, 0, n_alloc)                     \
+  X(FREE_REQUESTED, -1, -1, 0, 0, n_free)              \
+  X(FREE_COMPLETED, 0, 0, -1, 0, none)                 \
+  X(FREE, -1, -1, -1, 0, n_free)                       \
+  X(SEGMENT_ALLOC, 0, 0, 0, +1, n_segment_alloc)       \
+  X(SEGMENT_FREE, 0, 0, 0, -1, n_segment_free)         \
+  X(SEGMENT_MAP, 0, 0, 0, +1, none)                    \
+  X(SEGMENT_UNMAP, 0, 0, 0, -1, none)                  \
+  X(SNAPSHOT, 0, 0, 0, 0, none)                        \
+  X(OOM, 0, 0, 0, 0, n_oom)
+
 /* A sync's `extra` when an allocator event happened while the figures were read. */
 #define GPUMEM_SYNC_UNSURE UINT64_MAX
 
@@ -317,7 +344,8 @@ static inline void gpumem_ring_push(gpumem_header *h, const gpumem_record *r) {
   gpumem_ring_publish(slot, i);
 }
 
-/* Writer side: keep the running totals of one device. One writer per device (the allocator calls
+/* Writer side: keep the running totals of one device, as GPUMEM_TOTALS_RULE says (the fold's
+ * `free` never reaches the hook). One writer per device (the allocator calls
  * its trackers under the device's lock), so plain relaxed loads and stores: no lock-prefixed
  * read-modify-write on the allocator's hot path. The agent's periodic copy from memory_stats may
  * overwrite a value between a load and a store here; the next copy puts it right. */

@@ -70,8 +70,11 @@ static uint64_t lane_write_index(const gpumem_header *h, uint32_t l) {
  * new end raises SIGBUS. Reads of such a mapping run guarded: the handler jumps back to the read,
  * which then fails (GPUMEM_RING_E_TRUNCATED). A SIGBUS anywhere else goes to the handler that was
  * there before. Recordings are private copies and need none of this. */
-static __thread sigjmp_buf *guard_jmp;
-static __thread const char *guard_lo, *guard_hi;
+/* volatile: only the handler reads them, so between a guard's begin and end (a memcpy the compiler
+ * inlines) it sees no read, and dropped the store that arms the guard as dead (a header copy of a
+ * cut ring then died of SIGBUS). */
+static __thread sigjmp_buf *volatile guard_jmp;
+static __thread const char *volatile guard_lo, *volatile guard_hi;
 static struct sigaction prev_bus;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 

@@ -49,10 +49,69 @@ export interface WireStruct extends Doc {
   fields: Field[];
 }
 
+/** One row of a rule table (an X-macro such as GPUMEM_TOTALS_RULE): an action and its effects. */
+export interface RuleRow {
+  /** The action's name, lower case: FREE_REQUESTED → free_requested. */
+  action: string;
+  /** Column → −1, 0 or +1. */
+  signs: Record<string, number>;
+  /** The counter it adds one to (a field of the struct the rule is about), or null. */
+  count: string | null;
+}
+
+export interface WireRule extends Doc {
+  /** GPUMEM_TOTALS_RULE → TOTALS_RULE. */
+  name: string;
+  cName: string;
+  columns: string[];
+  rows: RuleRow[];
+}
+
 export interface WireSpec {
   defines: Define[];
   enums: WireEnum[];
   structs: WireStruct[];
+  rules: WireRule[];
+}
+
+/** The columns of each rule table the header may hold, and the struct whose fields its counts name. */
+const RULES: Record<string, { columns: string[]; counts: string; actions: string }> = {
+  GPUMEM_TOTALS_RULE: { columns: ["requested", "allocated", "active", "reserved"], counts: "gpumem_totals", actions: "gpumem_action" },
+};
+
+/** A rule table: `#define NAME(X) \` then one `X(ACTION, signs…, count)` a line. */
+function parseRule(text: string, m: RegExpExecArray, spec: WireSpec, path: string): WireRule {
+  const cName = m[1]!;
+  const shape = RULES[cName];
+  const line = lineOf(text, m.index);
+  if (!shape) throw new HeaderError(`${path}:${line}: ${cName} is not a rule table this reader knows`);
+  const actions = spec.enums.find((e) => e.cName === shape.actions);
+  const counts = spec.structs.find((s) => s.cName === shape.counts);
+  if (!actions || !counts) throw new HeaderError(`${path}:${line}: ${cName} comes before enum ${shape.actions} or struct ${shape.counts}`);
+  const rows: RuleRow[] = [];
+  const body = m[2]!.split("\n");
+  body.forEach((raw, k) => {
+    const code = raw.replace(/\\\s*$/, "").trim();
+    if (!code) return;
+    const where = `${path}:${line + 1 + k}`;
+    const rm = /^X\(\s*(\w+)\s*,([^)]*)\)$/.exec(code);
+    if (!rm) throw new HeaderError(`${where}: cannot read the row ${JSON.stringify(code)} of ${cName} (want X(ACTION, ${shape.columns.join(", ")}, count))`);
+    const cells = rm[2]!.split(",").map((c) => c.trim());
+    if (cells.length !== shape.columns.length + 1) throw new HeaderError(`${where}: ${cName}'s rows have ${shape.columns.length + 1} cells after the action, this one ${cells.length}`);
+    const action = rm[1]!.toLowerCase();
+    if (!actions.members.some((a) => a.name === action)) throw new HeaderError(`${where}: ${rm[1]} is not an action of enum ${shape.actions}`);
+    if (rows.some((r) => r.action === action)) throw new HeaderError(`${where}: ${rm[1]} has a second row`);
+    const signs: Record<string, number> = {};
+    shape.columns.forEach((col, i) => {
+      const v = Number(cells[i]);
+      if (v !== -1 && v !== 0 && v !== 1) throw new HeaderError(`${where}: ${col} is ${JSON.stringify(cells[i])}, not -1, 0 or +1`);
+      signs[col] = v;
+    });
+    const count = cells[shape.columns.length]!;
+    if (count !== "none" && !counts.fields.some((f) => f.name === count && !f.padding)) throw new HeaderError(`${where}: the count ${count} is not a field of ${shape.counts} (or none)`);
+    rows.push({ action, signs, count: count === "none" ? null : count });
+  });
+  return { name: cName.replace(/^GPUMEM_/, ""), cName, columns: shape.columns, rows, doc: docBefore(text, m.index) };
 }
 
 const SCALARS: Record<string, number> = {
@@ -234,5 +293,8 @@ export function parseHeader(text: string, path = "gpumem_ring.h"): WireSpec {
     }
   }
   if (enums.length === 0 || structs.length === 0) throw new HeaderError(`${path}: no enum or no struct found: is this the ring header?`);
-  return { defines, enums, structs };
+  const spec: WireSpec = { defines, enums, structs, rules: [] };
+  const ruleRe = /^#define[ \t]+(GPUMEM_\w+_RULE)\(X\)[ \t]*\\[ \t]*\n((?:[^\n]*\\[ \t]*\n)*[^\n]*)$/gm;
+  for (let m = ruleRe.exec(text); m; m = ruleRe.exec(text)) spec.rules.push(parseRule(text, m, spec, path));
+  return spec;
 }

@@ -3,6 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { openRingRecording } from "../src/collect/recording";
+import { replayJson } from "../src/headless/replay";
 
 const FIXTURES = join(import.meta.dir, "fixtures");
 const CLI = join(import.meta.dir, "..", "src", "cli.ts");
@@ -45,19 +47,31 @@ describe("replay of recorded training runs", () => {
     expect(JSON.stringify(oom)).toContain(String(2 ** 44));
   });
 
-  test("--speed paces the replay by the recorded clock; without it, as fast as it goes", () => {
-    const run = (extra: string[]) => {
-      const t0 = performance.now();
-      const p = Bun.spawnSync(["bun", CLI, "replay", join(FIXTURES, "oom.ring"), "--json", ...extra]);
-      expect(p.exitCode).toBe(0);
-      const lines = p.stdout.toString().trim().split("\n").map((l) => JSON.parse(l));
-      return { ms: performance.now() - t0, spanMs: (lines.at(-1).time_us - lines[0].time_us) / 1000 };
+  test("--speed paces the replay by the recorded clock; without it, as fast as it goes", async () => {
+    // `replay --json` in this process, on a clock whose time moves only by what the replay waits.
+    const run = async (speed?: number) => {
+      const clock = { t: 0, now_us: () => clock.t, sleep: async (us: number) => void (clock.t += us) };
+      const out: string[] = [];
+      const write = process.stdout.write;
+      process.stdout.write = ((s: string) => (out.push(s), true)) as typeof process.stdout.write;
+      const rec = openRingRecording(join(FIXTURES, "oom.ring"));
+      try {
+        await replayJson(rec, { speed, clock });
+      } finally {
+        process.stdout.write = write;
+        rec.close();
+      }
+      const lines = out.join("").trim().split("\n").map((l) => JSON.parse(l));
+      return { waitedUs: clock.t, spanUs: lines.at(-1).time_us - lines[0].time_us, final: lines.at(-1) };
     };
-    const fast = run([]);
-    // A speed at which the recording lasts 600 ms of wall time.
-    const speed = fast.spanMs / 600;
-    const paced = run(["--speed", String(speed)]);
-    expect(paced.ms).toBeGreaterThanOrEqual(550);
-    expect(paced.ms).toBeGreaterThan(fast.ms + 300);
+    const fast = await run();
+    expect(fast.waitedUs).toBe(0);
+    for (const speed of [1, 4]) {
+      const paced = await run(speed);
+      // The recording's span at `speed` times its pace (to a state's interval), and the same end.
+      expect(paced.waitedUs).toBeGreaterThan((fast.spanUs / speed) * 0.9);
+      expect(paced.waitedUs).toBeLessThan((fast.spanUs / speed) * 1.1 + 100_000);
+      expect(paced.final.summary).toEqual(fast.final.summary);
+    }
   });
 });

@@ -13,14 +13,12 @@ import sys
 import threading
 import time
 
-from . import build, identity, names, paths, ring, wire
+from . import build, commands, identity, names, paths, ring, wire
 from .control import ControlServer
 from .guard import Guard
 from .phases import Phases
 
 SYNC_SECONDS = 0.25
-HISTORY_ENTRIES = 100000  # the `history` command's default bound on recorded allocator events
-AT_STEP_WAIT = 3.0  # `names` with at_step: how long to wait for an optimizer step before answering now
 
 
 def _log(msg):
@@ -137,7 +135,7 @@ class Agent:
         self.active = True
         self.oom_snapshot = None
         # Whether the `history` verb turned torch's memory history on: a snapshot without it has
-        # segments but no trace, and the monitor then writes one from its own events beside it.
+        # segments but no trace, so the monitor writes the one snapshot from its own events instead.
         self.history_on = False
         self.range_count = 0
         # What this process runs without, and why, in words ({feature: sentence}): a feature that
@@ -367,122 +365,8 @@ class Agent:
     # -- commands -------------------------------------------------------------------------------
 
     def handlers(self):
-        torch = self.torch
-
-        def reserved():
-            return [torch.cuda.memory_reserved(d) for d in range(self.n_devices)]
-
-        def info():
-            m = self.manifest()
-            m["totals"] = [self.ring.totals(d) for d in range(self.n_devices)]
-            m["step"] = self.phases.step
-            m["failures"] = dict(self.guard.failures)  # exceptions caught per feature
-            return m
-
-        def names_(scan=False, at_step=False):
-            if not isinstance(scan, bool) or not isinstance(at_step, bool):
-                raise ValueError('"scan" and "at_step" must be true or false')
-            names_off = lambda: RuntimeError("names are off in this process: %s" % self.notes.get("names", "a walk failed"))  # noqa: E731
-            if not self.guard.on("names"):
-                raise names_off()
-            t0 = time.perf_counter()
-            try:
-                if scan:
-                    walk = names.scan_walk(torch, self.phases.models, self.phases.optimizers)
-                elif at_step:
-                    # Taken on the training thread right after the next optimizer step, where the
-                    # gradients and the optimizer state are alive (between zero_grad and backward a
-                    # gradient is None); now, where no step comes within AT_STEP_WAIT seconds.
-                    walk, ms = self._names_after_step()
-                else:
-                    walk = names.known_walk(self.phases.models, self.phases.optimizers)
-            except Exception as e:  # the walk itself failed (one odd tensor only skips that tensor)
-                self.guard.fail("names", e)
-                raise names_off()
-            if not at_step:
-                ms = (time.perf_counter() - t0) * 1000
-            # The records written after the walk (every lane together, as the monitor's reader
-            # counts its position): every tensor named was allocated before it, so the monitor
-            # applies the names once its reading has reached that point of the stream.
-            return {"tensors": list(walk.out.values()), "skipped": walk.skipped, "scan_ms": round(ms, 3), "scan": bool(scan),
-                    "write_index": self.ring.written(), "step": self.phases.step}
-
-        def empty_cache():
-            before = reserved()
-            torch.cuda.empty_cache()
-            self.sync()
-            return {"reserved_before": before, "reserved_after": reserved()}
-
-        def dump_snapshot(path=None):
-            # The monitor names the file (in the directory it was started in, or --dump-dir): the
-            # agent's own directory is a small /dev/shm in a container.
-            if path is not None and (not isinstance(path, str) or not os.path.isabs(path) or not path.endswith(".pickle")):
-                raise ValueError('"path" must be an absolute path ending in .pickle')
-            path = self._dump("snapshot", path)
-            return {"path": path, "size": os.path.getsize(path), "history": self.history_on}
-
-        def history(enabled, stacks="python", max_entries=HISTORY_ENTRIES):
-            # Python stacks by default: C++ stacks cost per allocation and seconds to symbolize at
-            # dump time. A bounded trace: history forgotten on does not grow without end.
-            if not isinstance(enabled, bool):
-                raise TypeError('"enabled" must be true or false')
-            if stacks not in ("python", "all"):
-                raise TypeError('"stacks" must be "python" or "all"')
-            if not isinstance(max_entries, int) or isinstance(max_entries, bool) or max_entries < 1:
-                raise TypeError('"max_entries" must be a positive integer')
-            if enabled:
-                torch.cuda.memory._record_memory_history("all", stacks=stacks, max_entries=max_entries)
-            else:
-                torch.cuda.memory._record_memory_history(None)
-            self.history_on = enabled
-            return {"enabled": enabled, "stacks": stacks, "max_entries": max_entries} if enabled else {"enabled": False}
-
-        def reset_peaks():
-            for d in range(self.n_devices):
-                torch.cuda.reset_peak_memory_stats(d)
-                if self.mode == "hook":  # the hook keeps this peak itself: restart it from now
-                    self.ring.set_totals(d, peak_reserved=self.ring.totals(d)["reserved"])
-            self.sync()
-            return {}
-
-        def lines():
-            from . import profile_stats
-
-            return {"functions": profile_stats()}
-
-        return {"info": info, "names": names_, "empty_cache": empty_cache, "dump_snapshot": dump_snapshot, "history": history, "reset_peaks": reset_peaks, "lines": lines}
-
-    def _names_after_step(self):
-        """(Walk, ms) taken right after the next step; a failure of the walk is raised here, on
-        the asking thread, never on the training thread that ran it."""
-        done = threading.Event()
-        out = {}
-
-        def take():
-            t0 = time.perf_counter()
-            try:
-                out["walk"] = names.known_walk(self.phases.models, self.phases.optimizers)
-            except Exception as e:
-                out["error"] = e
-            finally:
-                out["ms"] = (time.perf_counter() - t0) * 1000
-                done.set()
-
-        # With phases off, or after-step callables off, no step will run it: now.
-        if self.phases.on and self.guard.on("after_step"):
-            self.phases.after_step.append(take)
-            if not done.wait(AT_STEP_WAIT):
-                try:
-                    self.phases.after_step.remove(take)
-                except ValueError:  # the step came just now: its answer is on its way
-                    done.wait()
-                else:
-                    take()
-        else:
-            take()
-        if "error" in out:
-            raise out["error"]
-        return out["walk"], out["ms"]
+        """The control socket's verbs (commands.py), each checked against the protocol."""
+        return commands.handlers(commands.Commands(self))
 
     # -- exit -----------------------------------------------------------------------------------
 

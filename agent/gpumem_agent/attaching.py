@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from . import paths, wire
+from . import commands, paths, wire
 from .agent import Agent, _log
 
 TOKEN_MAX_AGE = 60.0  # seconds: an older token is one the monitor stopped waiting for
@@ -293,15 +293,8 @@ class AttachedAgent(Agent):
         return m
 
     def handlers(self):
-        h = super().handlers()
-
-        def detach():
-            # Answered first: the socket goes with the rest, a moment after the reply is sent.
-            threading.Thread(target=self.detach, name="gpumem-agent-detach", daemon=True).start()
-            return {"detaching": True}
-
-        h["detach"] = detach
-        return h
+        """An Agent's verbs and `detach` (commands.py)."""
+        return commands.handlers(commands.AttachedCommands(self))
 
     def close(self):
         """At the program's exit: as an Agent's, and the seed goes with the other files."""

@@ -124,6 +124,17 @@ class ControlServer:
                     self.on_error(e)
                 except Exception:
                     pass
+        finally:
+            # The thread owns its selector while it runs (stop() may come from any thread, this one
+            # too, while a select is under way): it closes it on its way out, so no epoll
+            # descriptor outlives a stop (an attach and a detach leave none behind).
+            self._close_selector()
+
+    def _close_selector(self):
+        try:
+            self.sel.close()
+        except (OSError, ValueError):
+            pass
 
     def _serve(self):
         while not self.stopping:
@@ -203,3 +214,5 @@ class ControlServer:
             os.unlink(self.path)
         except OSError:
             pass
+        if not self.thread.is_alive():
+            self._close_selector()  # never started, or ended already: nobody else will close it

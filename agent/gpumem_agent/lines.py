@@ -28,6 +28,7 @@ import sys
 import threading
 
 from .ring import write_index_offset
+from .totals import Totals, block_size
 from .wire import ACTION as A, HEADER_OFFSET, RECORD_FIELDS
 
 _U32 = struct.Struct("<I")
@@ -35,11 +36,6 @@ _U64 = struct.Struct("<Q")
 CUR_LINE = HEADER_OFFSET["cur_line"]
 # Where a record tuple (ring.Ring.records) holds each field
 F_SIZE, F_ACTION, F_DEVICE = (RECORD_FIELDS.index(f) for f in ("size", "action", "device"))
-
-
-def block_size(n):
-    """The caching allocator's block for a request of n bytes (trace entries carry the request)."""
-    return 0 if n <= 0 else 512 if n <= 512 else (n + 511) // 512 * 512
 
 
 class LineStats:
@@ -78,8 +74,10 @@ def attribute(records, log, end_index, device, active, reserved, stats):
     """Split `records` (RECORD tuples of one lane in index order; a record's index is its seq - 1) between the lines
     of `log` ([(line key, the lane's write index when the line began)], in order) and add them into `stats`
     ({line key: LineStats}). `active` and `reserved` are the device's bytes when the log began;
-    a line's peaks are the highest levels while it ran, its start included. Pure; returns the
-    levels at the end."""
+    a line's peaks are the highest levels while it ran, its start included. The levels move as the
+    ring header's totals rule says (totals.py); a line's allocated and freed bytes are its alloc
+    and free_requested records' blocks. Pure; returns the levels at the end."""
+    t = Totals(active, reserved)
     k = 0
     cur = None
     for rec in records:
@@ -87,34 +85,26 @@ def attribute(records, log, end_index, device, active, reserved, stats):
         while k < len(log) and log[k][1] <= index:
             cur = stats.setdefault(log[k][0], LineStats())
             cur.hits += 1
-            cur.see(active, reserved)
+            cur.see(t.active, t.reserved)
             k += 1
         if rec[F_DEVICE] != device:
             continue
         action, size = rec[F_ACTION], rec[F_SIZE]
-        if action == A["alloc"]:
-            active += block_size(size)
-            if cur is not None:
+        t.apply(action, size)
+        if cur is not None:
+            if action == A["alloc"]:
                 cur.alloc_bytes += block_size(size)
                 cur.n_alloc += 1
-        elif action == A["free_requested"]:
-            if cur is not None:
+            elif action == A["free_requested"]:
                 cur.freed_bytes += block_size(size)
                 cur.n_free += 1
-        elif action == A["free_completed"]:
-            active -= block_size(size)
-        elif action in (A["segment_alloc"], A["segment_map"]):
-            reserved += size
-        elif action in (A["segment_free"], A["segment_unmap"]):
-            reserved -= size
-        if cur is not None:
-            cur.see(active, reserved)
+            cur.see(t.active, t.reserved)
     while k < len(log) and log[k][1] <= end_index:
         cur = stats.setdefault(log[k][0], LineStats())
         cur.hits += 1
-        cur.see(active, reserved)
+        cur.see(t.active, t.reserved)
         k += 1
-    return active, reserved
+    return t.active, t.reserved
 
 
 class FunctionProfile:

@@ -15,6 +15,8 @@ walk itself (a model that cannot list its parameters) reaches the caller.
 import gc
 import time
 
+from .protocol import Category  # the words the monitor knows (src/profiler/categories.ts)
+
 MAX_DEPTH = 4  # wrapper subclasses inside wrapper subclasses: deeper is not a tensor we can name
 # The parts of a sparse tensor that hold memory, by layout: COO's, then the compressed layouts'
 # (CSR/BSR: crow and col indices; CSC/BSC: ccol and row indices).
@@ -100,19 +102,19 @@ def known_walk(models, optimizers):
     for model in list(models):
         for name, p in model.named_parameters():
             param_names[id(p)] = name
-            w.add(p, name, "parameter")
-            w.add(getattr(p, "grad", None), name + ".grad", "gradient")
+            w.add(p, name, Category.parameter)
+            w.add(getattr(p, "grad", None), name + ".grad", Category.gradient)
         for name, b in model.named_buffers():
-            w.add(b, name, "buffer")
+            w.add(b, name, Category.buffer)
     for opt in list(optimizers):
         for group in opt.param_groups:
             for p in group["params"]:
                 pname = param_names.get(id(p), "param@%x" % id(p))
-                w.add(p, pname, "parameter")
-                w.add(getattr(p, "grad", None), pname + ".grad", "gradient")
+                w.add(p, pname, Category.parameter)
+                w.add(getattr(p, "grad", None), pname + ".grad", Category.gradient)
                 for key, value in opt.state.get(p, {}).items():
                     if hasattr(value, "untyped_storage"):
-                        w.add(value, "%s of %s" % (key, pname), "optimizer_state")
+                        w.add(value, "%s of %s" % (key, pname), Category.optimizer_state)
     return w
 
 
@@ -122,7 +124,7 @@ def known_names(models, optimizers):
 
 
 def scan_walk(torch, models, optimizers):
-    """Every live CUDA tensor: known names first, then the rest as found (category 'other')."""
+    """Every live CUDA tensor: known names first, then the rest as found (category other)."""
     w = known_walk(models, optimizers)
     for obj in gc.get_objects():
         try:
@@ -130,7 +132,7 @@ def scan_walk(torch, models, optimizers):
                 continue
         except Exception:  # objects that fail on attribute access are skipped
             continue
-        w.add(obj, None, "other")
+        w.add(obj, None, Category.other)
     return w
 
 

@@ -14,7 +14,8 @@ import gc
 import sys
 
 from . import names
-from .lines import _fmt, block_size
+from .lines import _fmt
+from .totals import block_size
 
 
 def _models(agent, model):

@@ -18,6 +18,9 @@ MAX_CAPACITY = 0x4000000
 # Actions from here on are marks: records of where the training loop is (written by the agent
 # through the hook) and of torch's own figures, not allocator events; they carry no block.
 FIRST_MARK = 16
+# The caching allocator's smallest block (kMinBlockSize): a block is its request rounded up to a
+# multiple of this. Records carry requests; torch.cuda.memory_allocated() counts blocks.
+MIN_BLOCK_SIZE = 512
 # A sync's `extra` when an allocator event happened while the figures were read.
 SYNC_UNSURE = 0xFFFFFFFFFFFFFFFF
 PREFETCH_AHEAD = 8
@@ -179,3 +182,27 @@ HEADER_OFFSET = {
 }
 HEADER_SIZEOF = 3264
 HEADER_FIELDS = ("magic", "abi_version", "header_size", "record_size", "n_devices", "capacity", "pid", "mode", "clock_base_ticks", "clock_base_ns", "clock_ns_per_tick", "attach_ns", "cur_step", "cur_range", "cur_phase", "closed", "updated_ns", "cur_line", "n_lanes", "write_index", "totals", "lanes")
+
+# What each action does to its device's totals (gpumem_totals): the one statement of it. A row: the
+# action; for requested, allocated, active and reserved, +1 (the record's bytes added), -1 (taken
+# off) or 0 (left as is); the count it adds one to (none: no count). requested counts the record's
+# size as it is; allocated and active count blocks: a reader that knows the block takes its size
+# (else the request rounded up to GPUMEM_MIN_BLOCK_SIZE), the hook takes the request (the agent's
+# copies from memory_stats put it right); reserved counts segment bytes. Each peak follows its total
+# when it rises. Every action below GPUMEM_FIRST_MARK has a row; marks change no total. Followed by
+# gpumem_totals_apply (the hook), src/profiler/totals.ts (the monitor's model) and
+# gpumem_agent/totals.py (the line profiler), both from TOTALS_RULE, which cuda/gen-wire.ts
+# generates from here; test/profiler/totals-rule.test.ts holds all three to this table and to
+# torch's own figures in every committed recording. (GPUMEM_TOTALS_RULE)
+TOTALS_RULE = {
+    "alloc": {"requested": 1, "allocated": 1, "active": 1, "reserved": 0, "count": "n_alloc"},
+    "free_requested": {"requested": -1, "allocated": -1, "active": 0, "reserved": 0, "count": "n_free"},
+    "free_completed": {"requested": 0, "allocated": 0, "active": -1, "reserved": 0, "count": None},
+    "free": {"requested": -1, "allocated": -1, "active": -1, "reserved": 0, "count": "n_free"},
+    "segment_alloc": {"requested": 0, "allocated": 0, "active": 0, "reserved": 1, "count": "n_segment_alloc"},
+    "segment_free": {"requested": 0, "allocated": 0, "active": 0, "reserved": -1, "count": "n_segment_free"},
+    "segment_map": {"requested": 0, "allocated": 0, "active": 0, "reserved": 1, "count": None},
+    "segment_unmap": {"requested": 0, "allocated": 0, "active": 0, "reserved": -1, "count": None},
+    "snapshot": {"requested": 0, "allocated": 0, "active": 0, "reserved": 0, "count": None},
+    "oom": {"requested": 0, "allocated": 0, "active": 0, "reserved": 0, "count": "n_oom"},
+}

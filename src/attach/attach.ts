@@ -3,11 +3,11 @@
 // process"). A target that reaches no safe point in time is left as it was: the token is withdrawn,
 // so the bootstrap still queued in it does nothing when it finally runs.
 import { readFileSync } from "node:fs";
-import { pidAlive } from "../collect/procfs";
-import { pageText, payload } from "./bootstrap";
-import { HELPER_EXIT, runHelper } from "./helper";
+import { pidAlive, startTicks } from "../collect/procfs";
+import { pageText, payload, scriptText } from "./bootstrap";
+import { HELPER_EXIT, runHelper, usesRemoteExec } from "./helper";
 import { alreadyAttached, checkProcess, checkTorch, checkYama, noSuchProcess, notPython, ptraceContext, type Check } from "./preflight";
-import { createToken, findManifest, takeAgentError, tokenClaimed, tokenDir, withdrawToken } from "./token";
+import { createScript, createToken, findManifest, removeScript, scriptPath, takeAgentError, tokenClaimed, tokenDir, withdrawToken } from "./token";
 
 export interface AttachOptions {
   /** Seconds to wait for a safe point (and, with wait, for torch and CUDA). */
@@ -19,6 +19,10 @@ export interface AttachOptions {
   env?: NodeJS.ProcessEnv;
   /** Said while waiting (for torch, for the agent). */
   say?: (line: string) => void;
+  /** This process is a monitor that owns the attach (the screens of the `attach` verb, the `a`
+   *  key): the agent detaches when it exits. Off (`--no-monitor`): the agent stays until `detach`
+   *  or the program's exit. */
+  owned?: boolean;
   /** Test-only: the thread that makes the calls (cuda/inject.c --call-tid). */
   callTid?: number;
 }
@@ -80,12 +84,23 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
   if ("error" in dir) return refuse(pid, dir.error);
   const token = createToken(dir.dir, pid, Date.now() + opts.timeoutS * 1000);
   const target = payload(env);
-  const text = pageText({ token: token.path, secret: token.secret, path: target.path, module: target.module });
-  const args = ["inject", String(pid), "/dev/stdin", "--timeout-ms", String(Math.min(2000, Math.max(100, opts.timeoutS * 1000)))];
-  if (opts.callTid) args.push("--call-tid", String(opts.callTid));
-  const inj = runHelper(args, text);
+  const monitor = opts.owned ? { pid: process.pid, start: startTicks("self") } : null;
+  const boot = { token: token.path, secret: token.secret, path: target.path, module: target.module, monitor };
+  // 3.14+: PEP 768, a script file the interpreter runs (it removes the file itself; a target that
+  // exits first leaves it to us). Older: a pending call with the text in a page of its own.
+  const script = usesRemoteExec(python) ? scriptPath(token) : null;
+  let inj;
+  if (script) {
+    createScript(script, scriptText(boot, script));
+    inj = runHelper(["remote-exec", String(pid), script]);
+  } else {
+    const args = ["inject", String(pid), "/dev/stdin", "--timeout-ms", String(Math.min(2000, Math.max(100, opts.timeoutS * 1000)))];
+    if (opts.callTid) args.push("--call-tid", String(opts.callTid));
+    inj = runHelper(args, pageText(boot));
+  }
   if (inj.code !== 0) {
     withdrawToken(token);
+    if (script) removeScript(script);
     return refuse(pid, helperRefusal(pid, inj.code, inj.error));
   }
   const stoppedUs = Number(inj.fields.stopped_us ?? NaN);
@@ -96,7 +111,10 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
     const dead = !pidAlive(pid);
     if (dead || Date.now() >= token.deadlineMs) {
       if (withdrawToken(token)) {
-        if (dead) return { ok: false, pid, line: `attach ${pid}: the process exited before it reached a safe point` };
+        if (dead) {
+          if (script) removeScript(script);
+          return { ok: false, pid, line: `attach ${pid}: the process exited before it reached a safe point` };
+        }
         return {
           ok: false,
           pid,

@@ -8,7 +8,7 @@ export const INJECT_SOURCE = `${NATIVE_DIR}/inject.c`;
 export const INJECT_BIN = `${NATIVE_DIR}/build/gpumem-inject`;
 
 /** The helper's exit statuses (cuda/inject.c, EXIT_*), by what they mean. */
-export const HELPER_EXIT = { other: 1, usage: 2, noProcess: 3, notPython: 4, version: 5, ptrace: 6, exited: 7, callTimeout: 8, arch: 9 } as const;
+export const HELPER_EXIT = { other: 1, usage: 2, noProcess: 3, notPython: 4, version: 5, ptrace: 6, exited: 7, callTimeout: 8, arch: 9, remoteOff: 10, busy: 11 } as const;
 
 function upToDate(bin: string): boolean {
   try {
@@ -16,6 +16,12 @@ function upToDate(bin: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** CPython 3.14+ takes PEP 768's script file (remote-exec), older ones a pending call (inject). */
+export function usesRemoteExec(python: string): boolean {
+  const [major, minor] = python.split(".").map(Number);
+  return major === 3 && (minor ?? 0) >= 14;
 }
 
 /** Build the helper unless it is up to date; an error in words where it cannot be. */
@@ -51,7 +57,8 @@ export function parseFields(line: string): Record<string, string> {
   return out;
 }
 
-/** Run the helper: `probe PID` or `inject PID /dev/stdin …` with `input` as the text. */
+/** Run the helper: `probe PID`, `inject PID /dev/stdin …` with `input` as the text, or
+ *  `remote-exec PID SCRIPT` (CPython 3.14+). */
 export function runHelper(args: string[], input?: string): HelperResult {
   const built = buildInject();
   if (!built.ok) return { code: HELPER_EXIT.other, fields: {}, error: built.error };

@@ -38,6 +38,31 @@ export function createToken(dir: string, pid: number, deadlineMs: number): Token
   return { path, secret, deadlineMs };
 }
 
+/** CPython 3.14+: the bootstrap as a file the target opens (bootstrap.ts scriptText), beside the
+ *  token and made the same way (exclusive, no link followed, 0600). The path it will have, then the
+ *  file once its text (which names the path) is known. */
+export function scriptPath(t: Token): string {
+  return t.path.replace(/\.token$/, ".py");
+}
+
+export function createScript(path: string, text: string): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Remove a script the target never read (it exited, or the helper refused). */
+export function removeScript(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // gone already: the target read it and removed it
+  }
+}
+
 /** Give up: true when this removed the token (the bootstrap will do nothing), false when the
  *  bootstrap had claimed it already. */
 export function withdrawToken(t: Token): boolean {

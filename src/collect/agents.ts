@@ -1,10 +1,11 @@
 // Finding the agents: list the per-user directory, read manifests, open rings read-only.
 // Processes that exited keep their last data (marked exited) and their stale files are removed.
-import { existsSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
+import { existsSync, readdirSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
-import type { Manifest } from "../system/manifest";
+import { readSmallText } from "../snapshot/input-file";
+import { MAX_MANIFEST_BYTES, type Manifest } from "../system/manifest";
 import { agentDirBases, privateReason, scanAgentDirs } from "./agent-dirs";
 import { inOtherPidNamespace, pidAlive } from "./procfs";
 
@@ -25,10 +26,16 @@ export interface Agent {
   problem: string | null;
 }
 
+/** A manifest's text: a regular file of at most MAX_MANIFEST_BYTES, opened so that it cannot block
+ *  (a FIFO in the agents' directory is refused, not waited on); an error in words otherwise. */
+function manifestText(path: string): string {
+  return readSmallText(path, "manifest", MAX_MANIFEST_BYTES);
+}
+
 /** A manifest file that names a pid namespace other than the monitor's (read however it fails to parse). */
 function otherNamespaceFile(path: string): boolean {
   try {
-    const ns = (JSON.parse(readFileSync(path, "utf8")) as { pid_namespace?: unknown }).pid_namespace;
+    const ns = (JSON.parse(manifestText(path)) as { pid_namespace?: unknown }).pid_namespace;
     return typeof ns === "number" && inOtherPidNamespace(ns);
   } catch {
     return false;
@@ -81,7 +88,7 @@ export class AgentWatcher {
         // agents should not pay.
         const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
         const stamp = manifestStamp(path);
-        const manifest = parseManifest(readFileSync(path, "utf8"), path);
+        const manifest = parseManifest(manifestText(path), path);
         if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
         const hostPid = inOtherPidNamespace(manifest.pid_namespace) ? null : undefined;
         this.dirs.set(pid, dir);
@@ -180,7 +187,7 @@ export class AgentWatcher {
     if (stamp === agent.manifestStamp && !opts.final) return;
     try {
       const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
-      const manifest = parseManifest(readFileSync(path, "utf8"), path);
+      const manifest = parseManifest(manifestText(path), path);
       if (manifest.pid !== agent.pid) throw new Error(`manifest ${path} now names pid ${manifest.pid}: the last one is kept`);
       // Attached again after a detach (`gpumem-tui attach`): a new ring under the same name.
       if ((manifest.attached?.unix_ns ?? null) !== (agent.manifest.attached?.unix_ns ?? null)) {

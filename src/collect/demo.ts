@@ -2,10 +2,12 @@
 // NVML samples taken beside it), replayed at its own pace. The replay feeds a model as a live ring
 // would; the recorded machine makes the Overview's document at the replay's moment, so a machine
 // with no GPU shows the GPU the run was recorded on, its utilization and memory, and the process.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { summary, type ProfilerModel } from "../profiler";
-import { parseTrack, sampleAt, trackDocument, type NvmlTrack } from "../system/recorded";
+import { processNotes } from "../system/document";
+import { readSmallText } from "../snapshot/input-file";
+import { MAX_TRACK_BYTES, parseTrack, sampleAt, trackDocument, type NvmlTrack } from "../system/recorded";
 import type { Document, Pytorch } from "../system/schema";
 import type { Manifest } from "../system/manifest";
 import type { ProcessModel } from "./live";
@@ -17,11 +19,12 @@ export const DEMO_DIR = join(ROOT, "demo");
 export const DEMO_RING = join(DEMO_DIR, "demo.ring.gz");
 export const DEMO_TRACK = join(DEMO_DIR, "demo.nvml.ndjson");
 
-/** The NVML track beside a ring (`x.ring[.gz]` → `x.nvml.ndjson`), or null where there is none. */
+/** The NVML track beside a ring (`x.ring[.gz]` → `x.nvml.ndjson`), or null where there is none. A
+ *  regular file of at most MAX_TRACK_BYTES: anything else is refused in words before it can block. */
 export function readTrack(ringPath: string): NvmlTrack | null {
   const path = ringPath.replace(/\.ring(\.gz)?$/, ".nvml.ndjson");
   if (path === ringPath || !existsSync(path)) return null;
-  return parseTrack(readFileSync(path, "utf8"), path);
+  return parseTrack(readSmallText(path, "recorded NVML track", MAX_TRACK_BYTES), path);
 }
 
 /** The replayed model's figures as the document's `pytorch` block has them, at the replay's moment. */
@@ -45,7 +48,7 @@ export function replayedPytorch(model: ProfilerModel, manifest: Manifest | null)
     rank: manifest?.rank ?? null,
     job: null,
     torch_version: manifest?.torch_version ?? null,
-    notes: manifest?.notes ?? {},
+    notes: manifest ? processNotes(manifest) : {},
     profile: null,
   };
 }

@@ -3,8 +3,10 @@
 // recording for `replay` and `--demo`.
 import { basename, dirname } from "node:path";
 import { newEventBatch, type EventBatch } from "../ffi/events";
+import { RingError, type RingReader } from "../ffi/ring";
 import { createModel, MAX_SEED_BYTES, parseSeed, replay, type ProfilerModel, type ReplayClock } from "../profiler";
 import { readSmallText } from "../snapshot/input-file";
+import { processNotes } from "../system/document";
 import type { Manifest } from "../system/manifest";
 import type { Document } from "../system/schema";
 import type { Agent } from "./agents";
@@ -24,8 +26,12 @@ export interface ProcessModel {
   ended: boolean;
   /** Live agents: the names asked of the agent, and what they cost (null for replays). */
   names?: NameRequests | null;
-  /** What the agent runs without, and why ({feature: sentence}, the manifest's notes). */
+  /** What the agent runs without, and why ({feature: sentence}: the manifest's notes, processNotes),
+   *  and `ring` where the monitor stopped reading its ring. */
   notes?: Record<string, string>;
+  /** Why this process's ring is no longer read (it was cut short, or its header went out of range,
+   *  under the monitor); null while it is read. */
+  ringStopped?: string | null;
   /** When `gpumem-tui attach` started the agent (the manifest's `attached`), null otherwise: an
    *  attach after a detach is a new agent, with a new ring, read into a new model. */
   attachedNs?: number | null;
@@ -72,30 +78,20 @@ export class LiveModels {
       pm.model.setRanges(a.manifest.ranges);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
-      pm.notes = a.manifest.notes;
+      pm.notes = withRingStopped(processNotes(a.manifest), pm.ringStopped ?? null);
       // Names are asked of a running agent only; what came (a reply, the names at exit in the
       // final manifest) is applied after it exits too: the final document is named.
       const names = pm.names ?? null;
       if (names && a.manifest.final_names) names.exitNames(a.manifest.final_names as ExitNames);
-      if (a.ring) {
-        if (names?.late(a.ring.next()) && !a.exited) names.tick(pm.socket, pm.model, nowUs / 1000);
-        // An exited agent's ring is read to its end now (no writer: at most one ring's records),
-        // for the final document.
-        const limit = a.exited ? Infinity : MAX_EVENTS_PER_TICK;
-        let n = 0;
-        while (n < limit) {
-          // Names taken at a known stream position are applied between the records of their
-          // moment: the read stops there (a folded batch does not map records onto positions).
-          const at = names?.pendingAt() ?? null;
-          const { count, lost } = a.ring.read(this.batch, at ?? Infinity);
-          if (count > 0 || lost > 0) pm.model.ingest(this.batch, lost);
-          n += count;
-          if (at !== null && names!.apply(pm.model, a.ring.next(), nowUs / 1000)) continue;
-          if (count === 0 && lost === 0) break;
-        }
-        if (names && !a.exited) {
-          names.apply(pm.model, a.ring.next(), nowUs / 1000);
-          names.tick(pm.socket, pm.model, nowUs / 1000);
+      if (a.ring && !pm.ringStopped) {
+        try {
+          this.readRing(a, pm, a.ring, nowUs);
+        } catch (e) {
+          // A ring cut short (or its header gone out of range) under the monitor: this process's
+          // reading stops for good, said once in its notes; every other process is read on.
+          if (!(e instanceof RingError)) throw e;
+          pm.ringStopped = e.kind === "truncated" ? RING_CUT : RING_OUT_OF_RANGE;
+          pm.notes = withRingStopped(processNotes(a.manifest), pm.ringStopped);
         }
       }
       // Exited, its ring read to the end (or gone): what is left was taken before that end.
@@ -111,6 +107,40 @@ export class LiveModels {
       }
     }
   }
+
+  /** One agent's new records into its model (throws RingError where its ring became unreadable). */
+  private readRing(a: Agent, pm: ProcessModel, ring: RingReader, nowUs: number): void {
+    const names = pm.names ?? null;
+    if (names?.late(ring.next()) && !a.exited) names.tick(pm.socket, pm.model, nowUs / 1000);
+    // An exited agent's ring is read to its end now (no writer: at most one ring's records),
+    // for the final document.
+    const limit = a.exited ? Infinity : MAX_EVENTS_PER_TICK;
+    let n = 0;
+    while (n < limit) {
+      // Names taken at a known stream position are applied between the records of their
+      // moment: the read stops there (a folded batch does not map records onto positions).
+      const at = names?.pendingAt() ?? null;
+      const { count, lost } = ring.read(this.batch, at ?? Infinity);
+      if (count > 0 || lost > 0) pm.model.ingest(this.batch, lost);
+      n += count;
+      if (at !== null && names!.apply(pm.model, ring.next(), nowUs / 1000)) continue;
+      if (count === 0 && lost === 0) break;
+    }
+    if (names && !a.exited) {
+      names.apply(pm.model, ring.next(), nowUs / 1000);
+      names.tick(pm.socket, pm.model, nowUs / 1000);
+    }
+  }
+}
+
+/** The `ring` note of a process whose ring the monitor stopped reading. */
+const RING_CUT = "the ring was cut short under the monitor: reading stopped";
+const RING_OUT_OF_RANGE = "the ring's header went out of range under the monitor: reading stopped";
+
+/** `notes` with the monitor's own word on the ring, after the agent's where it said one. */
+function withRingStopped(notes: Record<string, string>, stopped: string | null): Record<string, string> {
+  if (stopped === null) return notes;
+  return { ...notes, ring: notes.ring ? `${notes.ring}; ${stopped}` : stopped };
 }
 
 /**
@@ -179,7 +209,7 @@ export interface ReplayHandle {
 
 /** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
 export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number; clock?: ReplayClock }): ReplayHandle {
-  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null };
+  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null, notes: recording.manifest ? processNotes(recording.manifest) : undefined };
   let stopped = false;
   const wall = new PausableClock(opts.clock ?? { now_us: () => performance.now() * 1000, sleep: (us) => Bun.sleep(us / 1000) });
   (async () => {

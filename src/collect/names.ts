@@ -6,7 +6,8 @@
 // program started by `run` also leaves the names it held at exit in its final manifest
 // (`final_names`): applied the same way, so a run too short for a reply ends named.
 import { unnamedBytes, type NamedTensor, type ProfilerModel } from "../profiler";
-import { command, type Reply } from "./control";
+import { answerOf, command, type Send } from "./control";
+import type { ArgsOf } from "./protocol";
 
 /** The shortest time between two requests for unnamed blocks (the walk holds the agent's GIL: ms). */
 export const ASK_EVERY_MS = 10_000;
@@ -32,7 +33,6 @@ export interface NamesStatus {
   late?: number;
 }
 
-type Ask = (socket: string, cmd: string, args: Record<string, unknown>) => Promise<Reply>;
 
 /** The names an agent took at exit (its final manifest's `final_names`): a `names` reply. */
 export interface ExitNames {
@@ -54,7 +54,7 @@ export class NameRequests {
   /** Records lost when the last request went: more since (the ring lapped) is worth a resync. */
   private lostAtAsk = 0;
 
-  constructor(private readonly ask: Ask = command) {}
+  constructor(private readonly ask: Send = command) {}
 
   /** Decide whether to ask now (never two at once); the reply lands as pending names. */
   tick(socket: string | null, model: ProfilerModel, nowMs: number): void {
@@ -80,18 +80,20 @@ export class NameRequests {
     const t0 = performance.now();
     // at_step: the agent walks its models right after the next optimizer step, where gradients
     // and optimizer state are alive (at a random moment a gradient is often None).
-    this.ask(socket, "names", { at_step: true })
-      .then((r) => {
+    this.ask(socket, "names", { at_step: true } satisfies ArgsOf<"names">)
+      .then((raw) => answerOf("names", raw))
+      .then((a) => {
         if (this.exitSeen) return; // the agent closed its socket at exit: its names at exit stand
-        if (!r.ok || !Array.isArray(r.tensors)) {
-          this.status.error = r.error ?? "the agent's names reply has no tensors";
+        if (!a.ok) {
+          this.status.error = a.error;
           return;
         }
+        const r = a.reply;
         this.status.error = null;
         this.status.round_trip_ms = Math.round((performance.now() - t0) * 10) / 10;
-        this.status.agent_ms = typeof r.scan_ms === "number" ? r.scan_ms : null;
-        this.status.step = typeof r.step === "number" ? r.step : null;
-        this.pending = { tensors: r.tensors as NamedTensor[], writeIndex: typeof r.write_index === "number" ? r.write_index : 0 };
+        this.status.agent_ms = r.scan_ms;
+        this.status.step = r.step;
+        this.pending = { tensors: r.tensors, writeIndex: r.write_index };
       })
       .finally(() => (this.inflight = false));
   }

@@ -59,6 +59,15 @@ export function parseStatTimes(stat: string): { cpu_seconds: number; start_secon
   return { cpu_seconds: (utime + stime) / USER_HZ, start_seconds: start / USER_HZ };
 }
 
+/** Field 22 of /proc/PID/stat, the start time in clock ticks after boot: with the pid, what tells
+ *  a process from a later one given the same pid (the attached agent compares it, attaching.py).
+ *  Null where unreadable. */
+export function startTicks(pid: number | "self", procRoot = "/proc"): number | null {
+  const stat = read(`${procRoot}/${pid}/stat`);
+  const times = stat === null ? null : parseStatTimes(stat);
+  return times === null ? null : Math.round(times.start_seconds * USER_HZ);
+}
+
 /** VmRSS of /proc/PID/status's text, in bytes; null where absent (a kernel thread, a zombie). */
 export function parseRss(status: string): number | null {
   const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);

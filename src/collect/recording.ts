@@ -40,7 +40,7 @@ function readNames(path: string): SavedNames[] {
 }
 
 
-/** JSON read beside a recording (its manifest, its saved names): a larger file is refused. */
+/** Saved names read beside a recording: a larger file is refused (its manifest: MAX_MANIFEST_BYTES). */
 const MAX_JSON_BYTES = 64 * 1024 ** 2;
 
 /** The first `n` bytes of a regular file (anything else is refused before it can block). */
@@ -69,8 +69,8 @@ export function openRingRecording(path: string): Recording {
   const manifestPath = path.replace(/\.ring$/, ".json");
   let manifest: Manifest | null = null;
   if (manifestPath !== path && existsSync(manifestPath)) {
-    const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
-    manifest = parseManifest(readSmallText(manifestPath, "manifest", MAX_JSON_BYTES), manifestPath);
+    const { parseManifest, MAX_MANIFEST_BYTES } = require("../system/manifest") as typeof import("../system/manifest");
+    manifest = parseManifest(readSmallText(manifestPath, "manifest", MAX_MANIFEST_BYTES), manifestPath);
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
   const names = readNames(path.replace(/\.ring$/, ".names.json"));

@@ -61,5 +61,7 @@ export function attachProfiles(doc: Document, models: LiveModels): void {
     if (!p.pytorch) continue;
     const pm = models.byPid.get(p.agent_pid ?? p.pid);
     p.pytorch.profile = pm ? processProfile(pm.model, { device: p.pytorch.device }) : null;
+    // The model's notes: the manifest's (processNotes), and the monitor's own on the ring it read.
+    if (pm?.notes) p.pytorch.notes = pm.notes;
   }
 }

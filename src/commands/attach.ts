@@ -8,7 +8,12 @@ export async function command(opts: Options): Promise<number> {
   const pid = Number(opts.rest[0]);
   const a = opts.attach!;
   const say = (line: string) => process.stderr.write(`gpumem-tui: ${line}\n`);
-  const base = { timeoutS: a.timeoutS, wait: a.wait, say };
+  const { isatty } = require("node:tty") as typeof import("node:tty");
+  // The screens open after the attach where asked and where there is a terminal to draw them on:
+  // this monitor then owns the attach, and the agent detaches when it exits. Without them
+  // (`--no-monitor`, no terminal) the agent stays until `detach` or the program's exit.
+  const screens = a.monitor && isatty(0) && isatty(1);
+  const base = { timeoutS: a.timeoutS, wait: a.wait, say, owned: screens };
   let results: AttachResult[];
   if (isLauncher(cmdline(pid))) {
     // The ranks are Python processes below the launcher: those the helper reaches, one at a time.
@@ -30,9 +35,7 @@ export async function command(opts: Options): Promise<number> {
     results = [res];
   }
   const ok = results.every((r) => r.ok);
-  if (!ok || !a.monitor) return ok ? 0 : 1;
-  const { isatty } = require("node:tty") as typeof import("node:tty");
-  if (!(isatty(0) && isatty(1))) return 0; // attached; no terminal to draw the screens on
+  if (!ok || !screens) return ok ? 0 : 1; // attached; no screens asked for, or no terminal to draw them on
   // The monitor shows every agent of this user: the attached process among them.
   const { command: monitor } = await import("./monitor");
   return await monitor({ ...opts, command: "monitor", rest: [] });

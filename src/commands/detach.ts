@@ -2,7 +2,7 @@
 // hooks and files (docs/protocol.md, "Attaching to a running process").
 import { existsSync, readFileSync } from "node:fs";
 import { findManifest } from "../attach/token";
-import { command as send } from "../collect/control";
+import { ask } from "../collect/control";
 import type { Options } from "./options";
 
 export async function detachProcess(pid: number, env: NodeJS.ProcessEnv = process.env): Promise<{ ok: boolean; line: string }> {
@@ -15,11 +15,11 @@ export async function detachProcess(pid: number, env: NodeJS.ProcessEnv = proces
     return { ok: false, line: `detach ${pid}: its manifest ${manifest} cannot be read: ${(e as Error).message}` };
   }
   if (typeof socket !== "string") return { ok: false, line: `detach ${pid}: its manifest ${manifest} names no control socket` };
-  const reply = await send(socket, "detach", {}, 10_000);
+  const reply = await ask(socket, "detach", {}, 10_000);
   // The agent removes its files after its answer: detached is when its manifest is gone.
   for (let i = 0; reply.ok && i < 250 && existsSync(manifest); i++) await Bun.sleep(20);
   if (reply.ok && existsSync(manifest)) return { ok: false, line: `detach ${pid}: the agent answered but its manifest ${manifest} is still there after 5 s` };
-  return reply.ok ? { ok: true, line: `detached from process ${pid}${typeof reply.note === "string" ? `: ${reply.note}` : ""}` } : { ok: false, line: `detach ${pid}: ${reply.error}` };
+  return reply.ok ? { ok: true, line: `detached from process ${pid}${reply.reply.note ? `: ${reply.reply.note}` : ""}` } : { ok: false, line: `detach ${pid}: ${reply.error}` };
 }
 
 export async function command(opts: Options): Promise<number> {

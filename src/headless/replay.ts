@@ -7,13 +7,14 @@ const wallClock: ReplayClock = {
   sleep: (us) => Bun.sleep(us / 1000),
 };
 
-export async function replayJson(recording: Recording, opts: { speed?: number }): Promise<void> {
+/** `clock`: the wall clock, unless a test gives its own. */
+export async function replayJson(recording: Recording, opts: { speed?: number; clock?: ReplayClock }): Promise<void> {
   process.stdout.on("error", (e: NodeJS.ErrnoException) => {
     if (e.code === "EPIPE") process.exit(0);
     throw e;
   });
   for (const note of recording.notes) process.stderr.write(`gpumem-tui: ${note}\n`);
-  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? wallClock : undefined, ranges: recording.ranges, names: recording.names });
+  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? (opts.clock ?? wallClock) : undefined, ranges: recording.ranges, names: recording.names });
   for await (const line of lines) {
     // A snapshot's final state says how much of it was there before the recording began.
     const out = line.type === "final" && recording.before ? { ...line, before_recording: recording.before } : line;

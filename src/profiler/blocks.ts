@@ -25,14 +25,8 @@ export function grownToHold(a: Float64Array, i: number): Float64Array<ArrayBuffe
   return out;
 }
 
-/**
- * The block size the caching allocator gives a request: at least 512 bytes, a multiple of 512.
- * Trace entries (the hook's records, a snapshot's device_traces) carry the size the program asked
- * for, while torch.cuda.memory_allocated() counts blocks; rounding here makes the two agree.
- */
-export function blockSize(requested: number): number {
-  return requested <= 0 ? 0 : requested <= 512 ? 512 : Math.ceil(requested / 512) * 512;
-}
+/** The block a request gets (the rule's rounding, stated with the totals). */
+export { blockSize } from "./totals";
 
 /** What the agent said of the tensor a block holds, beside its name. */
 export interface TensorInfo {

@@ -5,8 +5,8 @@
 // arrays plus one Map operation keyed by address; work that walks many blocks happens at phase and
 // step boundaries (amortized over the events of the phase) or in queries. Readers use the getters.
 
-import { PHASE } from "../ffi/events";
-import { BlockTable, blockSize } from "./blocks";
+import { ACTION, PHASE } from "../ffi/events";
+import { BlockTable } from "./blocks";
 import { CATEGORIES, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
@@ -18,6 +18,7 @@ import { SegmentTable } from "./segment-table";
 import { StepAccounting } from "./step-accounting";
 import type { StepRecord } from "./steps";
 import { Timeline } from "./timeline";
+import { blockSize, Totals } from "./totals";
 
 export type { SnapshotSegment } from "./resync";
 
@@ -31,19 +32,9 @@ export class DeviceState {
   private readonly accounting: StepAccounting;
   private readonly oomLog = new OomLog();
 
-  // Totals from the events (the ring header's exact ones, where there is a header, are the model's).
-  private _allocated = 0;
-  /** Live bytes as the program asked for them (the trace's sizes): torch's requested_bytes. */
-  private _requested = 0;
-  private _reserved = 0;
-  private _active = 0;
-  private _peakAllocated = 0;
-  private _peakReserved = 0;
-  private _peakActive = 0;
-  private _nAlloc = 0;
-  private _nFree = 0;
-  private _nSegmentAlloc = 0;
-  private _nSegmentFree = 0;
+  /** Totals from the events, moved as the ring header's rule says (totals.ts); the ring
+   *  header's exact ones, where there is a header, re-anchor them after lost records. */
+  private readonly t = new Totals();
 
   // Where the training loop is (from the records' stamps).
   private _step: number;
@@ -83,40 +74,41 @@ export class DeviceState {
   // ---- what readers see ----
 
   get allocated(): number {
-    return this._allocated;
+    return this.t.allocated;
   }
+  /** Live bytes as the program asked for them (the trace's sizes): torch's requested_bytes. */
   get requested(): number {
-    return this._requested;
+    return this.t.requested;
   }
   get reserved(): number {
-    return this._reserved;
+    return this.t.reserved;
   }
   get active(): number {
-    return this._active;
+    return this.t.active;
   }
   get peakAllocated(): number {
-    return this._peakAllocated;
+    return this.t.peakAllocated;
   }
   get peakReserved(): number {
-    return this._peakReserved;
+    return this.t.peakReserved;
   }
   get peakActive(): number {
-    return this._peakActive;
+    return this.t.peakActive;
   }
   get nAlloc(): number {
-    return this._nAlloc;
+    return this.t.count("n_alloc");
   }
   get nFree(): number {
-    return this._nFree;
+    return this.t.count("n_free");
   }
   get nSegmentAlloc(): number {
-    return this._nSegmentAlloc;
+    return this.t.count("n_segment_alloc");
   }
   get nSegmentFree(): number {
-    return this._nSegmentFree;
+    return this.t.count("n_segment_free");
   }
   get nOom(): number {
-    return this.oomLog.count;
+    return this.t.count("n_oom");
   }
   /** The OOM incidents kept (the first MAX_OOMS). */
   get ooms(): readonly OomIncident[] {
@@ -198,7 +190,7 @@ export class DeviceState {
   /** The device's first event (the model calls this once): the first step's start time. */
   begin(t: number): void {
     this._firstTime_us = t;
-    this.accounting.begin(t, this._phase, this._range, this._allocated, this._reserved);
+    this.accounting.begin(t, this._phase, this._range, this.t.allocated, this.t.reserved);
     if (this._phase === PHASE.forward) this.lifetimes.forward(this.serial, this._step);
   }
 
@@ -218,28 +210,25 @@ export class DeviceState {
 
   alloc(t: number, address: number, requested: number, stream: number): void {
     const size = blockSize(requested);
-    this._requested += requested;
     const blocks = this.blocks;
     const serial = ++this.serial;
     const slot = blocks.add(address, size, stream, t, serial, this._step, this._range, this._phase, CAT_UNRESOLVED, 0);
     const old = blocks.displaced;
     if (old >= 0) {
       // Its free was lost (ring lapped): it was freed, or the allocator could not hand the address out again.
+      // Not a record: the rule does not count it as a free.
       const oldSize = blocks.size[old]!;
-      this._allocated -= oldSize;
-      this._active -= oldSize;
+      this.t.allocated -= oldSize;
+      this.t.active -= oldSize;
       this.accounting.drop(old, this._step);
       blocks.discard(old);
       this._replacedBlocks++;
     }
     this.lifetimes.pend(slot, serial);
-    const allocated = (this._allocated += size);
-    this._active += size;
-    if (allocated > this._peakAllocated) this._peakAllocated = allocated;
-    if (this._active > this._peakActive) this._peakActive = this._active;
-    this._nAlloc++;
+    this.t.apply(ACTION.alloc, requested, size);
+    const allocated = this.t.allocated;
     this.accounting.alloc(t, size, allocated, serial, this._phase, this._range);
-    this.timeline.observe(t, allocated, this._reserved);
+    this.timeline.observe(t, allocated, this.t.reserved);
     this._lastTime_us = t;
   }
 
@@ -249,26 +238,27 @@ export class DeviceState {
   }
 
   freeCompleted(t: number, requested: number): void {
-    this._active -= blockSize(requested);
+    this.t.apply(ACTION.free_completed, requested, blockSize(requested));
     this._lastTime_us = t;
   }
 
-  /** The reader's fold of a free_requested (at `t`) and its free_completed (at `done`): both at once. */
+  /** The reader's fold of a free_requested (at `t`) and its free_completed (at `done`): both at
+   *  once. Its two halves, each as its own record would: active drops by the request's block
+   *  (a free_completed carries no block the model could look up), as unfolded. */
   free(t: number, done: number, address: number, requested: number): void {
-    this._active -= this.accountFree(t, address, requested);
+    this.t.apply(ACTION.free_completed, requested, this.accountFree(t, address, requested));
     this._lastTime_us = done;
   }
 
-  /** A free_requested's accounting; returns the bytes its free_completed takes from active. */
+  /** A free_requested's accounting; returns the block its free_completed takes from active. */
   private accountFree(t: number, address: number, requested: number): number {
-    this._requested -= requested;
     const blocks = this.blocks;
     const slot = blocks.remove(address);
     // The block's own size where the model holds it: a free's requested size may differ by rounding.
     const rounded = blockSize(requested);
     const size = slot >= 0 ? blocks.size[slot]! : rounded;
-    const allocated = (this._allocated -= size);
-    this._nFree++;
+    this.t.apply(ACTION.free_requested, requested, size);
+    const allocated = this.t.allocated;
     if (slot >= 0) {
       this.accounting.freeBlock(size, this._phase, slot, this._step);
       blocks.discard(slot);
@@ -277,29 +267,26 @@ export class DeviceState {
       this._unknownFrees++;
       this._unknownFreeBytes += size;
     }
-    this.timeline.observe(t, allocated, this._reserved);
+    this.timeline.observe(t, allocated, this.t.reserved);
     return rounded;
   }
 
   /** segment_alloc (counted) or segment_map (expandable segments: pages mapped). */
   segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean): void {
-    this._reserved += size;
-    if (this._reserved > this._peakReserved) this._peakReserved = this._reserved;
-    if (counted) this._nSegmentAlloc++;
+    this.t.apply(counted ? ACTION.segment_alloc : ACTION.segment_map, size, size);
     this.segments.add(address, size, stream, t, counted);
     this.observeSegment(t);
   }
 
   /** segment_free (counted), or segment_unmap (pages unmapped). */
   segmentFree(t: number, address: number, size: number, counted: boolean): void {
-    this._reserved -= size;
-    if (counted) this._nSegmentFree++;
+    this.t.apply(counted ? ACTION.segment_free : ACTION.segment_unmap, size, size);
     this.segments.remove(address, size, counted);
     this.observeSegment(t);
   }
 
   private observeSegment(t: number): void {
-    this.timeline.observe(t, this._allocated, this._reserved);
+    this.timeline.observe(t, this.t.allocated, this.t.reserved);
     this._lastTime_us = t;
   }
 
@@ -308,6 +295,7 @@ export class DeviceState {
    *  that captured the loop's device binding cost one scope object per record, OOM or not.) */
   oom(t: number, request: number, deviceFree: number, largestFree: (d: DeviceState) => number): void {
     this._lastTime_us = t;
+    this.t.apply(ACTION.oom, request, 0);
     this.oomLog.add(() => ({
       time_us: t,
       step: this._step,
@@ -315,9 +303,9 @@ export class DeviceState {
       range: this._range,
       request_bytes: request,
       device_free_bytes: deviceFree,
-      allocated_bytes: this._allocated,
-      reserved_bytes: this._reserved,
-      active_bytes: this._active,
+      allocated_bytes: this.t.allocated,
+      reserved_bytes: this.t.reserved,
+      active_bytes: this.t.active,
       largest_free_block_bytes: largestFree(this),
       live_by_category_bytes: this.blocks.bytesByCat.slice(),
       nvml_used_bytes: this._nvmlUsed,
@@ -334,10 +322,10 @@ export class DeviceState {
   private detail(): DetailAtSync {
     return {
       step: this._step,
-      events: this._nAlloc + this._nFree,
+      events: this.nAlloc + this.nFree,
       blockBytes: this.liveBytes(),
       largeBlocks: this.blocks.large,
-      requested: this._requested,
+      requested: this.t.requested,
       unknownFreeBytes: this._unknownFreeBytes,
     };
   }
@@ -363,38 +351,38 @@ export class DeviceState {
     this._nvmlUsed = usedBytes;
     this._nvmlTime_us = t;
     this._nvmlPid = pid;
-    this.timeline.observeNvml(t, usedBytes, this._allocated, this._reserved);
+    this.timeline.observeNvml(t, usedBytes, this.t.allocated, this.t.reserved);
   }
 
   // ---- boundaries ----
 
   private stepChange(t: number, step: number, phase: number, range: number): void {
     this.endPhaseInstance(t, phase);
-    this.accounting.endStep(t, this._allocated, this._reserved);
+    this.accounting.endStep(t, this.t.allocated, this.t.reserved);
     this.lifetimes.stepBoundary();
     this._step = step;
     this._phase = phase;
     this._range = range;
-    this.accounting.beginStep(t, step, phase, range, this.serial, this._allocated, this._reserved);
+    this.accounting.beginStep(t, step, phase, range, this.serial, this.t.allocated, this.t.reserved);
     if (phase === PHASE.forward) this.lifetimes.forward(this.serial, step);
   }
 
   private phaseChange(t: number, phase: number): void {
     this.endPhaseInstance(t, phase);
     this._phase = phase;
-    this.accounting.beginPhase(t, phase, this.serial, this._allocated);
+    this.accounting.beginPhase(t, phase, this.serial, this.t.allocated);
     if (phase === PHASE.forward) this.lifetimes.forward(this.serial, this._step);
   }
 
   private rangeChange(range: number): void {
     this._range = range;
-    this.accounting.beginRange(range, this.serial, this._allocated);
+    this.accounting.beginRange(range, this.serial, this.t.allocated);
   }
 
   /** The running phase instance ends (`next` begins): its survivors get their category, the step
    *  its figures for the phase. */
   private endPhaseInstance(t: number, next: number): void {
-    this.accounting.endPhase(t, this._phase, this._allocated, this.lifetimes.endPhase(this._phase, next));
+    this.accounting.endPhase(t, this._phase, this.t.allocated, this.lifetimes.endPhase(this._phase, next));
   }
 
   // ---- names, resyncs, lost records ----
@@ -417,9 +405,7 @@ export class DeviceState {
    */
   resync(segments: ReadonlyArray<SnapshotSegment>, t: number): { kept: number; added: number; dropped: number } {
     const r = resyncFromSegments(this.blocks, this.segments, segments, t, (slot) => this.accounting.drop(slot, this._step));
-    this._allocated = this.blocks.liveBytes();
-    this._reserved = r.reserved;
-    this._active = r.active;
+    this.anchor(this.blocks.liveBytes(), r.reserved, r.active);
     this._lost = 0;
     this._unknownFrees = 0;
     this._unknownFreeBytes = 0;
@@ -435,25 +421,24 @@ export class DeviceState {
    */
   seed(segments: readonly SeedSegment[], t: number): Seeded {
     const r = seedBlocks(this.blocks, this.segments, segments, t, (slot) => this.accounting.drop(slot, this._step));
-    this._allocated = this.blocks.liveBytes();
-    this._reserved = r.reserved;
-    this._active = r.active;
-    if (r.requested !== null) this._requested = r.requested;
-    if (this._allocated > this._peakAllocated) this._peakAllocated = this._allocated;
-    if (this._reserved > this._peakReserved) this._peakReserved = this._reserved;
-    if (this._active > this._peakActive) this._peakActive = this._active;
+    this.anchor(this.blocks.liveBytes(), r.reserved, r.active);
+    const tt = this.t;
+    if (r.requested !== null) tt.requested = r.requested;
+    if (tt.allocated > tt.peakAllocated) tt.peakAllocated = tt.allocated;
+    if (tt.reserved > tt.peakReserved) tt.peakReserved = tt.reserved;
+    if (tt.active > tt.peakActive) tt.peakActive = tt.active;
     this._unknownFrees = 0;
     this._unknownFreeBytes = 0;
     this._replacedBlocks = 0;
     this.consistency.seeded(r.requested !== null);
-    this.timeline.observe(t, this._allocated, this._reserved);
+    this.timeline.observe(t, this.t.allocated, this.t.reserved);
     return r;
   }
 
   /** Exact totals from the ring header replace the event-derived ones (after lost records). */
   anchor(allocated: number, reserved: number, active: number): void {
-    this._allocated = allocated;
-    this._reserved = reserved;
-    this._active = active;
+    this.t.allocated = allocated;
+    this.t.reserved = reserved;
+    this.t.active = active;
   }
 }

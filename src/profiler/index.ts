@@ -40,3 +40,4 @@ export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
 export { processProfile, type ProcessProfile } from "./profile";
 export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-blocks";
 export { parseSeed, MAX_SEED_BYTES, type Seed, type SeedStatus } from "./seed";
+export { LineTable, type LineRow } from "./lines";

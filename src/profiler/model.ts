@@ -5,6 +5,7 @@
 
 import { ACTION, isMark, MAX_DEVICES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { DeviceState, type SnapshotSegment } from "./device";
+import { LineTable } from "./lines";
 import { byDevice, type Named, type NamedTensor } from "./names";
 
 export type { NamedTensor } from "./names";
@@ -69,6 +70,7 @@ export class ProfilerModel {
     const stepCol = batch.step;
     const rangeCol = batch.range;
     const extra = batch.extra;
+    const lineCol = batch.line;
     let lastDev = -1000;
     let d: DeviceState | undefined;
     // The current device's step, phase and range, in locals: most records match them.
@@ -171,6 +173,8 @@ export class ProfilerModel {
           ds.touch(t);
           this.invalidRecords++;
       }
+      const ln = lineCol[i]!;
+      if (ln !== 0) this.lines.record(ln, dev, a, size[i]!, ds.active, ds.reserved);
       // An attach's seed goes in right after its device's counted record of its point.
       if (this.seeds !== null && (a === ACTION.alloc || a === ACTION.free_requested || a === ACTION.free)) this.seedDue(ds, t);
     }
@@ -332,6 +336,8 @@ export class ProfilerModel {
 
   /** The line profiler's line names (manifest `lines`: id → "file.py:42: code"). */
   readonly lineNames = new Map<number, string>();
+  /** What the records stamped with a line did, by line (lines.ts). */
+  readonly lines = new LineTable();
 
   setLines(lines: Record<string, string>): void {
     for (const [id, name] of Object.entries(lines)) {

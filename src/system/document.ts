@@ -78,6 +78,17 @@ function device(s: NvmlDeviceSample, prev: NvmlDeviceSample | undefined): Device
   };
 }
 
+/** What a process with the agent runs without, and why ({feature: sentence}): the manifest's notes,
+ *  and under `hook` its `hook_error` (why the allocator hook is not used: no compiler, a hook cache
+ *  others could write, polling asked for), said once: not where the notes say it already. The one
+ *  place the JSON document and the screens take them from. */
+export function processNotes(m: Pick<Manifest, "notes" | "hook_error">): Record<string, string> {
+  const notes = m.notes ?? {};
+  const hook = m.hook_error ?? null;
+  if (hook === null || hook === "" || "hook" in notes || Object.values(notes).includes(hook)) return { ...notes };
+  return { hook, ...notes };
+}
+
 /** The agent's view of one device of its process, `cudaIndex` as the process numbers it (the
  *  ring's totals are per CUDA index), beside NVML's used bytes of that device. */
 export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: number | null): Pytorch | null {
@@ -103,7 +114,7 @@ export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: numbe
     job: agent.manifest.job ?? null,
     torch_version: agent.manifest.torch_version,
     attached_unix_ns: agent.manifest.attached?.unix_ns ?? null,
-    notes: agent.manifest.notes ?? {},
+    notes: processNotes(agent.manifest),
     // The sampling session (src/collect/session.ts) fills it from the process's model.
     profile: null,
   };

@@ -2,6 +2,13 @@
 // reported with its path and the field at fault, never trusted.
 import { z } from "zod";
 
+/** The largest manifest read, live or beside a recording. The largest real one is the last of a run
+ *  that keeps its files: `final_names` lists every parameter, gradient and optimizer state at about
+ *  200 bytes each, so a mixture of experts with an nn.Module per expert (48 layers × 128 experts ×
+ *  3 weights, four entries each) writes 15 MB. 4 MiB would refuse it; 64 MiB holds such a model
+ *  four times over and bounds what a file that is no manifest can cost. */
+export const MAX_MANIFEST_BYTES = 64 * 1024 ** 2;
+
 export const ManifestSchema = z.looseObject({
   version: z.literal(1),
   pid: z.number().int().positive(),

@@ -93,6 +93,10 @@ export function trackFromDocuments(docs: Document[], o: { pid: number; from_us: 
   return { header, samples };
 }
 
+/** The largest track read: a sample a second of a machine of eight GPUs is ~10 KB, so 64 MiB (the
+ *  cap of every JSON read beside a recording) holds about two hours of one. */
+export const MAX_TRACK_BYTES = 64 * 1024 ** 2;
+
 /** A track as the NDJSON text parseTrack reads. */
 export function trackText(track: NvmlTrack): string {
   return `${[track.header, ...track.samples].map((x) => JSON.stringify(x)).join("\n")}\n`;

@@ -10,7 +10,6 @@ import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "
 import { overviewProcesses } from "./screens/overview";
 import { newUiState, type UiState } from "./ui-state";
 
-const LINES = screenIndex("lines");
 /** Status lines at most: a message and a path of its own, wrapped where the terminal is narrow. */
 const MAX_STATUS_LINES = 4;
 
@@ -109,13 +108,6 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
       setRawMode(false);
     };
   }, [stdin, setRawMode]);
-
-  // The Lines screen asks the selected process's agent for its line profile (at most every 2 s,
-  // off the key path); the answer arrives through the controller's notify.
-  const pm = pmOf(ui);
-  useEffect(() => {
-    if (ui.screen === LINES) void ctl.refreshLines(pm);
-  });
 
   const Current = SCREENS[ui.screen]!.component;
   const tabs = tabLine(ui.screen, tabRoom).text;

@@ -4,7 +4,7 @@
 // sockets or signals.
 import { join, resolve } from "node:path";
 import { existsSync } from "node:fs";
-import { command } from "../collect/control";
+import { ask } from "../collect/control";
 import { LiveModels, type ProcessModel, type ReplayHandle } from "../collect/live";
 import { signalProcess, stillRunning, type StopSignal } from "../collect/signal";
 import { Session, type DeviceHistory } from "../collect/session";
@@ -12,12 +12,8 @@ import type { SystemCollector } from "../collect/system";
 import type { RecordedMachine } from "../collect/demo";
 import { withRecorded } from "../system/recorded";
 import type { Document } from "../system/schema";
-import type { LineFunction } from "../collect/lines";
 import { writeModelSnapshot } from "../snapshot/write";
 import { formatBytes } from "./format";
-
-/** The Lines screen's data for one process: the agent's line profile, or why there is none. */
-export type LinesState = ({ functions: LineFunction[] } | { error: string }) & { at_ms: number };
 
 export type { DeviceHistory };
 
@@ -40,9 +36,6 @@ export class Controller {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private readonly listeners = new Set<() => void>();
   version = 0;
-  /** Line profiles by pid, asked of the agents while the Lines screen shows them. */
-  readonly lines = new Map<number, LinesState>();
-  private linesAsking = false;
   /** Where `d` writes snapshots: the directory the monitor was started in, or --dump-dir. */
   snapshotDir = process.cwd();
 
@@ -138,16 +131,17 @@ export class Controller {
     if (this.busy) return this.say("a command is still running");
     this.busy = true;
     this.say(`${cmd}: asking pid ${pm.pid}…`);
-    const r = await command(pm.socket, cmd);
+    if (cmd === "reset_peaks") {
+      const r = await ask(pm.socket, cmd, {});
+      this.busy = false;
+      return this.say(r.ok ? `peaks reset for pid ${pm.pid}` : `${cmd} failed: ${r.error}`);
+    }
+    const r = await ask(pm.socket, cmd, {});
     this.busy = false;
     if (!r.ok) return this.say(`${cmd} failed: ${r.error}`);
-    if (cmd === "empty_cache") {
-      const before = (r.reserved_before as number[]).reduce((a, b) => a + b, 0);
-      const after = (r.reserved_after as number[]).reduce((a, b) => a + b, 0);
-      this.say(`empty_cache released ${formatBytes(before - after)} (reserved ${formatBytes(before)} → ${formatBytes(after)})`);
-    } else {
-      this.say(`peaks reset for pid ${pm.pid}`);
-    }
+    const before = r.reply.reserved_before.reduce((a, b) => a + b, 0);
+    const after = r.reply.reserved_after.reduce((a, b) => a + b, 0);
+    this.say(`empty_cache released ${formatBytes(before - after)} (reserved ${formatBytes(before)} → ${formatBytes(after)})`);
   }
 
   /** `a`: start the agent in a running PyTorch process (`gpumem-tui attach`); its outcome, refusals
@@ -158,7 +152,8 @@ export class Controller {
     this.say(`attaching to ${label}…`);
     try {
       const { attachProcess } = await import("../attach/attach");
-      const r = await attachProcess(pid, { timeoutS: 10, wait: false, say: (line) => this.say(line) });
+      // This monitor owns the attach: the agent detaches when it exits.
+      const r = await attachProcess(pid, { timeoutS: 10, wait: false, owned: true, say: (line) => this.say(line) });
       this.say(r.line);
     } catch (e) {
       this.say(`attach ${pid} failed: ${(e as Error).message}`);
@@ -168,10 +163,11 @@ export class Controller {
   }
 
   /**
-   * `d`: the agent's own snapshot (torch.cuda.memory._dump_snapshot), written where the monitor
-   * writes, where there is a live agent; the monitor writes one from its own events where there is
-   * none (a replay, an exited process, an agent that failed), and beside the agent's when the agent
-   * records no history (its file then has segments but no trace). The path gets a line of its own.
+   * `d`: one snapshot. The agent's own (torch's, with its trace and stacks), written where the
+   * monitor writes, where a live agent records memory history; otherwise the monitor's, from its
+   * own events (a replay, an exited process, an agent that failed, or one without history: torch's
+   * file would have segments and no trace, so the agent is asked `only_with_trace` and writes
+   * nothing). The path gets a line of its own.
    */
   private async dump(pm: ProcessModel): Promise<void> {
     const dir = resolve(this.snapshotDir);
@@ -195,13 +191,14 @@ export class Controller {
     this.busy = true;
     this.say(`dump_snapshot: asking pid ${pm.pid}…`);
     const path = join(dir, `${pm.pid}-snapshot-${Date.now()}.pickle`);
-    const r = await command(pm.socket, "dump_snapshot", { path });
+    const a = await ask(pm.socket, "dump_snapshot", { path, only_with_trace: true });
     this.busy = false;
-    if (!r.ok) return ownLater(`the agent's dump failed: ${r.error}`);
-    if (r.history === false) return ownLater(`the agent's own ${r.path} has no trace: history is off`);
+    if (!a.ok) return ownLater(`the agent's dump failed: ${a.error}`);
+    const r = a.reply;
+    if (r.path === null || r.size === null) return ownLater("the agent records no memory history");
     // An agent in another container writes into its own filesystem: the path may not exist here.
-    const where = existsSync(String(r.path)) ? "" : " (written in the process's own filesystem: another container?)";
-    this.say(`snapshot of pid ${pm.pid} by its agent: ${formatBytes(Number(r.size))}${where}\n${r.path}\n${MEMORY_VIZ}`);
+    const where = existsSync(r.path) ? "" : " (written in the process's own filesystem: another container?)";
+    this.say(`snapshot of pid ${pm.pid} by its agent: ${formatBytes(r.size)}${where}\n${r.path}\n${MEMORY_VIZ}`);
   }
 
   /** `k`: stop a process with SIGTERM or SIGKILL; a second later, whether it has gone. */
@@ -213,21 +210,6 @@ export class Controller {
       if (this.status !== r.message) return; // another message came since
       this.say(stillRunning(pid) ? `pid ${pid} still runs 1 s after ${signal}${signal === "SIGTERM" ? " (k, then 9 for SIGKILL)" : ""}` : `pid ${pid} has stopped (${signal})`);
     }, 1000).unref?.();
-  }
-
-  /** Ask `pm`'s agent for its line profile when the last answer is older than `everyMs` (never two at once). */
-  async refreshLines(pm: ProcessModel | undefined, now = Date.now(), everyMs = 2000): Promise<void> {
-    if (!pm?.socket || pm.ended || this.linesAsking) return;
-    const last = this.lines.get(pm.pid);
-    if (last && now - last.at_ms < everyMs) return;
-    this.linesAsking = true;
-    try {
-      const { fetchLines } = await import("../collect/lines");
-      this.lines.set(pm.pid, { ...(await fetchLines(pm.socket)), at_ms: Date.now() });
-    } finally {
-      this.linesAsking = false;
-    }
-    this.notify();
   }
 
   say(msg: string): void {

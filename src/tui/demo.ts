@@ -4,6 +4,7 @@ import { openRingRecording, type Recording } from "../collect/recording";
 import { readTrack, RecordedMachine } from "../collect/demo";
 import type { Controller } from "./controller";
 import { keyHint } from "./registry";
+import type { ReplayClock } from "../profiler";
 
 /** "H100" of "NVIDIA H100 80GB HBM3": what the status line calls the recorded GPU. */
 export function shortGpu(name: string | undefined): string {
@@ -11,8 +12,9 @@ export function shortGpu(name: string | undefined): string {
 }
 
 /** The demo behind --demo and D: `ring` replayed at `speed` (looping), and the machine it was
- *  recorded on in the Overview where its NVML track is beside it. */
-export function demoStarter(ctl: Controller, { speed, ring }: { speed: number; ring: string }) {
+ *  recorded on in the Overview where its NVML track is beside it. `clock`: the wall clock, unless a
+ *  test gives its own. */
+export function demoStarter(ctl: Controller, { speed, ring, clock }: { speed: number; ring: string; clock?: ReplayClock }) {
   let handle: ReturnType<typeof startReplay> | null = null;
   return {
     start: () => {
@@ -26,7 +28,7 @@ export function demoStarter(ctl: Controller, { speed, ring }: { speed: number; r
         return ctl.say(`no demo: ${(e as Error).message}`);
       }
       // Idle stretches (the model loading) are cut to 2 s; the rest plays at the recorded pace.
-      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(ring), maxIdleMs: 2000 });
+      handle = startReplay(rec, { speed, onUpdate: () => ctl.notify(), loop: () => openRingRecording(ring), maxIdleMs: 2000, clock });
       ctl.replay = handle.pm;
       ctl.replays.add(handle);
       if (ctl.paused) handle.pause(true);

@@ -91,7 +91,7 @@ const LIST = [
     rowAt: (p, line) =>
       p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(segmentsInOrder(p.pm).length, p.height, p.selected, line),
   },
-  { id: "lines", title: "Lines", component: (p) => <LinesScreen pm={p.pm} state={p.pm ? p.ctl.lines.get(p.pm.pid) : undefined} width={p.width} height={p.height} /> },
+  { id: "lines", title: "Lines", component: (p) => <LinesScreen pm={p.pm} width={p.width} height={p.height} /> },
   {
     id: "findings",
     title: "Findings",

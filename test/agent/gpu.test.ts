@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gpuTest, onGpu } from "../support/gpu";
 
-// GPUMEM_AGENT_REPORTS keeps the scenarios' reports (bench/agent_evidence.sh brings them back).
+// GPUMEM_AGENT_REPORTS keeps the scenarios' reports (bench/gpu-session.sh keeps them).
 const out = process.env.GPUMEM_AGENT_REPORTS ?? mkdtempSync(join(tmpdir(), "gpumem-agent-gpu-"));
 // biome-ignore lint: reports are plain JSON
 type Report = any;
@@ -98,7 +98,7 @@ describe("agent on a GPU", () => {
     const names = (r.names_at_step.tensors as { name: string; category: string }[]).map((t) => `${t.category}:${t.name}`);
     expect(names).toEqual(expect.arrayContaining(["gradient:0.mlp.0.weight.grad", "optimizer_state:exp_avg of 0.mlp.0.weight"]));
     expect(r.names_at_step.write_index).toBeGreaterThan(0);
-    expect(r.names_bad_at_step.error).toMatch(/"scan" and "at_step" must be true or false/);
+    expect(r.names_bad_at_step.error).toMatch(/names: "at_step" must be true or false/);
   });
 
   gpuTest("names never raise: FSDP2 DTensors by their local shards, freed, meta, fake, pinned, sparse, quantized and wrapped tensors; a failing walk turns names off and training goes on", () => {

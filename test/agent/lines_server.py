@@ -1,6 +1,8 @@
 """A control server answering `lines` with a real line profile (test/tui/lines.test.tsx): the
 profiler follows a function on a real ring file, as test_lines.py does, then serves its results
-through the agent's own ControlServer. Prints the socket path, then waits for stdin to close."""
+through the agent's own ControlServer. Prints the socket path, then the ring and its line names,
+then waits for stdin to close."""
+import json
 import os
 import sys
 import tempfile
@@ -30,5 +32,7 @@ f(2)
 path = os.path.join(tempfile.mkdtemp(), "s.sock")
 srv = ControlServer(path, {"lines": lambda: {"functions": t.profiler.stats()}}).start()
 print(path, flush=True)
+# The ring the profiled calls wrote and the names of its lines: the monitor's own model reads both.
+print(json.dumps({"ring": t.ring.path, "lines": t.profiler.line_names}), flush=True)
 sys.stdin.read()
 srv.stop()

@@ -56,7 +56,7 @@ for (const fold of [false, true]) {
       { action: ACTION.alloc, address: A, size: 2 * MiB },
       { action: ACTION.alloc, address: A + 2 * MiB, size: 1 * MiB },
     ], 7);
-    const names = new NameRequests(async () => ({ ok: true, tensors: [{ address: A, size: 2 * MiB, name: "lm_head.weight.grad", category: "gradient", device: 0 }], write_index: 2, step: 1, scan_ms: 1 }));
+    const names = new NameRequests(async () => ({ ok: true, tensors: [{ address: A, size: 2 * MiB, name: "lm_head.weight.grad", category: "gradient", shape: [1024, 512], dtype: "float32", device: 0 }], skipped: 0, scan: false, write_index: 2, step: 1, scan_ms: 1 }));
     const agent: Agent = { pid: 7, manifest: { version: 1, pid: 7, cmdline: ["train.py"], devices: [0], hook_mode: "hook", ring: join(dir, "7.ring"), socket: join(dir, "7.sock"), ranges: {} } as never, manifestStamp: "", ring: openRing(join(dir, "7.ring"), { fold }), header: null, exited: false, problem: null };
     const live = new LiveModels();
     const model = createModel();

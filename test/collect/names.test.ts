@@ -1,5 +1,5 @@
 // When the monitor asks an agent for names, and when it applies the reply: the policy on a model
-// fed by hand; the real agent answers the same verb on the GPU (test/agent, bench/e2e-hf.ts).
+// fed by hand; the real agent answers the same verb on the GPU (test/agent, test/gpu/e2e-hf.ts).
 import { describe, expect, test } from "bun:test";
 import { ASK_EVERY_MS, NameRequests } from "../../src/collect/names";
 import type { Reply } from "../../src/collect/control";
@@ -11,7 +11,7 @@ function agent(tensors: unknown[], write_index: number) {
   const ask = async (_socket: string, cmd: string, args: Record<string, unknown>): Promise<Reply> => {
     expect(args).toEqual({ at_step: true });
     asked.push(cmd);
-    return { ok: true, tensors, scan_ms: 1.5, write_index, step: 1 };
+    return { ok: true, tensors, skipped: 0, scan_ms: 1.5, scan: false, write_index, step: 1 };
   };
   return { asked, ask };
 }

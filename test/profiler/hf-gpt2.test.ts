@@ -1,6 +1,6 @@
 // A transformers GPT-2 (from a config) trained at full speed on an H200 under the agent, recorded
 // with the agent's names taken mid-run (test/fixtures/hf-gpt2.*, cut to its first 38 steps by
-// bench/ring-cut.ts; torch's own figures per step in hf-gpt2.facts.jsonl). Replayed as a user's
+// tools/ring-cut.ts; torch's own figures per step in hf-gpt2.facts.jsonl). Replayed as a user's
 // screens would read it: names, ranges, no false alarm, the blocks equal to torch at every step.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";

@@ -1,5 +1,8 @@
 // GPU-only tests run with `bun run test:gpu` on a GPU machine; elsewhere they skip with this reason.
 import { test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 export const onGpu = process.env.GPUMEM_GPU_TESTS === "1";
 export const GPU_SKIP = "(needs an NVIDIA GPU: run `bun run test:gpu` on one)";
@@ -8,4 +11,20 @@ export const GPU_SKIP = "(needs an NVIDIA GPU: run `bun run test:gpu` on one)";
 export function gpuTest(name: string, fn: () => void | Promise<unknown>, timeout?: number) {
   if (onGpu) test(name, fn, timeout);
   else test.skip(`${name} ${GPU_SKIP}`, fn);
+}
+
+/** Where a GPU test's end-to-end driver writes its report: under GPUMEM_GPU_REPORTS where set (a GPU
+ *  session keeps them, bench/gpu-session.sh), else in a folder that `done` removes. */
+export function reportDir(name: string): { dir: string; done: () => void } {
+  const kept = process.env.GPUMEM_GPU_REPORTS;
+  if (kept) return (mkdirSync(kept, { recursive: true }), { dir: join(kept, name), done: () => {} });
+  const base = mkdtempSync(join(tmpdir(), "gpumem-gpu-report-"));
+  return { dir: join(base, name), done: () => rmSync(base, { recursive: true, force: true }) };
+}
+
+/** A whole end-to-end run (minutes): a GPU test, left out where GPUMEM_GPU_E2E=0 (a GPU session that
+ *  runs them as a part of their own, bench/gpu-session.sh e2e). */
+export function gpuE2eTest(name: string, fn: () => void | Promise<unknown>, timeout?: number) {
+  if (process.env.GPUMEM_GPU_E2E === "0") test.skip(`${name} (GPUMEM_GPU_E2E=0)`, fn);
+  else gpuTest(name, fn, timeout);
 }

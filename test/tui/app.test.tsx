@@ -5,12 +5,15 @@ import { render } from "ink-testing-library";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { blocks } from "../../src/profiler";
+import { formatBytes } from "../../src/words";
 import { unpickle } from "../../src/snapshot/pickle";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { SCREENS } from "../../src/tui/registry";
 import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
+import { until } from "../support/clock";
 import { replayed } from "../support/replayed";
 
 
@@ -73,23 +76,43 @@ describe("screens", () => {
     ui.unmount();
   });
 
-  test("the tensor table sorts by size, then by time, then by address", async () => {
+  test("the tensor table sorts by size, then by time, then by address: the rows on screen come in that order", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("normal");
     const ui = render(<App ctl={ctl} ascii={true} size={SIZE} initialScreen="tensors" />);
     await tick();
-    const sizes = () =>
-      ui.lastFrame()!.split("\n").filter((l) => /^\s*[\d.]+ (B|KiB|MiB|GiB) /.test(l) && !l.includes("blocks")).map((l) => l.trim().split(/\s+/).slice(0, 2).join(" "));
-    const bySize = sizes();
+    // A block's row as the user reads it: SIZE (11 columns), CATEGORY (16), and at 120 columns AGE.
+    const header = () => ui.lastFrame()!.split("\n").find((l) => l.includes("CATEGORY") && l.includes("NAME"))!;
+    const rows = () => {
+      const lines = ui.lastFrame()!.split("\n");
+      const ageAt = header().indexOf("AGE") + 3;
+      return lines
+        .slice(lines.indexOf(header()) + 1)
+        .filter((l) => /^\s*[\d.]+ (B|KiB|MiB|GiB) /.test(l))
+        .map((l) => ({ size: l.slice(0, 11).trim(), category: l.slice(11, 27).trim(), age: Number(l.slice(ageAt - 8, ageAt).trim().replace(/s$/, "")) }));
+    };
     const toBytes = (s: string) => Number(s.split(" ")[0]) * { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }[s.split(" ")[1] as "B"];
+    // The same blocks from the model, put in each order here, independently of the screen's sort.
+    const all = blocks(ctl.replay.model, { limit: Infinity }).blocks;
+    const shown = (bs: typeof all, n: number) => bs.slice(0, n).map((b) => ({ size: formatBytes(b.size_bytes), category: b.category }));
+    const bySize = rows();
     expect(bySize.length).toBeGreaterThan(5);
-    expect(bySize.map(toBytes)).toEqual([...bySize.map(toBytes)].sort((a, b) => b - a));
+    expect(bySize.map((r) => toBytes(r.size))).toEqual([...bySize.map((r) => toBytes(r.size))].sort((a, b) => b - a));
+    expect(bySize.map((r) => toBytes(r.size))).toEqual(all.slice(0, bySize.length).map((b) => b.size_bytes).sort((a, b) => b - a));
     ui.stdin.write("s");
-    await tick();
-    expect(ui.lastFrame()).toContain("sort: time");
+    await until(() => header().includes("AGE▼"));
+    const byTime = rows();
+    // Newest first: the ages read down the table never fall, and the first row is the newest block.
+    expect(byTime.length).toBe(bySize.length);
+    expect(byTime.map((r) => r.age)).toEqual([...byTime.map((r) => r.age)].sort((a, b) => a - b));
+    const newest = [...all].sort((a, b) => b.time_us - a.time_us)[0]!;
+    expect(byTime[0]).toMatchObject({ size: formatBytes(newest.size_bytes), category: newest.category });
+    expect(byTime.map((r) => r.size)).not.toEqual(bySize.map((r) => r.size));
     ui.stdin.write("s");
-    await tick();
-    expect(ui.lastFrame()).toContain("sort: address");
+    await until(() => header().includes("NAME (sort: address)"));
+    const byAddress = rows().map(({ size, category }) => ({ size, category }));
+    expect(byAddress).toEqual(shown([...all].sort((a, b) => a.address - b.address), byAddress.length));
+    expect(byAddress.map((r) => r.size)).not.toEqual(byTime.map((r) => r.size));
     ui.unmount();
   });
 
@@ -172,7 +195,8 @@ describe("every screen fits the terminal", () => {
       const ui = render(<App ctl={ctl} ascii={false} size={{ columns, rows }} />);
       for (const key of SCREENS.map((s) => s.key)) {
         ui.stdin.write(key);
-        await tick();
+        // Rendered when the tab line shows the key's screen (a loaded machine renders late).
+        await until(() => ui.lastFrame()!.split("\n")[0]!.includes(`[${key} `));
         const lines = ui.lastFrame()!.split("\n");
         expect({ key, lines: lines.length }).toEqual({ key, lines: Math.min(lines.length, rows - 1) });
         for (const l of lines) expect({ key, l, width: [...l].length }).toEqual({ key, l, width: Math.min([...l].length, columns) });

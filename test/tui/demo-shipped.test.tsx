@@ -106,8 +106,8 @@ describe("the shipped demo", () => {
     expect(s["3"]).toMatch(/147\.24 MiB parameter +transformer\.wte\.weight +50257×768 +float32 .* outside +0 *$/m);
     expect(s["3"]).toMatch(/147\.24 MiB optimizer_state exp_avg of transformer\.wte\.weight +50257×768 +float32 .* optimizer +0 Optimizer\.step#Ad/m);
 
-    // The run used no @gpumem_agent.profile, and a recording has none: the Lines screen says so.
-    expect(s["5"]).toContain(`pid ${pid} is a recording, which has no line profiles: they come from a live process whose code uses @gpumem_agent.profile`);
+    // The run used no @gpumem_agent.profile: no record carries a line, and the Lines screen says so.
+    expect(s["5"]).toContain(`pid ${pid}: no record carries a line: its code runs no function decorated with @gpumem_agent.profile`);
 
     expect(s["6"]).toMatch(/1 finding/);
     expect(s["6"]).toMatch(/^INFO +[\d.]+ GiB reserved but unallocated; largest free block 1\.54 GiB$/m);

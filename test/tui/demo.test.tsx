@@ -4,38 +4,35 @@
 import { describe, expect, test } from "bun:test";
 import { render } from "ink-testing-library";
 import { rmSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
+import { steppedClock, until } from "../support/clock";
 import { DEMO_PID as PID, makeDemo } from "../support/demo";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { demoStarter } from "../../src/tui/demo";
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 describe("the demo", () => {
   test("the Overview shows the recorded GPU and the process, paced like the run; Enter opens the process", async () => {
     const ring = makeDemo();
     const ctl = new Controller(null, 100);
-    const demo = demoStarter(ctl, { speed: 1, ring });
-    const t0 = performance.now();
+    // The replay's clock is the test's: the pace is read off what it waited, not off the wall.
+    const clock = steppedClock();
+    const demo = demoStarter(ctl, { speed: 1, ring, clock });
     demo.start();
-    ctl.start();
     const ui = render(<App ctl={ctl} ascii={false} size={{ columns: 120, rows: 40 }} onDemo={demo.start} />);
     const frame = () => plain(ui.lastFrame()!);
+    const step = () => ctl.replay!.model.devices[0]?.step ?? -1;
+    // The monitor's tick (its own timer is not started here): the recorded machine follows the replay.
+    const advance = async (us: number) => (await clock.advance(us), ctl.tick());
     try {
       expect(ctl.status).toBe("demo: a training run recorded on an H100, replayed at 1× (1 Overview, 2 Process, 3 Tensors and 4 Segments)");
-      // Steps arrive as they were recorded: a few hundred ms in, some steps and not all 38.
-      let step = -1;
-      while (performance.now() - t0 < 3000 && step < 1) {
-        await sleep(50);
-        step = ctl.replay!.model.devices[0]?.step ?? -1;
-      }
-      const early = performance.now() - t0;
-      expect(step).toBeGreaterThanOrEqual(1);
-      // Not all at once (the whole recording is a second of steps); a loaded machine may be late.
-      if (early < 600) expect(step).toBeLessThan(38);
-      await sleep(150);
+      // Steps arrive as they were recorded: half a second in, some steps and not all 38.
+      await advance(500_000);
+      expect(step()).toBeGreaterThanOrEqual(1);
+      expect(step()).toBeLessThan(38);
+      await until(() => frame().split("\n").some((l) => l.startsWith(`${PID} `)));
       const f = frame();
       expect(f).toContain("GPU 0 [recorded] NVIDIA H100 80GB HBM3");
       expect(f).not.toContain("No GPU here");
@@ -44,29 +41,27 @@ describe("the demo", () => {
       expect(row).toContain("[recorded] python3 test/gpu/hf_gpt2");
       expect(row).toMatch(/GiB/); // NVML's memory of the process, and the replay's allocated and reserved
       expect(row).toMatch(/ (forward|backward|optimizer|other) /);
-      // The whole second of steps takes about a second on the wall (1×), not 0.1 s.
-      while (!ctl.replay!.ended && performance.now() - t0 < 5000) await sleep(50);
-      const whole = performance.now() - t0;
-      expect(whole).toBeGreaterThan(800);
-      expect(whole - early).toBeGreaterThan(300);
+      // The whole second of steps takes about a second of the replay's clock (1×), not 0.1 s.
+      let at = 500_000;
+      while (!ctl.replay!.ended && at < 5_000_000) (await advance(100_000), (at += 100_000));
+      expect(ctl.replay!.ended).toBe(true);
+      expect(at).toBeGreaterThan(800_000);
       expect(ctl.replay!.model.devices[0]!.step).toBe(38);
       // The GPU chart has a point per track sample passed.
       expect(ctl.overview().history.get(0)!.util.length).toBeGreaterThanOrEqual(3);
       // The recorded row is a process of the machine the run was recorded on: nothing to stop.
       ui.stdin.write("k");
-      await sleep(100);
+      await until(() => ctl.status.startsWith("k: "));
       expect(ctl.status).toBe(`k: pid ${PID} is a recording: there is no process to stop`);
       ui.stdin.write("\r");
-      await sleep(100);
-      expect(frame()).toContain("[2 Process]");
+      await until(() => frame().includes("[2 Process]"));
       expect(frame()).toContain(`pid ${PID} [replay finished] recording of test/gpu/hf_gpt2.py`);
     } finally {
-      ctl.stop();
       demo.stop();
       ui.unmount();
       rmSync(dirname(ring), { recursive: true, force: true });
     }
-  }, 15_000);
+  });
 
   test("a recording with no track: no recorded machine, and the status line does not promise the Overview", async () => {
     const ring = makeDemo({ withTrack: false });

@@ -7,6 +7,7 @@ import { idleCuttingClock, PausableClock, startReplay } from "../../src/collect/
 import { openRingRecording } from "../../src/collect/recording";
 import { replay } from "../../src/profiler/replay";
 import { DEMO_RECORDING } from "../../src/tui/main";
+import { steppedClock } from "../support/clock";
 
 /** A clock whose time moves only when slept on: what the replay waited for, exactly. */
 function manualClock() {
@@ -62,7 +63,7 @@ test("a paused clock stands still and resumes where it stopped", async () => {
   expect(clock.now_us()).toBe(1_000);
   let resumed = false;
   const waiting = clock.untilRunning().then(() => (resumed = true));
-  await Bun.sleep(1);
+  await new Promise((r) => setImmediate(r));
   expect(resumed).toBe(false);
   clock.pause(false);
   await waiting;
@@ -74,17 +75,18 @@ test("a paused clock stands still and resumes where it stopped", async () => {
 test("a paused replay reads no event into its model until resumed, and resumes where it stopped", async () => {
   const rec = openRingRecording(DEMO_RECORDING);
   const seen = () => r.pm.model.devices[0]?.lastTime_us ?? 0;
-  const r = startReplay(rec, { speed: 20, onUpdate: () => {}, maxIdleMs: 50 });
+  const clock = steppedClock();
+  const r = startReplay(rec, { speed: 20, onUpdate: () => {}, maxIdleMs: 50, clock });
   try {
-    for (let i = 0; i < 100 && seen() === 0; i++) await Bun.sleep(20);
+    for (let i = 0; i < 100 && seen() === 0; i++) await clock.advance(20_000);
     r.pause(true);
-    await Bun.sleep(150); // a state already on its way lands
+    await clock.advance(150_000); // a state already on its way lands
     const at = seen();
     expect(at).toBeGreaterThan(0);
-    await Bun.sleep(600); // at 20× that is 12 s of the recording
+    await clock.advance(600_000); // at 20× that is 12 s of the recording
     expect(seen()).toBe(at);
     r.pause(false);
-    for (let i = 0; i < 100 && seen() === at; i++) await Bun.sleep(20);
+    for (let i = 0; i < 100 && seen() === at; i++) await clock.advance(20_000);
     expect(seen()).toBeGreaterThan(at);
     // Resumed where it stopped: not 12 s of recording at once, but at its pace.
     expect(seen() - at).toBeLessThan(5_000_000);

@@ -1,7 +1,7 @@
 // End to end in a real terminal: tmux runs the monitor on the demo recording (a transformers GPT-2
 // training recorded on an H100, demo/), keys are sent, and the pane is read as a user would read it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { DEMO_PID, makeDemo } from "../support/demo";
@@ -15,6 +15,8 @@ const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const session = `gpumem-e2e-${process.pid}`;
 const BUN = process.execPath;
 const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+const WORK = mkdtempSync(join(tmpdir(), "term-"));
+const PIDFILE = join(WORK, "monitor.pid");
 
 // A private server (-L) with no user config (-f /dev/null): nothing of the machine's tmux set-up,
 // nor its default shell (a CI user's may be nologin), decides what the test sees.
@@ -61,12 +63,24 @@ function start(cols: number, rows: number, args = "--demo", env = "", cwd = proc
   // A line before the monitor, and the exit status after it: both must be on screen once it ends.
   // The bun running this test runs the monitor, whatever PATH the tmux server has; /bin/sh runs
   // the line, given as argv so tmux starts it directly instead of through a login shell.
-  const script = `cd ${q(cwd)} && echo before-the-monitor; ${env} NO_COLOR=1 ${q(BUN)} ${q(CLI)} ${args}; echo "exit status $?"; sleep 60`;
+  // The monitor writes its pid (a shell that execs it) so that a test signals that process and no other.
+  rmSync(PIDFILE, { force: true });
+  const script = `cd ${q(cwd)} && echo before-the-monitor; ${env} NO_COLOR=1 /bin/sh -c 'echo $$ > "$0"; exec "$@"' ${q(PIDFILE)} ${q(BUN)} ${q(CLI)} ${args}; echo "exit status $?"; sleep 60`;
   const r = run("new-session", "-d", "-s", session, "-x", String(cols), "-y", String(rows), "/bin/sh", "-c", script);
   lastStart = r.ok ? "started" : `failed: ${r.err}`;
 }
 
-afterAll(() => cannot === null && sh("kill-server"));
+/** The pid of the monitor the last start() ran, once it has written it. */
+function monitorPid(): number {
+  const pid = Number(readFileSync(PIDFILE, "utf8").trim());
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no monitor pid in ${PIDFILE}`);
+  return pid;
+}
+
+afterAll(() => {
+  if (cannot === null) sh("kill-server");
+  rmSync(WORK, { recursive: true, force: true });
+});
 
 /** Where the Segments screen lists the segment holding transformer.wpe.weight after hf-gpt2.ring. */
 async function wpeSegment(): Promise<number> {
@@ -119,7 +133,7 @@ describe("the monitor in a real terminal", () => {
     await until(/step [1-9]\d*/); // the demo has data for every screen
     // Every screen: each line fits, nothing wraps, and the frame is not taller than the terminal
     // (the tab line stays the first line and the status line the last one that is written).
-    const screens: [string, string | RegExp][] = [["1", "PID"], ["2", "SHARE OF PEAK"], ["3", "Live memory by category"], ["4", /\d+ segments/], ["5", /[Ll]ine profiles/], ["6", /nothing wrong found|finding/], ["7", "gpumem-tui keys"]];
+    const screens: [string, string | RegExp][] = [["1", "PID"], ["2", "SHARE OF PEAK"], ["3", "Live memory by category"], ["4", /\d+ segments/], ["5", /carries a line|heaviest first/], ["6", /nothing wrong found|finding/], ["7", "gpumem-tui keys"]];
     for (const [key, content] of screens) {
       sh("send-keys", "-t", session, key);
       await until(`[${key} `);
@@ -142,12 +156,13 @@ describe("the monitor in a real terminal", () => {
     expect(await until("exit status 0")).toContain("before-the-monitor");
     start(100, 30);
     await until("demo: a training run");
-    Bun.spawnSync(["pkill", "-TERM", "-f", `^${`${BUN} ${CLI} --demo`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`]); // the monitor, not the shell around it
+    process.kill(monitorPid(), "SIGTERM"); // the monitor, not the shell around it
     expect(await until(/exit status \d+/)).toContain("before-the-monitor");
   });
 
   e2e("d writes a snapshot of the demo process into the current directory, its whole path on a line of its own at 80 columns; view opens it; e says why not", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "gpumem-e2e-"));
+    // Short (the path must fit on a line of 80), in this run's TMPDIR, removed with WORK.
+    const dir = mkdtempSync(join(WORK, "d"));
     start(80, 24, "--demo", "", dir);
     await until("demo: a training run recorded on");
     sh("send-keys", "-t", session, "2");

@@ -11,7 +11,9 @@ __main__, and ends it with one call of `boot(...)`. Its whole job, in this order
    holding a secret and a deadline. Claiming is removing it: if the monitor gave up first (it
    removed the token), or the deadline passed, or the file is not what it should be, nothing
    else happens: the pending call cannot be taken back, so it must be able to do nothing;
-3. start one daemon thread, which imports the agent and calls `attach_running(token=PATH)`.
+3. start one daemon thread, which imports the agent and calls `attach_running(token=PATH)`, with
+   `monitor_pid` and `monitor_start` (its /proc start time) where a monitor owns the attach (the
+   `attach` verb opening the screens, the `a` key): the agent detaches when that monitor exits.
 
 It never raises: a pending call that fails becomes a SystemError in the program.
 """
@@ -59,7 +61,7 @@ def _claim(token, secret):
     return True
 
 
-def _start(token, path, module):
+def _start(token, path, module, monitor_pid, monitor_start):
     import importlib
     import os
     import sys
@@ -67,7 +69,8 @@ def _start(token, path, module):
     try:
         if path not in sys.path:
             sys.path.insert(0, path)
-        importlib.import_module(module).attach_running(token=token)
+        owner = {} if monitor_pid is None else {"monitor_pid": monitor_pid, "monitor_start": monitor_start}
+        importlib.import_module(module).attach_running(token=token, **owner)
     except BaseException as e:  # said to the monitor, never to the program
         try:
             fd = os.open(token + ".error", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -77,7 +80,7 @@ def _start(token, path, module):
             pass
 
 
-def boot(token, secret, page, page_len, path, module):
+def boot(token, secret, page, page_len, path, module, monitor_pid=None, monitor_start=None):
     _unmap(page, page_len)
     try:
         if not _claim(token, secret):
@@ -89,7 +92,7 @@ def boot(token, secret, page, page_len, path, module):
         user = sys._getframe(1)
         while user is not None and user.f_code.co_filename in ("<string>", BOOTSTRAP_NAME):
             user = user.f_back
-        t = threading.Thread(target=_start, args=(token, path, module), name="gpumem-attach", daemon=True)
+        t = threading.Thread(target=_start, args=(token, path, module, monitor_pid, monitor_start), name="gpumem-attach", daemon=True)
         # Where the bootstrap ran, for the agent's "attached at ..." and for the tests.
         t.gpumem_boot = {
             "thread": threading.get_ident(),

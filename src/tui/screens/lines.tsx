@@ -1,52 +1,32 @@
 // Lines: the line profiler of the selected process (functions decorated with
-// @gpumem_agent.profile): per line, what it allocated and freed and the peaks while it ran.
+// @gpumem_agent.profile), from the monitor's own model: each record carries the line running when
+// it happened, so the model attributes it as it reads the ring (profiler/lines.ts), live or replayed.
 import { Box, Text } from "ink";
-import type { ReactElement } from "react";
 import type { ProcessModel } from "../../collect/live";
-import type { LineFunction } from "../../collect/lines";
-import type { LinesState } from "../controller";
+import type { LineRow } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
 
-export function LinesScreen({ pm, state, width, height }: { pm: ProcessModel | undefined; state: LinesState | undefined; width: number; height: number }) {
-  // A recording carries no line profile: they are asked of a live agent over its socket.
-  if (pm?.source === "replay")
-    return <Text dimColor>pid {pm.pid} is a recording, which has no line profiles: they come from a live process whose code uses @gpumem_agent.profile (agent/README.md).</Text>;
-  if (!pm || !pm.socket)
-    return <Text dimColor>Line profiles come from a live process whose code uses @gpumem_agent.profile (agent/README.md); select one on the Overview.</Text>;
-  if (!state) return <Text dimColor>asking pid {pm.pid} for its line profile…</Text>;
-  if ("error" in state) return <Text color={color("red")}>pid {pm.pid}: {state.error}</Text>;
-  if (state.functions.length === 0)
-    return <Text dimColor>pid {pm.pid} has no profiled function yet: decorate one with @gpumem_agent.profile (or profile_every(n)).</Text>;
-  const rows: ReactElement[] = [];
-  const code = Math.max(10, width - 67); // the columns before CODE take 66
-  for (const f of state.functions) rows.push(...functionRows(f, code, width));
+export function LinesScreen({ pm, width, height }: { pm: ProcessModel | undefined; width: number; height: number }) {
+  if (!pm) return <Text dimColor>Line profiles come from a process whose code uses @gpumem_agent.profile (agent/README.md); select one on the Overview.</Text>;
+  const rows = pm.model.lines.rows(pm.model.lineNames);
+  if (rows.length === 0)
+    return <Text dimColor>pid {pm.pid}: no record carries a line: its code runs no function decorated with @gpumem_agent.profile (or profile_every(n)), whose lines show here as they allocate.</Text>;
+  const loc = Math.min(28, Math.max(12, ...rows.map((r) => label(r).length)));
+  const code = Math.max(10, width - loc - 62);
   return (
     <Box flexDirection="column">
-      <Text dimColor>pid {pm.pid}: {state.functions.length} profiled function{state.functions.length === 1 ? "" : "s"}, as of {new Date(state.at_ms).toLocaleTimeString()}</Text>
-      {rows.slice(0, Math.max(1, height - 1))}
+      <Text dimColor>pid {pm.pid}: {rows.length} line{rows.length === 1 ? "" : "s"} that allocated or freed, the heaviest first</Text>
+      <Text inverse>
+        {pad("LINE", loc)} {pad("PEAK ACTIVE", 12, true)} {pad("PEAK RESERVED", 13, true)} {pad("ALLOCATED", 11, true)} {pad("FREED", 11, true)} {pad("ALLOCS", 7, true)}  {pad("CODE", code)}
+      </Text>
+      {rows.slice(0, Math.max(1, height - 2)).map((r) => (
+        <Text key={r.line} color={color(r.alloc_bytes > 0 ? "white" : "gray")}>
+          {pad(label(r), loc)} {pad(formatBytes(r.peak_active_bytes), 12, true)} {pad(formatBytes(r.peak_reserved_bytes), 13, true)} {pad(formatBytes(r.alloc_bytes), 11, true)} {pad(formatBytes(r.freed_bytes), 11, true)} {pad(String(r.n_alloc), 7, true)}  {pad(r.code, code)}
+        </Text>
+      ))}
     </Box>
   );
 }
 
-function functionRows(f: LineFunction, codeWidth: number, width: number): ReactElement[] {
-  const key = `${f.filename}:${f.first_line}`;
-  const out = [
-    <Text key={`${key}-h`} bold>
-      {pad(`${f.function}  ${f.filename.split("/").pop()}:${f.first_line}  ${f.calls} calls, ${f.profiled_calls} profiled${f.lost_records ? `, ${f.lost_records} records lost: partial` : ""}`, width - 1)}
-    </Text>,
-    <Text key={`${key}-t`} inverse>
-      {pad("LINE", 6, true)} {pad("PEAK ACTIVE", 12, true)} {pad("PEAK RESERVED", 13, true)} {pad("ALLOCATED", 11, true)} {pad("FREED", 11, true)} {pad("HITS", 6, true)}  {pad("CODE", codeWidth)}
-    </Text>,
-  ];
-  // The heaviest lines first: a function of many lines still shows what matters in a small terminal.
-  const lines = [...f.lines].sort((a, b) => (b.peak_active ?? 0) - (a.peak_active ?? 0) || b.alloc_bytes - a.alloc_bytes);
-  for (const l of lines) {
-    const b = (n: number | null) => (n === null ? "" : formatBytes(n));
-    out.push(
-      <Text key={`${key}-${l.line}`} color={color(l.alloc_bytes > 0 ? "white" : "gray")}>
-        {pad(String(l.line), 6, true)} {pad(b(l.peak_active), 12, true)} {pad(b(l.peak_reserved), 13, true)} {pad(formatBytes(l.alloc_bytes), 11, true)} {pad(formatBytes(l.freed_bytes), 11, true)} {pad(String(l.hits), 6, true)}  {pad(l.code, codeWidth)}
-      </Text>,
-    );
-  }
-  return out;
-}
+/** Where the line is: the manifest's "file.py:42", or its id until the manifest names it. */
+const label = (r: LineRow) => r.location ?? `line#${r.line}`;

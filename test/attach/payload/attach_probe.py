@@ -9,7 +9,7 @@ import threading
 import time
 
 
-def attach_running(token):
+def attach_running(token, monitor_pid=None, monitor_start=None):
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "..", "..", "agent"))
     try:
@@ -19,7 +19,8 @@ def attach_running(token):
     d = os.path.dirname(token)
     pid = os.getpid()
     boot = getattr(threading.current_thread(), "gpumem_boot", None)
-    record = {"pid": pid, "boot": boot, "payload_thread": threading.get_ident(), "main": threading.main_thread().ident}
+    record = {"pid": pid, "boot": boot, "payload_thread": threading.get_ident(), "main": threading.main_thread().ident,
+              "monitor_pid": monitor_pid, "monitor_start": monitor_start}
     with open(os.path.join(d, "probe-%d.jsonl" % pid), "a") as f:
         f.write(json.dumps(record) + "\n")
     done = threading.Event()
@@ -28,7 +29,7 @@ def attach_running(token):
 
     def detach():
         done.set()
-        return {"note": "probe detached"}
+        return {"detaching": True, "note": "probe detached"}  # the protocol's detach reply (src/collect/protocol.ts)
 
     server = control.ControlServer(sock, {"detach": detach}).start()
     paths.write_private(manifest, json.dumps({"pid": pid, "socket": sock, "attached": {"step": 0}}).encode())
@@ -37,5 +38,4 @@ def attach_running(token):
     time.sleep(0.05)
     server.stop()
     os.unlink(manifest)
-    server.thread.join(5)
-    server.sel.close()
+    server.thread.join(5)  # its thread closes its selector on the way out
