@@ -5,19 +5,25 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { summary, type ProfilerModel } from "../profiler";
-import { processNotes } from "../system/document";
+import { pytorchBlock } from "../system/document";
 import { readSmallText } from "../snapshot/input-file";
 import { MAX_TRACK_BYTES, parseTrack, sampleAt, trackDocument, type NvmlTrack } from "../system/recorded";
 import type { Document, Pytorch } from "../system/schema";
 import type { Manifest } from "../system/manifest";
 import type { ProcessModel } from "./live";
+import { startReplay, type ReplayHandle } from "./playback";
+import { openRingRecording } from "./recording";
 import type { DeviceHistory } from "./session";
+import type { ReplayClock } from "../profiler";
 import { ROOT } from "../root";
 
 /** Where the demo lives in the package, and its recording's name. */
 export const DEMO_DIR = join(ROOT, "demo");
 export const DEMO_RING = join(DEMO_DIR, "demo.ring.gz");
 export const DEMO_TRACK = join(DEMO_DIR, "demo.nvml.ndjson");
+/** The recording the demo replays: a training run recorded on an H100 (demo/README.md);
+ *  GPUMEM_TUI_DEMO names another (a new recording, checked before it replaces the shipped one). */
+export const DEMO_RECORDING = process.env.GPUMEM_TUI_DEMO || DEMO_RING;
 
 /** The NVML track beside a ring (`x.ring[.gz]` → `x.nvml.ndjson`), or null where there is none. A
  *  regular file of at most MAX_TRACK_BYTES: anything else is refused in words before it can block. */
@@ -31,26 +37,21 @@ export function readTrack(ringPath: string): NvmlTrack | null {
 export function replayedPytorch(model: ProfilerModel, manifest: Manifest | null): Pytorch | null {
   const d = summary(model).devices[0];
   if (!d) return null;
-  return {
-    hook_mode: manifest?.hook_mode === "polling" ? "polling" : "hook",
+  const figures = {
+    hook_mode: manifest?.hook_mode === "polling" ? ("polling" as const) : ("hook" as const),
     device: d.device,
     allocated_bytes: d.allocated_bytes,
     reserved_bytes: d.reserved_bytes,
     active_bytes: d.active_bytes,
     peak_allocated_bytes: d.peak_allocated_bytes,
     peak_reserved_bytes: d.peak_reserved_bytes,
-    non_pytorch_bytes: null,
     alloc_count: d.n_alloc,
     oom_count: d.n_oom,
     alloc_retries: d.n_retries ?? 0,
     step: d.step,
     phase: d.phase,
-    rank: manifest?.rank ?? null,
-    job: null,
-    torch_version: manifest?.torch_version ?? null,
-    notes: manifest ? processNotes(manifest) : {},
-    profile: null,
   };
+  return pytorchBlock(figures, manifest, null, null);
 }
 
 /** The replay's recorded moment: its model's latest event (null before the first). */
@@ -93,4 +94,34 @@ export class RecordedMachine {
     this.doc = trackDocument(this.track, index, t === null ? null : replayedPytorch(this.pm.model, this.manifest));
     return this.doc;
   }
+}
+
+/** "H100" of "NVIDIA H100 80GB HBM3": what the demo calls the GPU it was recorded on. */
+export function shortGpu(name: string | undefined): string {
+  return /\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b/.exec(name ?? "")?.[1] ?? "NVIDIA GPU";
+}
+
+/** The demo playing: its replay, the machine it was recorded on (null: no NVML track beside the
+ *  ring) and that machine's GPU in a word. */
+export interface Demo {
+  handle: ReplayHandle;
+  machine: RecordedMachine | null;
+  gpu: string | null;
+}
+
+/** Starts the demo: `ring` replayed at `speed` times its pace and over again at its end, idle
+ *  stretches (the model loading) cut to 2 s. Throws, in words, where it cannot be read. `clock`:
+ *  the wall clock, unless a test gives its own. */
+export function startDemo(ring: string, opts: { speed: number; onUpdate: () => void; clock?: ReplayClock }): Demo {
+  const rec = openRingRecording(ring);
+  let track: NvmlTrack | null;
+  try {
+    track = readTrack(ring);
+  } catch (e) {
+    rec.close();
+    throw e;
+  }
+  const handle = startReplay(rec, { speed: opts.speed, onUpdate: opts.onUpdate, loop: () => openRingRecording(ring), maxIdleMs: 2000, clock: opts.clock });
+  handle.pm.title = `recording of ${rec.manifest?.cmdline.join(" ") ?? rec.path}`;
+  return { handle, machine: track ? new RecordedMachine(track, handle.pm, rec.manifest) : null, gpu: track ? shortGpu(track.samples[0]?.devices[0]?.name) : null };
 }

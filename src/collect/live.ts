@@ -1,17 +1,15 @@
-// Feeding the model: one ProfilerModel per agent process, fed from its ring at most once per
-// tick (bounded work per tick, so keys and drawing never wait on a busy process), or from a
-// recording for `replay` and `--demo`.
+// The live models: one ProfilerModel per agent process, fed from its ring at most once per tick
+// (bounded work per tick, so keys and drawing never wait on a busy process). A recording plays
+// into a ProcessModel of its own (playback.ts).
 import { basename, dirname } from "node:path";
 import { newEventBatch, type EventBatch } from "../ffi/events";
 import { RingError, type RingReader } from "../ffi/ring";
-import { createModel, MAX_SEED_BYTES, parseSeed, replay, type ProfilerModel, type ReplayClock } from "../profiler";
+import { createModel, feed, FeedSource, MAX_SEED_BYTES, parseSeed, type ProfilerModel } from "../profiler";
 import { readSmallText } from "../snapshot/input-file";
-import { processNotes } from "../system/document";
+import { processNotes, type NvmlUse } from "../system/document";
 import type { Manifest } from "../system/manifest";
-import type { Document } from "../system/schema";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./names";
-import type { Recording } from "./recording";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
 const MAX_EVENTS_PER_TICK = 1 << 20;
@@ -64,9 +62,10 @@ export class LiveModels {
     return this.opts.keepTrace ? m.keepTrace() : m;
   }
 
-  /** Read new events of every agent and anchor totals to their headers and to NVML. `reread`: the
-   *  agent's manifest read again, for a range the records met before the manifest named it. */
-  update(agents: Agent[], doc: Document | null, nowUs: number, reread?: (a: Agent) => void): void {
+  /** Read new events of every agent and anchor totals to their headers and to NVML (`nvml`: its
+   *  used bytes of the agents' processes, nvmlUse; null: none). `reread`: the agent's manifest read
+   *  again, for a range the records met before the manifest named it. */
+  update(agents: Agent[], nvml: readonly NvmlUse[] | null, nowUs: number, reread?: (a: Agent) => void): void {
     for (const a of agents) {
       let pm = this.byPid.get(a.pid);
       const attachedNs = a.manifest.attached?.unix_ns ?? null;
@@ -102,9 +101,7 @@ export class LiveModels {
       }
       if (a.header) pm.model.setHeader(a.header);
       // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU.
-      for (const p of doc?.processes ?? []) {
-        if (p.agent_pid === a.pid && p.used_bytes !== null && p.nvml_visible && p.pytorch) pm.model.setNvml(p.pid, p.pytorch.device, p.used_bytes, nowUs);
-      }
+      for (const u of nvml ?? []) if (u.agentPid === a.pid) pm.model.setNvml(u.pid, u.cudaIndex, u.used_bytes, nowUs);
     }
   }
 
@@ -115,16 +112,16 @@ export class LiveModels {
     // An exited agent's ring is read to its end now (no writer: at most one ring's records),
     // for the final document.
     const limit = a.exited ? Infinity : MAX_EVENTS_PER_TICK;
+    // Every process's feed shares one batch: a live feed never stops at a moment, so no record is
+    // left in it for the next.
+    const from = new FeedSource(ring, this.batch);
     let n = 0;
-    while (n < limit) {
+    for (;;) {
       // Names taken at a known stream position are applied between the records of their
-      // moment: the read stops there (a folded batch does not map records onto positions).
+      // moment: the feed stops there (a folded batch does not map records onto positions).
       const at = names?.pendingAt() ?? null;
-      const { count, lost } = ring.read(this.batch, at ?? Infinity);
-      if (count > 0 || lost > 0) pm.model.ingest(this.batch, lost);
-      n += count;
-      if (at !== null && names!.apply(pm.model, ring.next(), nowUs / 1000)) continue;
-      if (count === 0 && lost === 0) break;
+      n += feed(pm.model, from, { position: at ?? Infinity, records: limit - n }).records;
+      if (at === null || !names!.apply(pm.model, ring.next(), nowUs / 1000)) break;
     }
     if (names && !a.exited) {
       names.apply(pm.model, ring.next(), nowUs / 1000);
@@ -141,98 +138,4 @@ const RING_OUT_OF_RANGE = "the ring's header went out of range under the monitor
 function withRingStopped(notes: Record<string, string>, stopped: string | null): Record<string, string> {
   if (stopped === null) return notes;
   return { ...notes, ring: notes.ring ? `${notes.ring}; ${stopped}` : stopped };
-}
-
-/**
- * A wall clock for replays whose waits are cut to `maxWaitUs`; the time cut is added to what the
- * clock reads, so the schedule after a cut stays paced instead of rushing to catch up. A recording
- * that sat idle for seconds (model loading, a first step's warm-up) then plays on at its speed.
- */
-export function idleCuttingClock(maxWaitUs: number, base: ReplayClock): ReplayClock {
-  let cut = 0;
-  return {
-    now_us: () => base.now_us() + cut,
-    sleep: (us) => {
-      if (us > maxWaitUs) cut += us - maxWaitUs;
-      return base.sleep(Math.min(us, maxWaitUs));
-    },
-  };
-}
-
-/**
- * A clock that stands still while paused: what it reads leaves out the time spent paused, so a
- * replay resumed goes on from the moment it stopped instead of rushing to catch up.
- */
-export class PausableClock implements ReplayClock {
-  private pausedAt: number | null = null;
-  private pausedTotal = 0;
-  private resumed: (() => void) | null = null;
-  private wait: Promise<void> | null = null;
-  constructor(private readonly base: ReplayClock) {}
-
-  get paused(): boolean {
-    return this.pausedAt !== null;
-  }
-
-  now_us(): number {
-    return (this.pausedAt ?? this.base.now_us()) - this.pausedTotal;
-  }
-
-  sleep(us: number): Promise<void> {
-    return this.base.sleep(us);
-  }
-
-  pause(on: boolean): void {
-    if (on && this.pausedAt === null) {
-      this.pausedAt = this.base.now_us();
-      this.wait = new Promise((r) => (this.resumed = r));
-    } else if (!on && this.pausedAt !== null) {
-      this.pausedTotal += this.base.now_us() - this.pausedAt;
-      this.pausedAt = null;
-      this.resumed?.();
-      this.wait = this.resumed = null;
-    }
-  }
-
-  /** Resolves at once while running, on resume while paused. */
-  untilRunning(): Promise<void> {
-    return this.wait ?? Promise.resolve();
-  }
-}
-
-export interface ReplayHandle {
-  pm: ProcessModel;
-  stop: () => void;
-  /** Stops reading the recording into the model and the replay's clock; false resumes both. */
-  pause: (on: boolean) => void;
-}
-
-/** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
-export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number; clock?: ReplayClock }): ReplayHandle {
-  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null, notes: recording.manifest ? processNotes(recording.manifest) : undefined };
-  let stopped = false;
-  const wall = new PausableClock(opts.clock ?? { now_us: () => performance.now() * 1000, sleep: (us) => Bun.sleep(us / 1000) });
-  (async () => {
-    let rec: Recording | null = recording;
-    while (rec && !stopped) {
-      pm.model = createModel().keepTrace();
-      const clock = opts.maxIdleMs === undefined ? wall : idleCuttingClock(opts.maxIdleMs * 1000, wall);
-      // The replay reads the recording only when asked for its next state: while paused it is not
-      // asked, so no event reaches the model.
-      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, names: rec.names, model: pm.model, state_every_us: 100_000 })) {
-        if (stopped) return;
-        opts.onUpdate();
-        await wall.untilRunning();
-      }
-      pm.ended = true;
-      opts.onUpdate();
-      rec = opts.loop ? opts.loop() : null;
-      if (rec) {
-        await Bun.sleep(1500);
-        await wall.untilRunning();
-        pm.ended = false;
-      }
-    }
-  })();
-  return { pm, stop: () => ((stopped = true), wall.pause(false)), pause: (on) => wall.pause(on) };
 }

@@ -2,6 +2,7 @@
 // `run --json`, `serve`): NVML, the agents (their directory scanned once), their rings into their
 // models, short histories for the GPU charts, and each PyTorch process's profile in the document,
 // so findings and names reach scripts as well as eyes, from the same functions.
+import { buildDocument, nvmlUse, type DetailOf } from "../system/document";
 import type { Document } from "../system/schema";
 import type { LiveModels } from "./live";
 import type { SystemCollector } from "./system";
@@ -31,12 +32,15 @@ export class Session {
     return (this.live ??= new (require("./live") as typeof import("./live")).LiveModels({ keepTrace: this.opts.keepTrace ?? false }));
   }
 
-  /** One sample. `oneShot` (`--json --once`): no rates are read, each ring is read once. */
+  /** One sample, its document built once: the facts read, the models fed (their events, and
+   *  NVML's used bytes beside them), then the document with what the models know. `oneShot`
+   *  (`--json --once`): no rates are read, each ring is read once. */
   tick(now = Date.now(), opts: { oneShot?: boolean } = {}): Document {
-    const doc = this.collector.sample(now, opts);
+    const input = this.collector.read(now, opts);
     const agents = this.collector.lastAgents;
     // The document's time: a one-shot's is when the NVML warm-up took its sample, not `now`.
-    if (agents.length > 0 || this.live) this.models.update(agents, doc, doc.time_unix_ms * 1000, (a) => this.collector.agents.rereadManifest(a));
+    if (agents.length > 0 || this.live) this.models.update(agents, nvmlUse(input), input.time_unix_ms * 1000, (a) => this.collector.agents.rereadManifest(a));
+    const doc = buildDocument(input, this.live ? modelDetail(this.live) : undefined);
     for (const d of doc.devices) {
       let h = this.history.get(d.index);
       if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));
@@ -44,7 +48,6 @@ export class Session {
       h.memUsed.push(d.memory_used_bytes ?? Number.NaN);
       if (h.util.length > HISTORY) h.util.shift(), h.memUsed.shift();
     }
-    if (this.live) attachProfiles(doc, this.live);
     this.doc = doc;
     return doc;
   }
@@ -54,14 +57,12 @@ export class Session {
   }
 }
 
-/** Each PyTorch process's profile, from the model the session keeps of it (by its agent's pid). */
-export function attachProfiles(doc: Document, models: LiveModels): void {
+/** What the model the session keeps of each agent's process (by its agent's pid) knows of it on a
+ *  device: its profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
+function modelDetail(models: LiveModels): DetailOf {
   const { processProfile } = require("../profiler") as typeof import("../profiler");
-  for (const p of doc.processes) {
-    if (!p.pytorch) continue;
-    const pm = models.byPid.get(p.agent_pid ?? p.pid);
-    p.pytorch.profile = pm ? processProfile(pm.model, { device: p.pytorch.device }) : null;
-    // The model's notes: the manifest's (processNotes), and the monitor's own on the ring it read.
-    if (pm?.notes) p.pytorch.notes = pm.notes;
-  }
+  return (agentPid, cudaIndex) => {
+    const pm = models.byPid.get(agentPid);
+    return pm ? { profile: processProfile(pm.model, { device: cudaIndex }), notes: pm.notes } : null;
+  };
 }

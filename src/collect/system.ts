@@ -3,7 +3,7 @@
 import { hostname } from "node:os";
 import { Nvml, NvmlError, type NvmlDeviceSample, type NvmlSystem } from "../ffi/nvml";
 import { NativeLibraryError } from "../ffi/lib";
-import { buildDocument } from "../system/document";
+import { buildDocument, type DocumentInput } from "../system/document";
 import type { Document } from "../system/schema";
 import { type Agent, AgentWatcher } from "./agents";
 import { joinAgents } from "../system/join";
@@ -45,12 +45,18 @@ export class SystemCollector {
     }
   }
 
-  /**
-   * One sample, as of `now`. `oneShot`: a single sample (`--json --once`): no rates can come of it,
-   * so none are read, and where the warm-up kept its own sample of every device that sample is the
-   * one taken, and the document's time is when it was taken.
-   */
+  /** The document of one sample (read()), with no model's detail: the sampling session
+   *  (session.ts) builds it with its models' profiles. */
   sample(now = Date.now(), opts: { oneShot?: boolean } = {}): Document {
+    return buildDocument(this.read(now, opts));
+  }
+
+  /**
+   * One sample's facts, as of `now`: what the document is built of. `oneShot`: a single sample
+   * (`--json --once`): no rates can come of it, so none are read, and where the warm-up kept its own
+   * sample of every device that sample is the one taken, and the document's time is when it was taken.
+   */
+  read(now = Date.now(), opts: { oneShot?: boolean } = {}): DocumentInput {
     // The agents first: on a one-shot their directory, manifests and rings are read while NVML's
     // warm-up still runs on its thread; open() then waits for it.
     const agents = this.agents.refresh();
@@ -63,7 +69,11 @@ export class SystemCollector {
     let known: Map<number, ProcessInfo> | undefined;
     if (opts.oneShot && !this.opened) {
       const early = Nvml.early();
-      if (early) known = this.gather(early.time_unix_ms, early.system, early.samples, agents, own).infos;
+      if (early) {
+        const first = this.gather(early.time_unix_ms, early.system, early.samples, agents, own);
+        buildDocument(first.input); // let go: what it is for is the code it has run
+        known = first.infos;
+      }
     }
     this.open();
     const samples: NvmlDeviceSample[] = [];
@@ -77,7 +87,7 @@ export class SystemCollector {
         for (let i = 0; i < n; i++) samples.push(this.nvml.sample(i, { pcie: !opts.oneShot }));
       }
     }
-    const { doc, infos, join, inOther, agentPids } = this.gather(now, this.system, samples, agents, own, known);
+    const { input, infos, join, inOther, agentPids } = this.gather(now, this.system, samples, agents, own, known);
     // What the next sample starts from: each agent's host pid, /proc's last word on it, CPU times.
     for (const a of inOther) {
       const hostPid = join.agents.get(a.pid)?.hostPid ?? null;
@@ -87,11 +97,11 @@ export class SystemCollector {
     for (const pid of this.lastInfo.keys()) if (!agentPids.has(pid)) this.lastInfo.delete(pid);
     this.previousCpu = new Map([...infos].flatMap(([pid, i]) => (i.cpu_seconds != null ? [[pid, { seconds: i.cpu_seconds, ms: now }]] : [])));
     this.previous = new Map(samples.map((s) => [s.index, s]));
-    return doc;
+    return input;
   }
 
-  /** The document of these samples, with what /proc says of their processes (`known`: read
-   *  already, by pid). Changes nothing: sample() keeps what the next sample starts from. */
+  /** The facts of these samples, with what /proc says of their processes (`known`: read already,
+   *  by pid). Changes nothing: read() keeps what the next sample starts from. */
   private gather(now: number, system: NvmlSystem | null, samples: NvmlDeviceSample[], agents: Agent[], own: number | null, known?: Map<number, ProcessInfo>) {
     const nvmlPids = [...new Set(samples.flatMap((s) => s.processes.map((p) => p.pid)))];
     // Agents in another pid namespace (a container) are joined on /proc's NSpid and namespace of
@@ -113,7 +123,7 @@ export class SystemCollector {
       const prev = this.previousCpu.get(pid);
       info.cpu_percent = cpuPercent(prev?.seconds, prev?.ms, info.cpu_seconds, now);
     }
-    const doc = buildDocument({
+    const input: DocumentInput = {
       time_unix_ms: now,
       host: hostname(),
       system,
@@ -127,8 +137,8 @@ export class SystemCollector {
         ...this.agents.problems,
         ...agents.filter((a) => a.problem && !a.exited).map((a) => `agent of pid ${a.pid}: ${a.problem}`),
       ],
-    });
-    return { doc, infos, join, inOther, agentPids };
+    };
+    return { input, infos, join, inOther, agentPids };
   }
 
   /** `fast`: the process is about to exit, which releases NVML anyway (nvmlShutdown costs ~3 ms). */

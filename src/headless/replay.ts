@@ -1,11 +1,7 @@
 // `replay FILE --json`: the model's states as NDJSON, the final state (with findings) last.
 import type { Recording } from "../collect/recording";
-import { replay, type ReplayClock } from "../profiler";
-
-const wallClock: ReplayClock = {
-  now_us: () => performance.now() * 1000,
-  sleep: (us) => Bun.sleep(us / 1000),
-};
+import { wallClock } from "../collect/playback";
+import { replay, replayToEnd, type ReplayClock } from "../profiler";
 
 /** `clock`: the wall clock, unless a test gives its own. */
 export async function replayJson(recording: Recording, opts: { speed?: number; clock?: ReplayClock }): Promise<void> {
@@ -14,7 +10,7 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
     throw e;
   });
   for (const note of recording.notes) process.stderr.write(`gpumem-tui: ${note}\n`);
-  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? (opts.clock ?? wallClock) : undefined, ranges: recording.ranges, names: recording.names });
+  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? (opts.clock ?? wallClock) : undefined, ranges: recording.ranges, lines: recording.manifest?.lines, names: recording.names });
   for await (const line of lines) {
     // A snapshot's final state says how much of it was there before the recording began.
     const out = line.type === "final" && recording.before ? { ...line, before_recording: recording.before } : line;
@@ -27,14 +23,9 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
  * as a PyTorch memory snapshot (pytorch.org/memory_viz opens it). Prints what was written.
  */
 export async function replaySnapshot(recording: Recording, out: string): Promise<void> {
-  const { createModel, resyncFromSnapshot } = await import("../profiler");
+  const { createModel } = await import("../profiler");
   const { writeSnapshotFile } = await import("../snapshot/write");
-  const model = createModel().keepTrace();
-  for await (const _ of replay(recording.source, { ranges: recording.ranges, names: recording.names, model })) {
-    // to the end
-  }
-  // A snapshot's segments hold blocks from before its trace began: the model takes them too.
-  if (recording.segments) resyncFromSnapshot(model, recording.segments, Math.max(0, ...model.devices.map((d) => d.lastTime_us)));
+  const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, names: recording.names, segments: recording.segments, model: createModel().keepTrace() });
   const f = writeSnapshotFile(model, out);
   process.stdout.write(`${JSON.stringify(f)}\n`);
 }

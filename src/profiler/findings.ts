@@ -11,19 +11,13 @@ import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
 import { segmentMap } from "./segments";
 import type { StepRecord } from "./steps";
+import type { DocumentFinding, FindingId } from "../system/schema";
 
-export type FindingId = "oom" | "growth" | "gradients_kept" | "fragmentation" | "non_pytorch" | "partial";
+export type { FindingId };
 
-export interface Finding {
-  id: FindingId;
-  severity: "error" | "warning" | "info";
-  device: number;
-  title: string;
-  /** The evidence in words, numbers included. */
-  evidence: string;
-  /** The same evidence as numbers (bytes, µs, steps) and names. */
-  numbers: Record<string, number | string | null>;
-}
+/** A finding as the document has it (id, severity, title, evidence, numbers: src/system/schema.ts),
+ *  and the CUDA device it is of. */
+export type Finding = DocumentFinding & { device: number };
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

@@ -18,7 +18,9 @@
 //   blocks(m, {limit, sort})       live blocks with phase, step, range, name, category
 //   segments(m, {withBlocks})      segments with their blocks and free ranges
 //   findings(m)                    OOM incidents, growth, gradients kept, fragmentation, …
+//   feed(m, new FeedSource(source), until)  records into the model, up to a position, moment or count
 //   replay(source, {speed, clock}) async NDJSON-ready states, the final one with the findings
+//   replayToEnd(source, {segments}) the model at a recording's end (a snapshot's segments taken in)
 //
 // Every output is a plain JSON-able object: bytes as integers (`*_bytes`), times in µs (`*_us`),
 // null for "not available".
@@ -34,10 +36,11 @@ export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from 
 export { findings, distinctFindings, THRESHOLDS, type Finding, type FindingId, type FindingGroup } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
-export { replay, batchSource, stateLine, finalLine, type SavedNames, type EventSource, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
+export { feed, FeedSource, batchSource, type EventSource, type Until, type Fed } from "./feed";
+export { replay, replayToEnd, stateLine, finalLine, type SavedNames, type ReplayClock, type ReplayOptions, type ReplayLine, type ReplayStateLine, type ReplayFinalLine } from "./replay";
 export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
-export { processProfile, type ProcessProfile } from "./profile";
+export { processProfile } from "./profile";
 export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-blocks";
 export { parseSeed, MAX_SEED_BYTES, type Seed, type SeedStatus } from "./seed";
 export { LineTable, type LineRow } from "./lines";

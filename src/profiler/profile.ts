@@ -4,50 +4,14 @@
 // Every figure comes from the same query the screens call, so a number on screen and in JSON agree.
 
 import { breakdown, steps } from "./breakdown";
-import { findings, type Finding } from "./findings";
+import type { Profile } from "../system/schema";
+import { findings } from "./findings";
 import type { ProfilerModel } from "./model";
 import { blocks, categories, deviceSummary, pickDevice } from "./queries";
-import type { SeedStatus } from "./seed";
 
-export interface ProcessProfile {
-  device: number;
-  detail: {
-    partial: boolean;
-    /** Why, in words (empty when whole): records lost, memory from before the attach, a resync… */
-    causes: string[];
-    lost_records: number;
-    sync_checks: number;
-    sync_disagreed: number;
-    /** An attach's seed: what the allocator held before the attach, applied or refused (null: none). */
-    seed: SeedStatus | null;
-  };
-  step: number;
-  phase: string;
-  range: string | null;
-  /** Steps the model holds complete (the oldest drop after 512). */
-  steps_complete: number;
-  /** The last complete step (null before the first ends). */
-  last_step: {
-    step: number;
-    duration_us: number | null;
-    peak_allocated_bytes: number;
-    peak_phase: string | null;
-    peak_range: string | null;
-    held_at_end_bytes: number;
-    /** torch's memory_allocated() at the step's boundary (null without sync records). */
-    torch_allocated_at_end_bytes: number | null;
-    phases: Array<{ phase: string; alloc_bytes: number; temporary_bytes: number; held_at_end_bytes: number; peak_allocated_bytes: number | null; share_of_step_peak: number }>;
-    ranges: Array<{ name: string | null; alloc_bytes: number; temporary_bytes: number; held_at_end_bytes: number; peak_allocated_bytes: number; share_of_step_peak: number }>;
-  } | null;
-  /** The kept step with the highest peak. */
-  peak_step: { step: number; peak_allocated_bytes: number; peak_phase: string | null } | null;
-  categories: Array<{ category: string; bytes: number; blocks: number }>;
-  largest_tensors: Array<{ label: string; name: string | null; category: string; size_bytes: number; shape: number[] | null; dtype: string | null; phase: string; step: number | null; range: string | null }>;
-  findings: Array<Pick<Finding, "id" | "severity" | "title" | "evidence" | "numbers">>;
-}
-
-/** The profile of `device` (default: the first with events), or null before any event. */
-export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number } = {}): ProcessProfile | null {
+/** The profile of `device` (default: the first with events), or null before any event: the
+ *  document's `profile` (its type is the schema's, src/system/schema.ts). */
+export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number } = {}): Profile | null {
   const d = pickDevice(m, opts.device) ?? pickDevice(m);
   if (!d) return null;
   const dev = d.device;

@@ -1,24 +1,15 @@
 // Replay: a recorded ring (or anything that reads like one) through the same model as a live
 // process, as a stream of plain states (one NDJSON line each) ending with the final state and the
-// findings. Pure orchestration: the source is read through its interface, time to wait comes from
-// an injected clock, and nothing here writes anywhere.
+// findings, or to its end at once. Pure orchestration: the source is read through feed, time to
+// wait comes from an injected clock, and nothing here writes anywhere.
 
-import { newEventBatch, type EventBatch, type RingHeader } from "../ffi/events";
+import { feed, FeedSource, type EventSource, type Fed } from "./feed";
 import { findings, type Finding } from "./findings";
-import { createModel, type NamedTensor, type ProfilerModel } from "./model";
+import { createModel, resyncFromSnapshot, type NamedTensor, type ProfilerModel } from "./model";
+import type { SnapshotSegment } from "./device";
 import { breakdown, steps, type StepBreakdown, type StepLine } from "./breakdown";
 import { categories, summary, type Categories, type Summary } from "./queries";
 import { segmentMap, type SegmentMap } from "./segments";
-
-/** What replay reads: the ring reader (src/ffi/ring.ts) or a batch list (batchSource). */
-export interface EventSource {
-  header(): RingHeader;
-  /** New records into `batch`, stopping at stream position `until` (records consumed so far,
-   *  lost ones included). A source may fold two records into one (a ring reader opened with
-   *  `fold`); next() then tells the position where counts no longer do. */
-  read(batch: EventBatch, until?: number): { count: number; lost: number };
-  next?(): number;
-}
 
 /** Wall time for paced replay: microseconds now, and a way to wait. */
 export interface ReplayClock {
@@ -37,6 +28,8 @@ export interface ReplayOptions {
   batch_size?: number;
   /** The manifest's range table (id → name). */
   ranges?: Record<string, string>;
+  /** The manifest's line table (id → "file.py:42: code"), for the Lines screen. */
+  lines?: Record<string, string>;
   /** Feed this model instead of a new one (a view that keeps showing it after the replay). */
   model?: ProfilerModel;
   /** The agent's `names` replies saved with the recording: each applied once the replay has read
@@ -116,9 +109,51 @@ export function finalLine(m: ProfilerModel): ReplayFinalLine {
 }
 
 /**
+ * A recording being read into a model: its tables and its header's pid and mode first, each saved
+ * names reply where it was taken, the header's totals at the end (they are the recording's last
+ * moment, not its first, so that what is read before shows the replayed moment).
+ */
+class Playthrough {
+  readonly from: FeedSource;
+  private readonly names: SavedNames[];
+
+  constructor(
+    readonly model: ProfilerModel,
+    private readonly source: EventSource,
+    opts: ReplayOptions,
+  ) {
+    if (opts.ranges) model.setRanges(opts.ranges);
+    if (opts.lines) model.setLines(opts.lines);
+    model.setHeader(source.header(), { totals: false });
+    this.from = new FeedSource(source, opts.batch_size ?? 65_536);
+    this.names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));
+  }
+
+  /** Feeds the records before `time_us`, each names reply applied between the records of its
+   *  moment: stops at the end, or with the first record at or after `time_us` waiting. */
+  to(time_us: number): Fed {
+    for (;;) {
+      while (!this.from.waiting && this.names.length > 0 && (this.names[0]!.write_index ?? Infinity) <= this.from.position) this.model.setNames(this.names.shift()!.tensors);
+      const fed = feed(this.model, this.from, { position: this.names[0]?.write_index ?? Infinity, time_us });
+      if (fed.stop !== "position") return fed;
+    }
+  }
+
+  /** The recorded time of the record waiting after `to` stopped at a moment. */
+  nextTime(): number {
+    return this.from.nextTime;
+  }
+
+  /** After the last record: names taken after it, and the header's totals at the end. */
+  end(): void {
+    for (const n of this.names.splice(0)) this.model.setNames(n.tensors);
+    this.model.setHeader(this.source.header(), { streamEnd: true });
+  }
+}
+
+/**
  * Feed a source to the model, yielding a state every `state_every_us` of recorded time and the
- * final state (with the findings) last. A recorded header holds the totals at the end of the
- * recording: they are applied at the end, not the start, so that states show the replayed moment.
+ * final state (with the findings) last.
  */
 export async function* replay(source: EventSource, opts: ReplayOptions = {}): AsyncGenerator<ReplayLine> {
   const speed = opts.speed;
@@ -127,87 +162,38 @@ export async function* replay(source: EventSource, opts: ReplayOptions = {}): As
   const every = opts.state_every_us ?? 1_000_000;
   if (!(every > 0)) throw new RangeError(`state_every_us must be positive, got ${every}`);
   const m = opts.model ?? createModel();
-  if (opts.ranges) m.setRanges(opts.ranges);
-  const header = source.header();
-  m.setHeader(header, { totals: false });
-  const batch = newEventBatch(opts.batch_size ?? 65_536);
-  const names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));
-  let nextState = NaN;
-  let firstEvent = NaN;
-  let wallStart = NaN;
-  // The stream position after the batch: records read and records lost so far (a reader starts
-  // at 0). A read stops at the next saved names' position, so they are applied between the records
-  // of their moment.
-  let position = 0;
-  for (;;) {
-    const namesAt = names[0]?.write_index ?? Infinity;
-    const { count, lost } = source.read(batch, namesAt);
-    if (count === 0 && lost === 0) {
-      if (names.length > 0 && namesAt <= position) {
-        m.setNames(names.shift()!.tensors);
-        continue;
+  const play = new Playthrough(m, source, opts);
+  // The first state is due `every` after the first record; the wall clock starts there too.
+  if (play.to(-Infinity).stop !== "end") {
+    const firstEvent = play.nextTime();
+    const wallStart = opts.clock ? opts.clock.now_us() : NaN;
+    let nextState = firstEvent + every;
+    while (play.to(nextState).stop !== "end") {
+      if (speed !== undefined) {
+        const wait = wallStart + (nextState - firstEvent) / speed - opts.clock!.now_us();
+        if (wait > 0) await opts.clock!.sleep(wait);
       }
-      break;
+      yield stateLine(m);
+      // Skip states for recorded time in which nothing happened.
+      nextState += Math.max(1, Math.ceil((play.nextTime() - nextState + 1) / every)) * every;
     }
-    if (lost > 0) m.noteLost(lost);
-    position = source.next ? source.next() : position + lost + count;
-    let i = 0;
-    while (i < count) {
-      const t0 = batch.time_us[i]!;
-      if (nextState !== nextState) {
-        nextState = t0 + every;
-        firstEvent = t0;
-        if (opts.clock) wallStart = opts.clock.now_us();
-      }
-      // Up to the next state's moment (records are in time order, give or take two writer threads).
-      let j = i;
-      while (j < count && batch.time_us[j]! < nextState) j++;
-      m.ingest(batch, 0, i, j);
-      i = j;
-      if (j < count) {
-        if (speed !== undefined) {
-          const due = wallStart + (nextState - firstEvent) / speed;
-          const wait = due - opts.clock!.now_us();
-          if (wait > 0) await opts.clock!.sleep(wait);
-        }
-        yield stateLine(m);
-        // Skip states for recorded time in which nothing happened.
-        const t = batch.time_us[j]!;
-        nextState += Math.max(1, Math.ceil((t - nextState + 1) / every)) * every;
-      }
-    }
-    while (names.length > 0 && (names[0]!.write_index ?? Infinity) <= position) m.setNames(names.shift()!.tensors);
   }
-  for (const n of names) m.setNames(n.tensors);
-  const end = source.header();
-  m.setHeader(end, { streamEnd: true });
+  play.end();
   yield stateLine(m);
   yield finalLine(m);
 }
 
-/** A source over batches already in memory (a converted snapshot trace, a test's events). */
-export function batchSource(header: RingHeader, batches: EventBatch[]): EventSource {
-  let k = 0;
-  let offset = 0;
-  return {
-    header: () => header,
-    read(out: EventBatch) {
-      const cap = out.action.length;
-      while (k < batches.length && offset >= batches[k]!.count) {
-        k++;
-        offset = 0;
-      }
-      if (k >= batches.length) {
-        out.count = 0;
-        return { count: 0, lost: 0 };
-      }
-      const src = batches[k]!;
-      const n = Math.min(cap, src.count - offset);
-      const cols = ["time_us", "action", "device", "phase", "address", "size", "stream", "extra", "step", "range"] as const;
-      for (const c of cols) (out[c] as Float64Array).set((src[c] as Float64Array).subarray(offset, offset + n));
-      offset += n;
-      out.count = n;
-      return { count: n, lost: 0 };
-    },
-  };
+/**
+ * A recording read to its end as fast as it goes (`replay FILE --snapshot`, `view FILE`); a
+ * snapshot's segments, where given, then hold the blocks from before its trace began, and the
+ * model takes them too (the replay ends on them already; this keeps it so where the trace
+ * disagrees with them).
+ */
+export function replayToEnd(source: EventSource, opts: Omit<ReplayOptions, "speed" | "clock" | "state_every_us"> & { segments?: SnapshotSegment[] | null } = {}): ProfilerModel {
+  const m = opts.model ?? createModel();
+  const play = new Playthrough(m, source, opts);
+  play.to(Infinity);
+  play.end();
+  if (opts.segments) resyncFromSnapshot(m, opts.segments, Math.max(0, ...m.devices.map((d) => d.lastTime_us)));
+  return m;
 }

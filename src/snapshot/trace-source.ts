@@ -13,7 +13,7 @@
 // the optimizer's code.
 
 import { ACTION, type EventBatch, type RingHeader, newEventBatch } from "../ffi/events";
-import type { EventSource } from "../profiler/replay";
+import type { EventSource } from "../profiler/feed";
 import { beforeRecording, type BeforeRecording } from "./before";
 import { HINT_BACKWARD, HINT_FORWARD, HINT_NO_FRAMES, HINT_OPTIMIZER } from "./frames";
 import { SnapshotError } from "./pickle";

@@ -3,8 +3,7 @@
 // recording, so the model ends on the snapshot's own totals and its categories, steps and
 // findings are the ones a live process gets.
 
-import { newEventBatch } from "../ffi/events";
-import { categories, createModel, findings, summary, type Categories, type Finding, type ProfilerModel } from "../profiler";
+import { categories, createModel, findings, replayToEnd, summary, type Categories, type Finding, type ProfilerModel, type SnapshotSegment } from "../profiler";
 import { readSnapshotFile, type ParsedSnapshot, type Progress } from "./read";
 import { summarize, type SnapshotSummary } from "./summary";
 import { snapshotReplay, type SnapshotReplay } from "./trace-source";
@@ -16,18 +15,13 @@ export function replayOf(parsed: ParsedSnapshot): SnapshotReplay {
   return snapshotReplay(parsed.trace, parsed.root.external_annotations, parsed.root.segments);
 }
 
-/** The model after the whole trace, fed as fast as it goes. */
-export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolean } = {}): { model: ProfilerModel; replay: SnapshotReplay } {
+/** The model after the whole trace, fed as fast as it goes; `resync`: then the snapshot's segments
+ *  taken in (what the screens show), not for the JSON, which tells the trace's own end. */
+export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolean; resync?: boolean } = {}): { model: ProfilerModel; replay: SnapshotReplay } {
   const replay = replayOf(parsed);
   const model = createModel();
   if (opts.keepTrace) model.keepTrace();
-  model.setRanges(replay.ranges);
-  const batch = newEventBatch(65_536);
-  for (;;) {
-    const { count } = replay.source.read(batch);
-    if (count === 0) break;
-    model.ingest(batch);
-  }
+  replayToEnd(replay.source, { ranges: replay.ranges, model, segments: opts.resync ? (parsed.root.segments as unknown as SnapshotSegment[]) : null });
   return { model, replay };
 }
 

@@ -89,13 +89,53 @@ export function processNotes(m: Pick<Manifest, "notes" | "hook_error">): Record<
   return { hook, ...notes };
 }
 
-/** The agent's view of one device of its process, `cudaIndex` as the process numbers it (the
- *  ring's totals are per CUDA index), beside NVML's used bytes of that device. */
-export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: number | null): Pytorch | null {
+/** What the allocator's totals say of one device: from a ring's header (a live process) or from a
+ *  replayed model (the demo). */
+export type AllocatorFigures = Pick<
+  Pytorch,
+  "hook_mode" | "device" | "allocated_bytes" | "reserved_bytes" | "active_bytes" | "peak_allocated_bytes" | "peak_reserved_bytes" | "alloc_count" | "oom_count" | "alloc_retries" | "step" | "phase"
+>;
+
+/** What the monitor's model of a process knows below the totals (src/collect/session.ts): its
+ *  profile of a device, and its notes (the manifest's, and the monitor's own on the ring it read). */
+export type ModelDetail = Pick<Pytorch, "profile"> & Partial<Pick<Pytorch, "notes">>;
+
+/** The models' detail of an agent's process on one CUDA device (by the agent's pid); null where
+ *  the monitor keeps no model of it. */
+export type DetailOf = (agentPid: number, cudaIndex: number) => ModelDetail | null;
+
+/** The document's `pytorch` block, the one place it is made: the allocator's figures, what the
+ *  manifest says of the process, NVML's used bytes beside them, and the model's detail. */
+export function pytorchBlock(f: AllocatorFigures, manifest: Manifest | null, nvmlUsed: number | null, detail: ModelDetail | null): Pytorch {
+  return {
+    hook_mode: f.hook_mode,
+    device: f.device,
+    allocated_bytes: f.allocated_bytes,
+    reserved_bytes: f.reserved_bytes,
+    active_bytes: f.active_bytes,
+    peak_allocated_bytes: f.peak_allocated_bytes,
+    peak_reserved_bytes: f.peak_reserved_bytes,
+    non_pytorch_bytes: nvmlUsed === null ? null : nvmlUsed - f.reserved_bytes,
+    alloc_count: f.alloc_count,
+    oom_count: f.oom_count,
+    alloc_retries: f.alloc_retries,
+    step: f.step,
+    phase: f.phase,
+    rank: manifest?.rank ?? null,
+    job: manifest?.job ?? null,
+    torch_version: manifest?.torch_version ?? null,
+    attached_unix_ns: manifest?.attached?.unix_ns ?? null,
+    notes: detail?.notes ?? (manifest ? processNotes(manifest) : {}),
+    profile: detail?.profile ?? null,
+  };
+}
+
+/** The ring header's figures of CUDA device `cudaIndex` (the ring's totals are per CUDA index, as
+ *  the process numbers its devices); null where the header counts no such device. */
+function headerFigures(agent: AgentView, cudaIndex: number): AllocatorFigures | null {
   const h = agent.header;
-  if (!h) return null;
-  const t = h.totals.find((x) => x.device === cudaIndex) ?? null;
-  if (!t) return null;
+  const t = h?.totals.find((x) => x.device === cudaIndex);
+  if (!h || !t) return null;
   return {
     hook_mode: h.mode,
     device: cudaIndex,
@@ -104,20 +144,48 @@ export function pytorchView(agent: AgentView, cudaIndex: number, nvmlUsed: numbe
     active_bytes: t.active,
     peak_allocated_bytes: t.peak_allocated,
     peak_reserved_bytes: t.peak_reserved,
-    non_pytorch_bytes: nvmlUsed === null ? null : nvmlUsed - t.reserved,
     alloc_count: t.n_alloc,
     oom_count: t.n_oom,
     alloc_retries: t.n_retries,
     step: h.current_step,
     phase: PHASE_NAMES[h.current_phase] ?? "other",
-    rank: agent.manifest.rank,
-    job: agent.manifest.job ?? null,
-    torch_version: agent.manifest.torch_version,
-    attached_unix_ns: agent.manifest.attached?.unix_ns ?? null,
-    notes: processNotes(agent.manifest),
-    // The sampling session (src/collect/session.ts) fills it from the process's model.
-    profile: null,
   };
+}
+
+/** An agent process's row on an NVML device: its NVML used bytes on the CUDA index of that device. */
+export interface NvmlUse {
+  agentPid: number;
+  /** The host's pid, as NVML lists it. */
+  pid: number;
+  cudaIndex: number;
+  used_bytes: number;
+}
+
+/** Each process NVML lists on each device, joined to its agent and the CUDA index of that device
+ *  where it has one (src/system/join.ts). */
+function* listedRows(input: DocumentInput, join: JoinResult, agents: Map<number, AgentView>) {
+  for (const s of input.samples) {
+    for (const p of s.processes) {
+      const agentPid = join.byHostPid.get(p.pid);
+      const agent = agentPid === undefined ? undefined : agents.get(agentPid);
+      const cuda = agent ? join.agents.get(agent.pid)?.nvmlToCuda.get(s.index) : undefined;
+      yield { s, p, agent, figures: agent && cuda !== undefined ? headerFigures(agent, cuda) : null };
+    }
+  }
+}
+
+/** NVML's used bytes of each agent process on each GPU its ring counts: what the models take
+ *  beside their events (non-PyTorch memory), from the same rows the document shows. */
+export function nvmlUse(input: DocumentInput): NvmlUse[] {
+  const out: NvmlUse[] = [];
+  for (const { p, agent, figures } of listedRows(input, joinOf(input), new Map(input.agents.map((a) => [a.pid, a])))) {
+    if (agent && figures && p.used_bytes !== null) out.push({ agentPid: agent.pid, pid: p.pid, cudaIndex: figures.device, used_bytes: p.used_bytes });
+  }
+  return out;
+}
+
+function joinOf(input: DocumentInput): JoinResult {
+  return input.join ?? joinAgents({ devices: input.samples, agents: input.agents, procs: new Map(), ownPidNamespace: null });
 }
 
 /** What /proc says of a process's use of the host: CPU %, resident memory, run time. */
@@ -133,9 +201,12 @@ function unlistedDevices(agent: AgentView): number[] {
   return [agent.manifest.devices.length === 1 ? agent.manifest.devices[0]! : 0];
 }
 
-export function buildDocument(input: DocumentInput): Document {
+/** The document of one sample, in one pass. `detail`: what the monitor's models know of the agents'
+ *  processes (their profiles and notes); absent, none is known (`profile` null). */
+export function buildDocument(input: DocumentInput, detail?: DetailOf): Document {
   const agents = new Map(input.agents.map((a) => [a.pid, a]));
-  const join = input.join ?? joinAgents({ devices: input.samples, agents: input.agents, procs: new Map(), ownPidNamespace: null });
+  const join = joinOf(input);
+  const pytorch = (agent: AgentView, f: AllocatorFigures | null, used: number | null) => (f ? pytorchBlock(f, agent.manifest, used, detail?.(agent.pid, f.device) ?? null) : null);
   /** The host pid of an agent where known; /proc's facts are the host pid's (never another's). */
   const hostPid = (a: AgentView) => join.agents.get(a.pid)?.hostPid ?? null;
   const infoOf = (a: AgentView) => {
@@ -145,29 +216,24 @@ export function buildDocument(input: DocumentInput): Document {
   const processes: Process[] = [];
   // Every process once per device NVML lists it on; an agent's figures are those of the CUDA index
   // that is that device.
-  for (const s of input.samples) {
-    for (const p of s.processes) {
-      const info = input.processInfo.get(p.pid);
-      const agentPid = join.byHostPid.get(p.pid);
-      const agent = agentPid === undefined ? undefined : agents.get(agentPid);
-      const cuda = agent ? join.agents.get(agent.pid)?.nvmlToCuda.get(s.index) : undefined;
-      processes.push({
-        pid: p.pid,
-        agent_pid: agent?.pid ?? null,
-        pid_namespace: agent?.manifest.pid_namespace ?? null,
-        device: s.index,
-        kind: p.kind,
-        used_bytes: p.used_bytes,
-        user: info?.user ?? null,
-        name: info?.name ?? null,
-        command: info?.command ?? null,
-        pytorch: agent && cuda !== undefined ? pytorchView(agent, cuda, p.used_bytes) : null,
-        gpu_sm_percent: p.sm_percent ?? null,
-        ...hostFigures(info),
-        nvml_visible: true,
-        exited: false,
-      });
-    }
+  for (const { s, p, agent, figures } of listedRows(input, join, agents)) {
+    const info = input.processInfo.get(p.pid);
+    processes.push({
+      pid: p.pid,
+      agent_pid: agent?.pid ?? null,
+      pid_namespace: agent?.manifest.pid_namespace ?? null,
+      device: s.index,
+      kind: p.kind,
+      used_bytes: p.used_bytes,
+      user: info?.user ?? null,
+      name: info?.name ?? null,
+      command: info?.command ?? null,
+      pytorch: agent ? pytorch(agent, figures, p.used_bytes) : null,
+      gpu_sm_percent: p.sm_percent ?? null,
+      ...hostFigures(info),
+      nvml_visible: true,
+      exited: false,
+    });
   }
   // Agents NVML does not list (or that could not be joined): shown, with no NVML memory, and said
   // so (never joined by guess), on the devices their rings count memory on.
@@ -187,7 +253,7 @@ export function buildDocument(input: DocumentInput): Document {
         user: info?.user ?? null,
         name: info?.name ?? null,
         command: info?.command ?? (agent.manifest.cmdline.join(" ") || null),
-        pytorch: pytorchView(agent, cuda, null),
+        pytorch: pytorch(agent, headerFigures(agent, cuda), null),
         gpu_sm_percent: null,
         ...hostFigures(agent.exited ? undefined : info),
         nvml_visible: false,

@@ -9,7 +9,7 @@
 // with devices and processes as the document has them (src/system/schema.ts), only the GPUs the
 // recorded process used and only its own rows (the machine's other users are not shipped).
 import { z } from "zod";
-import { DeviceSchema, ProcessSchema, type Device, type Document, type Process, type Pytorch } from "./schema";
+import { DeviceSchema, ProcessSchema, type Document, type Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
 
 export const TRACK_FORMAT = "gpumem-tui nvml track";
@@ -27,15 +27,12 @@ const TrackHeaderSchema = z.object({
 const TrackSampleSchema = z.object({
   t_us: z.number(),
   devices: z.array(DeviceSchema),
-  processes: z.array(ProcessSchema.omit({ pytorch: true }).extend({ pytorch: z.unknown().optional() })),
+  // A document's process rows, their `pytorch` left out (a zod object drops keys it does not name).
+  processes: z.array(ProcessSchema.omit({ pytorch: true })),
 });
 
 export type TrackHeader = z.infer<typeof TrackHeaderSchema>;
-export interface TrackSample {
-  t_us: number;
-  devices: Device[];
-  processes: Omit<Process, "pytorch">[];
-}
+export type TrackSample = z.infer<typeof TrackSampleSchema>;
 export interface NvmlTrack {
   header: TrackHeader;
   /** In time order. */
@@ -59,8 +56,7 @@ export function parseTrack(text: string, path: string): NvmlTrack {
   for (let i = 1; i < lines.length; i++) {
     const s = TrackSampleSchema.safeParse(json(lines[i]!, i + 1));
     if (!s.success) throw new Error(`${path}:${i + 1}: not a track sample (${issue(s.error)})`);
-    const { t_us, devices, processes } = s.data;
-    samples.push({ t_us, devices, processes: processes.map(({ pytorch: _, ...p }) => p) });
+    samples.push(s.data);
   }
   samples.sort((a, b) => a.t_us - b.t_us);
   if (samples.length === 0) throw new Error(`${path}: a header and no sample`);
@@ -116,13 +112,10 @@ export function sampleAt(track: NvmlTrack, t_us: number): number {
   return lo;
 }
 
-/** The words that mark what is recorded, on the Overview's device panel and process row. */
-export const RECORDED_MARK = "recorded";
-
 /**
  * The document of the recorded machine at sample `index`: its GPUs (named as recorded) and the
  * recorded process's rows, whose PyTorch figures are the replay's at that moment (`pytorch`),
- * each row marked as a recording in its command.
+ * each GPU and row `recorded` (the screens mark them so).
  */
 export function trackDocument(track: NvmlTrack, index: number, pytorch: Pytorch | null): Document {
   const s = track.samples[index]!;
@@ -135,14 +128,14 @@ export function trackDocument(track: NvmlTrack, index: number, pytorch: Pytorch 
     nvml_version: h.nvml_version,
     cuda_driver_version: h.cuda_driver_version,
     reason: null,
-    devices: s.devices.map((d) => ({ ...d, name: `[${RECORDED_MARK}] ${d.name}` })),
+    devices: s.devices.map((d) => ({ ...d, recorded: true })),
     processes: s.processes.map((p) => {
       // The recorded process opens the replay (Enter), which is named by its agent's pid.
       const own = p.agent_pid === h.pid || p.pid === h.pid;
       return {
         ...p,
         agent_pid: own ? h.pid : p.agent_pid,
-        command: `[${RECORDED_MARK}] ${p.command ?? p.name ?? ""}`,
+        recorded: true,
         pytorch: pytorch && own ? { ...pytorch, non_pytorch_bytes: p.used_bytes === null ? null : p.used_bytes - pytorch.reserved_bytes } : null,
       };
     }),

@@ -35,10 +35,14 @@ export const DeviceSchema = z.object({
   pcie_tx_bytes_per_second: z.number().nonnegative().nullable(),
   performance_state: z.number().int().min(0).max(15).nullable().describe("P-state: 0 is the fastest"),
   error: z.string().nullable().describe("the first unexpected NVML error of this sample, in NVML's words"),
+  recorded: z.boolean().optional().describe("true: a GPU of the machine a replayed recording was made on (the demo), shown beside this machine's; absent for this machine's own"),
 });
 
-const FindingSchema = z.object({
-  id: z.enum(["oom", "growth", "gradients_kept", "fragmentation", "non_pytorch", "partial"]),
+/** What each finding is; the detectors (src/profiler/findings.ts) make only these. */
+export const FindingIdSchema = z.enum(["oom", "growth", "gradients_kept", "fragmentation", "non_pytorch", "partial"]);
+
+export const FindingSchema = z.object({
+  id: FindingIdSchema,
   severity: z.enum(["error", "warning", "info"]),
   title: z.string(),
   evidence: z.string().describe("the evidence in words, numbers included"),
@@ -167,6 +171,7 @@ export const ProcessSchema = z.object({
   run_time_seconds: z.number().nonnegative().nullable().default(null).describe("how long the process has run (/proc/PID/stat start time against /proc/uptime)"),
   nvml_visible: z.boolean().describe("false: NVML does not list this pid (another pid namespace, or no CUDA context yet); used_bytes is then null"),
   exited: z.boolean().describe("the process has exited; its last numbers are kept"),
+  recorded: z.boolean().optional().describe("true: the process of a replayed recording (the demo), long gone, on a recorded GPU; absent for this machine's own"),
 });
 
 export const JobRankSchema = z.object({
@@ -234,6 +239,9 @@ export const DocumentSchema = z.object({
 });
 
 export type Device = z.infer<typeof DeviceSchema>;
+export type FindingId = z.infer<typeof FindingIdSchema>;
+export type DocumentFinding = z.infer<typeof FindingSchema>;
+export type Profile = z.infer<typeof ProfileSchema>;
 export type Process = z.infer<typeof ProcessSchema>;
 export type Pytorch = z.infer<typeof PytorchSchema>;
 export type Job = z.infer<typeof JobSchema>;

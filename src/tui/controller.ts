@@ -5,7 +5,8 @@
 import { join, resolve } from "node:path";
 import { existsSync } from "node:fs";
 import { ask } from "../collect/control";
-import { LiveModels, type ProcessModel, type ReplayHandle } from "../collect/live";
+import { LiveModels, type ProcessModel } from "../collect/live";
+import type { ReplayHandle } from "../collect/playback";
 import { signalProcess, stillRunning, type StopSignal } from "../collect/signal";
 import { Session, type DeviceHistory } from "../collect/session";
 import type { SystemCollector } from "../collect/system";

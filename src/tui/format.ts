@@ -11,6 +11,11 @@ export function formatBytesShort(bytes: number): string {
   return `${v.toFixed(digits)} ${units[u]}`;
 }
 
+/** What marks a GPU or process of a replayed recording (the demo), before its name or command. */
+export function recordedMark(x: { recorded?: boolean }): string {
+  return x.recorded ? "[recorded] " : "";
+}
+
 /** What a table shows where a figure is not known: never 0, which would be a figure. */
 export const UNKNOWN = "–";
 

@@ -3,10 +3,10 @@
 import { closeSync } from "node:fs";
 import { render } from "ink";
 import type { Child } from "../collect/child";
-import { startReplay } from "../collect/live";
+import { startReplay } from "../collect/playback";
 import type { Recording } from "../collect/recording";
-import { DEMO_RING } from "../collect/demo";
-import { demoStarter } from "./demo";
+import { DEMO_RECORDING, startDemo, type Demo } from "../collect/demo";
+import type { ReplayClock } from "../profiler";
 import { SystemCollector } from "../collect/system";
 import { App } from "./app";
 import { keyHint, type ScreenId } from "./registry";
@@ -25,9 +25,29 @@ export interface MonitorOptions {
 const MOUSE_ON = "\x1b[?1000h\x1b[?1006h";
 const MOUSE_OFF = "\x1b[?1006l\x1b[?1000l";
 
-/** The recording the demo replays: a training run recorded on an H100 (demo/README.md);
- *  GPUMEM_TUI_DEMO names another (a new recording, checked before it replaces the shipped one). */
-export const DEMO_RECORDING = process.env.GPUMEM_TUI_DEMO || DEMO_RING;
+/** The demo behind --demo and D (collect/demo.ts: what it plays), said on the status line.
+ *  `clock`: the wall clock, unless a test gives its own. */
+export function demoStarter(ctl: Controller, { speed, ring, clock }: { speed: number; ring: string; clock?: ReplayClock }) {
+  let demo: Demo | null = null;
+  return {
+    start: () => {
+      if (demo) return ctl.say(`the demo is already running: ${keyHint(["process"])} shows it`);
+      try {
+        demo = startDemo(ring, { speed, onUpdate: () => ctl.notify(), clock });
+      } catch (e) {
+        return ctl.say(`no demo: ${(e as Error).message}`);
+      }
+      ctl.replay = demo.handle.pm;
+      ctl.replays.add(demo.handle);
+      if (ctl.paused) demo.handle.pause(true);
+      ctl.recorded = demo.machine;
+      const screens: ScreenId[] = demo.machine ? ["overview", "process", "tensors", "segments"] : ["process", "tensors", "segments"];
+      ctl.say(`demo: a training run recorded on ${demo.gpu ? `an ${demo.gpu}` : "a GPU"}, replayed at ${speed}× (${keyHint(screens)})`);
+      ctl.tick();
+    },
+    stop: () => demo?.handle.stop(),
+  };
+}
 
 async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: ScreenId; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
   if (opts.dumpDir) ctl.snapshotDir = opts.dumpDir;
@@ -94,13 +114,9 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
 export async function runView(path: string, opts: MonitorOptions & { progress?: import("../snapshot/read").Progress }): Promise<number> {
   const { readSnapshotFile } = await import("../snapshot/read");
   const { snapshotModel, beforeNote } = await import("../snapshot/view");
-  const { resyncFromSnapshot } = await import("../profiler");
   const { formatBytes } = await import("../words");
   const parsed = await readSnapshotFile(path, opts.progress);
-  const { model, replay } = snapshotModel(parsed, { keepTrace: true });
-  // The replay ends on the segments already; the resync keeps it so if the trace disagrees with them.
-  const end = Math.max(0, ...model.devices.map((d) => d.lastTime_us));
-  resyncFromSnapshot(model, parsed.root.segments as unknown as Parameters<typeof resyncFromSnapshot>[1], end);
+  const { model, replay } = snapshotModel(parsed, { keepTrace: true, resync: true });
   const ctl = new Controller(null, opts.intervalMs);
   ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
   const note = beforeNote(replay, formatBytes);

@@ -8,7 +8,7 @@ import { ROOT } from "../../src/ffi/build";
 import { torchPython } from "../support/torch";
 
 test("agent: control protocol, uid checks, private files, ring copies (python3 -m unittest)", () => {
-  const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_control.py"), "-v"], { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_control.py"), "-v"], { env: process.env, stdout: "pipe", stderr: "pipe" });
   const log = p.stderr.toString();
   if (p.exitCode !== 0) console.log(log);
   expect(p.exitCode).toBe(0);
@@ -17,7 +17,7 @@ test("agent: control protocol, uid checks, private files, ring copies (python3 -
 });
 
 test("agent: the ring's lanes, merged by time and compacted to one (python3 -m unittest)", () => {
-  const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_ring_lanes.py"), "-v"], { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_ring_lanes.py"), "-v"], { env: process.env, stdout: "pipe", stderr: "pipe" });
   const log = p.stderr.toString();
   if (p.exitCode !== 0) console.log(log);
   expect(p.exitCode).toBe(0);
@@ -29,7 +29,7 @@ test("agent: the ring's lanes, merged by time and compacted to one (python3 -m u
 // before: the machine's python3 runs the tests, and one Python 3.12+ where one is installed (on
 // PATH, or pyenv's), so both ways are tested.
 function version(py: string): string | null {
-  const p = Bun.spawnSync([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { env: process.env, stdout: "pipe", stderr: "pipe" });
   return p.exitCode === 0 ? p.stdout.toString().trim() : null;
 }
 const pyenv = join(process.env.PYENV_ROOT ?? join(process.env.HOME ?? "/root", ".pyenv"), "versions");
@@ -52,7 +52,7 @@ for (const v of [system, modern]) {
   if (!v) continue;
   const how = minor(v) >= 12 ? "sys.monitoring" : "a trace function";
   test(`agent: the line profiler splits the allocator's records between lines (Python ${v}: ${how})`, () => {
-    const p = Bun.spawnSync([byVersion.get(v)!, join(import.meta.dir, "test_lines.py"), "-v"], { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawnSync([byVersion.get(v)!, join(import.meta.dir, "test_lines.py"), "-v"], { env: process.env, stdout: "pipe", stderr: "pipe" });
     const log = p.stderr.toString();
     if (p.exitCode !== 0) console.log(log);
     expect(p.exitCode).toBe(0);

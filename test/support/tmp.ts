@@ -3,6 +3,7 @@
 // process a test starts read it, so a run leaves nothing in /tmp even where a test is killed before
 // its own clean-up. How much the tests left there is said on stderr (GPUMEM_TEST_TMP_REPORT=1: what),
 // so a forgotten folder still shows.
+import { afterAll } from "bun:test";
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +16,8 @@ chmodSync(run, 0o1777);
 process.env.TMPDIR = run;
 process.env.TMUX_TMPDIR = run;
 
-process.on("exit", () => {
+// A hook of the whole run (a preload's afterAll), after the last file: bun test ends without "exit".
+afterAll(() => {
   let left: string[] = [];
   try {
     left = readdirSync(run).filter((n) => !n.startsWith("tmux-"));

@@ -7,7 +7,7 @@ const tmux = Bun.which("tmux");
 const socket = `gpumem-t-${process.pid}`;
 
 function tm(...args: string[]) {
-  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { env: process.env, stdout: "pipe", stderr: "pipe" }); // TMUX_TMPDIR: this run's folder
   return { ok: r.exitCode === 0, out: r.stdout.toString(), err: r.stderr.toString().trim() };
 }
 

@@ -9,7 +9,7 @@ import type { Manifest } from "../../src/system/manifest";
 import type { PidNsInfo, ProcessInfo } from "../../src/system/process";
 import { LiveModels } from "../../src/collect/live";
 import type { Agent } from "../../src/collect/agents";
-import { buildDocument, type AgentView, type DocumentInput } from "../../src/system/document";
+import { buildDocument, nvmlUse, type AgentView, type DocumentInput } from "../../src/system/document";
 import { DocumentSchema } from "../../src/system/schema";
 
 const GiB = 1024 ** 3;
@@ -129,10 +129,9 @@ describe("a process in a container (another pid namespace)", () => {
 
   test("the monitor's model of it gets NVML's memory on the CUDA index of that GPU", () => {
     const join = joinAgents({ devices: samples, agents, procs, ownPidNamespace: HOST_NS });
-    const d = doc(samples, agents, { join });
     const live = new LiveModels();
     const asAgents: Agent[] = agents.map((a) => ({ ...a, manifestStamp: "", ring: null, problem: null }));
-    live.update(asAgents, d, 1_000_000);
+    live.update(asAgents, nvmlUse({ time_unix_ms: 0, host: "h200", system: null, reason: null, samples, previous: new Map(), processInfo: new Map(), agents, warnings: [], join }), 1_000_000);
     const m = live.byPid.get(1)!.model;
     expect([m.device(0)?.nvmlUsed, m.device(0)?.nvmlPid, m.device(1)]).toEqual([12 * GiB + CONTEXT, 7301, undefined]);
     expect(live.byPid.get(4801)!.model.device(0)?.nvmlUsed).toBe(40 * GiB + CONTEXT);

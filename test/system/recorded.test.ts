@@ -50,12 +50,13 @@ describe("the NVML track", () => {
     expect(sampleAt(track, t.at(-1)! + 60e6)).toBe(t.length - 1);
   });
 
-  test("the document at a moment: the GPU and the row marked as recorded, the row's PyTorch figures the replay's", () => {
+  test("the document at a moment: the GPU and the row `recorded` (their name and command as recorded), the row's PyTorch figures the replay's", () => {
     const pytorch: Pytorch = { ...docs.at(-1)!.processes[0]!.pytorch!, allocated_bytes: 4 * 2 ** 30, reserved_bytes: 18 * 2 ** 30, step: 7, phase: "backward" };
     const d = DocumentSchema.parse(trackDocument(track, track.samples.length - 1, pytorch));
-    expect(d.devices[0]!.name).toBe("[recorded] NVIDIA H100 80GB HBM3");
+    expect([d.devices[0]!.name, d.devices[0]!.recorded]).toEqual(["NVIDIA H100 80GB HBM3", true]);
     const p = d.processes[0]!;
-    expect(p.command).toStartWith("[recorded] python3 test/gpu/hf_gpt2.py");
+    expect(p.recorded).toBe(true);
+    expect(p.command).toStartWith("python3 test/gpu/hf_gpt2.py");
     expect(p.pytorch).toMatchObject({ step: 7, phase: "backward", non_pytorch_bytes: 20594032640 - 18 * 2 ** 30 });
     // Before the replay has an event: no PyTorch figures, never zeros.
     expect(trackDocument(track, track.samples.length - 1, null).processes[0]!.pytorch).toBeNull();
@@ -65,11 +66,11 @@ describe("the NVML track", () => {
     const rec = trackDocument(track, track.samples.length - 1, null);
     const machine = { ...docs[0]!, processes: [] };
     const { doc, index } = withRecorded(machine, rec);
-    expect(doc.devices.map((d) => [d.index, d.name])).toEqual([
-      [0, "NVIDIA H100 80GB HBM3"],
-      [1, "[recorded] NVIDIA H100 80GB HBM3"],
+    expect(doc.devices.map((d) => [d.index, d.name, d.recorded ?? false])).toEqual([
+      [0, "NVIDIA H100 80GB HBM3", false],
+      [1, "NVIDIA H100 80GB HBM3", true],
     ]);
-    expect(doc.processes.map((p) => [p.pid, p.device])).toEqual([[PID, 1]]);
+    expect(doc.processes.map((p) => [p.pid, p.device, p.recorded])).toEqual([[PID, 1, true]]);
     expect(index(0)).toBe(1);
     expect(withRecorded(null, rec).doc).toBe(rec);
   });

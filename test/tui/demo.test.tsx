@@ -9,7 +9,7 @@ import { steppedClock, until } from "../support/clock";
 import { DEMO_PID as PID, makeDemo } from "../support/demo";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
-import { demoStarter } from "../../src/tui/demo";
+import { demoStarter } from "../../src/tui/main";
 
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 

@@ -3,10 +3,10 @@
 // shipped demo plays at the pace it was recorded.
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { idleCuttingClock, PausableClock, startReplay } from "../../src/collect/live";
+import { idleCuttingClock, PausableClock, startReplay } from "../../src/collect/playback";
 import { openRingRecording } from "../../src/collect/recording";
 import { replay } from "../../src/profiler/replay";
-import { DEMO_RECORDING } from "../../src/tui/main";
+import { DEMO_RECORDING } from "../../src/collect/demo";
 import { steppedClock } from "../support/clock";
 
 /** A clock whose time moves only when slept on: what the replay waited for, exactly. */

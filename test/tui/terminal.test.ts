@@ -22,7 +22,7 @@ const PIDFILE = join(WORK, "monitor.pid");
 // nor its default shell (a CI user's may be nologin), decides what the test sees.
 const socket = `gpumem-e2e-${process.pid}`;
 function run(...args: string[]) {
-  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { env: process.env, stdout: "pipe", stderr: "pipe" }); // TMUX_TMPDIR: this run's folder
   return { ok: r.exitCode === 0, out: r.stdout.toString(), err: r.stderr.toString().trim() };
 }
 const sh = (...args: string[]) => run(...args).out;

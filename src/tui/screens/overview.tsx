@@ -5,7 +5,7 @@ import { jobNotes } from "../../system/jobs";
 import type { Device, Document, Job, Process } from "../../system/schema";
 import { areaChart, bar } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
-import { color, formatBytes, orNa, pad, pct, rate } from "../format";
+import { color, formatBytes, orNa, pad, pct, rate, recordedMark } from "../format";
 import { headerParts, jobCells, processCells, sortProcesses, tableColumns, type ProcessSort } from "./process-table";
 
 export { PROCESS_SORTS, type ProcessSort } from "./process-table";
@@ -80,7 +80,7 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
   return (
     <Box flexDirection="column">
       <Text>
-        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(d.name, nameWidth)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
+        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(recordedMark(d) + d.name, nameWidth)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
         <Text color={color(used / (total || 1) > 0.9 ? "red" : "green")}>{bar(used / (total || 1), barWidth, ascii)}</Text> {formatBytes(used)}/{formatBytes(total)}
       </Text>
       <Text dimColor wrap="truncate-end">

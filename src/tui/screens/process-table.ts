@@ -2,7 +2,7 @@
 // each cell of a process or a job row says, and the sort each column stands for. Unknown is "–",
 // never 0.
 import type { Job, Process } from "../../system/schema";
-import { formatBytes, formatDuration, pad, phaseLabel, UNKNOWN } from "../format";
+import { formatBytes, formatDuration, pad, phaseLabel, recordedMark, UNKNOWN } from "../format";
 
 /** The process table's sorts, in the order `s` steps through them. */
 export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user", "sm", "cpu", "host", "time"] as const;
@@ -24,7 +24,7 @@ const SORT_KEY: Record<ProcessSort, (p: Process) => number | string> = {
 /** `reverse` turns the order round (smallest memory first, highest pid first); equal keys stay by pid. */
 export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string, reverse = false): Process[] {
   const f = filter.toLowerCase();
-  const shown = f ? ps.filter((p) => `${p.pid} ${p.user ?? ""} ${p.name ?? ""} ${p.command ?? ""}`.toLowerCase().includes(f)) : [...ps];
+  const shown = f ? ps.filter((p) => `${p.pid} ${p.user ?? ""} ${p.name ?? ""} ${recordedMark(p)}${p.command ?? ""}`.toLowerCase().includes(f)) : [...ps];
   const key = SORT_KEY[sort];
   const dir = reverse ? -1 : 1;
   return shown.sort((a, b) => {
@@ -153,5 +153,5 @@ export function sortAtColumn(t: Table, x: number): ProcessSort | null {
 }
 
 export const processCells = (t: Table, p: Process, inJob: boolean) =>
-  line(t, (c) => c.process(p, inJob), `${p.exited ? "[exited] " : ""}${p.command ?? p.name ?? ""}`);
+  line(t, (c) => c.process(p, inJob), `${p.exited ? "[exited] " : ""}${recordedMark(p)}${p.command ?? p.name ?? ""}`);
 export const jobCells = (t: Table, j: Job, users: Set<string>, title: string) => line(t, (c) => c.job(j, users), title);
