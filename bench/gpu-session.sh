@@ -38,11 +38,10 @@ costs)  # the costs by part alone, on a quiet machine
 tests)  # every test, the GPU ones included
   TAIL=40 step gpu-tests 540 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test
   ;;
-final)  # every test; attach to a training started without the monitor; the costs by part again
-  TAIL=25 step gpu-tests 330 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test
-  TAIL=25 step attach 140 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
-  TAIL=25 step attach-leak 120 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
-  TAIL=30 step parts 100 python3 bench/agent_parts.py "$r/parts" ${PARTS_ARGS:-}
+final)  # every test; attach to a training started without the monitor
+  TAIL=25 step gpu-tests 300 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test
+  TAIL=25 step attach 100 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
+  TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   ;;
 e2e)  # the end-to-end checkers on a real training (tmux, d, e, kill -9, OOM; a transformers GPT-2)
   TAIL=30 step e2e 580 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_REPORTS="$r/e2e" bun test test/gpu/e2e-gpu.test.ts test/gpu/e2e-hf.test.ts
