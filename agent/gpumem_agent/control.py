@@ -85,6 +85,14 @@ class ControlServer:
         self.sock.listen(8)
         self.sock.setblocking(False)
         self.sel.register(self.sock, selectors.EVENT_READ)
+        # stop() wakes the serving thread through this pipe, so that a detach is not a select's
+        # timeout long; the lock keeps stop() from writing to a descriptor number the thread has
+        # closed already (and that the program may have opened again since).
+        self._wake_lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.sel.register(self._wake_r, selectors.EVENT_READ)
         self.thread = threading.Thread(target=self._run, name="gpumem-agent-control", daemon=True)
 
     def start(self):
@@ -135,6 +143,14 @@ class ControlServer:
             self.sel.close()
         except (OSError, ValueError):
             pass
+        with self._wake_lock:
+            for fd in (self._wake_r, self._wake_w):
+                if fd >= 0:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            self._wake_r = self._wake_w = -1
 
     def _serve(self):
         while not self.stopping:
@@ -145,6 +161,8 @@ class ControlServer:
                     return
                 raise
             for key, _ in events:
+                if key.fileobj == self._wake_r:  # stop() says so: the loop's test ends it
+                    continue
                 try:
                     if key.fileobj is self.sock:
                         self._accept()
@@ -204,6 +222,12 @@ class ControlServer:
 
     def stop(self):
         self.stopping = True
+        with self._wake_lock:
+            if self._wake_w >= 0:
+                try:
+                    os.write(self._wake_w, b"x")
+                except OSError:
+                    pass  # full: a wake is pending already
         try:
             self.sock.close()
         except OSError:

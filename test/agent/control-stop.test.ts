@@ -10,4 +10,4 @@ test("agent: the control server leaves no descriptor behind after stop, whicheve
   expect(p.exitCode).toBe(0);
   expect(log).toMatch(/Ran 3 tests/);
   expect(log).toContain("OK");
-});
+}, 60_000);

@@ -73,7 +73,7 @@ describe("the sampling session", () => {
 
   test("Prometheus: live bytes per category and a gauge per active finding, from the same profile", () => {
     const text = exposition(doc);
-    const labels = `hostname="${doc.host}",gpu="${row.device}",pid="${row.pid}",process="${row.name}"`;
+    const labels = processLabels(doc, row);
     for (const c of profile!.categories) expect(text).toContain(`gpumem_pytorch_live_bytes{${labels},category="${c.category}"} ${c.bytes}`);
     expect(text).toContain(`gpumem_pytorch_block_detail_partial{${labels}} 0`);
     expect(text).not.toContain("gpumem_finding_active"); // a normal run: nothing to report
@@ -86,6 +86,13 @@ describe("the sampling session", () => {
   });
 });
 
+/** A process's labels as the exposition writes them: its GPU's UUID where this machine has that GPU
+ *  (on a GPU machine the recorded process's device index names a real one). */
+function processLabels(doc: { host: string; devices: { index: number; uuid: string }[] }, p: { device: number | null; pid: number; name: string | null }): string {
+  const uuid = doc.devices.find((d) => d.index === p.device)?.uuid;
+  return `hostname="${doc.host}",gpu="${p.device}",${uuid ? `uuid="${uuid}",` : ""}pid="${p.pid}",process="${p.name}"`;
+}
+
 describe("a run that keeps every step's validation graph (kept-loss-graph.ring)", () => {
   test("the JSON names the growth per step, in words and numbers, and Prometheus raises its gauge", () => {
     const doc = new Session(new SystemCollector({ agentDir: agentDir("kept-loss-graph") })).tick();
@@ -94,6 +101,6 @@ describe("a run that keeps every step's validation graph (kept-loss-graph.ring)"
     expect(growth.severity).toBe("warning");
     expect(growth.title).toMatch(/grows/);
     expect(Number(growth.numbers.growth_per_step_bytes)).toBeGreaterThan(0);
-    expect(exposition(doc)).toContain(`gpumem_finding_active{hostname="${doc.host}",gpu="${p.device}",pid="${p.pid}",process="${p.name}",finding="growth",severity="warning"} 1`);
+    expect(exposition(doc)).toContain(`gpumem_finding_active{${processLabels(doc, p)},finding="growth",severity="warning"} 1`);
   });
 });
