@@ -21,13 +21,13 @@ await import("../src/commands/main");
 lap("import the command line (overlaps the warm-up)");
 const opts = parseCli(["--json", "--once"]);
 lap("parse the command line (overlaps)");
-const [{ SystemCollector }, { Session }, { serialize }] = await Promise.all([
-  import("../src/collect/system"),
+const [{ Machine }, { Session }, { serialize }] = await Promise.all([
+  import("../src/collect/machine"),
   import("../src/collect/session"),
   import("../src/headless/stream"),
 ]);
-lap("import the collector, the session, the JSON writer (overlaps)");
-const c = new SystemCollector();
+lap("import the machine, the session, the JSON writer (overlaps)");
+const c = new Machine();
 const session = new Session(c);
 c.agents.refresh();
 lap("the agents' directory, as sample() reads it first (overlaps)");

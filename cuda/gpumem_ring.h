@@ -27,7 +27,8 @@
  * finished) and is counted as lost. Each lane is in order; across lanes the reader merges by
  * `time`, from the records available at each read (one that is published late with an older time
  * comes in a later batch). The running totals in the header are kept by the writer apart from the
- * records, so they stay exact however many records are lost.
+ * records, so no lost record changes them; what each is exact to is said at gpumem_totals (block
+ * sizes move by requested-size deltas between the agent's copies of torch's own statistics).
  *
  * n_lanes 0 or 1 is one lane: the ABI 1 ring, which readers still take as it was (its byte at the
  * n_lanes offset was padding). Recordings (compacted rings, fixtures) are one lane.
@@ -126,7 +127,7 @@ enum gpumem_phase {
 /* How the totals are fed (the header's `mode`). */
 enum gpumem_mode {
   GPUMEM_MODE_NONE = 0,    /* header written, nothing feeding it yet */
-  GPUMEM_MODE_HOOK = 1,    /* the allocator trace hook: every event, exact totals */
+  GPUMEM_MODE_HOOK = 1,    /* the allocator trace hook: every event, totals from the events */
   GPUMEM_MODE_POLLING = 2  /* no hook (no compiler, build failed): totals polled, no records */
 };
 

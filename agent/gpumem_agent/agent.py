@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import build, commands, identity, names, paths, ring, wire
+from . import build, commands, identity, paths, ring, tensor_names, wire
 from .control import ControlServer
 from .guard import Guard
 from .phases import Phases
@@ -400,7 +400,7 @@ class Agent:
             try:
                 t0 = time.perf_counter()
                 ph = self.phases
-                tensors = list(names.known_names(ph.models, ph.optimizers).values()) if ph else []
+                tensors = list(tensor_names.known_names(ph.models, ph.optimizers).values()) if ph else []
                 # Taken before the hook's last records: the monitor applies them at this point of
                 # the stream, as it applies a `names` reply.
                 final_names = {"tensors": tensors, "write_index": self.ring.written(), "step": ph.step if ph else 0,

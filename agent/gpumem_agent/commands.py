@@ -11,7 +11,7 @@ import re
 import threading
 import time
 
-from . import names
+from . import tensor_names
 from .protocol import VERBS
 
 AT_STEP_WAIT = 3.0  # `names` with at_step: how long to wait for an optimizer step before answering now
@@ -46,14 +46,14 @@ class Commands:
         t0 = time.perf_counter()
         try:
             if scan:
-                walk = names.scan_walk(a.torch, a.phases.models, a.phases.optimizers)
+                walk = tensor_names.scan_walk(a.torch, a.phases.models, a.phases.optimizers)
             elif at_step:
                 # Taken on the training thread right after the next optimizer step, where the
                 # gradients and the optimizer state are alive (between zero_grad and backward a
                 # gradient is None); now, where no step comes within AT_STEP_WAIT seconds.
                 walk, ms = self._names_after_step()
             else:
-                walk = names.known_walk(a.phases.models, a.phases.optimizers)
+                walk = tensor_names.known_walk(a.phases.models, a.phases.optimizers)
         except Exception as e:  # the walk itself failed (one odd tensor only skips that tensor)
             a.guard.fail("names", e)
             raise names_off()
@@ -117,7 +117,7 @@ class Commands:
         def take():
             t0 = time.perf_counter()
             try:
-                out["walk"] = names.known_walk(a.phases.models, a.phases.optimizers)
+                out["walk"] = tensor_names.known_walk(a.phases.models, a.phases.optimizers)
             except Exception as e:
                 out["error"] = e
             finally:

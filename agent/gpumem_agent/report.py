@@ -13,7 +13,7 @@ process can have the GPU for a while; puts them back on exit. Tensors keep their
 import gc
 import sys
 
-from . import names
+from . import tensor_names
 from .lines import _fmt
 from .totals import block_size
 
@@ -29,7 +29,7 @@ def report(agent, model=None, device=None, file=None):
     import torch
 
     optimizers = list(agent.phases.optimizers) if agent is not None and agent.phases is not None else []
-    entries, scan_ms = names.scan(torch, _models(agent, model), optimizers)
+    entries, scan_ms = tensor_names.scan(torch, _models(agent, model), optimizers)
     if device is not None:
         device = torch.device(device).index if not isinstance(device, int) else device
         entries = [e for e in entries if e["device"] == device]

@@ -82,7 +82,7 @@ PHASE_NAMES = ["other", "forward", "backward", "optimizer"]
 # How the totals are fed (the header's `mode`). (enum gpumem_mode)
 MODE = {
     "none": 0,  # header written, nothing feeding it yet
-    "hook": 1,  # the allocator trace hook: every event, exact totals
+    "hook": 1,  # the allocator trace hook: every event, totals from the events
     "polling": 2,  # no hook (no compiler, build failed): totals polled, no records
 }
 MODE_NAMES = ["none", "hook", "polling"]

@@ -1,18 +1,20 @@
-// The native helper that reaches into a running CPython (cuda/inject.c): where it is, how it is built
+// The native helper that reaches into a running CPython (cuda/inject.c and its parts): where it is, how it is built
 // (the system C compiler, like libgpumem: src/ffi/build.ts), and what its answers mean.
 import { existsSync, mkdirSync, renameSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { NATIVE_DIR } from "../ffi/locate";
 
-export const INJECT_SOURCE = `${NATIVE_DIR}/inject.c`;
+/** The helper's sources: main, then its parts (cuda/inject_common.h names what each holds). */
+export const INJECT_SOURCES = ["inject.c", "inject_target.c", "inject_threads.c", "inject_call.c", "inject_pep768.c", "inject_common.h"].map((f) => `${NATIVE_DIR}/${f}`);
 export const INJECT_BIN = `${NATIVE_DIR}/build/gpumem-inject`;
 
-/** The helper's exit statuses (cuda/inject.c, EXIT_*), by what they mean. */
+/** The helper's exit statuses (cuda/inject_common.h, EXIT_*), by what they mean. */
 export const HELPER_EXIT = { other: 1, usage: 2, noProcess: 3, notPython: 4, version: 5, ptrace: 6, exited: 7, callTimeout: 8, arch: 9, remoteOff: 10, busy: 11 } as const;
 
 function upToDate(bin: string): boolean {
   try {
-    return statSync(bin).mtimeMs >= statSync(INJECT_SOURCE).mtimeMs;
+    const built = statSync(bin).mtimeMs;
+    return INJECT_SOURCES.every((f) => statSync(f).mtimeMs <= built);
   } catch {
     return false;
   }
@@ -33,7 +35,7 @@ export function buildInject(opts: { force?: boolean; out?: string } = {}): { ok:
   if (!cc) return { ok: false, error: "gpumem-inject is not built and no C compiler was found: install one (e.g. `apt install gcc`), then run `bun run build:native`" };
   mkdirSync(dirname(out), { recursive: true });
   const tmp = `${out}.${process.pid}.tmp`;
-  const cmd = [cc, "-std=c11", "-O2", "-Wall", "-o", tmp, INJECT_SOURCE];
+  const cmd = [cc, "-std=c11", "-O2", "-Wall", "-o", tmp, ...INJECT_SOURCES.filter((f) => f.endsWith(".c"))];
   const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
   if (p.exitCode !== 0) return { ok: false, error: `building gpumem-inject failed (${cmd.join(" ")}):\n${p.stderr.toString().trim()}` };
   renameSync(tmp, out);

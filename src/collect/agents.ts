@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
 import { readSmallText } from "../snapshot/input-file";
-import { MAX_MANIFEST_BYTES, type Manifest } from "../system/manifest";
+import { MAX_MANIFEST_BYTES, parseManifest, type Manifest } from "../system/manifest";
 import { agentDirBases, privateReason, scanAgentDirs } from "./agent-dirs";
 import { inOtherPidNamespace, pidAlive } from "./procfs";
 
@@ -84,9 +84,6 @@ export class AgentWatcher {
       if (this.agents.has(pid)) continue;
       const path = join(dir, file);
       try {
-        // Loaded on the first manifest only: zod costs 25 ms of start-up that a machine without
-        // agents should not pay.
-        const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
         const stamp = manifestStamp(path);
         const manifest = parseManifest(manifestText(path), path);
         if (manifest.pid !== pid) throw new Error(`manifest ${path} names pid ${manifest.pid}, its file name says ${pid}`);
@@ -186,7 +183,6 @@ export class AgentWatcher {
     }
     if (stamp === agent.manifestStamp && !opts.final) return;
     try {
-      const { parseManifest } = require("../system/manifest") as typeof import("../system/manifest");
       const manifest = parseManifest(manifestText(path), path);
       if (manifest.pid !== agent.pid) throw new Error(`manifest ${path} now names pid ${manifest.pid}: the last one is kept`);
       // Attached again after a detach (`gpumem-tui attach`): a new ring under the same name.

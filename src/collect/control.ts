@@ -3,7 +3,7 @@
 // of the protocol (protocol.ts) with its arguments, and its reply checked against the protocol
 // before anything reads it; `command` is the transport beneath it.
 import { createConnection } from "node:net";
-import type { ArgsOf, ReplyOf, Verb } from "./protocol";
+import { checkReply, type ArgsOf, type ReplyOf, type Verb } from "./protocol";
 
 /** A line as it came from the agent: JSON, nothing more is known of it. */
 export interface Reply {
@@ -25,8 +25,6 @@ export async function ask<V extends Verb>(socket: string, verb: V, args: ArgsOf<
 /** What a raw reply of `verb` says: an error of the agent's, or the reply the protocol defines. */
 export async function answerOf<V extends Verb>(verb: V, r: Reply): Promise<Answer<V>> {
   if (!r.ok) return { ok: false, error: typeof r.error === "string" ? r.error : `${verb}: the agent failed without saying why` };
-  // Loaded with the first reply: zod is start-up that `--json --once` does not pay.
-  const { checkReply } = await import("./protocol");
   const { ok: _ok, id: _id, ...fields } = r;
   return checkReply(verb, fields);
 }

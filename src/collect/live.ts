@@ -4,12 +4,12 @@
 import { basename, dirname } from "node:path";
 import { newEventBatch, type EventBatch } from "../ffi/events";
 import { RingError, type RingReader } from "../ffi/ring";
-import { createModel, feed, FeedSource, MAX_SEED_BYTES, parseSeed, type ProfilerModel } from "../profiler";
+import { createModel, feed, FeedSource, MAX_SEED_BYTES, parseSeed, processProfile, type ProfilerModel } from "../profiler";
 import { readSmallText } from "../snapshot/input-file";
-import { processNotes, type NvmlUse } from "../system/document";
+import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import type { Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
-import { type ExitNames, NameRequests } from "./names";
+import { type ExitNames, NameRequests } from "./name-requests";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
 const MAX_EVENTS_PER_TICK = 1 << 20;
@@ -56,6 +56,13 @@ export class LiveModels {
    *  (a snapshot written from the monitor's own events). The headless front ends do neither, and
    *  copying every record costs a tenth of the session's time on a busy process. */
   constructor(private readonly opts: { keepTrace?: boolean } = { keepTrace: true }) {}
+
+  /** What the model of each agent's process (by its agent's pid) knows of it on a device: its
+   *  profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
+  readonly detail: DetailOf = (agentPid, cudaIndex) => {
+    const pm = this.byPid.get(agentPid);
+    return pm ? { profile: processProfile(pm.model, { device: cudaIndex }), notes: pm.notes } : null;
+  };
 
   private newModel(): ProfilerModel {
     const m = createModel();
@@ -108,7 +115,7 @@ export class LiveModels {
   /** One agent's new records into its model (throws RingError where its ring became unreadable). */
   private readRing(a: Agent, pm: ProcessModel, ring: RingReader, nowUs: number): void {
     const names = pm.names ?? null;
-    if (names?.late(ring.next()) && !a.exited) names.tick(pm.socket, pm.model, nowUs / 1000);
+    if (names?.late(ring.next()) && !a.exited) names.askIfDue(pm.socket, pm.model, nowUs / 1000);
     // An exited agent's ring is read to its end now (no writer: at most one ring's records),
     // for the final document.
     const limit = a.exited ? Infinity : MAX_EVENTS_PER_TICK;
@@ -125,7 +132,7 @@ export class LiveModels {
     }
     if (names && !a.exited) {
       names.apply(pm.model, ring.next(), nowUs / 1000);
-      names.tick(pm.socket, pm.model, nowUs / 1000);
+      names.askIfDue(pm.socket, pm.model, nowUs / 1000);
     }
   }
 }

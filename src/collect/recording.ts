@@ -7,7 +7,10 @@ import { openRing, openRingBuffer, type RingReader } from "../ffi/ring";
 import { readRingGz } from "./ring-gz";
 import { openRegular, readHead, readSmallText } from "../snapshot/input-file";
 import type { EventSource, SavedNames, SnapshotSegment } from "../profiler";
-import type { Manifest } from "../system/manifest";
+import { MAX_MANIFEST_BYTES, parseManifest, type Manifest } from "../system/manifest";
+import { readSnapshotFile } from "../snapshot/read";
+import { beforeNote, beforeSummary, replayOf } from "../snapshot/view";
+import { formatBytes } from "../words";
 
 export interface Recording {
   path: string;
@@ -69,7 +72,6 @@ export function openRingRecording(path: string): Recording {
   const manifestPath = path.replace(/\.ring$/, ".json");
   let manifest: Manifest | null = null;
   if (manifestPath !== path && existsSync(manifestPath)) {
-    const { parseManifest, MAX_MANIFEST_BYTES } = require("../system/manifest") as typeof import("../system/manifest");
     manifest = parseManifest(readSmallText(manifestPath, "manifest", MAX_MANIFEST_BYTES), manifestPath);
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
@@ -81,9 +83,6 @@ export function openRingRecording(path: string): Recording {
 export async function openRecording(path: string): Promise<Recording> {
   if (!existsSync(path)) throw new Error(`${path}: no such file`);
   if (path.endsWith(".ring.gz") || head(path, 8).toString("latin1") === RING_MAGIC) return openRingRecording(path);
-  const { readSnapshotFile } = await import("../snapshot/read");
-  const { replayOf, beforeSummary, beforeNote } = await import("../snapshot/view");
-  const { formatBytes } = await import("../words");
   let parsed: Awaited<ReturnType<typeof readSnapshotFile>>;
   try {
     parsed = await readSnapshotFile(path);

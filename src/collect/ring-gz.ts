@@ -6,7 +6,7 @@ import { closeSync, readSync } from "node:fs";
 import { constants, gunzipSync } from "node:zlib";
 import { RING_MAGIC } from "../ffi/events";
 import { HEADER_OFFSET, HEADER_SIZE, RECORD_SIZE } from "../ffi/wire";
-import { expandCap, expandRefusal } from "../snapshot/gunzip";
+import { expandCap, expandRefusal, gzipProblem } from "../snapshot/gunzip";
 import { openRegular } from "../snapshot/input-file";
 
 /** The expanded bytes at the start of a gzip stream: what its first `prefix` compressed bytes give. */
@@ -16,7 +16,7 @@ function expandedHead(data: Uint8Array, want: number): Uint8Array {
     try {
       head = gunzipSync(data.subarray(0, prefix), { finishFlush: constants.Z_SYNC_FLUSH });
     } catch (e) {
-      throw new Error(`not a gzip file (${(e as Error).message})`);
+      throw new Error(data[0] === 0x1f && data[1] === 0x8b ? gzipProblem(e) : `not a gzip file (${(e as Error).message})`);
     }
     if (head.length >= want || prefix >= data.length) return head;
   }
@@ -53,7 +53,7 @@ export function readRingGz(path: string): Uint8Array {
       ring = gunzipSync(data, { maxOutputLength: promised });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw new Error(`it expands past the ${promised} bytes its header promises; refusing`);
-      throw new Error(`not a gzip file (${(e as Error).message})`);
+      throw new Error(gzipProblem(e));
     }
     return ring;
   } catch (e) {

@@ -2,10 +2,10 @@
 // `run --json`, `serve`): NVML, the agents (their directory scanned once), their rings into their
 // models, short histories for the GPU charts, and each PyTorch process's profile in the document,
 // so findings and names reach scripts as well as eyes, from the same functions.
-import { buildDocument, nvmlUse, type DetailOf } from "../system/document";
+import { buildDocument, nvmlUse } from "../system/document";
 import type { Document } from "../system/schema";
 import type { LiveModels } from "./live";
-import type { SystemCollector } from "./system";
+import type { Machine } from "./machine";
 
 /** Samples kept per device for the GPU charts (10 minutes at the default 1-s interval). */
 export const HISTORY = 600;
@@ -22,12 +22,14 @@ export class Session {
 
   /** `keepTrace`: the models keep their newest records (the screens: phase bands and `d`). */
   constructor(
-    readonly collector: SystemCollector,
+    readonly machine: Machine,
     private readonly opts: { keepTrace?: boolean } = {},
   ) {}
 
-  /** The models of the agents' processes. Loaded on first use: a machine with no agent (and
-   *  `--json --once` there) pays nothing for the profiler. */
+  /** The models of the agents' processes, made with the first agent. The one lazy load below
+   *  src/commands: the profiler is needed only once an agent is there, and a tick cannot wait for
+   *  an import, so a machine without agents (`--json --once` there) does not load it (about 9 ms
+   *  of start-up). It moves to the commands once they hand the screens their Session (issue 27). */
   get models(): LiveModels {
     return (this.live ??= new (require("./live") as typeof import("./live")).LiveModels({ keepTrace: this.opts.keepTrace ?? false }));
   }
@@ -36,11 +38,11 @@ export class Session {
    *  NVML's used bytes beside them), then the document with what the models know. `oneShot`
    *  (`--json --once`): no rates are read, each ring is read once. */
   tick(now = Date.now(), opts: { oneShot?: boolean } = {}): Document {
-    const input = this.collector.read(now, opts);
-    const agents = this.collector.lastAgents;
+    const input = this.machine.read(now, opts);
+    const agents = this.machine.lastAgents;
     // The document's time: a one-shot's is when the NVML warm-up took its sample, not `now`.
-    if (agents.length > 0 || this.live) this.models.update(agents, nvmlUse(input), input.time_unix_ms * 1000, (a) => this.collector.agents.rereadManifest(a));
-    const doc = buildDocument(input, this.live ? modelDetail(this.live) : undefined);
+    if (agents.length > 0 || this.live) this.models.update(agents, nvmlUse(input), input.time_unix_ms * 1000, (a) => this.machine.agents.rereadManifest(a));
+    const doc = buildDocument(input, this.live?.detail);
     for (const d of doc.devices) {
       let h = this.history.get(d.index);
       if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));
@@ -53,16 +55,6 @@ export class Session {
   }
 
   close(opts: { fast?: boolean } = {}): void {
-    this.collector.close(opts);
+    this.machine.close(opts);
   }
-}
-
-/** What the model the session keeps of each agent's process (by its agent's pid) knows of it on a
- *  device: its profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
-function modelDetail(models: LiveModels): DetailOf {
-  const { processProfile } = require("../profiler") as typeof import("../profiler");
-  return (agentPid, cudaIndex) => {
-    const pm = models.byPid.get(agentPid);
-    return pm ? { profile: processProfile(pm.model, { device: cudaIndex }), notes: pm.notes } : null;
-  };
 }

@@ -16,6 +16,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw e;
   }
+  // The file first: "no such file" is the answer to a wrong path, whatever the terminal.
+  const unreadable = inputProblem(opts);
+  if (unreadable) return (process.stderr.write(`gpumem-tui: ${unreadable}\n`), 1);
   if (opensScreens(opts)) {
     const { isatty } = require("node:tty") as typeof import("node:tty");
     if (!(isatty(0) && isatty(1))) {
@@ -29,6 +32,19 @@ export async function main(argv: string[]): Promise<number> {
   if (opts.command === "version") return (await writeOut(`${pkg.version}\n`), 0);
   const { command } = await COMMANDS[opts.command]();
   return await command(opts);
+}
+
+/** Why the FILE of `view` or `replay` cannot be read (no such file, a directory, no permission), in
+ *  the readers' own words; null where it opens (what it holds is the reader's to judge). */
+function inputProblem(opts: Options): string | null {
+  if (opts.command !== "view" && opts.command !== "replay") return null;
+  const { openRegular } = require("../snapshot/input-file") as typeof import("../snapshot/input-file");
+  try {
+    require("node:fs").closeSync(openRegular(opts.rest[0]!, opts.command === "view" ? "snapshot" : "recording").fd);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
 }
 
 /** Each command's file, loaded only when it runs. */

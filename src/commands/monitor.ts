@@ -5,18 +5,32 @@ import type { Options } from "./options";
 
 export async function command(opts: Options): Promise<number> {
   warmUp({ oneShot: opts.once }); // started already by src/cli.ts; a second call does nothing
-  const { SystemCollector } = await import("../collect/system");
-  const collector = new SystemCollector();
+  if (opts.json && opts.demo) return await demoJson(opts);
+  const { Machine } = await import("../collect/machine");
+  const machine = new Machine();
   try {
     if (opts.json) {
       // Loaded together, before the first sample waits for NVML's thread.
       const [{ streamJson }, { Session }] = await Promise.all([import("../headless/stream"), import("../collect/session")]);
-      await streamJson(new Session(collector), { once: opts.once, intervalMs: opts.intervalMs });
+      await streamJson(new Session(machine), { once: opts.once, intervalMs: opts.intervalMs });
       return 0;
     }
     const { runMonitor } = await loadScreens();
-    return await runMonitor(collector, { ...opts, speed: opts.speed });
+    return await runMonitor(machine, { ...opts, speed: opts.speed });
   } finally {
-    collector.close({ fast: opts.once });
+    machine.close({ fast: opts.once });
   }
+}
+
+/** `--json --demo`: the demo's recorded machine, no NVML asked (headless/demo.ts). */
+async function demoJson(opts: Options): Promise<number> {
+  const [{ streamJson, serialize }, { demoDocument, DemoSampler }, { writeOut }] = await Promise.all([import("../headless/stream"), import("../headless/demo"), import("../headless/out")]);
+  if (opts.once) return (await writeOut(`${serialize(demoDocument())}\n`), 0);
+  const demo = new DemoSampler({ speed: opts.speed ?? 1 });
+  try {
+    await streamJson(demo, { once: false, intervalMs: opts.intervalMs });
+  } finally {
+    demo.close();
+  }
+  return 0;
 }

@@ -15,7 +15,8 @@ usage:
   gpumem-tui replay FILE [--speed N] [--json] a recorded ring (or a PyTorch snapshot's trace) through
                                              the model: the screens, or NDJSON states and a final
                                              state with the findings
-  gpumem-tui replay FILE --snapshot OUT      the recording as a PyTorch memory snapshot (.pickle)
+  gpumem-tui replay FILE --snapshot OUT [--json]
+                                             the recording as a PyTorch memory snapshot (.pickle)
                                              that pytorch.org/memory_viz opens
   gpumem-tui view FILE [--json]              a PyTorch memory snapshot (.pickle, optionally gzip):
                                              the screens, or its summary
@@ -27,7 +28,8 @@ usage:
 options:
   --interval MS   sampling interval in milliseconds (default 1000, at least 50, at most a day)
   --ascii         plain-ASCII charts (no braille)
-  --demo          the monitor with a replay of a real training run recorded on an H100
+  --demo          the monitor with a replay of a real training run recorded on an H100; with
+                  --json, --json --once (its end) or serve: that recorded machine as the document
   --speed N       replay, --demo: N times the recorded pace (replay: as fast as it goes; --demo: 1)
   --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
   --dump-dir DIR  the screens: where d writes snapshots (default: the current directory)
@@ -174,11 +176,14 @@ export function parseCli(argv: string[]): Options {
   }
   if (values.output !== undefined && !(command === "run" && values.json)) throw new UsageError("--output goes with run --json");
   if (values.snapshot !== undefined && command !== "replay") throw new UsageError("--snapshot goes with replay");
-  if (values.snapshot !== undefined && (values.json || speed !== undefined)) throw new UsageError("--snapshot replays to the end as fast as it goes: no --json, no --speed");
+  if (values.snapshot !== undefined && speed !== undefined) throw new UsageError("--snapshot replays to the end as fast as it goes: no --speed");
   if (values.snapshot === "") throw new UsageError("--snapshot takes the path of the file to write");
   const attach = attachOptions(command, rest, values);
   if (command !== "replay" && command !== "view" && command !== "attach" && command !== "detach" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
-  if (values.demo && (command !== "monitor" || values.json)) throw new UsageError("--demo goes with the monitor");
+  // With --json and serve the demo's recorded machine is the document: a jq pipeline or a dashboard
+  // can be tried where there is no GPU.
+  if (values.demo && command !== "monitor" && command !== "serve") throw new UsageError("--demo goes with the monitor, --json or serve");
+  if (values.demo && values.once && speed !== undefined) throw new UsageError("--once --demo gives the recording's end at once: no --speed");
   const dumpDir = values["dump-dir"];
   if (dumpDir !== undefined) {
     if (values.json || !["monitor", "run", "replay", "view"].includes(command)) throw new UsageError("--dump-dir goes with the screens (the monitor, run, replay, view)");

@@ -8,7 +8,7 @@ export async function command(opts: Options): Promise<number> {
   try {
     if (opts.snapshot) {
       const { replaySnapshot } = await import("../headless/replay");
-      await replaySnapshot(recording, opts.snapshot);
+      await replaySnapshot(recording, opts.snapshot, { json: opts.json });
       return 0;
     }
     if (!opts.json) {

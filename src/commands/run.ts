@@ -10,18 +10,18 @@ export async function command(opts: Options): Promise<number> {
   const startChild: typeof start0 = (argv, stdio, env = {}) => start0(argv, stdio, { ...env, ...handoff });
   if (opts.json) {
     // The program keeps the terminal (stdin, stdout, stderr untouched); samples go to a file.
-    const { SystemCollector } = await import("../collect/system");
+    const { Machine } = await import("../collect/machine");
     const { runJson } = await import("../headless/run");
     // The line profiler's results (gpumem_agent.profile) land beside the samples at exit.
     const output = opts.output ?? "gpumem-tui-run.ndjson";
     const lines = process.env.GPUMEM_PROFILE_JSON ?? `${output.replace(/\.ndjson$/, "")}.lines.json`;
     const start = () => startChild(opts.rest, { stdin: "inherit", stdout: "inherit", stderr: "inherit" }, { GPUMEM_PROFILE_JSON: lines });
     const { Session } = await import("../collect/session");
-    const collector = new SystemCollector();
+    const machine = new Machine();
     try {
-      return await runJson(new Session(collector), start, { output, intervalMs: opts.intervalMs });
+      return await runJson(new Session(machine), start, { output, intervalMs: opts.intervalMs });
     } finally {
-      collector.close();
+      machine.close();
     }
   }
   const { runMonitorOnChild } = await loadScreens();

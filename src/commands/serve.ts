@@ -28,22 +28,23 @@ export async function command(opts: Options): Promise<number> {
   const unresolved = await resolvable(opts.host);
   if (unresolved) throw new Error(listenError(opts.host, opts.port, unresolved));
   const { startServer } = await import("../headless/serve");
-  const { SystemCollector } = await import("../collect/system");
+  const { Machine } = await import("../collect/machine");
   const { Session } = await import("../collect/session");
-  const collector = new SystemCollector();
+  // --demo: the demo's recorded machine is what is served (headless/demo.ts), no NVML asked.
+  const machine = opts.demo ? new (await import("../headless/demo")).DemoSampler({ speed: opts.speed ?? 1 }) : new Machine();
   let server;
   try {
-    server = startServer(new Session(collector), { port: opts.port, hostname: opts.host });
+    server = startServer(machine instanceof Machine ? new Session(machine) : machine, { port: opts.port, hostname: opts.host });
   } catch (e) {
-    collector.close();
+    machine.close();
     throw new Error(listenError(opts.host, opts.port, e as NodeJS.ErrnoException));
   }
-  process.stderr.write(`gpumem-tui: Prometheus metrics at http://${opts.host}:${server.port}/metrics\n`);
+  process.stderr.write(`gpumem-tui: Prometheus metrics${opts.demo ? " of the demo's recorded machine" : ""} at http://${opts.host}:${server.port}/metrics\n`);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
   server.stop(true);
-  collector.close();
+  machine.close();
   return 0;
 }

@@ -53,3 +53,16 @@ export function prebuilt(): { path: string } | { error: string } {
   if (!id || id !== sources) return { error: `the prebuilt libgpumem.so for ${process.platform}-${process.arch} was built from other sources` };
   return { path };
 }
+
+/**
+ * The library to load, found without building one: $GPUMEM_LIB where set (then that one or none:
+ * `final`), else cuda/build/libgpumem.so when up to date, else the package's prebuilt library when
+ * it matches the sources; else why not. src/ffi/lib.ts builds where this finds none.
+ */
+export function findLibrary(): { path: string } | { error: string; final: boolean } {
+  const override = process.env.GPUMEM_LIB;
+  if (override) return Bun.file(override).size === 0 ? { error: `GPUMEM_LIB=${override}: no such file`, final: true } : { path: override };
+  if (upToDate(BUILT_LIB)) return { path: BUILT_LIB };
+  const shipped = prebuilt();
+  return "path" in shipped ? shipped : { error: shipped.error, final: false };
+}

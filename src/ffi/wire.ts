@@ -93,7 +93,7 @@ export const PHASE_NAMES = ["other", "forward", "backward", "optimizer"] as cons
 /** How the totals are fed (the header's `mode`). (enum gpumem_mode) */
 export const MODE = {
   none: 0,  // header written, nothing feeding it yet
-  hook: 1,  // the allocator trace hook: every event, exact totals
+  hook: 1,  // the allocator trace hook: every event, totals from the events
   polling: 2,  // no hook (no compiler, build failed): totals polled, no records
 } as const;
 /** MODE's names by code. */

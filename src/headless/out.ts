@@ -6,15 +6,13 @@
 // anything touched process.stderr (which makes that shared pipe non-blocking), a text over 64 KiB
 // came out with its first 64 KiB twice once the pipe was full. Plain write(2) calls on fd 1, each
 // taking what the pipe has room for, and a short wait where it has none, write every byte once.
-// node:fs is loaded at the first write, not with this file (main.ts loads it at start-up; the
-// commands that write much, like `--json`, have loaded node:fs by then anyway).
+import { writeSync } from "node:fs";
 
 /** The longest wait between tries on a full non-blocking pipe: short against a reader's pace. */
 const MAX_WAIT_MS = 16;
 
 /** Writes all of `text`; false when the reader has gone away (EPIPE: `| head -n 3`). */
 export async function writeOut(text: string): Promise<boolean> {
-  const { writeSync } = require("node:fs") as typeof import("node:fs");
   const bytes = Buffer.from(text);
   let wait = 1;
   for (let off = 0; off < bytes.length; ) {

@@ -5,7 +5,21 @@
 // working beside ours. What only we know (processes, PyTorch's allocator) follows Prometheus
 // conventions: gpumem_ prefix, base units in the name, _total for counters, snake_case labels
 // (promtool's lint flags dcgm-exporter's camelCase labels; we keep them only on its metrics).
+// So the labels follow two conventions, one per family: DCGM_FI_* carry dcgm-exporter's own
+// (gpu, UUID, device, modelName, Hostname, pci_bus_id); every gpumem_* carries lowercase
+// snake_case (gpu, uuid, hostname, pid, …).
+import pkg from "../../package.json";
 import type { Document } from "../system/schema";
+import { SCHEMA_VERSION } from "../system/version";
+
+/** What built the exposition, as gpumem_build_info says it. */
+export interface BuildInfo {
+  version: string;
+  bun: string;
+  schema: number;
+}
+
+export const BUILD: BuildInfo = { version: pkg.version, bun: Bun.version, schema: SCHEMA_VERSION };
 
 type Labels = Record<string, string | number | null | undefined>;
 
@@ -34,7 +48,7 @@ function number(v: number): string {
   return String(v);
 }
 
-export function exposition(doc: Document): string {
+export function exposition(doc: Document, build: BuildInfo = BUILD): string {
   const families = new Map<string, Family>();
   const add = (name: string, type: Family["type"], help: string, labels: Labels, value: number | null | undefined) => {
     if (value === null || value === undefined) return; // not available: absent, never 0
@@ -92,6 +106,10 @@ export function exposition(doc: Document): string {
       add("gpumem_finding_active", "gauge", "1 for each finding the monitor holds of the process (id, severity); its title and evidence are in the JSON.", { ...base, finding: f.id, severity: f.severity }, 1);
   }
   add("gpumem_devices", "gauge", "GPUs NVML reports on this host.", { hostname: doc.host }, doc.devices.length);
+  // Without NVML the page would be one bare line: this says why (the document's reason), so an
+  // alert on gpumem_nvml_up == 0 tells what to fix.
+  add("gpumem_nvml_up", "gauge", "1 where NVML answered this sample; 0 where it did not, with the reason (no driver, NVML failed) in the reason label.", { hostname: doc.host, reason: doc.reason }, doc.reason === null ? 1 : 0);
+  add("gpumem_build_info", "gauge", "Always 1: the gpumem-tui version, the Bun runtime and the JSON document's schema version that made these metrics.", { version: build.version, bun: build.bun, schema: build.schema }, 1);
   const out: string[] = [];
   for (const f of families.values()) {
     out.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`);

@@ -1,7 +1,8 @@
 // `replay FILE --json`: the model's states as NDJSON, the final state (with findings) last.
 import type { Recording } from "../collect/recording";
 import { wallClock } from "../collect/playback";
-import { replay, replayToEnd, type ReplayClock } from "../profiler";
+import { createModel, replay, replayToEnd, type ReplayClock } from "../profiler";
+import { MEMORY_VIZ, writeSnapshotFile, writtenSentence } from "../snapshot/write";
 
 /** `clock`: the wall clock, unless a test gives its own. */
 export async function replayJson(recording: Recording, opts: { speed?: number; clock?: ReplayClock }): Promise<void> {
@@ -20,12 +21,11 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
 
 /**
  * `replay FILE --snapshot OUT`: the recording played to its end, as fast as it goes, then written
- * as a PyTorch memory snapshot (pytorch.org/memory_viz opens it). Prints what was written.
+ * as a PyTorch memory snapshot (pytorch.org/memory_viz opens it). Prints what was written: the
+ * sentence `d` says (snapshot/write.ts), or with `json` its facts as one JSON object.
  */
-export async function replaySnapshot(recording: Recording, out: string): Promise<void> {
-  const { createModel } = await import("../profiler");
-  const { writeSnapshotFile } = await import("../snapshot/write");
+export async function replaySnapshot(recording: Recording, out: string, opts: { json?: boolean } = {}): Promise<void> {
   const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, names: recording.names, segments: recording.segments, model: createModel().keepTrace() });
   const f = writeSnapshotFile(model, out);
-  process.stdout.write(`${JSON.stringify(f)}\n`);
+  process.stdout.write(opts.json ? `${JSON.stringify(f)}\n` : `${writtenSentence(f, `snapshot of ${recording.path}`)}\n${MEMORY_VIZ}\n`);
 }

@@ -10,7 +10,10 @@ export function serialize(doc: Document): string {
   return JSON.stringify(doc);
 }
 
-export async function streamJson(session: Session, opts: { once: boolean; intervalMs: number }): Promise<void> {
+/** What gives the documents: the sampling session, or the demo's recorded machine (headless/demo.ts). */
+export type DocumentSource = Pick<Session, "tick">;
+
+export async function streamJson(session: DocumentSource, opts: { once: boolean; intervalMs: number }): Promise<void> {
   if (opts.once) {
     await writeOut(`${serialize(session.tick(Date.now(), { oneShot: true }))}\n`);
     return;

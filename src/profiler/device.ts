@@ -10,7 +10,7 @@ import { BlockTable } from "./blocks";
 import { CATEGORIES, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
-import { nameBlocks, type Named, type NamedTensor } from "./names";
+import { nameBlocks, type Named, type NamedTensor } from "./name-blocks";
 import { OomLog, type OomIncident } from "./oom";
 import { resyncFromSegments, type SnapshotSegment } from "./resync";
 import { seedBlocks, type SeedSegment, type Seeded } from "./seed";

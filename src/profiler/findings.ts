@@ -9,7 +9,7 @@ import type { OomIncident } from "./oom";
 import { formatBytes, formatShare, inPhase, inPhaseOfStep } from "../words";
 import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
-import { segmentMap } from "./segments";
+import { segmentMap } from "./segment-map";
 import type { StepRecord } from "./steps";
 import type { DocumentFinding, FindingId } from "../system/schema";
 

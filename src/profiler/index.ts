@@ -32,7 +32,7 @@ export { summary, timeline, categories, blocks, segments, deviceSummary, partial
 export type { Summary, DeviceSummary, SyncSummary, Categories, BlocksView, BlockLine } from "./queries";
 export type { SyncPoint } from "./consistency";
 export { breakdown, steps, type StepBreakdown, type PhaseBreakdown, type RangeBreakdown, type StepLine } from "./breakdown";
-export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from "./segments";
+export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from "./segment-map";
 export { findings, distinctFindings, THRESHOLDS, type Finding, type FindingId, type FindingGroup } from "./findings";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
@@ -41,6 +41,6 @@ export { replay, replayToEnd, stateLine, finalLine, type SavedNames, type Replay
 export { phaseBands, oomColumns } from "./bands";
 export { EventTail, DEFAULT_TRACE_ENTRIES } from "./tail";
 export { processProfile } from "./profile";
-export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-blocks";
+export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-inside";
 export { parseSeed, MAX_SEED_BYTES, type Seed, type SeedStatus } from "./seed";
 export { LineTable, type LineRow } from "./lines";

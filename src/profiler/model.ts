@@ -6,10 +6,10 @@
 import { ACTION, isMark, MAX_DEVICES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { DeviceState, type SnapshotSegment } from "./device";
 import { LineTable } from "./lines";
-import { byDevice, type Named, type NamedTensor } from "./names";
+import { byDevice, type Named, type NamedTensor } from "./name-blocks";
 
-export type { NamedTensor } from "./names";
-import { largestFreeBlock } from "./segments";
+export type { NamedTensor } from "./name-blocks";
+import { largestFreeBlock } from "./segment-map";
 import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
 

@@ -10,7 +10,7 @@ import { DeviceState } from "./device";
 import { formatBytes } from "../words";
 import type { ProfilerModel } from "./model";
 import type { TimelineView } from "./timeline";
-import { segmentMap, type SegmentMap } from "./segments";
+import { segmentMap, type SegmentMap } from "./segment-map";
 
 export interface DeviceSummary {
   device: number;

@@ -9,7 +9,7 @@ import { createModel, resyncFromSnapshot, type NamedTensor, type ProfilerModel }
 import type { SnapshotSegment } from "./device";
 import { breakdown, steps, type StepBreakdown, type StepLine } from "./breakdown";
 import { categories, summary, type Categories, type Summary } from "./queries";
-import { segmentMap, type SegmentMap } from "./segments";
+import { segmentMap, type SegmentMap } from "./segment-map";
 
 /** Wall time for paced replay: microseconds now, and a way to wait. */
 export interface ReplayClock {

@@ -62,6 +62,11 @@ export interface WrittenSnapshot {
     writer: "gpumem-tui";
     pid: number | null;
     trace_entries: number;
+    /** The monitor's records the trace was made from (its newest, where it kept fewer than it saw),
+     *  and all it saw: a record is one trace entry or more (a free is free_requested and
+     *  free_completed), marks none. */
+    records: number;
+    records_seen: number;
     /** Trace entries left out at the start because they would not add up to the segments. */
     trace_dropped: number;
     /** Live blocks in no segment the monitor saw (allocated before its records begin): placed in segments spanning what the records touch. */
@@ -99,7 +104,8 @@ export function snapshotFromModel(m: ProfilerModel): WrittenSnapshot {
   if (!tail) notes.push("the monitor kept no trace for this process: segments and blocks only");
   else if (tail.validFrom > 0 && tail.validFrom >= tail.total - tail.capacity)
     notes.push("records were lost (the ring lapped): the trace starts after the loss");
-  else if (tail.total > tail.capacity) notes.push(`the trace holds the last ${tail.capacity} records`);
+  // A trace that holds only the newest records is said in the sentence that counts them
+  // (snapshot/write.ts, from gpumem.records), not twice.
 
   // Trace entries by device, from the tail in order; range marks become annotations.
   const firstDevice = maxDevice >= 0 ? Math.min(...m.devices.map((d) => d.device)) : 0;
@@ -155,7 +161,7 @@ export function snapshotFromModel(m: ProfilerModel): WrittenSnapshot {
     segments,
     device_traces: traces,
     external_annotations: annotations,
-    gpumem: { writer: FILE, pid: m.pid, trace_entries: traces.reduce((x, t) => x + t.length, 0), trace_dropped: dropped, unplaced_blocks: unplaced, notes },
+    gpumem: { writer: FILE, pid: m.pid, trace_entries: traces.reduce((x, t) => x + t.length, 0), records: tail ? tail.total - tail.first : 0, records_seen: tail?.total ?? 0, trace_dropped: dropped, unplaced_blocks: unplaced, notes },
   };
 }
 

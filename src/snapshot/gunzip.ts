@@ -18,6 +18,15 @@ export function expandRefusal(compressed: number, cap: number): string {
   return `it expands past ${Math.round(cap / 1024 ** 2)} MiB (${ratio}× its compressed size); refusing`;
 }
 
+/** The one-line words for a gzip stream that fails to expand, the same for every gzip input (a
+ *  snapshot, a ring recording): a stream that ends early is said truncated (a copy or download cut
+ *  short), anything else says zlib's reason. */
+export function gzipProblem(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  if (err.code === "Z_BUF_ERROR" || /unexpected end of file/i.test(err.message ?? "")) return "truncated: a gzip file that ends before its compressed data does (a copy or download cut short?)";
+  return `a gzip file that does not decompress: ${err.message}`;
+}
+
 /** Thrown when the expanded stream passes its cap. */
 export class ExpandError extends Error {
   override name = "ExpandError";

@@ -6,7 +6,7 @@
 import { closeSync, readSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { RING_MAGIC } from "../ffi/events";
-import { ExpandError, expandCap, expandRefusal, gunzipChunks } from "./gunzip";
+import { ExpandError, expandCap, expandRefusal, gunzipChunks, gzipProblem } from "./gunzip";
 import { openRegular, readHead } from "./input-file";
 import { pickleMachine, SnapshotError, type PickleMachine, type PickleValue } from "./pickle";
 import { TraceColumns } from "./trace-columns";
@@ -55,7 +55,7 @@ export function parseSnapshotBytes(data: Uint8Array): ParsedSnapshot {
       bytes = gunzipSync(data, { maxOutputLength: cap });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw new SnapshotError(expandRefusal(data.length, cap));
-      throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
+      throw new SnapshotError(gzipProblem(e));
     }
   }
   const trace = new TraceColumns();
@@ -105,7 +105,7 @@ async function feedGzip(fd: number, m: PickleMachine, size: number, progress?: P
   } catch (e) {
     if (e instanceof SnapshotError) throw e;
     if (e instanceof ExpandError) throw new SnapshotError(e.message);
-    throw new SnapshotError(`a gzip file that does not decompress: ${(e as Error).message}`);
+    throw new SnapshotError(gzipProblem(e));
   }
   return value ?? m.feed(new Uint8Array(0), true);
 }

@@ -3,6 +3,7 @@
 // recording, so the model ends on the snapshot's own totals and its categories, steps and
 // findings are the ones a live process gets.
 
+import { statSync } from "node:fs";
 import { categories, createModel, findings, replayToEnd, summary, type Categories, type Finding, type ProfilerModel, type SnapshotSegment } from "../profiler";
 import { readSnapshotFile, type ParsedSnapshot, type Progress } from "./read";
 import { summarize, type SnapshotSummary } from "./summary";
@@ -62,7 +63,6 @@ export async function viewJson(path: string, progress?: Progress): Promise<Snaps
   const parsed = await readSnapshotFile(path, progress);
   const { model, replay } = snapshotModel(parsed);
   const s = summary(model);
-  const { statSync } = await import("node:fs");
   return {
     file: path,
     bytes: statSync(path).size,

@@ -277,6 +277,7 @@ export function buildDocument(input: DocumentInput, detail?: DetailOf): Document
         command: info?.command ?? (a.manifest.cmdline.join(" ") || null),
         exited: a.exited,
         detached: a.header?.closed ?? false,
+        last_heard_unix_ms: a.header?.updated_unix_us ? a.header.updated_unix_us / 1000 : null,
       };
     }),
   );

@@ -2,6 +2,7 @@
 // A job is the agent processes with a rank and a world size above 1 that one launcher started
 // (torchrun, torch.distributed.run and mpirun start the ranks as its children, so they share a
 // parent pid), or, where the manifests carry one, the processes of one job id.
+import { BEHIND_SECONDS, BEHIND_STEPS, FIRST_DIED_LEAD_SECONDS } from "./job-rules";
 import { formatBytes } from "../words";
 import type { Job, JobRank, Process, Pytorch } from "./schema";
 
@@ -22,6 +23,8 @@ export interface JobMember {
   exited: boolean;
   /** The agent closed its ring (a clean exit); false while running or where it never did. */
   detached?: boolean;
+  /** The agent's last heartbeat in its ring's header (ms since the epoch); null where unknown. */
+  last_heard_unix_ms?: number | null;
 }
 
 /** What makes a member one rank of a job; null for a process that is none. */
@@ -38,6 +41,31 @@ export function commonCommand(commands: (string | null)[]): string | null {
   let n = 0;
   while (split.every((s) => s[n] !== undefined && s[n] === split[0]![n])) n++;
   return n > 0 ? split[0]!.slice(0, n).join(" ") : split[0]!.join(" ");
+}
+
+/** A step's duration in seconds; null where no complete step was timed. */
+function stepSeconds(us: number | null | undefined): number | null {
+  return typeof us === "number" && us >= 0 ? us / 1e6 : null;
+}
+
+
+/**
+ * The ranks behind (rank numbers, in order). The seconds are the steps a rank lacks times the
+ * leading ranks' last step time (their median); where no rank has timed a step yet (a one-shot
+ * sample reads no events), the steps alone decide.
+ */
+export function behindRanks(ranks: JobRank[]): number[] {
+  const live = ranks.filter((r) => !r.exited && r.step !== null);
+  if (live.length < 2) return [];
+  const lead = Math.max(...live.map((r) => r.step!));
+  const times = live.filter((r) => r.step === lead && r.step_seconds !== null).map((r) => r.step_seconds!).sort((a, b) => a - b);
+  const stepTime = times.length ? times[Math.floor(times.length / 2)]! : null;
+  return live
+    .filter((r) => {
+      const steps = lead - r.step!;
+      return steps > BEHIND_STEPS && (stepTime === null || steps * stepTime > BEHIND_SECONDS);
+    })
+    .map((r) => r.rank);
 }
 
 function rankOf(m: JobMember, rows: Process[]): JobRank {
@@ -59,6 +87,7 @@ function rankOf(m: JobMember, rows: Process[]): JobRank {
     peak_reserved_bytes: sum((t) => t.peak_reserved_bytes),
     phase: main?.pytorch?.phase ?? null,
     step: main?.pytorch?.step ?? null,
+    step_seconds: stepSeconds(main?.pytorch?.profile?.last_step?.duration_us),
     exited: m.exited || (rows.length > 0 && rows.every((r) => r.exited)),
     died: m.exited && m.detached === false,
   };
@@ -120,9 +149,30 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
       peak_allocated_bytes: top?.peak_allocated_bytes ?? null,
       peak_margin_bytes: top ? top.peak_allocated_bytes! - peaks[1]!.peak_allocated_bytes! : null,
       state: jobState(ranks, missing),
+      behind_ranks: behindRanks(ranks),
+      first_died: firstDied(g.members, ranks, launcher),
     });
   }
   return jobs.sort((a, b) => a.pids[0]! - b.pids[0]!);
+}
+
+
+/**
+ * The rank that died first, where two ranks or more died (their agents never closed their rings)
+ * under one launcher: torchrun, mpirun stop every other rank once one fails, so most of those
+ * deaths are the launcher's doing. The first is the rank whose agent fell silent (its ring's last
+ * heartbeat) more than FIRST_DIED_LEAD_SECONDS before every other exited rank's; null where none
+ * stands out that clearly (they ended together) or a rank's heartbeat is unknown.
+ */
+export function firstDied(members: JobMember[], ranks: JobRank[], launcher: number | null): number | null {
+  const exited = ranks.filter((r) => r.exited);
+  if (launcher === null || exited.filter((r) => r.died).length < 2) return null;
+  const heard = new Map(members.map((m) => [m.pid, m.last_heard_unix_ms ?? null]));
+  const times = exited.map((r) => ({ rank: r.rank, died: r.died, t: heard.get(r.pid) ?? null }));
+  if (times.some((x) => x.t === null)) return null;
+  times.sort((a, b) => a.t! - b.t!);
+  const [first, next] = [times[0]!, times[1]!];
+  return first.died && next.t! - first.t! > FIRST_DIED_LEAD_SECONDS * 1000 ? first.rank : null;
 }
 
 /** Every rank here and alive; some missing or gone while others run; or all gone. */
@@ -163,18 +213,26 @@ export function rankList(ranks: number[]): string {
 
 const ranksWord = (ranks: number[]) => `${ranks.length === 1 ? "rank" : "ranks"} ${rankList(ranks)}`;
 
-/** What a user looks for in a job, in words: ranks missing or gone, ranks out of step, the rank that peaks above the others. */
+/** What a user looks for in a job, in words: ranks missing or gone, ranks behind, the rank that peaks above the others. */
 export function jobNotes(job: Job): string[] {
   const notes: string[] = [];
   if (job.missing_ranks.length) notes.push(`${ranksWord(job.missing_ranks)} missing`);
-  const died = job.ranks.filter((r) => r.died).map((r) => r.rank);
-  if (died.length) notes.push(`${ranksWord(died)} killed or crashed`);
-  const exited = job.ranks.filter((r) => r.exited && !r.died).map((r) => r.rank);
-  if (exited.length) notes.push(`${ranksWord(exited)} exited`);
+  const first = job.first_died ?? null;
+  const died = job.ranks.filter((r) => r.died && r.rank !== first).map((r) => r.rank);
+  if (first !== null) {
+    // One rank died and the launcher stopped the rest: the one to look at is named, the others said stopped.
+    notes.push(`rank ${first} died first (killed or crashed)`);
+    const stopped = job.ranks.filter((r) => r.exited && r.rank !== first).map((r) => r.rank);
+    if (stopped.length) notes.push(`${ranksWord(stopped)} stopped by the launcher`);
+  } else {
+    if (died.length) notes.push(`${ranksWord(died)} killed or crashed`);
+    const exited = job.ranks.filter((r) => r.exited && !r.died).map((r) => r.rank);
+    if (exited.length) notes.push(`${ranksWord(exited)} exited`);
+  }
   // The word a user scans for when a rank died under a running job.
   if (job.state === "incomplete") notes[0] = `incomplete: ${notes[0]}`;
-  if (job.step_min !== null && job.step_max !== null && job.step_min !== job.step_max) {
-    const behind = job.ranks.filter((r) => r.step === job.step_min).map((r) => r.rank);
+  const behind = job.behind_ranks ?? [];
+  if (behind.length && job.step_min !== null && job.step_max !== null) {
     notes.push(`steps ${job.step_min}-${job.step_max}, ${behind.length <= 3 ? ranksWord(behind) : `${behind.length} ranks`} behind`);
   }
   if (job.peak_rank !== null && job.peak_margin_bytes !== null && job.peak_margin_bytes > 0) {

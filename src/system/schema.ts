@@ -3,6 +3,7 @@
 import { z } from "zod";
 
 import { SCHEMA_VERSION } from "./version";
+import { BEHIND_WORDS, FIRST_DIED_LEAD_SECONDS } from "./job-rules";
 
 export { SCHEMA_VERSION };
 
@@ -185,6 +186,7 @@ export const JobRankSchema = z.object({
   peak_reserved_bytes: z.number().int().nullable(),
   phase: z.string().nullable(),
   step: z.number().int().nullable(),
+  step_seconds: z.number().nonnegative().nullable().default(null).describe("how long the rank's last complete step took, in seconds; null before one is timed (a one-shot sample reads no events)"),
   exited: z.boolean(),
   died: z.boolean().default(false).describe("exited without its agent detaching (killed, crashed: the ring was never closed); false while running and after a clean exit"),
 });
@@ -214,6 +216,13 @@ export const JobSchema = z.object({
     .enum(["running", "incomplete", "ended"])
     .default("running")
     .describe("running: every rank this host should run is here and alive; incomplete: some are missing or have exited while others still run, or every rank has exited and one of them died (killed, crashed); ended: every rank has exited cleanly"),
+  behind_ranks: z
+    .array(z.number().int())
+    .default([])
+    .describe(`running ranks ${BEHIND_WORDS} (the steps they lack at the leading ranks' step time; by steps alone before a step is timed); ranks a step apart are not behind`),
+  first_died: nullableInt
+    .default(null)
+    .describe(`where two ranks or more died under one launcher: the rank whose agent fell silent first, more than ${FIRST_DIED_LEAD_SECONDS} s before every other (the launcher stopped the others); null where none stands out`),
 });
 
 export const DocumentSchema = z.object({

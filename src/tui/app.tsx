@@ -60,18 +60,22 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   // whole screen (the flicker full-screen Ink apps are known for).
   const body = Math.max(3, rows - 2 - statusLines.length);
 
-  const models = ctl.processModels();
-  const pmOf = (u: UiState) => models.find((m) => m.pid === u.pid) ?? models[0];
-  const props = (u: UiState): ScreenProps => ({ ctl, pm: pmOf(u), ui: u, selected: u.selected[u.screen]!, width: columns, height: body, ascii, keyHint, screens: SCREENS });
+  // One state for every screen, and for the keys: the last tick's (the store's).
+  const pmOf = (u: UiState) => ctl.state.processes.find((m) => m.pid === u.pid) ?? ctl.state.processes[0];
+  const props = (u: UiState): ScreenProps => ({ ctl, state: ctl.state, pm: pmOf(u), ui: u, selected: u.selected[u.screen]!, width: columns, height: body, ascii, keyHint, screens: SCREENS });
   const ctx: KeyContext = {
     ctl,
     exit,
     onDemo,
-    procs: (u) => overviewProcesses(ctl.overview().doc, u.procSort, u.filter, u.procReverse),
+    procs: (u) => overviewProcesses(ctl.state.doc, u.procSort, u.filter, u.procReverse),
     pm: pmOf,
     rows: (u) => SCREENS[u.screen]!.rows?.(props(u)) ?? 0,
     rowAt: (u, line) => SCREENS[u.screen]!.rowAt?.(props(u), line) ?? null,
     sortAt: (u, line, x) => SCREENS[u.screen]!.sortAt?.(props(u), line, x) ?? null,
+    show: (u, id) => {
+      const i = SCREENS.findIndex((s) => s.id === id);
+      if (i >= 0) u.screen = i;
+    },
     tabAt: (u, x) => {
       const k = tabLine(u.screen, tabRoom).spans.findIndex(([a, b]) => x - 1 - TAB_START >= a && x - 1 - TAB_START < b);
       return k >= 0 ? k : null;

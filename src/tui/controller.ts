@@ -1,47 +1,68 @@
-// What the screens show, kept up to date: ticks the sampling session on an interval (never on the
-// path that handles keys; the session feeds the models and keeps the histories), and runs the
-// agent commands behind d / e / r and the signals behind k. Views read it; they never call NVML,
-// sockets or signals.
-import { join, resolve } from "node:path";
-import { existsSync } from "node:fs";
-import { ask } from "../collect/control";
+// The store the screens draw: one state a tick (the machine's document with NVML, every agent's
+// model, each process's findings computed once), so that every screen drawn between two ticks
+// shows the same moment. A tick samples the session (live agents' rings are read there) and lets
+// the replays feed up to the tick's moment (collect/tick-gate.ts), then draws once. What the
+// agents are asked (d / e / r) and the signals behind k are the collecting layer's
+// (collect/actions.ts), an attach (a) is src/attach's; their plain results land in the status line. Views never call NVML, sockets or
+// signals, and never sample.
 import { LiveModels, type ProcessModel } from "../collect/live";
-import type { ReplayHandle } from "../collect/playback";
-import { signalProcess, stillRunning, type StopSignal } from "../collect/signal";
+import { agentCommand, dumpSnapshot, stopProcess, type ActionResult, type AgentCommand } from "../collect/actions";
+import { wallClock, type ReplayHandle } from "../collect/playback";
+import type { StopSignal } from "../collect/signal";
 import { Session, type DeviceHistory } from "../collect/session";
-import type { SystemCollector } from "../collect/system";
+import type { Machine } from "../collect/machine";
 import type { RecordedMachine } from "../collect/demo";
+import { TickGate } from "../collect/tick-gate";
+import { distinctFindings, findings, type FindingGroup, type ReplayClock } from "../profiler";
 import { withRecorded } from "../system/recorded";
 import type { Document } from "../system/schema";
-import { writeModelSnapshot } from "../snapshot/write";
-import { formatBytes } from "./format";
 
 export type { DeviceHistory };
 
-const MEMORY_VIZ = "open it at https://pytorch.org/memory_viz (drag the file onto the page)";
+/** How far the resident set may grow past the last full collection before the next (collectGarbage). */
+const GC_GROWTH_BYTES = 48 * 2 ** 20;
+
+/** One moment, as every screen draws it. */
+export interface ScreenState {
+  /** The Overview's document: this machine's, with a recorded machine's (the demo's) beside it. */
+  doc: Document | null;
+  history: Map<number, DeviceHistory>;
+  /** Every process the screens can open: a replay first, then the agents' processes. */
+  processes: ProcessModel[];
+  /** Each process's findings (by pid), each once by its title. */
+  findings: Map<number, FindingGroup[]>;
+}
 
 export class Controller {
-  doc: Document | null = null;
   /** The sampling session (null without a machine to sample: replays, tests). */
   readonly session: Session | null;
   /** The session's models, or the controller's own where there is no session. */
   readonly models: LiveModels;
   readonly history: Map<number, DeviceHistory>;
-  replay: ProcessModel | null = null;
   /** The replays running (the demo, replay FILE): a pause stops them too. */
   readonly replays = new Set<ReplayHandle>();
+  private readonly gates = new Set<TickGate>();
   private pausedNow = false;
   /** What the status line says; a line break starts a line of its own (a path shown whole). */
   status = "";
   busy = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  private running = false;
   private readonly listeners = new Set<() => void>();
   version = 0;
+  /** Ticks done (a screen's redraws are counted against them in the tests). */
+  ticks = 0;
   /** Where `d` writes snapshots: the directory the monitor was started in, or --dump-dir. */
   snapshotDir = process.cwd();
+  private docNow: Document | null = null;
+  private replayNow: ProcessModel | null = null;
+  private recordedNow: RecordedMachine | null = null;
+  private stateNow: ScreenState | null = null;
+  private rssAfterGc = 0;
 
   constructor(
-    readonly collector: SystemCollector | null,
+    /** The machine sampled (null: none, for replays and tests). */
+    readonly collector: Machine | null,
     public intervalMs: number,
   ) {
     this.session = collector ? new Session(collector, { keepTrace: true }) : null;
@@ -49,11 +70,56 @@ export class Controller {
     this.history = this.session?.history ?? new Map();
   }
 
+  /** The machine's document of the last tick. Set by hand (tests, a front end), the state is made
+   *  again from it on its next read. */
+  get doc(): Document | null {
+    return this.docNow;
+  }
+  set doc(d: Document | null) {
+    this.docNow = d;
+    this.stateNow = null;
+  }
+  /** A replayed process (the demo, replay FILE, view FILE). */
+  get replay(): ProcessModel | null {
+    return this.replayNow;
+  }
+  set replay(pm: ProcessModel | null) {
+    this.replayNow = pm;
+    this.stateNow = null;
+  }
+  /** The machine a demo recording was made on, shown beside this one's (null: no demo). */
+  get recorded(): RecordedMachine | null {
+    return this.recordedNow;
+  }
+  set recorded(r: RecordedMachine | null) {
+    this.recordedNow = r;
+    this.stateNow = null;
+  }
+
+  /** What every screen draws: the last tick's state (made now where none was made since a change by hand). */
+  get state(): ScreenState {
+    return (this.stateNow ??= this.makeState());
+  }
+
+  private makeState(): ScreenState {
+    const processes = [...this.models.byPid.values()];
+    if (this.replayNow) processes.unshift(this.replayNow);
+    const found = new Map<number, FindingGroup[]>();
+    for (const pm of processes) found.set(pm.pid, distinctFindings(findings(pm.model)));
+    const rec = this.recordedNow?.doc;
+    if (!rec) return { doc: this.docNow, history: this.history, processes, findings: found };
+    const { doc, index } = withRecorded(this.docNow, rec);
+    const history = new Map(this.history);
+    for (const [i, h] of this.recordedNow!.history) history.set(index(i), h);
+    return { doc, history, processes, findings: found };
+  }
+
   subscribe(fn: () => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
 
+  /** The screen is drawn again (a tick's new state, a message, a key). */
   notify(): void {
     this.version++;
     for (const fn of this.listeners) fn();
@@ -73,40 +139,59 @@ export class Controller {
     this.say(on ? "paused: nothing is read until space or p resumes" : "resumed");
   }
 
+  /** The clock to give a replay (`base`: the wall, or a test's): its waits end only at a tick, so
+   *  its model changes only inside one. */
+  replayClock(base: ReplayClock = wallClock): ReplayClock {
+    const gate = new TickGate(base);
+    this.gates.add(gate);
+    return gate.clock;
+  }
+
+  /** Ticks every interval (the next one counted from the end of the last) until `stop`. */
   start(): void {
-    const loop = () => {
-      if (!this.pausedNow) this.tick();
-      this.timer = setTimeout(loop, this.intervalMs);
+    this.running = true;
+    const loop = async () => {
+      if (!this.pausedNow) {
+        await this.tick();
+        this.collectGarbage();
+      }
+      if (this.running) this.timer = setTimeout(loop, this.intervalMs);
     };
-    loop();
+    void loop();
+  }
+
+  /**
+   * A full collection once the resident set has grown GC_GROWTH_BYTES since the last: the engine
+   * otherwise lets the ticks' garbage (replayed states, findings, drawings; the live heap of the
+   * demo is ~15 MB) pile up to ~230 MB before it collects. One collection each tick would cost
+   * ~1.6% of a core on the demo; this costs a collection every few ticks (bench/tui-process-screen.ts).
+   */
+  private collectGarbage(): void {
+    const rss = process.memoryUsage.rss();
+    if (rss - this.rssAfterGc < GC_GROWTH_BYTES) return;
+    Bun.gc(true);
+    this.rssAfterGc = process.memoryUsage.rss();
   }
 
   stop(): void {
+    this.running = false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
   }
 
-  /** The machine a demo recording was made on, shown beside this one's (null: no demo). */
-  recorded: RecordedMachine | null = null;
-
-  /** What the Overview shows: the machine's document, and a recorded machine's beside it. */
-  overview(): { doc: Document | null; history: Map<number, DeviceHistory> } {
-    const rec = this.recorded?.doc;
-    if (!rec) return { doc: this.doc, history: this.history };
-    const { doc, index } = withRecorded(this.doc, rec);
-    const history = new Map(this.history);
-    for (const [i, h] of this.recorded!.history) history.set(index(i), h);
-    return { doc, history };
-  }
-
-  tick(now = Date.now()): void {
-    this.recorded?.tick();
-    if (!this.session) return this.notify();
-    try {
-      this.doc = this.session.tick(now);
-    } catch (e) {
-      this.status = `sampling failed: ${(e as Error).message}`;
+  /** One tick: the replays fed up to now, the machine sampled, the state made once, one redraw. */
+  async tick(now = Date.now()): Promise<void> {
+    for (const g of this.gates) await g.tick();
+    this.recordedNow?.tick();
+    if (this.session) {
+      try {
+        this.docNow = this.session.tick(now);
+      } catch (e) {
+        this.status = `sampling failed: ${(e as Error).message}`;
+      }
     }
+    this.stateNow = this.makeState();
+    this.ticks++;
     this.notify();
   }
 
@@ -116,101 +201,56 @@ export class Controller {
     this.notify();
   }
 
-  /** Every process the screens can open: agents' models first, then a replay. */
+  /** What the Overview shows: the machine's document, and a recorded machine's beside it. */
+  overview(): { doc: Document | null; history: Map<number, DeviceHistory> } {
+    return this.state;
+  }
+
+  /** Every process the screens can open: a replay first, then agents' models. */
   processModels(): ProcessModel[] {
-    const out = [...this.models.byPid.values()];
-    if (this.replay) out.unshift(this.replay);
-    return out;
+    return this.state.processes;
   }
 
-  /** Run an agent command without blocking the screen; its outcome lands in the status line. */
-  async run(pm: ProcessModel | undefined, cmd: "dump_snapshot" | "empty_cache" | "reset_peaks"): Promise<void> {
-    if (!pm) return this.say("select a process with the agent first (Overview: ↑ ↓, Enter)");
-    if (cmd === "dump_snapshot") return this.dump(pm);
-    if (!pm.socket) return this.say(`${cmd}: pid ${pm.pid} ${pm.source === "replay" ? "is a replay" : "has no control socket"}: there is no process to ask`);
-    if (pm.ended) return this.say(`${cmd}: pid ${pm.pid} has exited`);
+  /** One action at a time, its progress and outcome on the status line. */
+  private async act(action: () => Promise<ActionResult>): Promise<void> {
     if (this.busy) return this.say("a command is still running");
     this.busy = true;
-    this.say(`${cmd}: asking pid ${pm.pid}…`);
-    if (cmd === "reset_peaks") {
-      const r = await ask(pm.socket, cmd, {});
-      this.busy = false;
-      return this.say(r.ok ? `peaks reset for pid ${pm.pid}` : `${cmd} failed: ${r.error}`);
-    }
-    const r = await ask(pm.socket, cmd, {});
-    this.busy = false;
-    if (!r.ok) return this.say(`${cmd} failed: ${r.error}`);
-    const before = r.reply.reserved_before.reduce((a, b) => a + b, 0);
-    const after = r.reply.reserved_after.reduce((a, b) => a + b, 0);
-    this.say(`empty_cache released ${formatBytes(before - after)} (reserved ${formatBytes(before)} → ${formatBytes(after)})`);
-  }
-
-  /** `a`: start the agent in a running PyTorch process (`gpumem-tui attach`); its outcome, refusals
-   *  with their remedy included, lands in the status line, and the process is then read like any. */
-  async attach(pid: number, label: string): Promise<void> {
-    if (this.busy) return this.say("a command is still running");
-    this.busy = true;
-    this.say(`attaching to ${label}…`);
     try {
-      const { attachProcess } = await import("../attach/attach");
-      // This monitor owns the attach: the agent detaches when it exits.
-      const r = await attachProcess(pid, { timeoutS: 10, wait: false, owned: true, say: (line) => this.say(line) });
-      this.say(r.line);
-    } catch (e) {
-      this.say(`attach ${pid} failed: ${(e as Error).message}`);
+      this.say((await action()).message);
     } finally {
       this.busy = false;
     }
   }
 
-  /**
-   * `d`: one snapshot. The agent's own (torch's, with its trace and stacks), written where the
-   * monitor writes, where a live agent records memory history; otherwise the monitor's, from its
-   * own events (a replay, an exited process, an agent that failed, or one without history: torch's
-   * file would have segments and no trace, so the agent is asked `only_with_trace` and writes
-   * nothing). The path gets a line of its own.
-   */
-  private async dump(pm: ProcessModel): Promise<void> {
-    const dir = resolve(this.snapshotDir);
-    const own = (why: string) => {
-      try {
-        const f = writeModelSnapshot(pm.model, dir, pm.pid);
-        const notes = [why, ...f.notes].filter(Boolean).map((n) => `(${n})`).join(" ");
-        return `snapshot of pid ${pm.pid}: ${formatBytes(f.size)}, ${f.trace_entries} trace entries from the monitor's events ${notes}\n${f.path}\n${MEMORY_VIZ}`;
-      } catch (e) {
-        return `writing a snapshot into ${dir} failed: ${(e as Error).message}${why ? ` (${why})` : ""}`;
-      }
-    };
-    // Writing takes a moment for a long trace (100,000 entries: ~0.1-0.3 s): say so first.
-    const ownLater = async (why: string) => {
-      this.say(`writing a snapshot from the monitor's events${why ? ` (${why})` : ""}…`);
-      await new Promise((r) => setTimeout(r, 0));
-      this.say(own(why));
-    };
-    if (!pm.socket || pm.ended) return ownLater(pm.ended && pm.socket ? `pid ${pm.pid} has exited` : "");
-    if (this.busy) return this.say("a command is still running");
-    this.busy = true;
-    this.say(`dump_snapshot: asking pid ${pm.pid}…`);
-    const path = join(dir, `${pm.pid}-snapshot-${Date.now()}.pickle`);
-    const a = await ask(pm.socket, "dump_snapshot", { path, only_with_trace: true });
-    this.busy = false;
-    if (!a.ok) return ownLater(`the agent's dump failed: ${a.error}`);
-    const r = a.reply;
-    if (r.path === null || r.size === null) return ownLater("the agent records no memory history");
-    // An agent in another container writes into its own filesystem: the path may not exist here.
-    const where = existsSync(r.path) ? "" : " (written in the process's own filesystem: another container?)";
-    this.say(`snapshot of pid ${pm.pid} by its agent: ${formatBytes(r.size)}${where}\n${r.path}\n${MEMORY_VIZ}`);
+  /** d / e / r on a process (the agent's, or the monitor's own snapshot where there is no agent to ask). */
+  async run(pm: ProcessModel | undefined, cmd: AgentCommand): Promise<void> {
+    if (!pm) return this.say("select a process with the agent first (Overview: ↑ ↓, Enter)");
+    const say = (line: string) => this.say(line);
+    if (cmd === "dump_snapshot") return this.act(() => dumpSnapshot(pm, this.snapshotDir, say));
+    return this.act(() => agentCommand(pm, cmd, say));
   }
 
-  /** `k`: stop a process with SIGTERM or SIGKILL; a second later, whether it has gone. */
+  /** `a`: the agent started in a running PyTorch process (src/attach), owned by this monitor (it
+   *  detaches when the monitor exits); refusals come with their remedy. It is then read like any. */
+  async attach(pid: number, label: string): Promise<void> {
+    return this.act(async () => {
+      this.say(`attaching to ${label}…`);
+      try {
+        const { attachProcess } = await import("../attach/attach");
+        const r = await attachProcess(pid, { timeoutS: 10, wait: false, owned: true, say: (line) => this.say(line) });
+        return { ok: r.ok, message: r.line };
+      } catch (e) {
+        return { ok: false, message: `attach ${pid} failed: ${(e as Error).message}` };
+      }
+    });
+  }
+
+  /** `k`: SIGTERM or SIGKILL; a second later, whether it has gone (unless another message came since). */
   kill(pid: number, signal: StopSignal, commandLine: string | null): void {
-    const r = signalProcess(pid, signal, { command: commandLine });
+    const r = stopProcess(pid, signal, commandLine, (later) => {
+      if (this.status === r.message) this.say(later.message);
+    });
     this.say(r.message);
-    if (!r.ok) return;
-    setTimeout(() => {
-      if (this.status !== r.message) return; // another message came since
-      this.say(stillRunning(pid) ? `pid ${pid} still runs 1 s after ${signal}${signal === "SIGTERM" ? " (k, then 9 for SIGKILL)" : ""}` : `pid ${pid} has stopped (${signal})`);
-    }, 1000).unref?.();
   }
 
   say(msg: string): void {

@@ -1,40 +1,16 @@
 // What each key does: one key at a time against the user's choices (UiState), so that the keys of
-// one read count once each, in order. Commands go through the controller; nothing here draws.
-import type { ProcessModel } from "../collect/live";
-import type { Process } from "../system/schema";
-import type { Controller } from "./controller";
+// one read count once each, in order. The current screen is asked first (its own keys: Enter, Esc,
+// s, I… in its file, src/tui/screens/*); the keys every screen shares are here. Commands go
+// through the controller; nothing here draws.
 import type { Key } from "./keys";
 import { SCREENS, screenIndex } from "./registry";
-import { PROCESS_SORTS } from "./screens/process-table";
-import { segmentsInOrder } from "./screens/segments";
-import { TENSOR_SORTS } from "./screens/tensors";
+import type { KeyContext } from "./screen-spec";
 import type { UiState } from "./ui-state";
 
-const OVERVIEW = screenIndex("overview");
-const PROCESS = screenIndex("process");
-const TENSORS = screenIndex("tensors");
-const SEGMENTS = screenIndex("segments");
-const FINDINGS = screenIndex("findings");
-const HELP = screenIndex("help");
+export type { KeyContext };
 
-/** What the keys need to know of the screens as they are now. */
-export interface KeyContext {
-  ctl: Controller;
-  exit: () => void;
-  onDemo?: () => void;
-  /** The Overview's processes in the order shown (by the sort and filter in `ui`). */
-  procs: (ui: UiState) => Process[];
-  /** The process the per-process screens show. */
-  pm: (ui: UiState) => ProcessModel | undefined;
-  /** How many rows the current screen selects among (0: none). */
-  rows: (ui: UiState) => number;
-  /** The row under a line of the screen's body (from 0), or null. */
-  rowAt: (ui: UiState, line: number) => number | null;
-  /** The screen whose tab is at column `x` (from 1), or null. */
-  tabAt: (ui: UiState, x: number) => number | null;
-  /** The sort chosen by a click on the table's header at column `x` (from 1), or null. */
-  sortAt: (ui: UiState, line: number, x: number) => string | null;
-}
+const OVERVIEW = screenIndex("overview");
+const HELP = screenIndex("help");
 
 /** Lines above a screen's body: the tab line. */
 export const BODY_TOP = 2;
@@ -43,22 +19,7 @@ function select(ui: UiState, ctx: KeyContext, to: (at: number) => number): void 
   const n = ctx.rows(ui);
   const at = ui.selected[ui.screen]!;
   ui.selected[ui.screen] = Math.max(0, Math.min(n - 1, to(at)));
-  if (ui.screen === FINDINGS) ui.openFinding = null;
-}
-
-function cycle<T>(list: readonly T[], v: T, by = 1): T {
-  return list[(list.indexOf(v) + by + list.length) % list.length]!;
-}
-
-/** Sort by `sort` on the current screen; the same sort again reverses it. */
-function sortBy(ui: UiState, sort: string): void {
-  if (ui.screen === OVERVIEW && (PROCESS_SORTS as readonly string[]).includes(sort)) {
-    if (ui.procSort === sort) ui.procReverse = !ui.procReverse;
-    else (ui.procSort = sort as UiState["procSort"]), (ui.procReverse = false);
-  } else if (ui.screen === TENSORS && (TENSOR_SORTS as readonly string[]).includes(sort)) {
-    if (ui.tensorSort === sort) ui.tensorReverse = !ui.tensorReverse;
-    else (ui.tensorSort = sort as UiState["tensorSort"]), (ui.tensorReverse = false);
-  }
+  SCREENS[ui.screen]!.onSelect?.(ui);
 }
 
 /** The process `k` would stop: the selected row on the Overview, the shown process elsewhere. */
@@ -115,6 +76,7 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
   if (key.kind === "other") return;
   if (ui.prompt) return answer(ui, key, ctx);
   const screen = ui.screen;
+  if (SCREENS[screen]!.onKey?.(ui, key, ctx)) return;
   if (key.kind === "key") {
     switch (key.name) {
       case "tab":
@@ -133,11 +95,6 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
         return select(ui, ctx, () => 0);
       case "end":
         return select(ui, ctx, () => Infinity);
-      case "escape":
-      case "backspace":
-        return back(ui);
-      case "return":
-        return enter(ui, ctx);
       default:
         return;
     }
@@ -157,14 +114,6 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
       return select(ui, ctx, () => 0);
     case "G":
       return select(ui, ctx, () => Infinity);
-    case "s":
-      if (screen === OVERVIEW) return sortBy(ui, cycle(PROCESS_SORTS, ui.procSort));
-      if (screen === TENSORS) return sortBy(ui, cycle(TENSOR_SORTS, ui.tensorSort));
-      return;
-    case "I":
-      if (screen === OVERVIEW) return sortBy(ui, ui.procSort);
-      if (screen === TENSORS) return sortBy(ui, ui.tensorSort);
-      return;
     case "/":
       return void ((ui.typing = true), (ui.filter = ""));
     case " ":
@@ -207,37 +156,6 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
   }
 }
 
-/** Esc (or Backspace): close what Enter opened on this screen. */
-function back(ui: UiState): void {
-  if (ui.screen === FINDINGS) ui.openFinding = null;
-  if (ui.screen === SEGMENTS && ui.segment) {
-    ui.selected[SEGMENTS] = ui.segment.listSelected;
-    ui.segment = null;
-  }
-}
-
-function enter(ui: UiState, ctx: KeyContext): void {
-  if (ui.screen === OVERVIEW) {
-    const p = ctx.procs(ui)[ui.selected[OVERVIEW]!];
-    const pid = p ? (p.agent_pid ?? p.pid) : ui.pid;
-    // Another process: its segments are not the one opened.
-    if (pid !== ui.pid) ui.segment = null;
-    ui.pid = pid;
-    ui.screen = PROCESS;
-  } else if (ui.screen === PROCESS) {
-    ui.screen = FINDINGS;
-  } else if (ui.screen === FINDINGS) {
-    const at = ui.selected[FINDINGS]!;
-    ui.openFinding = ui.openFinding === at || ctx.rows(ui) === 0 ? null : at;
-  } else if (ui.screen === SEGMENTS && !ui.segment) {
-    const at = ui.selected[SEGMENTS]!;
-    const seg = segmentsInOrder(ctx.pm(ui))[at];
-    if (!seg) return;
-    ui.segment = { address: seg.address, listSelected: at };
-    ui.selected[SEGMENTS] = 0; // the block list starts at its top
-  }
-}
-
 /** Wheel scrolls the selection; a click selects the row under it, switches tabs, or sorts by a column. */
 function mouse(ui: UiState, m: Extract<Key, { kind: "mouse" }>, ctx: KeyContext): void {
   if (!m.press) return;
@@ -250,10 +168,11 @@ function mouse(ui: UiState, m: Extract<Key, { kind: "mouse" }>, ctx: KeyContext)
     return;
   }
   const line = m.y - BODY_TOP;
+  const spec = SCREENS[ui.screen]!;
   const sort = ctx.sortAt(ui, line, m.x);
-  if (sort) return sortBy(ui, sort);
+  if (sort) return spec.sortBy?.(ui, sort);
   const row = ctx.rowAt(ui, line);
   if (row === null) return;
-  if (ui.screen === FINDINGS && ui.selected[FINDINGS] === row) ui.openFinding = ui.openFinding === row ? null : row;
-  else select(ui, ctx, () => row);
+  if (ui.selected[ui.screen] === row && spec.onClickSelected?.(ui, row)) return;
+  select(ui, ctx, () => row);
 }

@@ -7,7 +7,7 @@ import { startReplay } from "../collect/playback";
 import type { Recording } from "../collect/recording";
 import { DEMO_RECORDING, startDemo, type Demo } from "../collect/demo";
 import type { ReplayClock } from "../profiler";
-import { SystemCollector } from "../collect/system";
+import { Machine } from "../collect/machine";
 import { App } from "./app";
 import { keyHint, type ScreenId } from "./registry";
 import { Controller } from "./controller";
@@ -33,7 +33,8 @@ export function demoStarter(ctl: Controller, { speed, ring, clock }: { speed: nu
     start: () => {
       if (demo) return ctl.say(`the demo is already running: ${keyHint(["process"])} shows it`);
       try {
-        demo = startDemo(ring, { speed, onUpdate: () => ctl.notify(), clock });
+        // The replay feeds its model inside the monitor's ticks only; each tick draws once.
+        demo = startDemo(ring, { speed, onUpdate: () => {}, clock: ctl.replayClock(clock) });
       } catch (e) {
         return ctl.say(`no demo: ${(e as Error).message}`);
       }
@@ -43,7 +44,7 @@ export function demoStarter(ctl: Controller, { speed, ring, clock }: { speed: nu
       ctl.recorded = demo.machine;
       const screens: ScreenId[] = demo.machine ? ["overview", "process", "tensors", "segments"] : ["process", "tensors", "segments"];
       ctl.say(`demo: a training run recorded on ${demo.gpu ? `an ${demo.gpu}` : "a GPU"}, replayed at ${speed}× (${keyHint(screens)})`);
-      ctl.tick();
+      void ctl.tick();
     },
     stop: () => demo?.handle.stop(),
   };
@@ -89,7 +90,7 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
   }
 }
 
-export async function runMonitor(collector: SystemCollector, opts: MonitorOptions): Promise<number> {
+export async function runMonitor(collector: Machine, opts: MonitorOptions): Promise<number> {
   const ctl = new Controller(collector, opts.intervalMs);
   const demo = demoStarter(ctl, { speed: opts.speed ?? 1, ring: DEMO_RECORDING });
   if (opts.demo) demo.start();
@@ -101,10 +102,12 @@ export async function runMonitor(collector: SystemCollector, opts: MonitorOption
 
 export async function runReplay(recording: Recording, opts: MonitorOptions): Promise<number> {
   const ctl = new Controller(null, opts.intervalMs);
-  const r = startReplay(recording, { speed: opts.speed ?? 1, onUpdate: () => ctl.notify() });
+  const r = startReplay(recording, { speed: opts.speed ?? 1, onUpdate: () => {}, clock: ctl.replayClock() });
   ctl.replay = r.pm;
   ctl.replays.add(r);
   ctl.status = [`replay of ${recording.path} at ${opts.speed ?? 1}×`, ...recording.notes].join("; ");
+  // The ticks feed the replay and draw it, once an interval.
+  ctl.start();
   await show(ctl, opts, { initialScreen: "process", onExit: r.stop });
   return 0;
 }
@@ -139,7 +142,7 @@ export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] 
     closeSync(fd);
     throw e;
   }
-  const collector = new SystemCollector();
+  const collector = new Machine();
   const ctl = new Controller(collector, opts.intervalMs);
   ctl.status = `pid ${child.pid}: ${opts.rest.join(" ")} (output: ${log})`;
   let code: number | null = null;

@@ -1,4 +1,4 @@
-"""An attach's seed made from a real recording, by the agent's own code (gpumem_agent.attaching):
+"""An attach's seed made from a real recording, by the agent's own code (gpumem_agent.seed):
 test/fixtures/normal-history.ring (every record of a 3-step training, from CUDA's start) and
 normal-history.pickle (torch's _snapshot() of the same run, taken at the ring's last record).
 
@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "agent"))
 
 from gpumem_agent import ring  # noqa: E402
-from gpumem_agent.attaching import (ALLOC, F_ACTION, F_ADDRESS, F_SIZE, FREE_REQUESTED, SEGMENT_ALLOC, seed_device)  # noqa: E402
+from gpumem_agent.seed import (ALLOC, F_ACTION, F_ADDRESS, F_SIZE, FREE_REQUESTED, SEGMENT_ALLOC, seed_device)  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "..", "fixtures")
 

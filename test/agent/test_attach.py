@@ -16,7 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "agent"))
 
 from gpumem_agent import attaching as attach  # noqa: E402
-from gpumem_agent.attaching import ALLOC, FREE_REQUESTED, SEGMENT_ALLOC, check_token, claim_token, split_point, write_error  # noqa: E402
+from gpumem_agent.attaching import check_token, claim_token, write_error  # noqa: E402
+from gpumem_agent.seed import ALLOC, FREE_REQUESTED, SEGMENT_ALLOC, split_point  # noqa: E402
 
 
 def token(d, name="attach-1", mode=0o600, text=b"{}", age=0.0):

@@ -15,7 +15,7 @@ import unittest
 AGENT = os.path.join(os.path.dirname(__file__), "..", "..", "agent")
 sys.path.insert(0, AGENT)
 
-from gpumem_agent import names, ring  # noqa: E402
+from gpumem_agent import ring, tensor_names  # noqa: E402
 from gpumem_agent.control import ControlServer, handle_line  # noqa: E402
 from gpumem_agent.guard import Guard, sentence  # noqa: E402
 from gpumem_agent.phases import BACKWARD, FORWARD, OPTIMIZER, OTHER, Phases  # noqa: E402
@@ -236,7 +236,7 @@ class Model:
 class Names(unittest.TestCase):
     def test_one_failing_tensor_is_skipped_and_counted_the_others_named(self):
         good = Tensorish(0x1000)
-        w = names.known_walk([Model({"a": good, "b": Tensorish(0, error=RuntimeError(INVALID)), "c": Tensorish(0x2000, nbytes=0)})], [])
+        w = tensor_names.known_walk([Model({"a": good, "b": Tensorish(0, error=RuntimeError(INVALID)), "c": Tensorish(0x2000, nbytes=0)})], [])
         self.assertEqual([e["name"] for e in w.out.values()], ["a"])
         self.assertEqual(w.skipped, 0)  # an unreadable pointer and a storage resized to zero are no blocks
 
@@ -245,7 +245,7 @@ class Names(unittest.TestCase):
             def shape(self):
                 raise TypeError("no shape")
 
-        w = names.known_walk([Model({"a": good, "odd": Odd(0x3000)})], [])
+        w = tensor_names.known_walk([Model({"a": good, "odd": Odd(0x3000)})], [])
         self.assertEqual(([e["name"] for e in w.out.values()], w.skipped), (["a"], 1))
 
 

@@ -16,7 +16,7 @@ from gpumem_agent import commands, protocol  # noqa: E402
 from gpumem_agent.commands import AttachedCommands, Commands, check_args  # noqa: E402
 
 SOURCE = os.path.join(AGENT, "gpumem_agent", "commands.py")
-NAMES = os.path.join(AGENT, "gpumem_agent", "names.py")
+NAMES = os.path.join(AGENT, "gpumem_agent", "tensor_names.py")
 
 
 def verbs_of(cls):
@@ -138,7 +138,7 @@ class Categories(unittest.TestCase):
             tree = ast.parse(f.read())
         words = set(protocol.CATEGORIES)
         literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in words]
-        self.assertEqual(literals, [], "category words written in names.py: use protocol.Category")
+        self.assertEqual(literals, [], "category words written in tensor_names.py: use protocol.Category")
         used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "Category"}
         self.assertTrue(used)
         self.assertLessEqual(used, words)

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Agent } from "../../src/collect/agents";
 import { LiveModels } from "../../src/collect/live";
-import { NameRequests } from "../../src/collect/names";
+import { NameRequests } from "../../src/collect/name-requests";
 import { openRing } from "../../src/ffi/ring";
 import { ACTION, HEADER_OFFSET, HEADER_SIZE, MODE, RECORD_OFFSET, RECORD_SIZE, RING_ABI_VERSION, RING_MAGIC } from "../../src/ffi/wire";
 import { blocks, createModel } from "../../src/profiler";
@@ -62,7 +62,7 @@ for (const fold of [false, true]) {
     const model = createModel();
     live.byPid.set(7, { pid: 7, model, source: "live", socket: agent.manifest.socket, title: "train.py", ended: false, names });
     // the reply is in before the reader has read anything (asked when the agent appeared)
-    names.tick(agent.manifest.socket, model, 0);
+    names.askIfDue(agent.manifest.socket, model, 0);
     await Bun.sleep(10);
     live.update([agent], null, 1_000_000);
     expect(names.status).toMatchObject({ tensors: 1, matched: 1 });

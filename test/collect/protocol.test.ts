@@ -111,7 +111,7 @@ describe("a real agent on its control socket", () => {
     c.snapshotDir = join(dir, "d-without-history");
     await c.run(pm, "dump_snapshot");
     const files = readdirSync(c.snapshotDir);
-    expect(files).toEqual([expect.stringMatching(new RegExp(`^${pm.pid}-gpumem-\\d+\\.pickle$`))]);
+    expect(files).toEqual([expect.stringMatching(new RegExp(`^${pm.pid}-snapshot-\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\d(-\\d+)?\\.pickle$`))]);
     expect(c.status).toContain("the agent records no memory history");
     // As torch.cuda._memory_viz loads it (Python's pickle), with a trace that adds up to its
     // segments from the first entry, the walk memory_viz makes (test/snapshot/write.test.ts holds
@@ -131,7 +131,7 @@ describe("a real agent on its control socket", () => {
     c.snapshotDir = join(dir, "d-with-history");
     mkdirSync(c.snapshotDir); // the agent writes into a directory that is there (the monitor's own, or --dump-dir)
     await c.run(pm, "dump_snapshot");
-    expect(readdirSync(c.snapshotDir)).toEqual([expect.stringMatching(new RegExp(`^${pm.pid}-snapshot-\\d+\\.pickle$`))]);
+    expect(readdirSync(c.snapshotDir)).toEqual([expect.stringMatching(new RegExp(`^${pm.pid}-snapshot-\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\d(-\\d+)?\\.pickle$`))]);
     expect(c.status).toContain("by its agent");
     expect((await ask(socket, "history", { enabled: false })).ok).toBe(true);
   });

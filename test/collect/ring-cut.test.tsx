@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
 import { Session } from "../../src/collect/session";
-import { SystemCollector } from "../../src/collect/system";
+import { Machine } from "../../src/collect/machine";
 import { HEADER_OFFSET } from "../../src/ffi/wire";
 import { DocumentSchema } from "../../src/system/schema";
 import { ProcessScreen } from "../../src/tui/screens/process";
@@ -52,9 +52,9 @@ test("a ring cut short while the session reads it: said once in that process's n
   const [a, b] = sleepers.map((s) => s.pid) as [number, number];
   const ringA = agent(dir, a, RECORDS);
   const ringB = agent(dir, b, 5000);
-  const session = new Session(new SystemCollector({ agentDir: dir }));
+  const session = new Session(new Machine({ agentDir: dir }));
   const row = (doc: ReturnType<Session["tick"]>, pid: number) => doc.processes.find((p) => p.agent_pid === pid || p.pid === pid)!;
-  const read = (pid: number) => session.collector.lastAgents.find((x) => x.pid === pid)!.ring!.next();
+  const read = (pid: number) => session.machine.lastAgents.find((x) => x.pid === pid)!.ring!.next();
 
   let doc = session.tick();
   expect([read(a), read(b)]).toEqual([RECORDS, 5000]);

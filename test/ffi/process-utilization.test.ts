@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Nvml } from "../../src/ffi/nvml";
-import { SystemCollector } from "../../src/collect/system";
+import { Machine } from "../../src/collect/machine";
 import { gpuTest } from "../support/gpu";
 
 const PY = process.env.PYTHON ?? (Bun.which("python3") ? "python3" : "/opt/torch/.venv/bin/python3");
@@ -21,7 +21,7 @@ function pmon(): string[][] {
 
 describe("per-process figures", () => {
   test("without a GPU the document's rows carry null, and the library still loads (no NVML needed)", () => {
-    const c = new SystemCollector({ agentDir: mkdtempSync(join(tmpdir(), "gpumem-agents-")) });
+    const c = new Machine({ agentDir: mkdtempSync(join(tmpdir(), "gpumem-agents-")) });
     const d = c.sample(Date.now());
     for (const p of d.processes) expect(p.gpu_sm_percent === null || (p.gpu_sm_percent >= 0 && p.gpu_sm_percent <= 100)).toBe(true);
     c.close();
@@ -51,7 +51,7 @@ describe("per-process figures", () => {
       }
       nvml.close();
       // The document, twice a second apart: CPU % needs two samples.
-      const c = new SystemCollector({ agentDir: mkdtempSync(join(tmpdir(), "gpumem-agents-")) });
+      const c = new Machine({ agentDir: mkdtempSync(join(tmpdir(), "gpumem-agents-")) });
       c.sample(Date.now());
       await Bun.sleep(1000);
       const d = c.sample(Date.now());

@@ -39,12 +39,12 @@ describe("what a program prints", () => {
 
   test("stderr: lines of ours (a traceback through the agent) and lines only the agent run has", () => {
     const plain = "UserWarning: something 12\n";
-    const agent = 'UserWarning: something 13\nTraceback (most recent call last):\n  File "/x/agent/gpumem_agent/names.py", line 40, in _entry\nRuntimeError: boom\n';
-    expect(ourLines(agent, plain)).toEqual(['  File "/x/agent/gpumem_agent/names.py", line 40, in _entry']);
+    const agent = 'UserWarning: something 13\nTraceback (most recent call last):\n  File "/x/agent/gpumem_agent/tensor_names.py", line 40, in _entry\nRuntimeError: boom\n';
+    expect(ourLines(agent, plain)).toEqual(['  File "/x/agent/gpumem_agent/tensor_names.py", line 40, in _entry']);
     // The checkout's path in a program's own warning is not ours; the agent's and the monitor's prefixes are.
     const both = "/root/gpumem-tui/test/gpu/zoo/trainer.py:40: UserWarning: x\n";
     expect(ourLines(`${both}gpumem-agent: not attached: boom\ngpumem-tui: cannot write\n`, both)).toEqual(["gpumem-agent: not attached: boom", "gpumem-tui: cannot write"]);
-    expect(extraLines(plain, agent)).toEqual(["Traceback (most recent call last):", '  File "/x/agent/gpumem_agent/names.py", line 40, in _entry', "RuntimeError: boom"]);
+    expect(extraLines(plain, agent)).toEqual(["Traceback (most recent call last):", '  File "/x/agent/gpumem_agent/tensor_names.py", line 40, in _entry', "RuntimeError: boom"]);
   });
 });
 
@@ -117,7 +117,7 @@ describe("the runner, through the real `gpumem-tui run --json` (no torch: the ag
       const progs: Record<string, string> = {
         "ok.py": `print('step 1 loss 2.5000')\nprint({'train_runtime': __import__('time').time()})\n${totals}`,
         // What FSDP2 did: the agent's hook raised into the program at its first optimizer step.
-        "dies.py": `${underAgent}print('step 1 loss 2.5000', flush=True)\nif agent:\n    sys.stderr.write('Traceback (most recent call last):\\n  File \"/x/agent/gpumem_agent/names.py\", line 40, in _entry\\nRuntimeError: Attempted to access the data pointer on an invalid python storage\\n')\n    sys.exit(1)\n${totals}`,
+        "dies.py": `${underAgent}print('step 1 loss 2.5000', flush=True)\nif agent:\n    sys.stderr.write('Traceback (most recent call last):\\n  File \"/x/agent/gpumem_agent/tensor_names.py\", line 40, in _entry\\nRuntimeError: Attempted to access the data pointer on an invalid python storage\\n')\n    sys.exit(1)\n${totals}`,
         "hangs.py": `${underAgent}import time\nopen(os.path.join(os.environ['TMPDIR'], 'pid'), 'w').write(str(os.getpid()))\nif agent:\n    time.sleep(120)\n${totals}`,
       };
       for (const [f, t] of Object.entries(progs)) writeFileSync(join(dir, f), t);

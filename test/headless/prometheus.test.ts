@@ -1,13 +1,15 @@
 // Prometheus metrics: checked by Prometheus's own tools (promtool's exposition parser, and a real
 // Prometheus server scraping `gpumem-tui serve`) on documents recorded on an H100.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exposition } from "../../src/headless/prometheus";
 import type { Document } from "../../src/system/schema";
 import { startServer } from "../../src/headless/serve";
 import { hostDocument, TORCHRUN } from "../support/jobs";
+import { SCHEMA_VERSION } from "../../src/system/version";
+import pkg from "../../package.json";
 
 const FIXTURES = join(import.meta.dir, "..", "fixtures");
 const documents: [string, Document][] = readdirSync(FIXTURES)
@@ -62,6 +64,35 @@ describe("exposition", () => {
     }
   });
 
+  test("labels: dcgm-exporter's on its DCGM_FI_* series, lowercase snake_case on every gpumem_* series", () => {
+    const text = exposition(hostDocument(TORCHRUN.map((s) => ({ ...s, job: s.rank === null ? null : "run-1" }))));
+    const labels = (prefix: string) => new Set(text.split("\n").filter((l) => l.startsWith(prefix)).flatMap((l) => [...(/\{(.*)\}/.exec(l)?.[1] ?? "").matchAll(/(\w+)="/g)].map((m) => m[1]!)));
+    expect([...labels("DCGM_FI_")].sort()).toEqual(["Hostname", "UUID", "device", "gpu", "modelName", "pci_bus_id"]);
+    const ours = labels("gpumem_");
+    expect([...ours].filter((l) => !/^[a-z][a-z0-9_]*$/.test(l))).toEqual([]);
+    for (const l of ["uuid", "hostname", "gpu", "pid", "training_job"]) expect(ours.has(l)).toBe(true);
+  });
+
+  test("gpumem_build_info says the version, Bun and the schema; gpumem_nvml_up says whether NVML answered, and why not", () => {
+    const [, recorded] = documents[0]!;
+    const text = exposition(recorded);
+    expect(text).toContain(`gpumem_build_info{version="${pkg.version}",bun="${Bun.version}",schema="${SCHEMA_VERSION}"} 1\n`);
+    expect(text).toContain(`gpumem_nvml_up{hostname="${recorded.host}"} 1\n`);
+    // This machine's own document, as `--json --once` prints it: with no GPU (this test machine),
+    // a reason, and the page says it beside the build, not one bare line.
+    const p = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "..", "src", "cli.ts"), "--json", "--once"], { stdout: "pipe", stderr: "pipe" });
+    const here = JSON.parse(p.stdout.toString()) as Document;
+    const page = exposition(here);
+    if (here.reason !== null) {
+      expect(page).toContain(`gpumem_nvml_up{hostname="${here.host}",reason="${here.reason}"} 0\n`);
+      expect(page).toContain("# HELP gpumem_nvml_up ");
+      expect(page).toContain("gpumem_build_info{");
+      expect(page.trim().split("\n").filter((l) => !l.startsWith("#")).length).toBeGreaterThan(2);
+    } else {
+      expect(page).toContain(`gpumem_nvml_up{hostname="${here.host}"} 1\n`);
+    }
+  });
+
   test("label values are escaped so a hostile process name cannot break the format", () => {
     const doc = structuredClone(documents[0]![1]);
     doc.host = 'evil"host\\\nname';
@@ -72,11 +103,15 @@ describe("exposition", () => {
 });
 
 describe("serve", () => {
-  const dir = mkdtempSync(join(tmpdir(), "gpumem-prom-"));
+  let dir = "";
   let prom: ReturnType<typeof Bun.spawn> | null = null;
-  afterAll(() => prom?.kill());
+  afterAll(() => {
+    prom?.kill();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
 
   (prometheus ? test : test.skip)(`a real Prometheus server scrapes gpumem-tui serve ${prometheus ? "" : SKIP}`, async () => {
+    dir = mkdtempSync(join(tmpdir(), "gpumem-prom-"));
     const [, doc] = documents[0]!;
     let scrapes = 0;
     const server = startServer({ tick: () => (scrapes++, doc) }, { port: 0, hostname: "127.0.0.1" });

@@ -1,5 +1,5 @@
 // An attach's seed (src/profiler/seed.ts; docs/protocol.md, "The seed") on real recordings: the
-// agent's own code (gpumem_agent.attaching.seed_device, through test/agent/attach_seed.py) ties a real
+// agent's own code (gpumem_agent.seed.seed_device, through test/agent/attach_seed.py) ties a real
 // snapshot to the stream; the model fed only the records after the attach then holds exactly what
 // the allocator holds, is never partial, and agrees with torch at every step boundary.
 import { describe, expect, test } from "bun:test";

@@ -91,8 +91,8 @@ describe("reading a file", () => {
   test("truncated, corrupt gzip, empty: one error that names the file", async () => {
     const cases: [string, Uint8Array, RegExp][] = [
       ["cut.pickle", data.subarray(0, 100_000), /cut\.pickle: not a readable snapshot pickle: truncated/],
-      ["cut.pickle.gz", Bun.gzipSync(data).subarray(0, 7_000), /cut\.pickle\.gz: (a gzip file that does not decompress|not a readable snapshot pickle: truncated)/],
-      ["trailer.pickle.gz", Bun.gzipSync(data).subarray(0, Bun.gzipSync(data).length - 4), /trailer\.pickle\.gz: a gzip file that does not decompress/],
+      ["cut.pickle.gz", Bun.gzipSync(data).subarray(0, 7_000), /cut\.pickle\.gz: truncated: a gzip file that ends before its compressed data does/],
+      ["trailer.pickle.gz", Bun.gzipSync(data).subarray(0, Bun.gzipSync(data).length - 4), /trailer\.pickle\.gz: truncated: a gzip file that ends before its compressed data does/],
       ["empty.pickle", new Uint8Array(0), /empty\.pickle: not a PyTorch memory snapshot: not a pickle/],
       ["text.pickle", new TextEncoder().encode("hello"), /text\.pickle: not a PyTorch memory snapshot: not a pickle/],
     ];

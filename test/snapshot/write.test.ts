@@ -5,7 +5,7 @@
 // load it; it must use only the pickle opcodes pytorch.org/memory_viz reads; and its trace must
 // add up to its segments the way memory_viz walks it.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newEventBatch } from "../../src/ffi/events";
@@ -16,7 +16,8 @@ import { pickle, Tuple, type PickleData } from "../../src/snapshot/pickle-write"
 import { unpickle } from "../../src/snapshot/pickle";
 import { parseSnapshotBytes } from "../../src/snapshot/read";
 import { summarize } from "../../src/snapshot/summary";
-import { writeModelSnapshot } from "../../src/snapshot/write";
+import { freeDumpPath, writeModelSnapshot, writtenSentence } from "../../src/snapshot/write";
+import { formatBytes } from "../../src/words";
 import { TORCH_PYTHON_HINT, torchPython } from "../support/torch";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
@@ -33,10 +34,10 @@ const MEMORY_VIZ_OPCODES = new Set([
   "NONE", "BINFLOAT", "TUPLE", "TUPLE1", "TUPLE3", "LONG_BINPUT", "LIST", "DICT", "SETITEM",
 ]);
 
-async function modelOf(dirName: string, name: string) {
+async function modelOf(dirName: string, name: string, traceEntries?: number) {
   const manifest = await Bun.file(join(dirName, `${name}.json`)).json();
   const r = openRing(join(dirName, `${name}.ring`));
-  const model = createModel().keepTrace();
+  const model = createModel().keepTrace(traceEntries);
   try {
     for await (const _ of replay(r, { ranges: manifest.ranges, model })) {
     }
@@ -122,13 +123,45 @@ print(json.dumps({"ops": ops, "segments": len(s["segments"]), "pool": list(s["se
 
   test("written to a file 0600 that gpumem-tui view opens", async () => {
     const model = await modelOf(FIX, "normal-history");
-    const f = writeModelSnapshot(model, dir, 861, 1234);
-    expect(f.path).toBe(join(dir, "861-gpumem-1234.pickle"));
+    const f = writeModelSnapshot(model, dir, 861, new Date(2026, 10, 26, 8, 30, 12));
+    expect(f.path).toBe(join(dir, "861-snapshot-2026-11-26T08-30-12.pickle"));
     expect(statSync(f.path).mode & 0o777).toBe(0o600);
     const p = Bun.spawnSync([process.execPath, join(import.meta.dir, "..", "..", "src", "cli.ts"), "view", f.path, "--json"], { stdout: "pipe", stderr: "pipe" });
     expect(p.exitCode).toBe(0);
     const v = JSON.parse(p.stdout.toString());
     expect(v.devices[0].allocated_bytes).toBe(facts.memory_allocated);
+  });
+});
+
+describe("dump files and what d says of them", () => {
+  test("named by the local time; a second dump in the same second, or a file already there, is never overwritten", async () => {
+    const model = await modelOf(FIX, "normal-history");
+    const at = new Date(2026, 0, 2, 3, 4, 5);
+    const taken = join(dir, "7-snapshot-2026-01-02T03-04-05.pickle");
+    writeFileSync(taken, "someone else's file");
+    const a = writeModelSnapshot(model, dir, 7, at);
+    const b = writeModelSnapshot(model, dir, 7, at);
+    expect([a.path, b.path]).toEqual([join(dir, "7-snapshot-2026-01-02T03-04-05-2.pickle"), join(dir, "7-snapshot-2026-01-02T03-04-05-3.pickle")]);
+    expect(readFileSync(taken, "utf8")).toBe("someone else's file");
+    expect(readFileSync(a.path)).toEqual(readFileSync(b.path));
+    expect(readdirSync(dir).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    expect(freeDumpPath(dir, 7, at)).toBe(join(dir, "7-snapshot-2026-01-02T03-04-05-4.pickle"));
+  });
+
+  test("one sentence: the trace entries and the records they came from, the newest of more where the monitor kept fewer", async () => {
+    const all = await modelOf(FIX, "normal-history");
+    const whole = writeModelSnapshot(all, dir, 8);
+    expect(whole.records).toBe(whole.records_seen);
+    const line = writtenSentence(whole, "snapshot of pid 8").split("\n")[0]!;
+    expect(line).toBe(`snapshot of pid 8: ${formatBytes(whole.size)}, ${whole.trace_entries} trace entries from ${whole.records} records`);
+    // A trace of the last 1000 records of more: said once, in the same sentence, with both counts.
+    const cut = writeModelSnapshot(await modelOf(FIX, "normal-history", 1000), dir, 9);
+    expect(cut.records).toBe(1000);
+    expect(cut.records_seen).toBe(whole.records_seen);
+    const said = writtenSentence(cut, "snapshot of pid 9", "pid 9 has exited");
+    expect(said.split("\n")[0]).toStartWith(`snapshot of pid 9: ${formatBytes(cut.size)}, ${cut.trace_entries} trace entries from the last 1000 of ${cut.records_seen} records (pid 9 has exited)`);
+    expect(said).not.toContain("the trace holds");
+    expect(said.split("\n")[1]).toBe(cut.path);
   });
 });
 
@@ -140,7 +173,12 @@ describe("gpumem-tui replay FILE --snapshot OUT", () => {
       const p = cli("replay", join(FIX, input), "--snapshot", out);
       expect(p.stderr.toString()).toBe("");
       expect(p.exitCode).toBe(0);
-      expect(JSON.parse(p.stdout.toString()).path).toBe(out);
+      // A sentence as d says it, the path on its own line; the same facts as JSON with --json.
+      const [line, path] = p.stdout.toString().split("\n");
+      expect(line).toMatch(new RegExp(`^snapshot of ${join(FIX, input).replace(/[.]/g, "\\.")}: [\\d.]+ [KMG]?i?B, \\d+ trace entries from \\d+ records`));
+      expect(path).toBe(out);
+      const j = cli("replay", join(FIX, input), "--snapshot", out, "--json");
+      expect(JSON.parse(j.stdout.toString())).toMatchObject({ path: out, size: statSync(out).size });
       const back = unpickle(new Uint8Array(readFileSync(out))) as Any;
       const key = (g: Any) => `${g.address}:${g.total_size}:${g.blocks.map((b: Any) => `${b.size}${b.state[0]}`).join(",")}`;
       expect(back.segments.map(key).sort()).toEqual(torch.segments.map(key).sort());
@@ -153,7 +191,7 @@ describe("gpumem-tui replay FILE --snapshot OUT", () => {
     expect(p.exitCode).toBe(1);
     expect(p.stderr.toString()).toContain("cannot write the snapshot to");
     expect(p.stderr.toString()).toContain("its directory does not exist");
-    expect(cli("replay", join(FIX, "normal.ring"), "--snapshot", "x", "--json").stderr.toString()).toContain("--snapshot replays to the end");
+    expect(cli("replay", join(FIX, "normal.ring"), "--snapshot", "x", "--speed", "2").stderr.toString()).toContain("--snapshot replays to the end");
     expect(cli("--snapshot", "x").stderr.toString()).toContain("--snapshot goes with replay");
   });
 });

@@ -7,7 +7,9 @@ import { parseManifest, type Manifest } from "../../src/system/manifest";
 import type { ProcessInfo } from "../../src/system/process";
 import { openRing } from "../../src/ffi/ring";
 import type { NvmlDeviceSample } from "../../src/ffi/nvml";
-import { buildDocument, type AgentView } from "../../src/system/document";
+import { buildDocument, type AgentView, type DetailOf } from "../../src/system/document";
+import { openRingRecording } from "../../src/collect/recording";
+import { processProfile, replayToEnd, type ProfilerModel } from "../../src/profiler";
 import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
 
@@ -34,6 +36,8 @@ export interface RankSpec {
   closed?: boolean;
   /** Listed by NVML (false: an agent NVML does not see). */
   nvml?: boolean;
+  /** The agent's last heartbeat (the ring header's updated time, ms since the epoch), whatever the recording's says. */
+  heard_unix_ms?: number;
 }
 
 export function agentOf(spec: RankSpec): AgentView {
@@ -43,7 +47,7 @@ export function agentOf(spec: RankSpec): AgentView {
   const ring = openRing(join(FIXTURES, `${spec.fixture}.ring`));
   const header = ring.header();
   ring.close();
-  return { pid: manifest.pid, manifest, header: spec.closed === undefined ? header : { ...header, closed: spec.closed }, exited: spec.exited ?? false };
+  return { pid: manifest.pid, manifest, header: { ...header, closed: spec.closed ?? header.closed, updated_unix_us: spec.heard_unix_ms === undefined ? header.updated_unix_us : spec.heard_unix_ms * 1000 }, exited: spec.exited ?? false };
 }
 
 /** The recorded H100's device, as NVML sampled it, at `index`. */
@@ -54,8 +58,23 @@ function deviceSample(index: number, processes: NvmlDeviceSample["processes"]): 
   return { index, name: d.name, uuid: d.uuid.replace(/.$/, String(index)), pci_bus_id: d.pci_bus_id, fields, processes, process_api: null, error: null };
 }
 
-/** The document of a host with these agents, `devices` GPUs and, on the last GPU, the recorded process without an agent. */
-export function hostDocument(specs: RankSpec[], devices = 4): Document {
+/** Each fixture's recording played through the model: its profile, as the monitor has it for a live rank. */
+function profilesOf(specs: RankSpec[]): DetailOf {
+  const models = new Map<number, ProfilerModel>();
+  for (const s of specs) {
+    const rec = openRingRecording(join(FIXTURES, `${s.fixture}.ring`));
+    models.set(rec.manifest!.pid, replayToEnd(rec.source, { ranges: rec.ranges }));
+    rec.close();
+  }
+  return (pid, cuda) => {
+    const m = models.get(pid);
+    return m ? { profile: processProfile(m, { device: cuda }) } : null;
+  };
+}
+
+/** The document of a host with these agents, `devices` GPUs and, on the last GPU, the recorded
+ *  process without an agent; `profiles`: with the monitor's model of each rank (its step times). */
+export function hostDocument(specs: RankSpec[], devices = 4, opts: { profiles?: boolean } = {}): Document {
   const agents = specs.map(agentOf);
   const info = new Map<number, ProcessInfo>();
   specs.forEach((s, i) => {
@@ -81,7 +100,7 @@ export function hostDocument(specs: RankSpec[], devices = 4): Document {
     processInfo: info,
     agents,
     warnings: [],
-  });
+  }, opts.profiles ? profilesOf(specs) : undefined);
 }
 
 /** torchrun (pid 4700) with 4 ranks: 0 normal (20 steps), 1 no-zero-grad (12), 2 kept-loss-graph (12, the highest peak), 3 missing; and the oom run alone, with no rank. */

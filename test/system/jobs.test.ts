@@ -1,13 +1,13 @@
 // Multi-rank jobs on one host: ranks grouped under their launcher, on documents built from the
 // training runs recorded on an H100 (each rank a recorded ring, its manifest given a rank).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commonCommand, groupJobs, jobNotes, rankList, type JobMember } from "../../src/system/jobs";
 import { parseManifest } from "../../src/system/manifest";
 import { parseStatPpid, processInfo } from "../../src/collect/procfs";
-import { SystemCollector } from "../../src/collect/system";
+import { Machine } from "../../src/collect/machine";
 import { DocumentSchema, JobSchema, jsonSchema, SCHEMA_VERSION, type Process } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
 import { hostDocument, TORCHRUN, type RankSpec } from "../support/jobs";
@@ -143,7 +143,9 @@ describe("grouping", () => {
     // Its ring was never closed (the agent did not detach): killed or crashed, not finished.
     expect(job.ranks[1]!.died).toBe(true);
     expect(job.state).toBe("incomplete");
-    expect(jobNotes(job)).toEqual(["incomplete: rank 1 killed or crashed", "steps 2-20, rank 1 behind"]);
+    // A rank that is gone is said gone, not behind.
+    expect(job.behind_ranks).toEqual([]);
+    expect(jobNotes(job)).toEqual(["incomplete: rank 1 killed or crashed"]);
   });
 
   test("a job whose ranks all exited: ended when every agent detached, incomplete when one died", () => {
@@ -156,6 +158,54 @@ describe("grouping", () => {
     expect(jobNotes(ranks(true))[0]).toBe("ranks 0-1 exited");
     expect(ranks(false).state).toBe("incomplete");
     expect(jobNotes(ranks(false)).slice(0, 2)).toEqual(["incomplete: rank 1 killed or crashed", "rank 0 exited"]);
+  });
+
+  test("behind: more than a step AND more than the seconds threshold; ranks a step apart, or steps apart by milliseconds, are not", () => {
+    const doc = hostDocument(TORCHRUN, 4, { profiles: true });
+    const job = doc.jobs[0]!;
+    // Each rank's step time is its recording's last step, as the monitor's model timed it.
+    const lastStep = (pid: number) => doc.processes.find((p) => p.pid === pid)!.pytorch!.profile!.last_step!;
+    expect(job.ranks.map((r) => r.step_seconds)).toEqual(job.ranks.map((r) => lastStep(r.pid).duration_us! / 1e6));
+    expect(job.ranks.map((r) => lastStep(r.pid).step)).toEqual(job.ranks.map((r) => r.step! - 1));
+    expect(job.ranks.every((r) => r.step_seconds! > 0 && r.step_seconds! < 0.05)).toBe(true);
+    // Steps 12-20 on the recorded H100 runs: 8 steps of ~6 ms, 45 ms apart: not behind.
+    expect([job.step_min, job.step_max]).toEqual([12, 20]);
+    expect(job.behind_ranks).toEqual([]);
+    expect(jobNotes(job).some((n) => n.includes("behind"))).toBe(false);
+    // The same ranks with the leading rank's steps taking 2 s: 8 steps are 16 s, more than the threshold.
+    const regroup = (step: (p: Process) => number, lastUs: (p: Process) => number) => {
+      const processes = doc.processes.map((p) => (p.pytorch?.profile?.last_step ? { ...p, pytorch: { ...p.pytorch, step: step(p), profile: { ...p.pytorch.profile, last_step: { ...p.pytorch.profile.last_step, duration_us: lastUs(p) } } } } : p));
+      const members: JobMember[] = job.ranks.map((r) => ({ pid: r.pid, ppid: 4700, rank: r.rank, local_rank: r.local_rank, world_size: 4, job: null, command: "python3 train.py", exited: false }));
+      return groupJobs(processes, members)[0]!;
+    };
+    const rank0 = job.ranks[0]!.pid;
+    const slow = regroup((p) => p.pytorch!.step, () => 2_000_000);
+    expect(slow.behind_ranks).toEqual([1, 2]);
+    expect(jobNotes(slow)).toContain("steps 12-20, ranks 1-2 behind");
+    // Steps 524-525 (one step apart), whatever the step time: not behind.
+    const oneApart = regroup((p) => (p.pid === rank0 ? 525 : 524), () => 60_000_000);
+    expect([oneApart.step_min, oneApart.step_max]).toEqual([524, 525]);
+    expect(oneApart.behind_ranks).toEqual([]);
+    expect(jobNotes(oneApart).some((n) => n.includes("behind"))).toBe(false);
+    // Two steps apart at 4 s a step (8 s): under the seconds threshold; at 6 s a step (12 s): behind.
+    expect(regroup((p) => (p.pid === rank0 ? 526 : 524), () => 4_000_000).behind_ranks).toEqual([]);
+    expect(regroup((p) => (p.pid === rank0 ? 526 : 524), () => 6_000_000).behind_ranks).toEqual([1, 2]);
+  });
+
+  test("one rank killed, the launcher stopping the others: the first to die named, the others stopped by the launcher", () => {
+    // Four ranks of one torchrun, every ring left open; rank 2's agent fell silent 3 s before the others'.
+    const t = 1_795_000_000_000;
+    const specs: RankSpec[] = ["normal", "no-zero-grad", "kept-loss-graph", "oom"].map((fixture, rank) => ({ fixture, rank, world_size: 4, ppid: 4700, device: rank, exited: true, closed: false, heard_unix_ms: rank === 2 ? t - 3000 : t + rank * 40 }));
+    const job = hostDocument(specs).jobs[0]!;
+    expect(job.first_died).toBe(2);
+    expect(job.state).toBe("incomplete");
+    expect(jobNotes(job).slice(0, 2)).toEqual(["incomplete: rank 2 died first (killed or crashed)", "ranks 0-1, 3 stopped by the launcher"]);
+    // Where no rank fell silent clearly first (within half a second of each other), none is named.
+    const together = hostDocument(specs.map((s) => ({ ...s, heard_unix_ms: t + s.rank! * 100 }))).jobs[0]!;
+    expect(together.first_died).toBeNull();
+    expect(jobNotes(together)[0]).toBe("incomplete: ranks 0-3 killed or crashed");
+    // Ranks of no common launcher (grouped by a job id): no launcher stopped them.
+    expect(hostDocument(specs.map((s, i) => ({ ...s, ppid: 5000 + i, job: "run-9" }))).jobs[0]!.first_died).toBeNull();
   });
 
   test("a rank NVML lists on two devices is counted once", () => {
@@ -206,7 +256,8 @@ describe("the document's jobs", () => {
 
 describe("on this machine", () => {
   test("two ranks a shell started (as a launcher would) are one job in the sampled document, grouped by their real parent", async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), "gpumem-jobs-")), "agents");
+    const top = mkdtempSync(join(tmpdir(), "gpumem-jobs-"));
+    const dir = join(top, "agents");
     mkdirSync(dir, { mode: 0o700 });
     const launcher = Bun.spawn(["sh", "-c", "sleep 30 & echo $!; sleep 30 & echo $!; wait"], { stdout: "pipe" });
     const reader = launcher.stdout.getReader();
@@ -217,27 +268,27 @@ describe("on this machine", () => {
       out += new TextDecoder().decode(value);
     }
     const pids = out.trim().split("\n").map(Number);
-    const collector = new SystemCollector({ agentDir: dir });
+    const machine = new Machine({ agentDir: dir });
     try {
       pids.forEach((pid, rank) => {
         produce(join(dir, `${pid}.ring`), 64, 11, "--pid", pid);
         const manifest = { version: 1, pid, cmdline: ["train.py"], rank, local_rank: rank, world_size: 2, devices: [0], hook_mode: "hook", ring: join(dir, `${pid}.ring`), socket: join(dir, `${pid}.sock`) };
         writeFileSync(join(dir, `${pid}.json`), JSON.stringify(manifest), { mode: 0o600 });
       });
-      const doc = DocumentSchema.parse(collector.sample());
+      const doc = DocumentSchema.parse(machine.sample());
       expect(doc.jobs).toHaveLength(1);
       expect(doc.jobs[0]).toMatchObject({ id: `ppid:${launcher.pid}`, launcher_pid: launcher.pid, world_size: 2, pids, missing_ranks: [], name: "sleep 30", state: "running" });
       expect(doc.jobs[0]!.allocated_bytes).toBe(2 * 3072); // the producer's 11 events leave 3072 bytes live in each
       // Rank 1 exits: /proc forgets it, the monitor does not; it stays in its job, said exited.
       process.kill(pids[1]!);
       await Bun.sleep(200);
-      const after = DocumentSchema.parse(collector.sample());
+      const after = DocumentSchema.parse(machine.sample());
       expect(after.jobs).toHaveLength(1);
       expect(after.jobs[0]!.ranks.map((r) => [r.rank, r.exited])).toEqual([[0, false], [1, true]]);
       expect(after.jobs[0]!.state).toBe("incomplete");
       expect(jobNotes(after.jobs[0]!)).toContain("incomplete: rank 1 exited");
     } finally {
-      collector.close();
+      machine.close();
       for (const pid of pids) {
         try {
           process.kill(pid);
@@ -246,6 +297,7 @@ describe("on this machine", () => {
         }
       }
       launcher.kill();
+      rmSync(top, { recursive: true, force: true });
     }
   });
 });

@@ -149,10 +149,10 @@ describe("screens", () => {
     ui.stdin.write("d");
     for (let i = 0; i < 50 && !ui.lastFrame()!.includes("memory_viz"); i++) await tick();
     const path = join(ctl.snapshotDir, readdirSync(ctl.snapshotDir)[0]!);
-    expect(path).toMatch(/4242-gpumem-\d+\.pickle$/);
+    expect(path).toMatch(/4242-snapshot-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(-\d+)?\.pickle$/);
     // The whole path on a line of its own, below what was written and above where to open it.
     const status = ui.lastFrame()!.split("\n").slice(-3);
-    expect(status[0]).toMatch(/^snapshot of pid 4242: [\d.]+ MiB, \d+ trace entries from the monitor's events/);
+    expect(status[0]).toMatch(/^snapshot of pid 4242: [\d.]+ MiB, \d+ trace entries from \d+ records/);
     expect(status[1]!.trim()).toBe(path);
     expect(status[2]).toContain("open it at https://pytorch.org/memory_viz");
     const snap = unpickle(new Uint8Array(readFileSync(path))) as { segments: unknown[]; device_traces: unknown[][] };

@@ -78,6 +78,23 @@ describe("Overview of a multi-rank job", () => {
   });
 });
 
+describe("Overview of a job after one rank was killed", () => {
+  test("80x24: the rank that died first is named, the others said stopped by the launcher; ranks that are gone are not called behind", async () => {
+    const t = 1_795_000_000_000;
+    const ctl = new Controller(null, 1000);
+    // Four ranks of one torchrun, every ring left open; rank 1's agent fell silent 3 s before the others'.
+    ctl.doc = hostDocument(["normal", "no-zero-grad", "kept-loss-graph", "oom"].map((fixture, rank) => ({ fixture, rank, world_size: 4, ppid: 4700, device: rank, exited: true, closed: false, heard_unix_ms: rank === 1 ? t - 3000 : t })), 4, { profiles: true });
+    const ui = render(<App ctl={ctl} ascii={false} size={{ columns: 80, rows: 24 }} />);
+    await tick();
+    const frame = plain(ui.lastFrame()!);
+    expect(frame).toContain("incomplete: rank 1 died first (killed or crashed)");
+    expect(frame).toContain("ranks 0, 2-3 stopped by the launcher");
+    expect(frame).not.toContain("killed or crashed;");
+    expect(frame).not.toContain("behind");
+    ui.unmount();
+  });
+});
+
 describe("keys in one read", () => {
   test("a burst of keys (tmux send-keys, a paste, key repeat over SSH) counts every key, in order", async () => {
     const { ctl, ui, lines } = mount(120, 40);
@@ -86,6 +103,8 @@ describe("keys in one read", () => {
       model.ingest(new Trace().alloc(0x1000, 1 << 20).batch());
       ctl.models.byPid.set(p.pid, { pid: p.pid, model, source: "live", socket: null, title: `pid ${p.pid}`, ended: false });
     }
+    // The store shows the agents' models from its next tick on (a session adds them in one).
+    await ctl.tick();
     await tick();
     const order = overviewProcesses(ctl.doc, "memory", "");
     const opened = () => Number(/pid (\d+) \[/.exec(lines().join("\n"))?.[1]);

@@ -161,8 +161,8 @@ describe("the monitor in a real terminal", () => {
   });
 
   e2e("d writes a snapshot of the demo process into the current directory, its whole path on a line of its own at 80 columns; view opens it; e says why not", async () => {
-    // Short (the path must fit on a line of 80), in this run's TMPDIR, removed with WORK.
-    const dir = mkdtempSync(join(WORK, "d"));
+    // Short (the path, named by the local time, must fit on a line of 80): this run's WORK itself.
+    const dir = WORK;
     start(80, 24, "--demo", "", dir);
     await until("demo: a training run recorded on");
     sh("send-keys", "-t", session, "2");
@@ -171,7 +171,7 @@ describe("the monitor in a real terminal", () => {
     const text = await until("pytorch.org/memory_viz");
     const lines = text.split("\n").map((l) => l.trimEnd());
     const path = lines.find((l) => l.endsWith(".pickle"))!;
-    expect(path).toMatch(new RegExp(`^${dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/\\d+-gpumem-\\d+\\.pickle$`));
+    expect(path).toMatch(new RegExp(`^${dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/\\d+-snapshot-\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\d(-\\d+)?\\.pickle$`));
     expect(lines[lines.indexOf(path) - 1]).toMatch(/^snapshot of pid \d+: /);
     expect(lines[lines.indexOf(path) + 1]).toMatch(/^open it at https:\/\/pytorch\.org\/memory_viz/);
     const v = Bun.spawnSync([BUN, CLI, "view", path, "--json"], { stdout: "pipe", stderr: "pipe" });

@@ -4,9 +4,11 @@ import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { distinctFindings, findings, type FindingGroup } from "../../profiler";
 import { color, formatBytes, pad, wrap } from "../format";
+import { isKey, type ScreenSpec } from "../screen-spec";
 
 const SEVERITY_COLOR = { error: "red", warning: "yellow", info: "white" } as const;
 
+/** A process's findings, each once (the store computes them once a tick: ScreenState.findings). */
 export function processFindings(pm: ProcessModel | undefined): FindingGroup[] {
   return pm ? distinctFindings(findings(pm.model)) : [];
 }
@@ -59,15 +61,16 @@ export function findingsLayout(fs: FindingGroup[], width: number, height: number
 }
 
 /** The finding under line `line` of the screen's body (line 0 is the screen's own heading). */
-export function findingAt(pm: ProcessModel | undefined, width: number, height: number, selected: number, open: number | null, line: number): number | null {
+export function findingAt(fs: FindingGroup[], width: number, height: number, selected: number, open: number | null, line: number): number | null {
   if (line < 1 || open !== null) return null;
-  const { lines, first } = findingsLayout(processFindings(pm), width, height, selected, open);
+  const { lines, first } = findingsLayout(fs, width, height, selected, open);
   return lines[first + line - 1]?.finding ?? null;
 }
 
-export function FindingsScreen({ pm, width, height, selected, open }: { pm: ProcessModel | undefined; width: number; height: number; selected: number; open: number | null }) {
+/** `found`: the process's findings of the store's state (absent: computed here). */
+export function FindingsScreen({ pm, found, width, height, selected, open }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; selected: number; open: number | null }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent selected (Overview: ↑ ↓, Enter).</Text>;
-  const fs = processFindings(pm);
+  const fs = found ?? processFindings(pm);
   if (fs.length === 0) return <Text dimColor>pid {pm.pid}: nothing wrong found.</Text>;
   const { lines, first } = findingsLayout(fs, width, height, selected, open);
   return (
@@ -84,3 +87,26 @@ export function FindingsScreen({ pm, width, height, selected, open }: { pm: Proc
     </Box>
   );
 }
+
+/** The findings the store computed for the shown process this tick. */
+const foundOf = (p: { pm: ProcessModel | undefined; state: { findings: Map<number, FindingGroup[]> } }) => (p.pm ? (p.state.findings.get(p.pm.pid) ?? []) : []);
+
+/** The Findings screen in the frame: Enter (or a click on the selected one) opens a finding whole,
+ *  Enter again or Esc closes it; moving the selection closes it too. */
+export const findingsScreen = {
+  id: "findings",
+  key: "6",
+  title: "Findings",
+  component: (p) => <FindingsScreen pm={p.pm} found={foundOf(p)} width={p.width} height={p.height} selected={p.selected} open={p.ui.openFinding} />,
+  rows: (p) => foundOf(p).length,
+  rowAt: (p, line) => findingAt(foundOf(p), p.width, p.height, p.selected, p.ui.openFinding, line),
+  onSelect: (ui) => void (ui.openFinding = null),
+  onClickSelected: (ui, row) => ((ui.openFinding = ui.openFinding === row ? null : row), true),
+  onKey: (ui, key, ctx) => {
+    if (isKey(key, "escape") || isKey(key, "backspace")) return (ui.openFinding = null), true;
+    if (!isKey(key, "return")) return false;
+    const at = ui.selected[ui.screen]!;
+    ui.openFinding = ui.openFinding === at || ctx.rows(ui) === 0 ? null : at;
+    return true;
+  },
+} as const satisfies ScreenSpec;

@@ -1,5 +1,6 @@
 // Help: every key, one key away.
 import { Box, Text } from "ink";
+import type { ScreenSpec } from "../screen-spec";
 
 /** Every key but the screens' own (their keys come from the list of screens). */
 export const KEYS: [string, string][] = [
@@ -36,3 +37,10 @@ export function HelpScreen({ screens }: { screens: readonly { key: string; title
     </Box>
   );
 }
+
+export const helpScreen = {
+  id: "help",
+  key: "7",
+  title: "Help",
+  component: (p) => <HelpScreen screens={p.screens} />,
+} as const satisfies ScreenSpec;

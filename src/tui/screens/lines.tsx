@@ -5,6 +5,7 @@ import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import type { LineRow } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
+import type { ScreenSpec } from "../screen-spec";
 
 export function LinesScreen({ pm, width, height }: { pm: ProcessModel | undefined; width: number; height: number }) {
   if (!pm) return <Text dimColor>Line profiles come from a process whose code uses @gpumem_agent.profile (agent/README.md); select one on the Overview.</Text>;
@@ -30,3 +31,10 @@ export function LinesScreen({ pm, width, height }: { pm: ProcessModel | undefine
 
 /** Where the line is: the manifest's "file.py:42", or its id until the manifest names it. */
 const label = (r: LineRow) => r.location ?? `line#${r.line}`;
+
+export const linesScreen = {
+  id: "lines",
+  key: "5",
+  title: "Lines",
+  component: (p) => <LinesScreen pm={p.pm} width={p.width} height={p.height} />,
+} as const satisfies ScreenSpec;

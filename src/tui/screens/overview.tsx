@@ -6,7 +6,9 @@ import type { Device, Document, Job, Process } from "../../system/schema";
 import { areaChart, bar } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
 import { color, formatBytes, orNa, pad, pct, rate, recordedMark } from "../format";
-import { headerParts, jobCells, processCells, sortProcesses, tableColumns, type ProcessSort } from "./process-table";
+import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
+import type { UiState } from "../ui-state";
+import { headerParts, jobCells, PROCESS_SORTS, processCells, sortAtColumn, sortProcesses, tableColumns, type ProcessSort } from "./process-table";
 
 export { PROCESS_SORTS, type ProcessSort } from "./process-table";
 
@@ -208,3 +210,43 @@ export function Overview(props: {
     </Box>
   );
 }
+
+/** Sorts the process table by `sort`; the same sort again reverses it. */
+function sortBy(ui: UiState, sort: string): void {
+  if (!(PROCESS_SORTS as readonly string[]).includes(sort)) return;
+  if (ui.procSort === sort) ui.procReverse = !ui.procReverse;
+  else (ui.procSort = sort as ProcessSort), (ui.procReverse = false);
+}
+
+/** The Overview in the frame: its process table selects, sorts by its columns (s, I, a header
+ *  click), and Enter opens the selected process on the Process screen. */
+export const overviewScreen = {
+  id: "overview",
+  key: "1",
+  title: "Overview",
+  component: (p) => (
+    <Overview doc={p.state.doc} history={p.state.history} width={p.width} height={p.height} selected={p.selected} sort={p.ui.procSort} reverse={p.ui.procReverse} filter={p.ui.filter} ascii={p.ascii}
+      replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.collector !== null} replayHint={p.keyHint(["process", "tensors", "segments"])} replayAt={p.keyHint(["process"])} />
+  ),
+  rows: (p) => overviewProcesses(p.state.doc, p.ui.procSort, p.ui.filter, p.ui.procReverse).length,
+  rowAt: (p, line) => overviewRowAt(p.state.doc, p.state.history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter, line),
+  sortAt: (p, line, x) => {
+    const { doc, history } = p.state;
+    if (!doc) return null;
+    const l = overviewLayout(doc, history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter);
+    return line === l.headerLine ? sortAtColumn(l.cols, x) : null;
+  },
+  sortBy,
+  onKey: (ui, key, ctx) => {
+    if (isChar(key, "s")) return sortBy(ui, cycle(PROCESS_SORTS, ui.procSort)), true;
+    if (isChar(key, "I")) return sortBy(ui, ui.procSort), true;
+    if (!isKey(key, "return")) return false;
+    const p = ctx.procs(ui)[ui.selected[ui.screen]!];
+    const pid = p ? (p.agent_pid ?? p.pid) : ui.pid;
+    // Another process: its segments are not the one opened.
+    if (pid !== ui.pid) ui.segment = null;
+    ui.pid = pid;
+    ctx.show(ui, "process");
+    return true;
+  },
+} as const satisfies ScreenSpec;

@@ -2,9 +2,10 @@
 // and where the last step's memory went, by phase and by record_function range.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline, type StepBreakdown } from "../../profiler";
+import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline, type FindingGroup, type StepBreakdown } from "../../profiler";
 import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeAxis, yAxis } from "../chart";
 import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { isKey, type ScreenSpec } from "../screen-spec";
 
 // Phase band colors: other, forward, backward, optimizer (letters carry them without color).
 const PHASE_COLORS = ["gray", "cyan", "magenta", "yellow"] as const;
@@ -35,7 +36,8 @@ export function attachedLine(pm: ProcessModel): string | null {
   return `attached at ${at}, step 0 = until the first optimizer step after it; ${seed}`;
 }
 
-export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean }) {
+/** `found`: the process's findings of the store's state (absent: computed here). */
+export function ProcessScreen({ pm, found, width, height, ascii }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
   const m = pm.model;
   // What the agent runs without, and why ("names: off: RuntimeError: …"): one line each.
@@ -58,7 +60,7 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
   const s = all.find((d) => m.device(d.device) !== undefined) ?? all[0]!;
   // The whole run while it is under ten minutes, then the last ten, on a uniform time axis.
   // Each finding once, by its title; Enter opens them whole (the Findings screen).
-  const allFindings = distinctFindings(findings(m));
+  const allFindings = found ?? distinctFindings(findings(m));
   const f = allFindings.slice(0, 3);
   const b = breakdown(m, { device: s.device });
   // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, time
@@ -159,3 +161,12 @@ export function ProcessScreen({ pm, width, height, ascii }: { pm: ProcessModel |
     </Box>
   );
 }
+
+/** The Process screen in the frame: Enter opens its findings whole (the Findings screen). */
+export const processScreen = {
+  id: "process",
+  key: "2",
+  title: "Process",
+  component: (p) => <ProcessScreen pm={p.pm} found={p.pm && p.state.findings.get(p.pm.pid)} width={p.width} height={p.height} ascii={p.ascii} />,
+  onKey: (ui, key, ctx) => (isKey(key, "return") ? (ctx.show(ui, "findings"), true) : false),
+} as const satisfies ScreenSpec;

@@ -4,6 +4,8 @@ import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { segments } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
+import { isKey, type ScreenSpec } from "../screen-spec";
+import { segmentPartAt, segmentPartCount, SegmentView } from "./segment-view";
 
 export function segmentStrip(size: number, used: { offset: number; size: number }[], width: number, ascii: boolean): string {
   const cells = new Array(width).fill(false);
@@ -68,3 +70,34 @@ export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: Pro
     </Box>
   );
 }
+
+/** The Segments screen in the frame: the list, or one segment opened with Enter (its blocks; Esc
+ *  or Backspace goes back to the list, at the segment opened). */
+export const segmentsScreen = {
+  id: "segments",
+  key: "4",
+  title: "Segments",
+  component: (p) =>
+    p.ui.segment && p.pm ? (
+      <SegmentView pm={p.pm} address={p.ui.segment.address} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} />
+    ) : (
+      <SegmentsScreen pm={p.pm} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} />
+    ),
+  rows: (p) => (p.ui.segment && p.pm ? segmentPartCount(p.pm, p.ui.segment.address) : segmentsInOrder(p.pm).length),
+  rowAt: (p, line) =>
+    p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(segmentsInOrder(p.pm).length, p.height, p.selected, line),
+  onKey: (ui, key, ctx) => {
+    if (isKey(key, "escape") || isKey(key, "backspace")) {
+      if (ui.segment) (ui.selected[ui.screen] = ui.segment.listSelected), (ui.segment = null);
+      return true;
+    }
+    if (!isKey(key, "return")) return false;
+    if (ui.segment) return true;
+    const at = ui.selected[ui.screen]!;
+    const seg = segmentsInOrder(ctx.pm(ui))[at];
+    if (!seg) return true;
+    ui.segment = { address: seg.address, listSelected: at };
+    ui.selected[ui.screen] = 0; // the block list starts at its top
+    return true;
+  },
+} as const satisfies ScreenSpec;

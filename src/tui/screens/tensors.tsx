@@ -4,6 +4,8 @@ import type { ProcessModel } from "../../collect/live";
 import type { NamesStatus } from "../../collect/names";
 import { blocks, categories, type BlockLine } from "../../profiler";
 import { color, formatBytes, pad, phaseLabel } from "../format";
+import { cycle, isChar, type ScreenSpec } from "../screen-spec";
+import type { UiState } from "../ui-state";
 
 export const TENSOR_SORTS = ["size", "time", "address"] as const;
 export type TensorSort = (typeof TENSOR_SORTS)[number];
@@ -135,3 +137,27 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
     </Box>
   );
 }
+
+/** Sorts the table by `sort`; the same sort again reverses it. */
+function sortBy(ui: UiState, sort: string): void {
+  if (!(TENSOR_SORTS as readonly string[]).includes(sort)) return;
+  if (ui.tensorSort === sort) ui.tensorReverse = !ui.tensorReverse;
+  else (ui.tensorSort = sort as TensorSort), (ui.tensorReverse = false);
+}
+
+/** The Tensors screen in the frame: its table selects and sorts (s, I, a header click). */
+export const tensorsScreen = {
+  id: "tensors",
+  key: "3",
+  title: "Tensors",
+  component: (p) => <TensorsScreen pm={p.pm} width={p.width} height={p.height} sort={p.ui.tensorSort} reverse={p.ui.tensorReverse} filter={p.ui.filter} selected={p.selected} />,
+  rows: (p) => (p.pm && p.pm.model.devices.length ? tensorsLayout(p.pm, p.height, p.ui.tensorSort, p.ui.tensorReverse, p.ui.filter, p.selected).rows.length : 0),
+  rowAt: (p, line) => tensorRowAt(p.pm, p.height, p.ui.tensorSort, p.ui.tensorReverse, p.ui.filter, p.selected, line),
+  sortAt: (p, line, x) => tensorSortAt(p.pm, p.width, p.height, p.ui.tensorSort, p.ui.tensorReverse, p.ui.filter, p.selected, line, x),
+  sortBy,
+  onKey: (ui, key) => {
+    if (isChar(key, "s")) return sortBy(ui, cycle(TENSOR_SORTS, ui.tensorSort)), true;
+    if (isChar(key, "I")) return sortBy(ui, ui.tensorSort), true;
+    return false;
+  },
+} as const satisfies ScreenSpec;

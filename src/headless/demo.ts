@@ -1,0 +1,59 @@
+// `--json --demo`, `--json --once --demo` and `serve --demo`: the demo's recorded machine (the GPU
+// the run was recorded on, its NVML samples, the process with its replayed PyTorch figures and the
+// model's profile) as the document, so a jq pipeline or a Grafana dashboard can be tried on a
+// machine with no GPU. The same replay and recorded machine as the screens' demo (collect/demo.ts).
+import { openRingRecording } from "../collect/recording";
+import { DEMO_RECORDING, readTrack, RecordedMachine, startDemo, type Demo } from "../collect/demo";
+import type { ProcessModel } from "../collect/live";
+import { createModel, processProfile, replayToEnd, type ProfilerModel } from "../profiler";
+import type { Document } from "../system/schema";
+
+const NO_TRACK = "has no recorded machine beside it (no .nvml.ndjson track): nothing to make a document of";
+
+/** The recorded process's row with the model's profile (its findings, categories, steps). */
+function withProfile(doc: Document, model: ProfilerModel): Document {
+  return {
+    ...doc,
+    processes: doc.processes.map((p) => (p.pytorch ? { ...p, pytorch: { ...p.pytorch, profile: processProfile(model, { device: p.pytorch.device }) } } : p)),
+  };
+}
+
+/** `--json --once --demo`: the recording played to its end as fast as it goes, and the recorded
+ *  machine's document at that moment. */
+export function demoDocument(ring = DEMO_RECORDING): Document {
+  const rec = openRingRecording(ring);
+  try {
+    const track = readTrack(ring);
+    if (!track) throw new Error(`the demo ${ring} ${NO_TRACK}`);
+    const model = replayToEnd(rec.source, { ranges: rec.ranges, lines: rec.manifest?.lines, names: rec.names, model: createModel() });
+    const pm: ProcessModel = { pid: rec.manifest?.pid ?? 0, model, source: "replay", socket: null, title: rec.path, ended: true };
+    return withProfile(new RecordedMachine(track, pm, rec.manifest).tick(), model);
+  } finally {
+    rec.close();
+  }
+}
+
+/** `--json --demo` and `serve --demo`: the demo replaying at `speed` (and over again), each tick
+ *  the recorded machine's document at the replay's moment. */
+export class DemoSampler {
+  private readonly demo: Demo;
+  private readonly machine: RecordedMachine;
+
+  constructor(opts: { speed: number; ring?: string }) {
+    const ring = opts.ring ?? DEMO_RECORDING;
+    this.demo = startDemo(ring, { speed: opts.speed, onUpdate: () => {} });
+    if (!this.demo.machine) {
+      this.demo.handle.stop();
+      throw new Error(`the demo ${ring} ${NO_TRACK}`);
+    }
+    this.machine = this.demo.machine;
+  }
+
+  tick(): Document {
+    return withProfile(this.machine.tick(), this.demo.handle.pm.model);
+  }
+
+  close(): void {
+    this.demo.handle.stop();
+  }
+}

@@ -1,0 +1,140 @@
+// One state, drawn: every screen draws the store's state of the last tick. The demo (a test
+// recording with its NVML track, and the shipped one) plays on a test clock whose time also
+// passes between ticks, as the wall's does: the Overview and the Process screen drawn then show the
+// same numbers, the screen is drawn once a tick however many states the replay went through, and
+// a key still draws at once.
+import { describe, expect, test } from "bun:test";
+import { render } from "ink-testing-library";
+import { rmSync } from "node:fs";
+import { dirname } from "node:path";
+import { DEMO_RECORDING } from "../../src/collect/demo";
+import { openRingRecording } from "../../src/collect/recording";
+import { App } from "../../src/tui/app";
+import { Controller } from "../../src/tui/controller";
+import { demoStarter } from "../../src/tui/main";
+import { steppedClock, type SteppedClock } from "../support/clock";
+import { makeDemo } from "../support/demo";
+
+const SIZE = { columns: 160, rows: 50 };
+const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
+/** Lets Ink draw what it was asked to (a key read, a redraw): a few turns, no measured time. */
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+};
+
+interface Playing {
+  ctl: Controller;
+  clock: SteppedClock;
+  ui: ReturnType<typeof render>;
+  frame: () => string;
+  /** `ms` of the test's clock, with a tick at every `interval` of it (time passes between ticks). */
+  run: (ms: number) => Promise<void>;
+  done: () => void;
+}
+
+function play(ring: string, interval = 1000): Playing {
+  const ctl = new Controller(null, interval);
+  const clock = steppedClock();
+  const demo = demoStarter(ctl, { speed: 1, ring, clock });
+  demo.start();
+  const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
+  let since = 0;
+  return {
+    ctl,
+    clock,
+    ui,
+    frame: () => plain(ui.lastFrame()!),
+    run: async (ms) => {
+      for (let t = 0; t < ms; t += 50) {
+        await clock.advance(50_000);
+        if ((since += 50) >= interval) (since = 0), await ctl.tick();
+      }
+      await settle();
+    },
+    done: () => (demo.stop(), ui.unmount()),
+  };
+}
+
+/** The recording's pid, the demo process's row on the Overview. */
+function pidOf(ring: string): number {
+  const rec = openRingRecording(ring);
+  const pid = rec.manifest!.pid;
+  rec.close();
+  return pid;
+}
+
+const recordings: [string, () => string, (ring: string) => void][] = [
+  ["a test recording with its NVML track", () => makeDemo(), (ring) => rmSync(dirname(ring), { recursive: true, force: true })],
+  ["the shipped demo", () => DEMO_RECORDING, () => {}],
+];
+
+describe("the same state on every screen", () => {
+  for (const [name, make, clean] of recordings) {
+    test(`${name}: the Overview's allocated and reserved are the Process screen's, drawn between two ticks`, async () => {
+      const ring = make();
+      const pid = pidOf(ring);
+      const p = play(ring);
+      try {
+        let compared = 0;
+        for (let i = 0; i < 4; i++) {
+          // A tick, then 0.4 s more of the replay's clock with no tick: the screens still show the tick's moment.
+          await p.run(i === 0 ? 1000 : 1400);
+          p.ui.stdin.write("1");
+          await settle();
+          const row = p.frame().split("\n").find((l) => l.startsWith(`${pid} `));
+          if (!row) continue;
+          p.ui.stdin.write("2");
+          await settle();
+          const head = /allocated (\S+ \S+)\s+reserved (\S+ \S+)/.exec(p.frame());
+          expect(head).not.toBeNull();
+          // Each number once on the row: the Process screen's allocated and reserved are among them.
+          expect(row).toContain(head![1]!);
+          expect(row).toContain(head![2]!);
+          compared++;
+        }
+        expect(compared).toBeGreaterThanOrEqual(2);
+      } finally {
+        p.done();
+        clean(ring);
+      }
+    });
+  }
+});
+
+describe("drawn once an interval, and at once after a key", () => {
+  test("the demo on the Process screen: 3 s of replay at a 1-s interval is at most one drawing a tick; a key draws without a tick", async () => {
+    const ring = makeDemo();
+    const p = play(ring);
+    try {
+      await p.run(1000);
+      p.ui.stdin.write("2");
+      await settle();
+      expect(p.frame()).toContain("[2 Process]");
+      const before = p.ui.frames.length;
+      const ticks = p.ctl.ticks;
+      await p.run(3000);
+      const ticked = p.ctl.ticks - ticks;
+      expect(ticked).toBe(3);
+      // The replay went through ~30 states (one each 0.1 s of the recording): each tick draws once.
+      expect(p.ui.frames.length - before).toBeLessThanOrEqual(ticked);
+      // A key draws at once: no tick, no time passed.
+      const drawn = p.ui.frames.length;
+      p.ui.stdin.write("3");
+      await settle();
+      expect(p.ui.frames.length).toBeGreaterThan(drawn);
+      expect(p.frame()).toContain("[3 Tensors]");
+    } finally {
+      p.done();
+      rmSync(dirname(ring), { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the registry", () => {
+  test("every screen names its own key, none twice; a screen's key does not depend on its place", async () => {
+    const { SCREENS } = await import("../../src/tui/registry");
+    const keys = SCREENS.map((s) => s.key);
+    expect(new Set(keys).size).toBe(SCREENS.length);
+    expect(keys.every((k) => /^[1-9]$/.test(k))).toBe(true);
+  });
+});
