@@ -43,6 +43,10 @@ final)  # every test; attach to a training started without the monitor
   TAIL=25 step attach 100 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
   TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   ;;
+late)  # after the last changes to the agent and the NVML loader: those tests, attach with a leak
+  TAIL=20 step gpu-ffi-system 90 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test test/ffi test/system
+  TAIL=25 step attach-leak 80 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
+  ;;
 e2e)  # the end-to-end checkers on a real training (tmux, d, e, kill -9, OOM; a transformers GPT-2)
   TAIL=30 step e2e 580 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_REPORTS="$r/e2e" bun test test/gpu/e2e-gpu.test.ts test/gpu/e2e-hf.test.ts
   ;;
