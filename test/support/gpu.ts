@@ -28,3 +28,22 @@ export function gpuE2eTest(name: string, fn: () => void | Promise<unknown>, time
   if (process.env.GPUMEM_GPU_E2E === "0") test.skip(`${name} (GPUMEM_GPU_E2E=0)`, fn);
   else gpuTest(name, fn, timeout);
 }
+
+/** Whether this machine has an NVIDIA driver NVML opens (whatever GPUMEM_GPU_TESTS says). */
+export const hasDriver = (() => {
+  try {
+    // Loaded here only: a test file that never asks pays nothing for the native library.
+    const { Nvml } = require("../../src/ffi/nvml") as typeof import("../../src/ffi/nvml");
+    Nvml.open().close();
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** A test whose expected output was captured on a machine without a driver (the machine's own GPUs
+ *  would join the recording's process and devices): skipped, with that reason, where one is. */
+export function noDriverTest(name: string, fn: () => void | Promise<unknown>, timeout?: number) {
+  if (!hasDriver) test(name, fn, timeout);
+  else test.skip(`${name} (compared with captures made without an NVIDIA driver; this machine has one)`, fn);
+}

@@ -20,6 +20,7 @@ import { serialize } from "../../src/headless/stream";
 import { createModel, replay } from "../../src/profiler";
 import { DocumentSchema, type Document } from "../../src/system/schema";
 import { App } from "../../src/tui/app";
+import { noDriverTest } from "../support/gpu";
 import { Controller } from "../../src/tui/controller";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
@@ -88,7 +89,7 @@ function agentDir(ring: string, manifest: string, pid: number): string {
 
 describe("the session's documents of every committed recording", () => {
   for (const [name, ring, manifest] of RECORDINGS) {
-    test(`${name}: while it runs, once it has exited, and as Prometheus text`, async () => {
+    noDriverTest(`${name}: while it runs, once it has exited, and as Prometheus text`, async () => {
       const p = Bun.spawn(["sleep", "60"]);
       started.push(p);
       const dir = agentDir(ring, manifest, p.pid);
