@@ -98,7 +98,8 @@ def totals_from_stats(s, mode):
     With the hook: only the block-size figures (allocated, active and their peaks: the trace
     carries requested sizes, not block sizes) and retries (no event for them); reserved, its peak,
     requested and the counts come from the events alone and are never overwritten. Before the hook
-    runs (the seed) and in polling mode: everything."""
+    runs (the seed) and in polling mode: everything; reserved, its peak and the segment counts are
+    then settled once the hook runs (settle_totals)."""
     values = dict(
         allocated=stat(s, "allocated_bytes.all.current"),
         active=stat(s, "active_bytes.all.current"),
@@ -120,6 +121,34 @@ def totals_from_stats(s, mode):
     return values
 
 
+# The figures the hook alone moves once it runs (reserved, its peak, the segment counts), as the
+# header names them and as torch's statistics spell them: settle_totals copies them once more after
+# the hook's attach, since the copy before it misses every event between that copy and the attach.
+SETTLED = dict(reserved="reserved_bytes.all.current", peak_reserved="reserved_bytes.all.peak",
+               n_segment_alloc="segment.all.allocated", n_segment_free="segment.all.freed")
+# What any event that moves a SETTLED figure moves in torch's statistics too: those figures, and the
+# allocation count (expandable segments map pages only inside an allocation, which counts, so a map
+# and an unmap of the same size between two reads cannot hide).
+WITNESS = tuple(SETTLED.values()) + ("allocation.all.allocated", "num_ooms")
+SETTLE_TRIES = 20  # at the attach; the sync loop tries again, once a round, until one settles
+
+
+def settle_totals(ring, device, read_stats):
+    """Copy the SETTLED figures of `device` from torch's statistics into the header while the hook
+    runs, so that none of its events is lost or counted twice. The hook updates them with plain
+    stores under the allocator's lock (one writer), so a write from here is exact only where no
+    event ran between a read of the statistics before it and one after it: each read takes that
+    lock, so an event in flight during the write finishes before the second read and changes it,
+    every event before the first is in the copy, every event after the second adds to it. True
+    where that held; False where an event came between (the caller tries again)."""
+    s = read_stats(device)
+    if not s:
+        return True  # no statistics (as sync skips them): the events alone
+    ring.set_totals(device, **{field: stat(s, key) for field, key in SETTLED.items()})
+    again = read_stats(device)
+    return all(stat(s, key) == stat(again, key) for key in WITNESS)
+
+
 class Agent:
     def __init__(self, torch, directory=None):
         self.torch = torch
@@ -129,6 +158,7 @@ class Agent:
         self.hook = None
         self.hook_error = None
         self.mode = "none"
+        self.unsettled = set()  # devices whose SETTLED figures await settle_totals (hook mode)
         self.server = None
         self.phases = None
         self.started = False
@@ -221,6 +251,11 @@ class Agent:
             self.hook_error = err
             self.mode = "polling"
             self.ring.set("<I", "mode", wire.MODE["polling"])
+        else:
+            # The copy above came before the hook counted: settled now, before the monitor can
+            # find this agent (the manifest comes later); a failure is the sync loop's.
+            self.unsettled = set(range(self.n_devices))
+            self.guard.call("sync", self.settle, SETTLE_TRIES)
         self.phases = Phases(self._mark, self.guard)
         self.phases.install(torch)
         self.server = ControlServer(self.sock_path, self.handlers(), on_error=lambda e: self.guard.fail("control", e)).start()
@@ -259,10 +294,22 @@ class Agent:
         if self.ring:
             self.ring.set("<Q", "updated_ns", time.time_ns())
 
+    def settle(self, tries=1):
+        """settle_totals for each device not settled yet, `tries` times at most each."""
+        for d in sorted(self.unsettled):
+            for _ in range(tries):
+                if settle_totals(self.ring, d, lambda dev: device_stats(self.torch, dev)):
+                    self.unsettled.discard(d)
+                    break
+        if self.unsettled:
+            _log("totals not settled yet on devices %s (allocator busy): trying again" % sorted(self.unsettled))
+
     def _sync_loop(self):
         while self.active and self.ring and self.guard.on("sync"):
             time.sleep(SYNC_SECONDS)
             try:
+                if self.hook and self.unsettled:
+                    self.settle()
                 self.sync()
                 if self.hook:
                     n = self.hook.gpumem_hook_range_count()

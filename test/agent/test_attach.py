@@ -1,6 +1,7 @@
 """attach_running (agent/gpumem_agent/attaching.py) without torch: the token's checks, the result
 file, the seed's split, and a whole attach, detach and attach again inside a running program on
-the doubles (test/agent/attach_target.py). Run by test/agent/attach.test.ts (it builds the hook
+the doubles (test/agent/attach_target.py), and the header's reserved around the attach
+(test/agent/attach_totals.py). Run by test/agent/attach.test.ts (it builds the hook
 double and passes it in GPUMEM_TEST_HOOK_DOUBLE)."""
 import json
 import os
@@ -262,6 +263,21 @@ class Attach(unittest.TestCase):
             self.assertEqual(prog.files(), sorted("%d.%s" % (prog.pid, x) for x in ("json", "ring", "seed.json", "sock")))
         finally:
             prog.close()
+
+
+class Totals(unittest.TestCase):
+    def test_reserved_and_the_segment_counts_equal_torch_s_whichever_read_a_segment_follows(self):
+        # attach_totals.py: a segment made right after the k-th read of the allocator's statistics
+        # (1: after the copy before the hook counts; 2: between the settle's two reads; 0: none).
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "agent"))
+        for k in range(5):
+            out = subprocess.run([sys.executable, os.path.join(HERE, "attach_totals.py"), "--segment-after", str(k)],
+                                 env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            r = json.loads(out.stdout)
+            self.assertEqual(r["mode"], "hook", k)
+            self.assertEqual(r["unsettled"], [], k)
+            self.assertEqual(r["header"], r["torch"], "segment after read %d" % k)
 
 
 if __name__ == "__main__":
