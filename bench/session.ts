@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { Session } from "../src/collect/session";
+import { liveModels } from "../src/commands/live-models";
 import { Machine } from "../src/collect/machine";
 import { openRingRecording } from "../src/collect/recording";
 import { ACTION, newEventBatch } from "../src/ffi/events";
@@ -60,7 +61,7 @@ function agentDir(): string {
 }
 
 async function follow(dir: string, secs: number) {
-  const session = new Session(new Machine({ agentDir: dir }));
+  const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
   const ticks: number[] = [];
   let cpu = 0;
   const t0 = performance.now();

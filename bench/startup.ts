@@ -21,14 +21,15 @@ await import("../src/commands/main");
 lap("import the command line (overlaps the warm-up)");
 const opts = parseCli(["--json", "--once"]);
 lap("parse the command line (overlaps)");
-const [{ Machine }, { Session }, { serialize }] = await Promise.all([
+const [{ Machine }, { Session }, { serialize }, { liveModels }] = await Promise.all([
   import("../src/collect/machine"),
   import("../src/collect/session"),
   import("../src/headless/stream"),
+  import("../src/commands/live-models"),
 ]);
 lap("import the machine, the session, the JSON writer (overlaps)");
 const c = new Machine();
-const session = new Session(c);
+const session = new Session(c, liveModels({ keepTrace: false }));
 c.agents.refresh();
 lap("the agents' directory, as sample() reads it first (overlaps)");
 // The tick in four parts, as sample() runs them: the wait for the warm-up's first part (identity,

@@ -8,6 +8,32 @@ import { warmUp } from "./ffi/warm-up";
 /** Commands that never touch NVML; every other command line reaches it (the monitor, serve, run). */
 const NO_NVML = new Set(["schema", "replay", "view", "-h", "--help", "-v", "--version"]);
 
+/**
+ * Run from the sources, the screens' .tsx files are compiled with tsconfig.json's `"jsx": "react-jsx"`
+ * wherever the command starts. Bun 1.4 takes its JSX settings from the tsconfig.json (or bunfig.toml)
+ * of the current directory only, not from the file's own: started from outside the checkout
+ * (`cd /tmp && bun …/src/cli.ts`) with NODE_ENV unset, it compiles JSX to `jsxDEV` from
+ * react/jsx-dev-runtime, while commands/screens.ts then loads React's production build, whose
+ * jsx-dev-runtime has no jsxDEV ("jsxDEV… is not a function"). `jsx` from react/jsx-runtime is in
+ * both of React's builds, so the screens run whichever NODE_ENV picks. No tsconfig or bunfig setting
+ * can do this: neither is read from outside the current directory. The bundle (dist/) holds no .tsx:
+ * build:bundle (package.json) defines NODE_ENV as "production", so its JSX and its React are both
+ * production's whatever NODE_ENV the build ran under (unset, it shipped React's development build).
+ */
+function productionJsx(): void {
+  const src = import.meta.dir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  Bun.plugin({
+    name: "gpumem-tui jsx",
+    setup(build) {
+      let tsx: Bun.Transpiler | undefined; // made at the first .tsx: the commands without screens load none
+      build.onLoad({ filter: new RegExp(`^${src}/.*\\.tsx$`) }, async ({ path }) => {
+        tsx ??= new Bun.Transpiler({ loader: "tsx", target: "bun", autoImportJSX: true, tsconfig: { compilerOptions: { jsx: "react-jsx" } } });
+        return { contents: tsx.transformSync(await Bun.file(path).text()), loader: "js" };
+      });
+    },
+  });
+}
+
 if (import.meta.main) {
   const argv = process.argv.slice(2);
   const dashes = argv.indexOf("--"); // `run -- CMD ARGS`: the program's words are not ours
@@ -15,6 +41,7 @@ if (import.meta.main) {
   // Read before the command line is checked (that loads more code): a wrong guess costs nothing,
   // parseCli still says what is wrong, and a monitor that is not a one-shot samples normally.
   if (!ours.some((a) => NO_NVML.has(a))) warmUp({ oneShot: ours.includes("--json") && ours.includes("--once") });
+  if (import.meta.path.endsWith(".ts")) productionJsx();
   import("./commands/main")
     .then(({ main }) => main(argv))
     .then(

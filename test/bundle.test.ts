@@ -1,13 +1,14 @@
 // The bundle the package runs (dist/cli.js, `bun run build:bundle`): the same command line as the
 // sources, the same files found from it, and `--json --once` loading none of the screens' code.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../package.json";
 import { ROOT } from "../src/root";
 import { DocumentSchema } from "../src/system/schema";
 import { onGpu } from "./support/gpu";
+import { cannot, q, terminal } from "./support/tmux";
 
 const DIST = join(ROOT, "dist");
 const ENTRY = join(DIST, pkg.bin["gpumem-tui"].replace(/^dist\//, ""));
@@ -112,6 +113,12 @@ describe("the bundle (dist/cli.js, the package's bin)", () => {
     expect(sources.after).toBe(join(ROOT, "src", "commands", "main.ts"));
   });
 
+  test("holds React's production build and JSX compiled for it, whatever NODE_ENV the build ran under", () => {
+    const code = readdirSync(DIST).map((f) => readFileSync(join(DIST, f), "utf8")).join("\n");
+    const has = (what: string) => code.includes(what);
+    expect({ production: has("require_react_reconciler_production"), development: has("require_react_reconciler_development"), jsxDEV: has("jsxDEV(") }).toEqual({ production: true, development: false, jsxDEV: false });
+  });
+
   test("the other commands run from it: --version, schema, a usage error", () => {
     expect(run(ENTRY, ["--version"]).out).toBe(`${pkg.version}\n`);
     const schema = run(ENTRY, ["schema"]);
@@ -130,4 +137,34 @@ describe("the bundle (dist/cli.js, the package's bin)", () => {
     expect(p.out.trim().split(":").slice(0, 2)).toEqual([join(agent, "gpumem_agent", "_inject"), agent]);
     expect(readFileSync(out, "utf8").trim().split("\n").length).toBeGreaterThan(0);
   });
+});
+
+// Bun takes its JSX settings from the current directory's tsconfig.json, so a run started outside
+// the checkout once compiled the screens for React's development build while loading its
+// production one ("jsxDEV… is not a function" before the first frame). A real terminal, a folder
+// outside the checkout, the demo drawn and `q` leaving with 0: from the sources and from the bundle.
+describe("the demo, started from a folder outside the checkout", () => {
+  const entries = [
+    ["the sources (bun …/src/cli.ts)", join(ROOT, "src", "cli.ts")],
+    ["the bundle (bun …/dist/cli.js)", ENTRY],
+  ] as const;
+  for (const [i, [name, entry]] of entries.entries()) {
+    (cannot ? test.skip : test)(`${name}: the Overview is drawn and q exits 0${cannot ? ` (${cannot})` : ""}`, async () => {
+      const away = mkdtempSync(join(tmpdir(), "gpumem-away-"));
+      expect(away.startsWith(`${ROOT}/`)).toBe(false);
+      // NODE_ENV unset, as in a user's shell: the case that failed.
+      const t = terminal(`away-${i}`, `cd ${q(away)} && env -u NODE_ENV ${q(process.execPath)} ${q(entry)} --demo`, 120, 30);
+      try {
+        const screen = await t.until(/1 Overview|exit status \d+/);
+        expect(screen).not.toContain("exit status");
+        expect(screen).toContain("demo: a training run recorded on");
+        t.keys("q");
+        expect(await t.until(/exit status \d+/)).toContain("exit status 0");
+        expect(t.pane()).not.toContain("is not a function");
+      } finally {
+        t.close();
+        rmSync(away, { recursive: true, force: true });
+      }
+    });
+  }
 });

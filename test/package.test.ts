@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../src/ffi/build";
 import { onGpu } from "./support/gpu";
+import { cannot, q, terminal } from "./support/tmux";
 
 // The GPU machine reaches no package registry: there the install cannot run (CI runs it).
 const OFFLINE = onGpu;
@@ -60,6 +61,26 @@ describe("the packed tarball", () => {
     // The prebuilt library loaded: what remains is the GPU (or its absence), not the build.
     if (doc.reason !== null) expect(doc.reason).toBe("no NVIDIA driver (libnvidia-ml.so.1) on this machine");
   });
+
+  // The folder the user is in holds no tsconfig.json or bunfig.toml of ours: the screens must not
+  // depend on them (src/cli.ts, package.json's build:bundle). A real terminal, `q` exits 0.
+  for (const [i, [name, line]] of ([
+    ["`bunx gpumem-tui --demo`", `${q(join(onlyBun, "bun"))} x gpumem-tui --demo`],
+    ["the shipped sources, `bun node_modules/gpumem-tui/src/cli.ts --demo`", `${q(join(onlyBun, "bun"))} node_modules/gpumem-tui/src/cli.ts --demo`],
+  ] as const).entries()) {
+    (cannot ? test.skip : offlineTest)(`${name}, from the folder it is installed in: the Overview is drawn and q exits 0${cannot ? ` (${cannot})` : ""}`, async () => {
+      const t = terminal(`pack-demo-${i}`, `cd ${q(app)} && env -u NODE_ENV PATH=${q(onlyBun)} ${line}`, 120, 30);
+      try {
+        const screen = await t.until(/1 Overview|exit status \d+/);
+        expect(screen).not.toContain("exit status");
+        expect(screen).toContain("demo: a training run recorded on");
+        t.keys("q");
+        expect(await t.until(/exit status \d+/)).toContain("exit status 0");
+      } finally {
+        t.close();
+      }
+    });
+  }
 
   offlineTest("a prebuilt built from other sources is not trusted: rebuilt where a compiler exists, else a clear message", () => {
     // Replaced, not written through: bun links installed files to its global cache, and writing

@@ -13,7 +13,7 @@ import type { Manifest } from "../system/manifest";
 import type { ProcessModel } from "./live";
 import { startReplay, type ReplayHandle } from "./playback";
 import { openRingRecording } from "./recording";
-import type { DeviceHistory } from "./session";
+import { HISTORY, type DeviceHistory } from "./session";
 import type { ReplayClock } from "../profiler";
 import { ROOT } from "../root";
 
@@ -64,11 +64,14 @@ function replayTime(model: ProfilerModel): number | null {
 /**
  * The machine a recording was made on, as the Overview shows it: each tick, the track's sample in
  * force at the replay's moment, with the replay's own PyTorch figures in the process row. The
- * GPU charts get one point per track sample passed; a replay that starts over starts them over.
+ * GPU charts get one point per track sample passed; a replay that starts over goes on in them,
+ * its clock running on from where the last loop ended (one history, as a live GPU's).
  */
 export class RecordedMachine {
   readonly history = new Map<number, DeviceHistory>();
   private index = -1;
+  /** What a loop adds to the track's clock: each loop's samples come after the last one's. */
+  private loopOffsetUs = 0;
   doc: Document | null = null;
 
   constructor(
@@ -80,14 +83,22 @@ export class RecordedMachine {
   tick(): Document {
     const t = replayTime(this.pm.model);
     const index = t === null ? 0 : sampleAt(this.track, t);
-    // A replay that starts over (the demo loops) starts its charts over.
-    if (index < this.index) (this.history.clear(), (this.index = -1));
+    // A replay that starts over (the demo loops): its charts go on, a sample period after the last.
+    if (index < this.index) {
+      const s = this.track.samples;
+      const period = s.length > 1 ? (s.at(-1)!.t_us - s[0]!.t_us) / (s.length - 1) : 1e6;
+      this.loopOffsetUs += s[this.index]!.t_us - s[0]!.t_us + period;
+      this.index = -1;
+    }
     for (let i = this.index + 1; i <= index; i++) {
-      for (const d of this.track.samples[i]!.devices) {
+      const sample = this.track.samples[i]!;
+      for (const d of sample.devices) {
         let h = this.history.get(d.index);
-        if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));
+        if (!h) this.history.set(d.index, (h = { util: [], memUsed: [], timesMs: [] }));
         h.util.push(d.gpu_utilization_percent ?? Number.NaN);
         h.memUsed.push(d.memory_used_bytes ?? Number.NaN);
+        h.timesMs!.push((sample.t_us + this.loopOffsetUs) / 1000);
+        if (h.util.length > HISTORY) h.util.shift(), h.memUsed.shift(), h.timesMs!.shift();
       }
     }
     this.index = index;

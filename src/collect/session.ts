@@ -13,6 +13,9 @@ export const HISTORY = 600;
 export interface DeviceHistory {
   util: number[];
   memUsed: number[];
+  /** When each sample was taken (ms; a replay's own clock, running on across its loops): the
+   *  charts' time axis. */
+  timesMs?: number[];
 }
 
 export class Session {
@@ -20,18 +23,16 @@ export class Session {
   doc: Document | null = null;
   private live: LiveModels | null = null;
 
-  /** `keepTrace`: the models keep their newest records (the screens: phase bands and `d`). */
+  /** `newModels`: the models of the agents' processes, called with the first agent (or the first
+   *  read of `models`). The caller decides how they are made: the commands load the profiler only
+   *  then (src/commands/live-models.ts), so a machine without agents does not pay for it. */
   constructor(
     readonly machine: Machine,
-    private readonly opts: { keepTrace?: boolean } = {},
+    private readonly newModels: () => LiveModels,
   ) {}
 
-  /** The models of the agents' processes, made with the first agent. The one lazy load below
-   *  src/commands: the profiler is needed only once an agent is there, and a tick cannot wait for
-   *  an import, so a machine without agents (`--json --once` there) does not load it (about 9 ms
-   *  of start-up). It moves to the commands once they hand the screens their Session (issue 27). */
   get models(): LiveModels {
-    return (this.live ??= new (require("./live") as typeof import("./live")).LiveModels({ keepTrace: this.opts.keepTrace ?? false }));
+    return (this.live ??= this.newModels());
   }
 
   /** One sample, its document built once: the facts read, the models fed (their events, and
@@ -45,10 +46,11 @@ export class Session {
     const doc = buildDocument(input, this.live?.detail);
     for (const d of doc.devices) {
       let h = this.history.get(d.index);
-      if (!h) this.history.set(d.index, (h = { util: [], memUsed: [] }));
+      if (!h) this.history.set(d.index, (h = { util: [], memUsed: [], timesMs: [] }));
       h.util.push(d.gpu_utilization_percent ?? Number.NaN);
       h.memUsed.push(d.memory_used_bytes ?? Number.NaN);
-      if (h.util.length > HISTORY) h.util.shift(), h.memUsed.shift();
+      h.timesMs?.push(doc.time_unix_ms);
+      if (h.util.length > HISTORY) h.util.shift(), h.memUsed.shift(), h.timesMs?.shift();
     }
     this.doc = doc;
     return doc;

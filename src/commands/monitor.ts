@@ -1,5 +1,6 @@
 // `gpumem-tui` and `gpumem-tui --json`: the monitor, or its documents, from the sampling session.
 import { warmUp } from "../ffi/warm-up";
+import { liveModels } from "./live-models";
 import { loadScreens } from "./screens";
 import type { Options } from "./options";
 
@@ -12,11 +13,12 @@ export async function command(opts: Options): Promise<number> {
     if (opts.json) {
       // Loaded together, before the first sample waits for NVML's thread.
       const [{ streamJson }, { Session }] = await Promise.all([import("../headless/stream"), import("../collect/session")]);
-      await streamJson(new Session(machine), { once: opts.once, intervalMs: opts.intervalMs });
+      await streamJson(new Session(machine, liveModels({ keepTrace: false })), { once: opts.once, intervalMs: opts.intervalMs });
       return 0;
     }
-    const { runMonitor } = await loadScreens();
-    return await runMonitor(machine, { ...opts, speed: opts.speed });
+    const [{ runMonitor }, { Session }] = await Promise.all([loadScreens(), import("../collect/session")]);
+    // The screens keep each model's newest records (phase bands, `d`).
+    return await runMonitor(new Session(machine, liveModels({ keepTrace: true })), { ...opts, speed: opts.speed });
   } finally {
     machine.close({ fast: opts.once });
   }

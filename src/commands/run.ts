@@ -1,4 +1,5 @@
 // `gpumem-tui run -- CMD`: the program with the agent injected, and the monitor or NDJSON samples on it.
+import { liveModels } from "./live-models";
 import { loadScreens } from "./screens";
 import type { Options } from "./options";
 
@@ -19,11 +20,12 @@ export async function command(opts: Options): Promise<number> {
     const { Session } = await import("../collect/session");
     const machine = new Machine();
     try {
-      return await runJson(new Session(machine), start, { output, intervalMs: opts.intervalMs });
+      return await runJson(new Session(machine, liveModels({ keepTrace: false })), start, { output, intervalMs: opts.intervalMs });
     } finally {
       machine.close();
     }
   }
-  const { runMonitorOnChild } = await loadScreens();
-  return await runMonitorOnChild(opts, startChild);
+  const [{ runMonitorOnChild }, { Machine }, { Session }] = await Promise.all([loadScreens(), import("../collect/machine"), import("../collect/session")]);
+  // The screens close the session once they end, before waiting for the program.
+  return await runMonitorOnChild(opts, startChild, new Session(new Machine(), liveModels({ keepTrace: true })));
 }

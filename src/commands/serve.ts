@@ -1,4 +1,5 @@
 // `gpumem-tui serve`: Prometheus metrics of the sampling session over HTTP.
+import { liveModels } from "./live-models";
 import type { Options } from "./options";
 
 /** Why a server cannot listen, in words instead of the socket call's error code. */
@@ -34,7 +35,7 @@ export async function command(opts: Options): Promise<number> {
   const machine = opts.demo ? new (await import("../headless/demo")).DemoSampler({ speed: opts.speed ?? 1 }) : new Machine();
   let server;
   try {
-    server = startServer(machine instanceof Machine ? new Session(machine) : machine, { port: opts.port, hostname: opts.host });
+    server = startServer(machine instanceof Machine ? new Session(machine, liveModels({ keepTrace: false })) : machine, { port: opts.port, hostname: opts.host });
   } catch (e) {
     machine.close();
     throw new Error(listenError(opts.host, opts.port, e as NodeJS.ErrnoException));

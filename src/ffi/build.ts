@@ -4,7 +4,7 @@ import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { BUILD_COMMAND, BUILT_LIB, NATIVE_SOURCES, PREBUILT_DIR, sourceHash, upToDate } from "./locate";
 
-export { BUILD_COMMAND, BUILT_LIB, NATIVE_DIR, NATIVE_SOURCES, PREBUILT_DIR, ROOT, prebuilt, sourceHash, upToDate } from "./locate";
+export { BUILD_COMMAND, BUILT_LIB, NATIVE_DIR, NATIVE_SOURCES, PREBUILT_DIR, RING_SOURCES, ROOT, prebuilt, sourceHash, upToDate } from "./locate";
 
 export type BuildResult =
   | { ok: true; path: string; built: boolean }

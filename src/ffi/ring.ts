@@ -1,4 +1,4 @@
-// The event ring's reader (cuda/ring.c) through bun:ffi: one FFI call copies a whole batch of
+// The event ring's reader (cuda/ring_*.c) through bun:ffi: one FFI call copies a whole batch of
 // records into an EventBatch's columns, and one the header into a private buffer. A live ring is
 // the agent's file mapped shared: the native reader guards every read of it, so a file cut short
 // under the monitor (its owner truncating or rewriting it) is a RingError, not a SIGBUS. A recording

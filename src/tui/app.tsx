@@ -3,15 +3,34 @@
 import { Box, Text, useApp, useStdin, useWindowSize } from "ink";
 import { useEffect, useRef, useState } from "react";
 import type { Controller } from "./controller";
-import { color, pad, wrap } from "./format";
+import { color, cut, pad, textWidth } from "./format";
 import { KeyReader, type Key } from "./keys";
 import { BODY_TOP, handleKey, type KeyContext } from "./keymap";
 import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
 import { overviewProcesses } from "./screens/overview";
 import { newUiState, type UiState } from "./ui-state";
 
-/** Status lines at most: a message and a path of its own, wrapped where the terminal is narrow. */
-const MAX_STATUS_LINES = 4;
+/** How long a message stays on the status line before the key hint comes back (a question
+ *  waiting for its answer stays). */
+export const MESSAGE_MS = 6000;
+
+/**
+ * A message in one line of `width`: the footer never takes a line from the screen above it. Where
+ * it is too long, a path in it (a line of its own, from "/") is kept whole, after the sentence cut
+ * (or alone where the sentence would keep too little); only a path wider than the line is cut, at its start.
+ */
+export function statusLine(text: string, width: number): string {
+  const parts = text.split("\n");
+  const joined = parts.join("  ");
+  if (textWidth(joined) <= width) return joined;
+  const path = parts.find((p) => p.startsWith("/"));
+  if (!path) return pad(joined, width);
+  const room = width - textWidth(path) - 2;
+  if (room >= 12) return `${pad(parts[0]!, room)}  ${path}`;
+  if (textWidth(path) <= width) return path;
+  const tail = [...path].reverse().join("");
+  return `…${[...cut(tail, width - 1)].reverse().join("")}`;
+}
 
 export interface AppProps {
   ctl: Controller;
@@ -53,12 +72,21 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   useEffect(() => ctl.subscribe(redraw), [ctl]);
 
   const tabRoom = Math.max(10, columns - 22);
-  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : ctl.status || `every ${ctl.intervalMs} ms  ? help  q quit`;
+  // A message shows for MESSAGE_MS, then the key hint again; a question stays until answered.
+  const age = Date.now() - ctl.statusAt;
+  const message = ctl.status && (ui.prompt || age < MESSAGE_MS) ? ctl.status : "";
+  useEffect(() => {
+    if (!message || ui.prompt) return;
+    const t = setTimeout(redraw, MESSAGE_MS - age + 10);
+    return () => clearTimeout(t);
+  }, [message, ctl.statusAt]);
+  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : message || `every ${ctl.intervalMs} ms  ? help  Esc back  q quit`;
   const mark = ctl.paused ? "PAUSED " : "";
-  const statusLines = wrap(`${mark}${statusText}`, columns - 1).slice(0, MAX_STATUS_LINES);
+  const status = statusLine(`${mark}${statusText}`, columns - 1);
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
-  // whole screen (the flicker full-screen Ink apps are known for).
-  const body = Math.max(3, rows - 2 - statusLines.length);
+  // whole screen (the flicker full-screen Ink apps are known for). The tab line, the screen, one
+  // status line.
+  const body = Math.max(3, rows - 3);
 
   // One state for every screen, and for the keys: the last tick's (the store's).
   const pmOf = (u: UiState) => ctl.state.processes.find((m) => m.pid === u.pid) ?? ctl.state.processes[0];
@@ -72,6 +100,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     rows: (u) => SCREENS[u.screen]!.rows?.(props(u)) ?? 0,
     rowAt: (u, line) => SCREENS[u.screen]!.rowAt?.(props(u), line) ?? null,
     sortAt: (u, line, x) => SCREENS[u.screen]!.sortAt?.(props(u), line, x) ?? null,
+    sorts: (u) => SCREENS[u.screen]!.sorts?.(props(u)) ?? [],
     show: (u, id) => {
       const i = SCREENS.findIndex((s) => s.id === id);
       if (i >= 0) u.screen = i;
@@ -127,12 +156,10 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
           <Current {...props(ui)} />
         </Box>
       </Box>
-      {statusLines.map((l, i) => (
-        <Text key={i} inverse={!!ctl.status || ctl.paused}>
-          {i === 0 && mark ? <Text bold color={color("yellow")}>{mark}</Text> : null}
-          {pad(i === 0 ? l.slice(mark.length) : l, columns - 1 - (i === 0 ? mark.length : 0))}
-        </Text>
-      ))}
+      <Text inverse={!!message || ctl.paused}>
+        {mark ? <Text bold color={color("yellow")}>{mark}</Text> : null}
+        {pad(status.slice(mark.length), columns - 1 - mark.length)}
+      </Text>
     </Box>
   );
 }

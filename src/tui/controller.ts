@@ -6,10 +6,11 @@
 // (collect/actions.ts), an attach (a) is src/attach's; their plain results land in the status line. Views never call NVML, sockets or
 // signals, and never sample.
 import { LiveModels, type ProcessModel } from "../collect/live";
+import { attachProcess } from "../attach/attach";
 import { agentCommand, dumpSnapshot, stopProcess, type ActionResult, type AgentCommand } from "../collect/actions";
 import { wallClock, type ReplayHandle } from "../collect/playback";
 import type { StopSignal } from "../collect/signal";
-import { Session, type DeviceHistory } from "../collect/session";
+import type { Session, DeviceHistory } from "../collect/session";
 import type { Machine } from "../collect/machine";
 import type { RecordedMachine } from "../collect/demo";
 import { TickGate } from "../collect/tick-gate";
@@ -43,8 +44,10 @@ export class Controller {
   readonly replays = new Set<ReplayHandle>();
   private readonly gates = new Set<TickGate>();
   private pausedNow = false;
-  /** What the status line says; a line break starts a line of its own (a path shown whole). */
-  status = "";
+  private statusNow = "";
+  /** When the status line's message was said (Date.now()): a message shows for MESSAGE_MS, then
+   *  the key hint comes back (src/tui/app.tsx). */
+  statusAt = 0;
   busy = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running = false;
@@ -61,11 +64,11 @@ export class Controller {
   private rssAfterGc = 0;
 
   constructor(
-    /** The machine sampled (null: none, for replays and tests). */
-    readonly collector: Machine | null,
+    /** The sampling session, made by the command (null: none, for replays and tests). */
+    session: Session | null,
     public intervalMs: number,
   ) {
-    this.session = collector ? new Session(collector, { keepTrace: true }) : null;
+    this.session = session;
     this.models = this.session?.models ?? new LiveModels();
     this.history = this.session?.history ?? new Map();
   }
@@ -123,6 +126,15 @@ export class Controller {
   notify(): void {
     this.version++;
     for (const fn of this.listeners) fn();
+  }
+
+  /** What the status line says; a line break parts a path from the sentence before it. */
+  get status(): string {
+    return this.statusNow;
+  }
+  set status(s: string) {
+    this.statusNow = s;
+    this.statusAt = Date.now();
   }
 
   get paused(): boolean {
@@ -223,6 +235,11 @@ export class Controller {
   }
 
   /** d / e / r on a process (the agent's, or the monitor's own snapshot where there is no agent to ask). */
+  /** The machine sampled (null: none, for replays and tests). */
+  get collector(): Machine | null {
+    return this.session?.machine ?? null;
+  }
+
   async run(pm: ProcessModel | undefined, cmd: AgentCommand): Promise<void> {
     if (!pm) return this.say("select a process with the agent first (Overview: ↑ ↓, Enter)");
     const say = (line: string) => this.say(line);
@@ -236,7 +253,6 @@ export class Controller {
     return this.act(async () => {
       this.say(`attaching to ${label}…`);
       try {
-        const { attachProcess } = await import("../attach/attach");
         const r = await attachProcess(pid, { timeoutS: 10, wait: false, owned: true, say: (line) => this.say(line) });
         return { ok: r.ok, message: r.line };
       } catch (e) {

@@ -31,24 +31,52 @@ export function formatDuration(seconds: number): string {
   return `${Math.floor(h / 24)}d ${two(h % 24)}:${two(m % 60)}`;
 }
 
-export function pad(s: string, width: number, right = false): string {
-  if (s.length > width) return width > 1 ? `${s.slice(0, width - 1)}…` : s.slice(0, width);
-  return right ? s.padStart(width) : s.padEnd(width);
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** Columns `s` takes on a terminal: a CJK character or an emoji two, a combining mark none. */
+export const textWidth = (s: string): number => Bun.stringWidth(s);
+
+/** The longest head of `s` within `width` columns, cut between graphemes: never in a character
+ *  (half a surrogate pair or a UTF-8 sequence is U+FFFD on the terminal), never half a wide one. */
+export function cut(s: string, width: number): string {
+  if (textWidth(s) <= width) return s;
+  let out = "";
+  let used = 0;
+  for (const { segment } of graphemes.segment(s)) {
+    const w = textWidth(segment);
+    if (used + w > width) break;
+    out += segment;
+    used += w;
+  }
+  return out;
 }
 
-/** `text` in lines of at most `width` characters, broken at spaces; a word longer than a line (a
- *  path) is broken where the line ends, so nothing of it is lost. */
+/** `s` in exactly `width` columns: padded, or cut with "…" where it is longer. */
+export function pad(s: string, width: number, right = false): string {
+  const w = textWidth(s);
+  if (w > width) {
+    const head = width > 1 ? `${cut(s, width - 1)}…` : cut(s, width);
+    return head + " ".repeat(Math.max(0, width - textWidth(head)));
+  }
+  const fill = " ".repeat(Math.max(0, width - w));
+  return right ? fill + s : s + fill;
+}
+
+/** `text` in lines of at most `width` columns, broken at spaces; a word longer than a line (a
+ *  path) is broken where the line ends, between graphemes, so nothing of it is lost. */
 export function wrap(text: string, width: number): string[] {
   const w = Math.max(1, width);
   const out: string[] = [];
   for (const para of text.split("\n")) {
     let line = "";
     for (let word of para.split(" ")) {
-      if (line && line.length + 1 + word.length > w) (out.push(line), (line = ""));
-      while (word.length > w - (line ? line.length + 1 : 0)) {
-        const room = w - (line ? line.length + 1 : 0);
-        if (room <= 0) (out.push(line), (line = ""));
-        else (out.push(line ? `${line} ${word.slice(0, room)}` : word.slice(0, room)), (word = word.slice(room)), (line = ""));
+      if (line && textWidth(line) + 1 + textWidth(word) > w) (out.push(line), (line = ""));
+      while (textWidth(word) > w - (line ? textWidth(line) + 1 : 0)) {
+        const room = w - (line ? textWidth(line) + 1 : 0);
+        const head = room > 0 ? cut(word, room) : "";
+        if (!head) (out.push(line), (line = ""));
+        else (out.push(line ? `${line} ${head}` : head), (word = word.slice(head.length)), (line = ""));
+        if (!head && !line && room === w) break; // a grapheme wider than the line: left whole
       }
       line = line ? `${line} ${word}` : word;
     }

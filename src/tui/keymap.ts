@@ -64,7 +64,7 @@ function answer(ui: UiState, key: Key, ctx: KeyContext): void {
 
 export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
   const { ctl } = ctx;
-  if (key.kind === "ctrl" && key.ch === "c") return ctx.exit();
+  if ((key.kind === "ctrl" && key.ch === "c") || (key.kind === "key" && key.name === "f10")) return ctx.exit();
   if (ui.typing) {
     if (key.kind === "key" && key.name === "return") ui.typing = false;
     else if (key.kind === "key" && key.name === "escape") (ui.typing = false), (ui.filter = "");
@@ -79,6 +79,10 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
   if (SCREENS[screen]!.onKey?.(ui, key, ctx)) return;
   if (key.kind === "key") {
     switch (key.name) {
+      case "escape":
+        // Back: from Help to the screen it was opened on, from any other screen to the Overview
+        // (a screen that opened something, a finding or a segment, closed it above).
+        return void (ui.screen = screen === HELP ? (ui.back ?? OVERVIEW) : OVERVIEW);
       case "tab":
         return void (ui.screen = (screen + 1) % SCREENS.length);
       case "backtab":
@@ -107,7 +111,9 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
     case "q":
       return ctx.exit();
     case "?":
-      return void (ui.screen = HELP);
+      // Help and back again, as in htop.
+      if (screen === HELP) return void (ui.screen = ui.back ?? OVERVIEW);
+      return void ((ui.back = screen), (ui.screen = HELP));
     case "j":
       return select(ui, ctx, (a) => a + 1);
     case "g":

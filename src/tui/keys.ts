@@ -4,7 +4,7 @@
 
 export type KeyName =
   | "up" | "down" | "left" | "right" | "home" | "end" | "pageup" | "pagedown"
-  | "return" | "tab" | "backtab" | "escape" | "backspace" | "delete";
+  | "return" | "tab" | "backtab" | "escape" | "backspace" | "delete" | "f10";
 
 export type Key =
   /** A printable character (a letter, a digit, space, punctuation). */
@@ -18,7 +18,7 @@ export type Key =
   | { kind: "other"; seq: string };
 
 const CSI_FINAL: Record<string, KeyName> = { A: "up", B: "down", C: "right", D: "left", H: "home", F: "end", Z: "backtab" };
-const TILDE: Record<string, KeyName> = { "1": "home", "7": "home", "4": "end", "8": "end", "5": "pageup", "6": "pagedown", "3": "delete" };
+const TILDE: Record<string, KeyName> = { "1": "home", "7": "home", "4": "end", "8": "end", "5": "pageup", "6": "pagedown", "3": "delete", "21": "f10" };
 
 /** The keys in `data`, in order. An ESC that starts no sequence is the Escape key. */
 export function parseKeys(data: string): Key[] {

@@ -7,7 +7,11 @@ import { startReplay } from "../collect/playback";
 import type { Recording } from "../collect/recording";
 import { DEMO_RECORDING, startDemo, type Demo } from "../collect/demo";
 import type { ReplayClock } from "../profiler";
-import { Machine } from "../collect/machine";
+import type { Session } from "../collect/session";
+import { readSnapshotFile, type Progress } from "../snapshot/read";
+import { beforeNote, snapshotModel } from "../snapshot/view";
+import { createPrivateTemp, removeOpened } from "../system/private-file";
+import { formatBytes } from "../words";
 import { App } from "./app";
 import { keyHint, type ScreenId } from "./registry";
 import { Controller } from "./controller";
@@ -90,8 +94,8 @@ async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScree
   }
 }
 
-export async function runMonitor(collector: Machine, opts: MonitorOptions): Promise<number> {
-  const ctl = new Controller(collector, opts.intervalMs);
+export async function runMonitor(session: Session, opts: MonitorOptions): Promise<number> {
+  const ctl = new Controller(session, opts.intervalMs);
   const demo = demoStarter(ctl, { speed: opts.speed ?? 1, ring: DEMO_RECORDING });
   if (opts.demo) demo.start();
   ctl.start();
@@ -114,10 +118,7 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
 
 /** `view FILE`: a snapshot's trace through the model at full speed, then its segments as they were
  * at the end; the Process, Tensors and Segments screens show the result. */
-export async function runView(path: string, opts: MonitorOptions & { progress?: import("../snapshot/read").Progress }): Promise<number> {
-  const { readSnapshotFile } = await import("../snapshot/read");
-  const { snapshotModel, beforeNote } = await import("../snapshot/view");
-  const { formatBytes } = await import("../words");
+export async function runView(path: string, opts: MonitorOptions & { progress?: Progress }): Promise<number> {
   const parsed = await readSnapshotFile(path, opts.progress);
   const { model, replay } = snapshotModel(parsed, { keepTrace: true, resync: true });
   const ctl = new Controller(null, opts.intervalMs);
@@ -131,8 +132,7 @@ export async function runView(path: string, opts: MonitorOptions & { progress?: 
 /** `run -- CMD`: the program's output goes to a log (the monitor has the terminal). The log is a
  *  new file of an unguessable name in $TMPDIR, 0600, never one planted there or reached through a
  *  link (system/private-file.ts): it holds what the program prints. */
-export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] }, start: (argv: string[], stdio: Parameters<typeof import("../collect/child").startChild>[1]) => Child): Promise<number> {
-  const { createPrivateTemp, removeOpened } = await import("../system/private-file");
+export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] }, start: (argv: string[], stdio: Parameters<typeof import("../collect/child").startChild>[1]) => Child, session: Session): Promise<number> {
   const { path: log, fd } = createPrivateTemp(`gpumem-tui-run-${process.pid}-`, ".log");
   let child: Child;
   try {
@@ -142,8 +142,7 @@ export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] 
     closeSync(fd);
     throw e;
   }
-  const collector = new Machine();
-  const ctl = new Controller(collector, opts.intervalMs);
+  const ctl = new Controller(session, opts.intervalMs);
   ctl.status = `pid ${child.pid}: ${opts.rest.join(" ")} (output: ${log})`;
   let code: number | null = null;
   void child.exited.then((c) => {
@@ -152,7 +151,7 @@ export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] 
   });
   ctl.start();
   await show(ctl, opts);
-  collector.close();
+  session.close();
   if (code === null) process.stderr.write(`gpumem-tui: monitor closed; waiting for pid ${child.pid} (Ctrl-C stops it); output: ${log}\n`);
   const result = await child.exited;
   closeSync(fd);

@@ -1,7 +1,11 @@
-// Every screen, in one list, one line each: its file exports what the frame needs of it (its key,
-// its title, what it draws from the store's state, what it selects and sorts, its own keys:
-// src/tui/screen-spec.ts). The tabs show them in this order; the tabs, the help, the keys and the
-// hints that name screens ("2 Process") all read this list.
+// Every screen, in one list, one line each. A screen's file (src/tui/screens/) exports its
+// ScreenSpec (src/tui/screen-spec.ts): its id, its key (named there, not given by its place here),
+// its title, what it draws from the store's state, and where it has them, what it selects, sorts
+// and the keys it takes. The tabs show the screens in this order; the tab line, the help's list of
+// screens, the number keys and the hints that name screens ("2 Process") read this list; the keys
+// every screen shares (src/tui/keymap.ts) name the Overview and Help by id. A choice a screen keeps
+// beyond its selected row (a sort, an opened item) is a field of UiState (src/tui/ui-state.ts).
+// test/tui/registry.test.ts fails when a screen's file is left out of the list.
 import { findingsScreen } from "./screens/findings";
 import { helpScreen } from "./screens/help";
 import { linesScreen } from "./screens/lines";

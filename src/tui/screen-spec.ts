@@ -44,6 +44,8 @@ export interface KeyContext {
   tabAt: (ui: UiState, x: number) => number | null;
   /** The sort chosen by a click on the table's header at column `x` (from 1), or null. */
   sortAt: (ui: UiState, line: number, x: number) => string | null;
+  /** The sorts of the columns the current screen shows, in their order (what `s` steps through). */
+  sorts: (ui: UiState) => string[];
   /** Shows another screen, by id (the registry's ScreenId: a screen's file names others by id). */
   show(ui: UiState, id: string): void;
 }
@@ -60,6 +62,8 @@ export interface ScreenSpec {
   rowAt?: (p: ScreenProps, line: number) => number | null;
   /** The sort a click at column `x` (from 1) of line `line` chooses. */
   sortAt?: (p: ScreenProps, line: number, x: number) => string | null;
+  /** The sorts of the columns shown, in their order: `s` steps through these only. */
+  sorts?: (p: ScreenProps) => string[];
   /** Sorts by `sort` (a header click, s, I); the same sort again reverses it. */
   sortBy?: (ui: UiState, sort: string) => void;
   /** A key this screen gives a meaning (Enter, Esc, s, I…): true where it took the key. */

@@ -2,7 +2,7 @@
 // one object that the keys change in order, so that several keys in one read each see what the
 // key before left.
 import type { ProcessSort } from "./screens/process-table";
-import type { TensorSort } from "./screens/tensors";
+import type { TensorSort } from "./screens/tensor-table";
 
 /** A question on the status line that the next key answers. */
 export type Prompt =
@@ -14,6 +14,8 @@ export type Prompt =
 export interface UiState {
   /** Index into SCREENS (src/tui/registry.tsx). */
   screen: number;
+  /** The screen `?` left for Help, where `?` or Esc goes back to. */
+  back: number | null;
   /** The selected row, per screen. */
   selected: number[];
   /** The process the Process, Tensors, Segments, Lines and Findings screens show. */
@@ -22,6 +24,8 @@ export interface UiState {
   procReverse: boolean;
   tensorSort: TensorSort;
   tensorReverse: boolean;
+  /** The groups of alike blocks opened with Enter on the Tensors screen (their keys). */
+  tensorOpen: string[];
   filter: string;
   typing: boolean;
   prompt: Prompt | null;
@@ -35,12 +39,14 @@ export interface UiState {
 export function newUiState(screen: number, screens: number): UiState {
   return {
     screen,
+    back: null,
     selected: new Array(screens).fill(0),
     pid: null,
     procSort: "memory",
     procReverse: false,
     tensorSort: "size",
     tensorReverse: false,
+    tensorOpen: [],
     filter: "",
     typing: false,
     prompt: null,

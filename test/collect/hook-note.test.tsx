@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
 import { Session } from "../../src/collect/session";
+import { liveModels } from "../../src/commands/live-models";
 import { Machine } from "../../src/collect/machine";
 import { processNotes } from "../../src/system/document";
 import { DocumentSchema } from "../../src/system/schema";
@@ -32,7 +33,7 @@ test("hook_error: a `hook` note in the process's pytorch block of the JSON and o
   const m = { ...JSON.parse(readFileSync(join(FIX, "normal.json"), "utf8")), pid, ring, socket: null, hook_mode: "polling", hook_error: CACHE, notes: { names: "off: RuntimeError: x (at step 3)" } };
   writeFileSync(join(dir, `${pid}.json`), JSON.stringify(m), { mode: 0o600 });
 
-  const session = new Session(new Machine({ agentDir: dir }));
+  const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
   const doc = session.tick();
   const want = { hook: CACHE, names: "off: RuntimeError: x (at step 3)" };
   const p = doc.processes.find((x) => x.agent_pid === pid || x.pid === pid)!;

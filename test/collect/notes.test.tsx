@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
 import { Session } from "../../src/collect/session";
+import { liveModels } from "../../src/commands/live-models";
 import { Machine } from "../../src/collect/machine";
 import { DocumentSchema } from "../../src/system/schema";
 import { ProcessScreen } from "../../src/tui/screens/process";
@@ -32,7 +33,7 @@ test("a note in the manifest: in the process's pytorch block of the JSON and on 
   const m = { ...JSON.parse(readFileSync(join(FIX, "normal.json"), "utf8")), pid, ring, socket: null };
   writeFileSync(manifest, JSON.stringify({ ...m, notes: {} }), { mode: 0o600 });
 
-  const session = new Session(new Machine({ agentDir: dir }));
+  const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
   const row = () => session.tick().processes.find((p) => p.agent_pid === pid || p.pid === pid)!;
   expect(row().pytorch!.notes).toEqual({});
   const pm = session.models.byPid.get(pid)!;

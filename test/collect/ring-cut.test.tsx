@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
 import { Session } from "../../src/collect/session";
+import { liveModels } from "../../src/commands/live-models";
 import { Machine } from "../../src/collect/machine";
 import { HEADER_OFFSET } from "../../src/ffi/wire";
 import { DocumentSchema } from "../../src/system/schema";
@@ -52,7 +53,7 @@ test("a ring cut short while the session reads it: said once in that process's n
   const [a, b] = sleepers.map((s) => s.pid) as [number, number];
   const ringA = agent(dir, a, RECORDS);
   const ringB = agent(dir, b, 5000);
-  const session = new Session(new Machine({ agentDir: dir }));
+  const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
   const row = (doc: ReturnType<Session["tick"]>, pid: number) => doc.processes.find((p) => p.agent_pid === pid || p.pid === pid)!;
   const read = (pid: number) => session.machine.lastAgents.find((x) => x.pid === pid)!.ring!.next();
 

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
 import { Session } from "../../src/collect/session";
+import { liveModels } from "../../src/commands/live-models";
 import { Machine } from "../../src/collect/machine";
 import { DocumentSchema } from "../../src/system/schema";
 import { exposition } from "../../src/headless/prometheus";
@@ -36,7 +37,7 @@ function agentDir(name = "normal"): string {
 }
 
 describe("the sampling session", () => {
-  const session = new Session(new Machine({ agentDir: agentDir() }));
+  const session = new Session(new Machine({ agentDir: agentDir() }), liveModels({ keepTrace: false }));
   const doc = session.tick();
   const row = doc.processes.find((p) => p.agent_pid === sleeper.pid || p.pid === sleeper.pid)!;
   const profile = row?.pytorch?.profile;
@@ -95,7 +96,7 @@ function processLabels(doc: { host: string; devices: { index: number; uuid: stri
 
 describe("a run that keeps every step's validation graph (kept-loss-graph.ring)", () => {
   test("the JSON names the growth per step, in words and numbers, and Prometheus raises its gauge", () => {
-    const doc = new Session(new Machine({ agentDir: agentDir("kept-loss-graph") })).tick();
+    const doc = new Session(new Machine({ agentDir: agentDir("kept-loss-graph") }), liveModels({ keepTrace: false })).tick();
     const p = doc.processes.find((x) => x.pytorch?.profile)!;
     const growth = p.pytorch!.profile!.findings.find((f) => f.id === "growth")!;
     expect(growth.severity).toBe("warning");

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { ACTION, ACTION_NAMES, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { openRing } from "../../src/ffi/ring";
 import { FIRST_MARK, TOTALS_RULE } from "../../src/ffi/wire";
-import { ROOT, NATIVE_DIR } from "../../src/ffi/build";
+import { ROOT, NATIVE_DIR, RING_SOURCES } from "../../src/ffi/build";
 import { createModel, type DeviceState } from "../../src/profiler";
 import { tmpPath } from "../support/native";
 
@@ -40,7 +40,7 @@ function c(...args: string[]): string {
   if (!cTool) {
     cTool = tmpPath("totals_fold");
     const src = join(ROOT, "test", "support", "totals_fold.c");
-    const b = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-I", NATIVE_DIR, src, join(NATIVE_DIR, "ring.c"), "-o", cTool, "-lpthread", "-lm"], { stderr: "pipe" });
+    const b = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-I", NATIVE_DIR, src, ...RING_SOURCES, "-o", cTool, "-lpthread", "-lm"], { stderr: "pipe" });
     if (b.exitCode !== 0) throw new Error(`building totals_fold.c failed:\n${b.stderr}`);
   }
   const p = Bun.spawnSync([cTool, ...args], { stderr: "pipe" });

@@ -14,6 +14,7 @@ import type { ProcessModel } from "../../src/collect/live";
 import { ownPidNamespace } from "../../src/collect/procfs";
 import { openRingRecording } from "../../src/collect/recording";
 import { Session } from "../../src/collect/session";
+import { liveModels } from "../../src/commands/live-models";
 import { Machine } from "../../src/collect/machine";
 import { exposition } from "../../src/headless/prometheus";
 import { serialize } from "../../src/headless/stream";
@@ -93,7 +94,7 @@ describe("the session's documents of every committed recording", () => {
       const p = Bun.spawn(["sleep", "60"]);
       started.push(p);
       const dir = agentDir(ring, manifest, p.pid);
-      const session = new Session(new Machine({ agentDir: dir }));
+      const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
       try {
         // A first tick reads at most a tick's records; the next ones go on where it stopped.
         const docs = [session.tick(1_800_000_000_000, { oneShot: true }), session.tick(1_800_000_001_000), session.tick(1_800_000_002_000)];

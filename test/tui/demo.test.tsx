@@ -38,7 +38,7 @@ describe("the demo", () => {
       expect(f).not.toContain("No GPU here");
       expect(f).not.toContain("no GPU processes");
       const row = f.split("\n").find((l) => l.startsWith(`${PID} `))!;
-      expect(row).toContain("[recorded] python3 test/gpu/hf_gpt2");
+      expect(row).toContain("[recorded] hf_gpt2.py");
       expect(row).toMatch(/GiB/); // NVML's memory of the process, and the replay's allocated and reserved
       expect(row).toMatch(/ (forward|backward|optimizer|other) /);
       // The whole second of steps takes about a second of the replay's clock (1×), not 0.1 s.

@@ -83,7 +83,7 @@ describe("moving the selection", () => {
 });
 
 describe("sorting", () => {
-  test("I reverses the sort, the header says so and marks the column; s moves to the next sort", async () => {
+  test("I reverses the sort, the header says so and marks the column; s moves to the next column shown", async () => {
     const { ui, press, selectedPid } = overview();
     expect(ui.lastFrame()).toContain("GPU MEM▼");
     expect(ui.lastFrame()).toContain("(sort: memory)");
@@ -91,12 +91,11 @@ describe("sorting", () => {
     expect(ui.lastFrame()).toContain("GPU MEM▲");
     expect(ui.lastFrame()).toContain("(sort: memory, reversed)");
     expect(await selectedPid()).toBe(1000); // the smallest first
-    await press("s");
-    expect(ui.lastFrame()).toContain("PID▲");
-    expect(ui.lastFrame()).toContain("(sort: pid)");
+    await press("s"); // GPU MEM's neighbour on the screen
+    expect(ui.lastFrame()).toContain("ALLOCATED▼");
+    expect(ui.lastFrame()).toContain("(sort: allocated)");
     await press("I");
-    expect(ui.lastFrame()).toContain("PID▼");
-    expect(await selectedPid()).toBe(1009);
+    expect(ui.lastFrame()).toContain("ALLOCATED▲");
     ui.unmount();
   });
 });
@@ -111,7 +110,7 @@ describe("sorting by the process columns", () => {
   ];
   const doc: Document = { ...base, processes: figures.map((f, i) => ({ ...base.processes[0]!, ...f, used_bytes: (i + 1) * 2 ** 28 })) };
 
-  test("a click on SM%, CPU%, HOST MEM or TIME sorts by it, largest first (unknown last), and again reverses; s steps through them after user", async () => {
+  test("a click on SM%, CPU%, HOST MEM or TIME sorts by it, largest first (unknown last), and again reverses; s steps through the columns shown", async () => {
     const { ui, press, selectedPid } = overview(doc, { columns: 160, rows: 40 });
     const lines = ui.lastFrame()!.split("\n");
     const header = lines.findIndex((l) => l.startsWith("PID")) + 1;
@@ -135,11 +134,11 @@ describe("sorting by the process columns", () => {
     expect(order()).toEqual([2004, 2001, 2002, 2003]);
     await click("GPU MEM");
     expect(order()).toEqual([2004, 2003, 2002, 2001]);
-    await press("ssss"); // pid, allocated, reserved, user
-    expect(ui.lastFrame()).toContain("(sort: user)");
+    await press("ssss"); // allocated, reserved, CPU%, HOST MEM: the columns shown, in their order
+    expect(ui.lastFrame()).toContain("(sort: host)");
     await press("s");
-    expect(ui.lastFrame()).toContain("(sort: sm)");
-    expect(order()).toEqual([2001, 2004, 2002, 2003]);
+    expect(ui.lastFrame()).toContain("(sort: time)");
+    expect(order()).toEqual([2004, 2001, 2002, 2003]);
     ui.unmount();
   });
 });

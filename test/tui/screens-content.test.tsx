@@ -53,7 +53,7 @@ describe("the Process charts", () => {
     expect(f.filter((l) => /^ +144 MiB ┤/.test(l)).length).toBe(2); // both charts, scaled alike
     expect(f.filter((l) => /^ +0 ┤/.test(l)).length).toBe(2);
     expect(f.some((l) => /^ {11}-5\.1 s +-2\.6 s +end$/.test(l))).toBe(true); // the run ended: its end, not "now"
-    expect(text).toContain("allocated   F forward  B backward  O optimizer  o outside them");
+    expect(text).toContain("phase: F forward  B backward  O optimizer  o outside them");
     // torch's max_memory_allocated (the ring header) lies 1 MiB above what the records held at once.
     expect(text).toContain("peak 126.22 MiB (torch; records 125.22 MiB)");
     expect(text).toMatch(/peak 125\.22 MiB \^/);
@@ -133,7 +133,7 @@ describe("the Overview's process columns (nvtop, nvitop, htop)", () => {
     const row = f.find((l) => l.startsWith("946 "))!;
     expect(row).toMatch(/^946 +root +0 +87% +19\.18 GiB +\d+\.\d+ GiB +18\.46 GiB +102% +3\.00 GiB +1:02:05 backward/);
     const none = f.find((l) => l.startsWith("777 "))!;
-    expect(none).toMatch(/^777 +root +0 +– +1\.00 GiB +– +– +– +– +– +python3 infer\.py/);
+    expect(none).toMatch(/^777 +root +0 +– +1\.00 GiB +– +– +– +– +– +infer\.py/);
     fits(f, 160, 40);
     ui.unmount();
   });

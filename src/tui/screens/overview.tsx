@@ -3,12 +3,12 @@
 import { Box, Text } from "ink";
 import { jobNotes } from "../../system/jobs";
 import type { Device, Document, Job, Process } from "../../system/schema";
-import { areaChart, bar } from "../chart";
+import { areaChart, bar, GUTTER, timeAxis, yAxis } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
-import { color, formatBytes, orNa, pad, pct, rate, recordedMark } from "../format";
+import { color, formatBytes, formatBytesShort, orNa, pad, pct, rate, recordedMark } from "../format";
 import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
-import { headerParts, jobCells, PROCESS_SORTS, processCells, sortAtColumn, sortProcesses, tableColumns, type ProcessSort } from "./process-table";
+import { headerParts, jobCells, PROCESS_SORTS, processCells, sortAtColumn, sortProcesses, tableColumns, visibleSorts, type ProcessSort } from "./process-table";
 
 export { PROCESS_SORTS, type ProcessSort } from "./process-table";
 
@@ -20,7 +20,7 @@ export type OverviewRow = { kind: "job"; job: Job } | { kind: "note"; job: Job; 
  * together, in rank order, under the job's row, where its first process would have come. The
  * job's notes are packed into lines of at most `width` characters.
  */
-export function overviewRows(doc: Document | null, sort: ProcessSort, filter: string, width = Infinity, reverse = false): OverviewRow[] {
+export function overviewRows(doc: Document | null, sort: ProcessSort, filter: string, width = Infinity, reverse = false, oneNoteLine = false): OverviewRow[] {
   if (!doc) return [];
   const procs = sortProcesses(doc.processes, sort, filter, reverse);
   const jobOf = new Map<number, Job>();
@@ -46,6 +46,11 @@ export function overviewRows(doc: Document | null, sort: ProcessSort, filter: st
       line = line ? `${line}; ${note}` : `${NOTE_INDENT}${note}`;
     }
     if (line) rows.push({ kind: "note", job, text: line });
+    // Short of room, a job's notes take one line (cut): its ranks come before the rest of them.
+    if (oneNoteLine) {
+      const own = rows.filter((r) => r.kind === "note" && r.job === job) as Extract<OverviewRow, { kind: "note" }>[];
+      if (own.length > 1) rows.splice(rows.length - own.length, own.length, { kind: "note", job, text: own.map((r, i) => (i ? r.text.trimStart() : r.text)).join("; ") });
+    }
     const ranks = procs.filter((q) => jobOf.get(q.pid) === job);
     ranks.sort((a, b) => rankOf.get(a.pid)! - rankOf.get(b.pid)! || a.pid - b.pid || a.device - b.device);
     for (const q of ranks) rows.push({ kind: "process", p: q, job });
@@ -76,9 +81,13 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
   const nameWidth = 26 + Math.max(0, Math.min(14, width - 110));
   const barWidth = Math.max(10, Math.min(40, width - 70 - (nameWidth - 26)));
   const power = d.power_draw_milliwatts === null ? "n/a" : `${Math.round(d.power_draw_milliwatts / 1000)}/${d.power_limit_milliwatts === null ? "?" : Math.round(d.power_limit_milliwatts / 1000)} W`;
-  const half = Math.max(10, Math.floor((width - 6) / 2));
-  const util = h ? areaChart(h.util, { width: half, height: chartRows, max: 100, ascii }) : [];
-  const mem = h ? areaChart(h.memUsed, { width: half, height: chartRows, max: total || 1, ascii }) : [];
+  // Two charts side by side, each with its y axis (GUTTER) and a time axis under it.
+  const half = Math.max(GUTTER + 10, Math.floor((width - 3) / 2));
+  const cells = half - GUTTER;
+  const axis = (lines: string[], max: number, f: (v: number) => string) => yAxis(lines.length, max, f, ascii).map((g, i) => g + lines[i]);
+  const util = h ? axis(areaChart(h.util, { width: cells, height: chartRows, max: 100, ascii }), 100, (v) => `${Math.round(v)}%`) : [];
+  const mem = h ? axis(areaChart(h.memUsed, { width: cells, height: chartRows, max: total || 1, ascii }), total || 1, formatBytesShort) : [];
+  const time = h ? timeAxis(cells, chartSpanMs(h, ascii ? cells : cells * 2) * 1000, "now") : "";
   return (
     <Box flexDirection="column">
       <Text>
@@ -90,22 +99,33 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
       </Text>
       {chartRows > 0 && h ? (
         <Box>
-          <Box flexDirection="column" marginRight={2}>
-            <Text dimColor>utilization</Text>
+          <Box flexDirection="column" marginRight={1}>
+            <Text dimColor>{pad(`${" ".repeat(GUTTER)}GPU utilization (%)`, half)}</Text>
             {util.map((l, i) => (
               <Text key={i} color={color("cyan")}>{l}</Text>
             ))}
+            <Text dimColor>{time}</Text>
           </Box>
           <Box flexDirection="column">
-            <Text dimColor>memory used</Text>
+            <Text dimColor>{pad(`${" ".repeat(GUTTER)}GPU memory used, of ${formatBytes(total)}`, half)}</Text>
             {mem.map((l, i) => (
               <Text key={i} color={color("green")}>{l}</Text>
             ))}
+            <Text dimColor>{time}</Text>
           </Box>
         </Box>
       ) : null}
     </Box>
   );
+}
+
+/** How long ago the chart's left edge lies (ms): its samples' span, or, while they fill only its
+ *  right part, as many sample periods as the chart has points. */
+export function chartSpanMs(h: DeviceHistory, points: number): number {
+  const t = h.timesMs ?? [];
+  if (t.length < 2) return 0;
+  const span = t.at(-1)! - t[0]!;
+  return t.length >= points ? span : (span / (t.length - 1)) * points;
 }
 
 /**
@@ -115,12 +135,20 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
  */
 export function overviewLayout(doc: Document, history: Map<number, DeviceHistory>, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string) {
   const devices = doc.devices;
-  // Height budget: 2 lines a device, charts (where there is history) if there is room, the rest for processes.
-  const chartRows = devices.length <= 2 && height >= 30 ? 3 : devices.length <= 4 && height >= 40 ? 2 : 0;
-  const deviceLines = devices.reduce((n, d) => n + 2 + (chartRows && history.has(d.index) ? chartRows + 1 : 0), 0);
-  const tableRows = Math.max(3, height - deviceLines - 4);
+  // Height budget: the table's rows first (every rank of a job: its notes cut to one line where
+  // they would push ranks out), then charts with what is left (each with a title and a time axis),
+  // at least three rows tall or none.
   const cols = tableColumns(width, hasRanks(doc));
-  const rows = overviewRows(doc, sort, filter, width, reverse);
+  const panels = devices.length * 2;
+  const room = height - panels - 1;
+  let rows = overviewRows(doc, sort, filter, width, reverse);
+  if (rows.length > room) rows = overviewRows(doc, sort, filter, width, reverse, true);
+  const charted = devices.filter((d) => history.has(d.index)).length;
+  const spare = room - Math.max(3, rows.length);
+  const perDevice = charted ? Math.floor(spare / charted) - 2 : 0;
+  const chartRows = perDevice >= 3 ? Math.min(MAX_CHART_ROWS, perDevice) : 0;
+  const deviceLines = devices.reduce((n, d) => n + 2 + (chartRows && history.has(d.index) ? chartRows + 2 : 0), 0);
+  const tableRows = Math.max(3, height - deviceLines - 1);
   // The selection counts processes only; the window scrolls over every row.
   const procRows = rows.flatMap((r, i) => (r.kind === "process" ? [i] : []));
   const selRow = procRows[selected] ?? -1;
@@ -128,6 +156,9 @@ export function overviewLayout(doc: Document, history: Map<number, DeviceHistory
   const first = Math.max(0, Math.min(target - tableRows + 1, rows.length - tableRows));
   return { chartRows, cols, rows, procRows, selRow, first, tableRows, headerLine: devices.length === 0 ? 1 : deviceLines };
 }
+
+/** The tallest a GPU chart grows on a tall terminal. */
+const MAX_CHART_ROWS = 12;
 
 /** The process (its index in the selection) under line `line` of the screen, or null. */
 export function overviewRowAt(doc: Document | null, history: Map<number, DeviceHistory>, width: number, height: number, selected: number, sort: ProcessSort, reverse: boolean, filter: string, line: number): number | null {
@@ -237,8 +268,9 @@ export const overviewScreen = {
     return line === l.headerLine ? sortAtColumn(l.cols, x) : null;
   },
   sortBy,
+  sorts: (p) => (p.state.doc ? visibleSorts(tableColumns(p.width, hasRanks(p.state.doc))) : []),
   onKey: (ui, key, ctx) => {
-    if (isChar(key, "s")) return sortBy(ui, cycle(PROCESS_SORTS, ui.procSort)), true;
+    if (isChar(key, "s")) return sortBy(ui, cycle(ctx.sorts(ui), ui.procSort)), true;
     if (isChar(key, "I")) return sortBy(ui, ui.procSort), true;
     if (!isKey(key, "return")) return false;
     const p = ctx.procs(ui)[ui.selected[ui.screen]!];

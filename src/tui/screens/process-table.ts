@@ -4,8 +4,8 @@
 import type { Job, Process } from "../../system/schema";
 import { formatBytes, formatDuration, pad, phaseLabel, recordedMark, UNKNOWN } from "../format";
 
-/** The process table's sorts, in the order `s` steps through them. */
-export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user", "sm", "cpu", "host", "time"] as const;
+/** The process table's sorts, one a column (`s` steps through those of the columns shown, in their order). */
+export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user", "gpu", "sm", "cpu", "host", "time", "phase", "step", "rank", "command"] as const;
 export type ProcessSort = (typeof PROCESS_SORTS)[number];
 
 /** What each sort orders by; numbers largest first (unknown last), pid and user in ascending order. */
@@ -19,7 +19,15 @@ const SORT_KEY: Record<ProcessSort, (p: Process) => number | string> = {
   cpu: (p) => -(p.cpu_percent ?? -1),
   host: (p) => -(p.host_memory_bytes ?? -1),
   time: (p) => -(p.run_time_seconds ?? -1),
+  gpu: (p) => p.device,
+  phase: (p) => (p.pytorch ? phaseLabel(p.pytorch.phase) : "~"),
+  step: (p) => -(p.pytorch?.step ?? -1),
+  rank: (p) => p.pytorch?.rank ?? Number.MAX_SAFE_INTEGER,
+  command: (p) => (p.command ? commandShown(p.command) : (p.name ?? "~")).toLowerCase(),
 };
+
+/** Sorts whose order is smallest first (names, numbers that are not amounts). */
+const ASCENDING = new Set<ProcessSort>(["pid", "user", "gpu", "phase", "rank", "command"]);
 
 /** `reverse` turns the order round (smallest memory first, highest pid first); equal keys stay by pid. */
 export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string, reverse = false): Process[] {
@@ -36,7 +44,7 @@ export function sortProcesses(ps: Process[], sort: ProcessSort, filter: string, 
 
 /** Larger values first (▼), or smaller first (▲), as the sort and its reversal leave them. */
 export function sortArrow(sort: ProcessSort, reverse: boolean, ascii: boolean): string {
-  const descending = (sort !== "pid" && sort !== "user") !== reverse;
+  const descending = !ASCENDING.has(sort) !== reverse;
   return descending ? (ascii ? "v" : "▼") : ascii ? "^" : "▲";
 }
 
@@ -70,7 +78,7 @@ const PID: Column = {
   job: () => "job",
 };
 const USER: Column = { title: "USER", width: 9, sort: "user", process: (p) => p.user ?? "?", job: (_j, users) => (users.size === 1 ? [...users][0]! : "") };
-const GPU: Column = { title: "GPU", width: 4, process: (p) => String(p.device), job: devicesOf };
+const GPU: Column = { title: "GPU", width: 4, sort: "gpu", process: (p) => String(p.device), job: devicesOf };
 const SM: Column = { title: "SM%", width: 4, right: true, sort: "sm", process: (p) => pctOr(p.gpu_sm_percent), job: () => "" };
 const NVML: Column = { title: "GPU MEM", width: 11, right: true, sort: "memory", process: (p) => (p.used_bytes === null ? UNKNOWN : formatBytes(p.used_bytes)), job: (j) => bytesOr(j.used_bytes) };
 const ALLOCATED: Column = { title: "ALLOCATED", width: 11, right: true, gap: true, sort: "allocated", process: (p) => (p.pytorch ? formatBytes(p.pytorch.allocated_bytes) : UNKNOWN), job: (j) => formatBytes(j.allocated_bytes) };
@@ -82,6 +90,7 @@ const PHASE: Column = {
   title: "PHASE",
   width: 9,
   gap: true,
+  sort: "phase",
   process: (p) => (p.pytorch ? phaseLabel(p.pytorch.phase) : ""),
   job: (j) => {
     const phases = new Set(j.ranks.map((r) => r.phase).filter((x) => x !== null));
@@ -92,6 +101,7 @@ const STEP: Column = {
   title: "STEP",
   width: 6,
   right: true,
+  sort: "step",
   process: (p) => (p.pytorch ? String(p.pytorch.step) : ""),
   job: (j) => (j.step_min === null ? "" : j.step_min === j.step_max ? String(j.step_min) : `${j.step_min}-${j.step_max}`),
 };
@@ -99,6 +109,7 @@ const RANK: Column = {
   title: "RANK",
   width: 5,
   gap: true,
+  sort: "rank",
   process: (p) => (p.pytorch?.rank === null || !p.pytorch ? "" : String(p.pytorch.rank)),
   job: (j) => `${new Set(j.ranks.map((r) => r.rank)).size}/${j.world_size}`,
 };
@@ -124,11 +135,16 @@ export function tableColumns(width: number, ranks = true): { cols: Column[]; com
 export type Table = ReturnType<typeof tableColumns>;
 
 /** A line of the table in pieces: each column's cell (with its sort) and the gaps between them. */
-function parts(t: Table, cell: (c: Column) => string, command: string): Array<{ text: string; sort?: ProcessSort }> {
+function parts(t: Table, cell: (c: Column) => string, command: string, commandSort?: ProcessSort): Array<{ text: string; sort?: ProcessSort }> {
   return [
     ...t.cols.flatMap((c) => [...(c.gap ? [{ text: " " }] : []), { text: pad(cell(c), c.width, c.right), sort: c.sort }]),
-    { text: " " + pad(command, t.command - 1) },
+    { text: " " + pad(command, t.command - 1), sort: commandSort },
   ];
+}
+
+/** The sorts of the columns `t` shows, in their order: what `s` steps through. */
+export function visibleSorts(t: Table): ProcessSort[] {
+  return [...t.cols.flatMap((c) => (c.sort ? [c.sort] : [])), "command"];
 }
 
 const line = (t: Table, cell: (c: Column) => string, command: string) =>
@@ -139,19 +155,41 @@ const line = (t: Table, cell: (c: Column) => string, command: string) =>
 /** The header's pieces, the sorted column's title marked with the direction (▼ larger first). */
 export function headerParts(t: Table, title: string, sort: ProcessSort, reverse: boolean, ascii: boolean) {
   const arrow = sortArrow(sort, reverse, ascii);
-  return parts(t, (c) => (c.sort === sort ? `${c.title}${arrow}` : c.title), title);
+  return parts(t, (c) => (c.sort === sort ? `${c.title}${arrow}` : c.title), sort === "command" ? title.replace("COMMAND", `COMMAND${arrow}`) : title, "command");
 }
 
 /** The sort whose column header is at column `x` (from 1), or null. */
 export function sortAtColumn(t: Table, x: number): ProcessSort | null {
   let at = 0;
-  for (const p of parts(t, (c) => c.title, "")) {
+  for (const p of parts(t, (c) => c.title, "", "command")) {
     if (x - 1 >= at && x - 1 < at + p.text.length) return p.sort ?? null;
     at += p.text.length;
   }
   return null;
 }
 
-export const processCells = (t: Table, p: Process, inJob: boolean) =>
-  line(t, (c) => c.process(p, inJob), `${p.exited ? "[exited] " : ""}${recordedMark(p)}${p.command ?? p.name ?? ""}`);
+/**
+ * What COMMAND shows of a command line: the script and its arguments ("train.py --lr 3e-4"), not
+ * the interpreter's path before it; a module run with -m by its name; another program by its file
+ * name. The filter still reads the whole command line.
+ */
+export function commandShown(command: string): string {
+  const words = command.trim().split(/\s+/);
+  const base = (w: string) => w.slice(w.lastIndexOf("/") + 1);
+  if (!/^(python|pypy)[\d.]*$/.test(base(words[0] ?? ""))) return [base(words[0] ?? ""), ...words.slice(1)].join(" ");
+  let i = 1;
+  // The interpreter's own options (-u, -O, -X dev, -W ignore) come before the script.
+  while (i < words.length && words[i]!.startsWith("-") && words[i] !== "-m" && words[i] !== "-c") i += /^-[XW]$/.test(words[i]!) ? 2 : 1;
+  if (words[i] === "-m" || words[i] === "-c") return words.slice(i + (words[i] === "-m" ? 1 : 0)).join(" ");
+  return i < words.length ? [base(words[i]!), ...words.slice(i + 1)].join(" ") : command;
+}
+
+/** Where COMMAND is narrow (80 columns), the marks are short so that the script's name shows. */
+const NARROW_COMMAND = 30;
+
+export function processCells(t: Table, p: Process, inJob: boolean): string {
+  const narrow = t.command < NARROW_COMMAND;
+  const marks = `${p.exited ? (narrow ? "[exit] " : "[exited] ") : ""}${p.recorded && narrow ? "[rec] " : recordedMark(p)}`;
+  return line(t, (c) => c.process(p, inJob), `${marks}${p.command ? commandShown(p.command) : (p.name ?? "")}`);
+}
 export const jobCells = (t: Table, j: Job, users: Set<string>, title: string) => line(t, (c) => c.job(j, users), title);

@@ -7,6 +7,9 @@ import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeA
 import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
 
+/** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
+const MIN_CHART_ROWS = 4;
+
 // Phase band colors: other, forward, backward, optimizer (letters carry them without color).
 const PHASE_COLORS = ["gray", "cyan", "magenta", "yellow"] as const;
 
@@ -67,9 +70,13 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
   // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table,
   // its phases and what the shares leave out. The two charts share what is left (1 to 10 rows
   // each), ranges get the rest.
-  const fixedLines = 14 + notes.length + Math.max(1, f.length) + b.phases.length;
-  const chartRows = Math.max(1, Math.min(10, Math.floor((height - fixedLines) / 2)));
-  const rangeRows = Math.max(0, height - fixedLines - 2 * chartRows);
+  // Charts are at least MIN_CHART_ROWS tall: where two do not fit, one shows both (allocated as
+  // the area, reserved as a dotted line over it).
+  const fixedLines = 15 + notes.length + Math.max(1, f.length) + b.phases.length;
+  const both = height - fixedLines >= 2 * MIN_CHART_ROWS;
+  const chartRows = both ? Math.min(10, Math.floor((height - fixedLines) / 2)) : Math.max(MIN_CHART_ROWS, Math.min(10, height - fixedLines + 1));
+  // The ranges' list: its header, then a row each.
+  const rangeRows = Math.max(0, height - fixedLines - (both ? 2 * chartRows : chartRows - 1) - 1);
   const chartWidth = Math.max(20, width - 2 - GUTTER);
   const points = ascii ? chartWidth : chartWidth * 2;
   const toUs = s.last_time_us ?? 0;
@@ -85,8 +92,9 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
     ? onTimeAxis(withNvml.map((b) => ({ start_us: b.start_us, max: b.nvml_used_max_bytes!, last: b.nvml_used_last_bytes! })), fromUs, toUs, points)
     : undefined;
   const withAxis = (lines: string[]) => yAxis(lines.length, reservedMax, formatBytesShort, ascii).map((g, i) => g + lines[i]);
-  const alloc = withAxis(areaChart(allocSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii }));
-  const resv = withAxis(areaChart(series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]), { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: nvml }));
+  const reservedSeries = series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]);
+  const alloc = withAxis(areaChart(allocSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: both ? undefined : reservedSeries }));
+  const resv = both ? withAxis(areaChart(reservedSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: nvml })) : [];
   // Under the charts: the phase of each column, and where the window's peak and any OOM fall.
   const bands = phaseRuns(phaseBands(m, s.device, fromUs, toUs, chartWidth), ascii);
   let peakAt = -1;
@@ -114,20 +122,21 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
         fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}
       </Text>
       {noteLines}
-      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text>
+      {both ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text> : null}
       {resv.map((line, i) => (
         <Text key={i} color={color("yellow")}>{line}</Text>
       ))}
-      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}allocated   {PHASE_LEGEND}</Text>
+      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}{both ? "allocated" : "allocated, dotted: reserved (each column keeps its maximum)"}</Text>
       {alloc.map((line, i) => (
         <Text key={i} color={color("green")}>{line}</Text>
       ))}
-      <Text>
-        {" ".repeat(GUTTER)}
+      <Text wrap="truncate-end">
+        <Text dimColor>{pad("phase", GUTTER - 1, true)} </Text>
         {bands.map((r, i) => (
           <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
         ))}
       </Text>
+      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}phase: {PHASE_LEGEND}</Text>
       <Text color={color("red")}>{" ".repeat(GUTTER)}{markLine(chartWidth, marks)}</Text>
       <Text dimColor>{timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
       <Text bold>Findings{allFindings.length ? <Text dimColor>{`  (${allFindings.length}; Enter shows each whole, with its numbers)`}</Text> : null}</Text>
@@ -153,9 +162,10 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
         );
       })}
       <Text dimColor wrap="truncate-end">{share}</Text>
+      {rangeRows > 0 && b.ranges.length ? <Text inverse>{pad("RANGE (record_function)", 40)}{pad("ALLOCATED IN STEP", 18, true)}{pad("  every allocation in the range this step, added up (freed ones too)", Math.max(0, width - 59))}</Text> : null}
       {b.ranges.slice(0, rangeRows).map((r) => (
         <Text key={r.range} dimColor>
-          {pad(`  ${r.name ?? `range ${r.range}`}`, 40)}{pad(formatBytes(r.alloc_bytes), 12, true)}
+          {pad(`  ${r.name ?? `range ${r.range}`}`, 40)}{pad(formatBytes(r.alloc_bytes), 18, true)}
         </Text>
       ))}
     </Box>

@@ -4,7 +4,8 @@
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { segmentInside, type SegmentPart } from "../../profiler";
-import { firstShown, rowUnder, segmentStrip } from "./segments";
+import { firstShown, rowUnder } from "./scroll";
+import { segmentStrip } from "./segment-strip";
 import { formatShape } from "./tensors";
 import { color, formatBytes, formatDuration, pad, UNKNOWN } from "../format";
 

@@ -5,34 +5,14 @@ import type { ProcessModel } from "../../collect/live";
 import { segments } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
+import { firstShown, rowUnder } from "./scroll";
+import { segmentStrip } from "./segment-strip";
 import { segmentPartAt, segmentPartCount, SegmentView } from "./segment-view";
-
-export function segmentStrip(size: number, used: { offset: number; size: number }[], width: number, ascii: boolean): string {
-  const cells = new Array(width).fill(false);
-  for (const u of used) {
-    const a = Math.floor((u.offset / size) * width);
-    const b = Math.max(a + 1, Math.ceil(((u.offset + u.size) / size) * width));
-    for (let i = a; i < Math.min(b, width); i++) cells[i] = true;
-  }
-  return cells.map((c) => (c ? (ascii ? "#" : "█") : ascii ? "." : "░")).join("");
-}
 
 /** The segments as the screen lists them: largest first. */
 export function segmentsInOrder(pm: ProcessModel | undefined) {
   if (!pm || pm.model.devices.length === 0) return [];
   return [...segments(pm.model, { withBlocks: true }).segments].sort((a, b) => b.size_bytes - a.size_bytes);
-}
-
-/** The first row a list of `count` rows shows in `room` lines: the selected one stays in view. */
-export function firstShown(count: number, room: number, selected: number): number {
-  return Math.max(0, Math.min(selected - room + 1, count - room));
-}
-
-/** The row under line `line` of a list whose rows start at line `top`, for a click; or null. */
-export function rowUnder(count: number, room: number, selected: number, top: number, line: number): number | null {
-  const k = line - top;
-  const first = firstShown(count, room, selected);
-  return k >= 0 && k < room && first + k < count ? first + k : null;
 }
 
 /** The rows the list has room for (they start at line 3, below the totals, the Enter hint and

@@ -1,0 +1,134 @@
+// The Tensors screen's table, without drawing: its columns (which fit a width, each a sort), the
+// live blocks filtered, grouped where they are alike (MemReporter's way: twenty activations of one
+// size and shape are one row, "20 × 96.00 MiB", Enter opens it) and sorted by any column.
+import type { BlockLine } from "../../profiler";
+import { formatBytes, phaseLabel } from "../format";
+
+/** The table's sorts, one a column, in the columns' order. */
+export const TENSOR_SORTS = ["size", "category", "name", "shape", "dtype", "time", "phase", "step", "range"] as const;
+export type TensorSort = (typeof TENSOR_SORTS)[number];
+
+/** "768×2304", "scalar" for a 0-d tensor, "" where the agent gave no shape. */
+export function formatShape(shape: number[] | null): string {
+  if (shape === null) return "";
+  return shape.length === 0 ? "scalar" : shape.join("×");
+}
+
+/** What NAME says of a block: its name, else where it was allocated (its category has a column
+ *  of its own, so it is not said again). */
+export function nameCell(b: BlockLine): string {
+  if (b.name !== null) return b.name;
+  if (b.category_source === "before_attach") return "(allocated before the attach)";
+  const where = [b.phase === "other" ? null : phaseLabel(b.phase), b.range_name ? `in ${b.range_name}` : null, b.step === null ? "step unknown" : `step ${b.step}`].filter(Boolean);
+  return `(${where.join(", ")})`;
+}
+
+/** A line of the table: a group of alike blocks (open or not), or one block (alone, or in an open group). */
+export type TensorRow = { kind: "group"; key: string; blocks: BlockLine[]; open: boolean } | { kind: "block"; key: string; b: BlockLine; inGroup: boolean };
+
+export interface TensorColumn {
+  title: string;
+  sort: TensorSort;
+  width: number;
+  right?: boolean;
+  /** The cell of one block (`ageUs`: how long it has been live). */
+  cell: (b: BlockLine, ageUs: number) => string;
+  /** A space kept after the cell. */
+  gap?: boolean;
+  /** What the column orders by. */
+  key: (b: BlockLine, ageUs: number) => number | string;
+}
+
+const SIZE: TensorColumn = { title: "SIZE ", sort: "size", width: 16, right: true, cell: (b) => `${formatBytes(b.size_bytes)} `, key: (b) => -b.size_bytes };
+const CATEGORY: TensorColumn = { title: "CATEGORY", sort: "category", width: 16, cell: (b) => b.category, key: (b) => b.category };
+const SHAPE: TensorColumn = { title: "SHAPE", sort: "shape", width: 13, cell: (b) => formatShape(b.shape), key: (b) => formatShape(b.shape) || "~" };
+const DTYPE: TensorColumn = { title: "DTYPE", sort: "dtype", width: 10, cell: (b) => b.dtype ?? "", key: (b) => b.dtype ?? "~" };
+const OPTIONAL: TensorColumn[] = [
+  { title: "AGE", sort: "time", width: 8, right: true, cell: (_b, age) => `${(age / 1e6).toFixed(1)}s`, key: (_b, age) => age },
+  { title: " PHASE", sort: "phase", width: 10, cell: (b) => ` ${phaseLabel(b.phase)}`, key: (b) => phaseLabel(b.phase) },
+  { title: "STEP", sort: "step", width: 6, right: true, cell: (b) => (b.step === null ? "" : String(b.step)), key: (b) => -(b.step ?? -1) },
+  { title: " RANGE", sort: "range", width: 19, cell: (b) => ` ${b.range_name ?? ""}`, key: (b) => b.range_name ?? "~" },
+];
+
+/** NAME keeps this much before the optional columns (age, phase, step, range) join. */
+const MIN_NAME = 40;
+
+/** The columns that fit `width`: size, category, name, shape and dtype always; age, phase, step
+ *  and range where NAME still keeps MIN_NAME; NAME takes what is left. */
+export function tensorColumns(width: number): TensorColumn[] {
+  const avail = width - 1;
+  let used = [SIZE, CATEGORY, SHAPE, DTYPE].reduce((s, c) => s + c.width, 0);
+  const extra: TensorColumn[] = [];
+  for (const c of OPTIONAL) {
+    if (used + c.width + MIN_NAME > avail) break;
+    extra.push(c);
+    used += c.width;
+  }
+  // A space after the name, where it is cut, before SHAPE.
+  const name: TensorColumn = { title: "NAME", sort: "name", width: Math.max(8, avail - used), cell: nameCell, key: (b) => nameCell(b).toLowerCase(), gap: true };
+  return [SIZE, CATEGORY, name, SHAPE, DTYPE, ...extra];
+}
+
+/** Blocks alike for the table: one size, category, name (or none), shape and dtype. */
+const groupKey = (b: BlockLine) => `${b.size_bytes}|${b.category}|${b.name ?? ""}|${formatShape(b.shape)}|${b.dtype ?? ""}`;
+
+/** Whether a block is kept by the filter (its name, category, phase, range, dtype, shape). */
+export function filterBlocks(blocks: BlockLine[], filter: string): BlockLine[] {
+  const f = filter.toLowerCase();
+  if (!f) return blocks;
+  return blocks.filter((b) => `${nameCell(b)} ${b.category} ${phaseLabel(b.phase)} ${b.range_name ?? ""} ${b.dtype ?? ""} ${formatShape(b.shape)}`.toLowerCase().includes(f));
+}
+
+/**
+ * The table's rows: blocks grouped by groupKey, the groups ordered by `sort` (on their first
+ * block; equal keys by size, then address), an open group followed by its blocks.
+ */
+export function tensorRows(blocks: BlockLine[], sort: TensorSort, reverse: boolean, open: ReadonlySet<string>, lastUs: number): TensorRow[] {
+  const groups = new Map<string, BlockLine[]>();
+  for (const b of blocks) {
+    const k = groupKey(b);
+    const g = groups.get(k);
+    if (g) g.push(b);
+    else groups.set(k, [b]);
+  }
+  const col = [...tensorColumns(Infinity)].find((c) => c.sort === sort) ?? SIZE;
+  const dir = reverse ? -1 : 1;
+  const cmp = (x: BlockLine, y: BlockLine) => {
+    const a = col.key(x, lastUs - x.time_us);
+    const b = col.key(y, lastUs - y.time_us);
+    return (a < b ? -dir : a > b ? dir : 0) || y.size_bytes - x.size_bytes || x.address - y.address;
+  };
+  const list = [...groups.entries()].map(([key, bs]) => ({ key, bs: bs.sort(cmp) }));
+  list.sort((p, q) => cmp(p.bs[0]!, q.bs[0]!));
+  const rows: TensorRow[] = [];
+  for (const { key, bs } of list) {
+    if (bs.length === 1) {
+      rows.push({ kind: "block", key, b: bs[0]!, inGroup: false });
+      continue;
+    }
+    rows.push({ kind: "group", key, blocks: bs, open: open.has(key) });
+    if (open.has(key)) for (const b of bs) rows.push({ kind: "block", key, b, inGroup: true });
+  }
+  return rows;
+}
+
+/** A group's cell in a column: the value its blocks share, else "mixed"; SIZE says how many. */
+export function groupCell(c: TensorColumn, blocks: BlockLine[], lastUs: number): string {
+  if (c.sort === "size") return `${blocks.length} × ${formatBytes(blocks[0]!.size_bytes)} `;
+  const cells = new Set(blocks.map((b) => c.cell(b, lastUs - b.time_us)));
+  if (cells.size === 1) return [...cells][0]!;
+  return c.sort === "name" ? `(${blocks.length} unnamed, Enter lists them)` : c.title.startsWith(" ") ? " mixed" : "mixed";
+}
+
+/** Per category, the bytes and blocks of `blocks` (the filter's, where one is set), largest first. */
+export function categoryTotals(blocks: BlockLine[]): { category: string; bytes: number; blocks: number; share: number }[] {
+  const by = new Map<string, { bytes: number; blocks: number }>();
+  let total = 0;
+  for (const b of blocks) {
+    const t = by.get(b.category) ?? by.set(b.category, { bytes: 0, blocks: 0 }).get(b.category)!;
+    t.bytes += b.size_bytes;
+    t.blocks++;
+    total += b.size_bytes;
+  }
+  return [...by.entries()].map(([category, t]) => ({ category, ...t, share: total ? t.bytes / total : 0 })).sort((a, b) => b.bytes - a.bytes);
+}
