@@ -176,17 +176,7 @@ int inject(int pid, const char *file, uint64_t timeout_us, int call_tid) {
   text[len] = 0;
   size_t page_len = ((size_t)len + 1 + 4095) & ~(size_t)4095;
 
-  sigemptyset(&chld_set);
-  sigaddset(&chld_set, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld_set, NULL);
-
-  char why[512] = "";
-  uint64_t started = 0;
-  int rc = stop_all(pid, &started, why, sizeof why);
-  if (rc != 0) {
-    release_threads(0);
-    die(rc, "%s", why);
-  }
+  uint64_t started = stop_all_or_die(pid, &chld_set);
   int at = pick_call_thread(pid, call_tid);
   if (at < 0) {
     release_threads(0);

@@ -90,6 +90,7 @@ extern sigset_t chld_set;
 
 int wait_tid(int tid, int *status, uint64_t timeout_us);
 int stop_all(int pid, uint64_t *started_us, char *why, size_t why_len);
+uint64_t stop_all_or_die(int pid, sigset_t *chld_set);
 int release_threads(int except_tid);
 
 int inject(int pid, const char *file, uint64_t timeout_us, int call_tid);

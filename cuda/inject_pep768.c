@@ -95,18 +95,10 @@ int remote_exec(int pid, const char *script) {
   size_t path_len = strlen(script) + 1, path_cap = (size_t)w[DBG_SCRIPT_PATH_SIZE];
   if (path_len > path_cap) die(EXIT_USAGE, "the script path is %zu bytes; the interpreter takes at most %zu: %s", path_len - 1, path_cap - 1, script);
 
-  sigemptyset(&chld_set);
-  sigaddset(&chld_set, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld_set, NULL);
-  char why[512] = "";
-  uint64_t started = 0;
-  int rc = stop_all(pid, &started, why, sizeof why);
-  if (rc != 0) {
-    release_threads(0);
-    die(rc, "%s", why);
-  }
+  uint64_t started = stop_all_or_die(pid, &chld_set);
 
   // Stopped: the runtime, interpreter and thread state cannot change under the reads and writes.
+  char why[512] = "";
   int code = 0;
   uint64_t finalizing = 0, interp = 0, tstate = 0, main_tid = 0, breaker = 0;
   int32_t enabled = 0, pending = 0;

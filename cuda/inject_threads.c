@@ -140,3 +140,20 @@ int stop_all(int pid, uint64_t *started_us, char *why, size_t why_len) {
 }
 
 #endif
+
+/* What both ways of injecting do first: SIGCHLD blocked (the stops are waited for with waitpid, not
+ * a handler), every thread of pid stopped, or the helper ends with why, every thread let go.
+ * Returns when the stop began (us). */
+uint64_t stop_all_or_die(int pid, sigset_t *chld_set) {
+  sigemptyset(chld_set);
+  sigaddset(chld_set, SIGCHLD);
+  sigprocmask(SIG_BLOCK, chld_set, NULL);
+  char why[512] = "";
+  uint64_t started = 0;
+  int rc = stop_all(pid, &started, why, sizeof why);
+  if (rc != 0) {
+    release_threads(0);
+    die(rc, "%s", why);
+  }
+  return started;
+}

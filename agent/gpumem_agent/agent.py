@@ -398,11 +398,7 @@ class Agent:
             except Exception as e:
                 _log("final manifest: %s: %s" % (type(e).__name__, e))
         if self.ring:
-            try:
-                self.ring.set("<B", "closed", 1)
-                self.ring.close()
-            except Exception:
-                pass
+            self.ring.finish()
         if not keep:
             for p in (self.ring_path, self.manifest_path):
                 try:

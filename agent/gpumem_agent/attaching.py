@@ -223,11 +223,7 @@ class AttachedAgent(Agent):
         except Exception:
             pass
         if self.ring:
-            try:
-                self.ring.set("<B", "closed", 1)
-                self.ring.close()
-            except Exception:
-                pass
+            self.ring.finish()
         for p in (getattr(self, "ring_path", None), getattr(self, "manifest_path", None), self.seed_path):
             if p:
                 try:

@@ -244,6 +244,14 @@ class Ring:
         except (BufferError, ValueError):
             pass
 
+    def finish(self):
+        """Mark the ring closed for its readers, then unmap it. Never raises: an agent's exit path."""
+        try:
+            self.set("<B", "closed", 1)
+            self.close()
+        except Exception:
+            pass
+
 
 def save_compact(src_path, dst_path):
     """Copy a ring to `dst_path` keeping only its valid records, in the smallest power-of-two ring
