@@ -84,12 +84,15 @@ export function startReplay(recording: Recording, opts: { speed: number; onUpdat
   (async () => {
     let rec: Recording | null = recording;
     while (rec && !stopped) {
-      pm.model = createModel().keepTrace();
+      // A loop's model takes the screens' place at its first state: until then they keep the last
+      // loop's end (an empty model in between read as "no process with allocator events").
+      const model = createModel().keepTrace();
       const clock = opts.maxIdleMs === undefined ? wall : idleCuttingClock(opts.maxIdleMs * 1000, wall);
       // The replay reads the recording only when asked for its next state: while paused it is not
       // asked, so no event reaches the model.
-      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, lines: rec.manifest?.lines, names: rec.names, model: pm.model, state_every_us: 100_000 })) {
+      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, lines: rec.manifest?.lines, names: rec.names, model, state_every_us: 100_000 })) {
         if (stopped) return;
+        if (pm.model !== model && model.devices.length > 0) pm.model = model;
         opts.onUpdate();
         await wall.untilRunning();
       }

@@ -63,6 +63,33 @@ describe("the demo", () => {
     }
   });
 
+  test("across the demo's loop the Tensors screen keeps the last run's blocks until the next run has its own", async () => {
+    const ring = makeDemo();
+    const ctl = new Controller(null, 100);
+    const clock = steppedClock();
+    const demo = demoStarter(ctl, { speed: 1, ring, clock });
+    demo.start();
+    const ui = render(<App ctl={ctl} ascii={false} size={{ columns: 120, rows: 40 }} onDemo={demo.start} />);
+    const advance = async (us: number) => (await clock.advance(us), ctl.tick());
+    try {
+      ui.stdin.write("3");
+      let at = 0;
+      while (ctl.replay!.model.devices.length === 0 && at < 2_000_000) (await advance(100_000), (at += 100_000));
+      // Through the first run's end, the pause before the next and the next's first states.
+      const empty: number[] = [];
+      for (let k = 0; k < 80; k++) {
+        await advance(100_000);
+        at += 100_000;
+        if (ctl.replay!.model.devices.length === 0 || plain(ui.lastFrame()!).includes("No PyTorch process")) empty.push(at);
+      }
+      expect(empty).toEqual([]);
+    } finally {
+      demo.stop();
+      ui.unmount();
+      rmSync(dirname(ring), { recursive: true, force: true });
+    }
+  });
+
   test("a recording with no track: no recorded machine, and the status line does not promise the Overview", async () => {
     const ring = makeDemo({ withTrack: false });
     const ctl = new Controller(null, 100);
