@@ -102,7 +102,11 @@ export class RecordedMachine {
       }
     }
     this.index = index;
-    this.doc = trackDocument(this.track, index, t === null ? null : replayedPytorch(this.pm.model, this.manifest));
+    const pytorch = t === null ? null : replayedPytorch(this.pm.model, this.manifest);
+    this.doc = trackDocument(this.track, index, pytorch);
+    // The NVML figure of the recorded process, given to its replay as a live agent's is given its
+    // own (collect/live.ts): the Process screen's NVML and non-PyTorch are the Overview row's.
+    if (pytorch && t !== null) for (const p of this.doc.processes) if (p.pytorch && p.used_bytes !== null) this.pm.model.setNvml(p.pid, pytorch.device, p.used_bytes, t);
     return this.doc;
   }
 }

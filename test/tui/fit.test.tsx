@@ -88,6 +88,12 @@ describe("the demo at every size", () => {
         expect(axisRows.length).toBeGreaterThanOrEqual(4);
         expect(p.some((l) => /^ +phase [oFBO━ ]+$/.test(l))).toBe(true);
         expect(p.some((l) => l.includes("phase: F forward  B backward  O optimizer"))).toBe(true);
+        // The step table: what each column is, then what it adds up (a phase's own bytes, against
+        // PEAK: all memory in use), and every phase's row under them.
+        const h = p.findIndex((l) => /^PHASE +ALLOCATED +TEMPORARY +HELD AT END +PEAK +SHARE OF PEAK$/.test(l));
+        expect(h).toBeGreaterThan(0);
+        expect(p[h + 1]).toMatch(/^step \d+ +sum in phase +of it, freed +of it, kept +most in use +of it at peak$/);
+        for (const phase of ["outside", "forward", "backward", "optimizer"]) expect(p.slice(h + 2).some((l) => l.startsWith(`${phase} `))).toBe(true);
         for (const lines of Object.values(s)) for (const l of lines) expect(onTerminal(l).includes("\uFFFD")).toBe(false);
       } finally {
         demo.stop?.();

@@ -11,6 +11,7 @@ import { DEMO_RECORDING } from "../../src/collect/demo";
 import { openRingRecording } from "../../src/collect/recording";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
+import { formatBytes } from "../../src/tui/format";
 import { demoStarter } from "../../src/tui/main";
 import { steppedClock, type SteppedClock } from "../support/clock";
 import { makeDemo } from "../support/demo";
@@ -90,6 +91,35 @@ describe("the same state on every screen", () => {
           // Each number once on the row: the Process screen's allocated and reserved are among them.
           expect(row).toContain(head![1]!);
           expect(row).toContain(head![2]!);
+          compared++;
+        }
+        expect(compared).toBeGreaterThanOrEqual(2);
+      } finally {
+        p.done();
+        clean(ring);
+      }
+    });
+
+    test(`${name}: a number on the Overview equals the same number on the Process screen (NVML's memory of the process, and what PyTorch leaves of it)`, async () => {
+      const ring = make();
+      const pid = pidOf(ring);
+      const p = play(ring);
+      try {
+        let compared = 0;
+        for (let i = 0; i < 4; i++) {
+          await p.run(i === 0 ? 1000 : 1400);
+          const row = p.ctl.state.doc?.processes.find((q) => q.pid === pid || q.agent_pid === pid);
+          if (!row || row.used_bytes === null || !row.pytorch) continue;
+          p.ui.stdin.write("1");
+          await settle();
+          const line = p.frame().split("\n").find((l) => l.startsWith(`${pid} `));
+          expect(line).toContain(formatBytes(row.used_bytes));
+          p.ui.stdin.write("2");
+          await settle();
+          const head = /NVML (\S+(?: \S+)?)\s+non-PyTorch (\S+(?: \S+)?)/.exec(p.frame());
+          expect(head).not.toBeNull();
+          expect(head![1]).toBe(formatBytes(row.used_bytes));
+          expect(head![2]).toBe(formatBytes(row.pytorch.non_pytorch_bytes!));
           compared++;
         }
         expect(compared).toBeGreaterThanOrEqual(2);

@@ -2,7 +2,7 @@
 // and where the last step's memory went, by phase and by record_function range.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline, type FindingGroup, type StepBreakdown } from "../../profiler";
+import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
 import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeAxis, yAxis } from "../chart";
 import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
@@ -12,6 +12,21 @@ const MIN_CHART_ROWS = 4;
 
 // Phase band colors: other, forward, backward, optimizer (letters carry them without color).
 const PHASE_COLORS = ["gray", "cyan", "magenta", "yellow"] as const;
+
+/** The step table's columns: what each is (its title) and, under it, what it adds up, so that a
+ *  phase's own bytes (ALLOCATED … SHARE) are not read against PEAK, which counts all memory in use.
+ *  Widths fill 79 columns (an 80-column terminal). */
+const STEP_COLUMNS: { key: string; width: number; title: string; sums: string; cell?: (p: PhaseBreakdown) => string }[] = [
+  { key: "phase", width: 10, title: "PHASE", sums: "" },
+  { key: "allocated", width: 13, title: "ALLOCATED", sums: "sum in phase", cell: (p) => formatBytes(p.alloc_bytes) },
+  { key: "temporary", width: 14, title: "TEMPORARY", sums: "of it, freed", cell: (p) => formatBytes(p.temporary_bytes) },
+  { key: "held", width: 13, title: "HELD AT END", sums: "of it, kept", cell: (p) => formatBytes(p.held_at_end_bytes) },
+  { key: "peak", width: 14, title: "PEAK", sums: "most in use", cell: (p) => (p.peak_allocated_bytes === null ? UNKNOWN : formatBytes(p.peak_allocated_bytes)) },
+  { key: "share", width: 15, title: "SHARE OF PEAK", sums: "of it at peak", cell: (p) => `${Math.round(p.share_of_step_peak * 100)}%` },
+];
+
+/** The step table's two header lines: the columns' titles, then what each sums (the first cell: the step). */
+const STEP_HEADER: ((c: (typeof STEP_COLUMNS)[number], step: number) => string)[] = [(c) => c.title, (c, step) => (c.key === "phase" ? `step ${step}` : c.sums)];
 
 /** What SHARE OF PEAK leaves out: the part of the step's peak allocated before the step. */
 export function shareNote(b: StepBreakdown): string {
@@ -64,15 +79,21 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
   // The whole run while it is under ten minutes, then the last ten, on a uniform time axis.
   // Each finding once, by its title; Enter opens them whole (the Findings screen).
   const allFindings = found ?? distinctFindings(findings(m));
-  const f = allFindings.slice(0, 3);
+  let f = allFindings.slice(0, 3);
   const b = breakdown(m, { device: s.device });
   // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, time
-  // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table,
-  // its phases and what the shares leave out. The two charts share what is left (1 to 10 rows
+  // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table's
+  // two header lines, its phases and what the shares leave out. The two charts share what is left (1 to 10 rows
   // each), ranges get the rest.
   // Charts are at least MIN_CHART_ROWS tall: where two do not fit, one shows both (allocated as
   // the area, reserved as a dotted line over it).
-  const fixedLines = 15 + notes.length + Math.max(1, f.length) + b.phases.length;
+  let fixedLines = 16 + notes.length + Math.max(1, f.length) + b.phases.length;
+  // On a short terminal the table's rows keep their lines: the peak's composition in words gives
+  // its line first, then the findings after the first (the heading counts them; Enter shows all).
+  const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
+  const showWords = !short();
+  if (!showWords) fixedLines--;
+  while (short() && f.length > 1) (f = f.slice(0, -1)), fixedLines--;
   const both = height - fixedLines >= 2 * MIN_CHART_ROWS;
   const chartRows = both ? Math.min(10, Math.floor((height - fixedLines) / 2)) : Math.max(MIN_CHART_ROWS, Math.min(10, height - fixedLines + 1));
   // The ranges' list: its header, then a row each.
@@ -149,15 +170,17 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
       <Text bold>
         Step {b.step}{b.complete ? "" : " (running)"}: peak {formatBytes(b.peak.allocated_bytes)} {b.peak.phase ? inPhase(b.peak.phase) : ""}
       </Text>
-      <Text dimColor>{pad(b.peak.words, width - 1)}</Text>
-      <Text inverse>{pad("PHASE", 12)}{pad("ALLOCATED", 12, true)}{pad("TEMPORARY", 12, true)}{pad("HELD AT END", 13, true)}{pad("PEAK", 12, true)}{pad("SHARE OF PEAK", 15, true)}</Text>
+      {showWords ? <Text dimColor>{pad(b.peak.words, width - 1)}</Text> : null}
+      {STEP_HEADER.map((cell, i) => (
+        <Text key={i} inverse>{STEP_COLUMNS.map((c, k) => pad(cell(c, b.step), c.width, k > 0)).join("")}</Text>
+      ))}
       {b.phases.map((p) => {
         // A phase the step never entered has no figures: "–", not zeros (a snapshot has no phases).
         const none = p.entries === 0 && p.n_alloc === 0 && p.peak_allocated_bytes === null;
         const v = (x: string) => (none ? UNKNOWN : x);
         return (
           <Text key={p.phase} dimColor={none}>
-            {pad(phaseLabel(p.phase), 12)}{pad(v(formatBytes(p.alloc_bytes)), 12, true)}{pad(v(formatBytes(p.temporary_bytes)), 12, true)}{pad(v(formatBytes(p.held_at_end_bytes)), 13, true)}{pad(p.peak_allocated_bytes === null ? UNKNOWN : formatBytes(p.peak_allocated_bytes), 12, true)}{pad(v(`${Math.round(p.share_of_step_peak * 100)}%`), 15, true)}
+            {STEP_COLUMNS.map((c, k) => pad(k === 0 ? phaseLabel(p.phase) : c.key === "peak" ? c.cell!(p) : v(c.cell!(p)), c.width, k > 0)).join("")}
           </Text>
         );
       })}
