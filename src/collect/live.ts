@@ -4,7 +4,7 @@
 import { basename, dirname } from "node:path";
 import { newEventBatch, type EventBatch } from "../ffi/events";
 import { RingError, type RingReader } from "../ffi/ring";
-import { createModel, feed, FeedSource, MAX_SEED_BYTES, parseSeed, processProfile, type ProfilerModel } from "../profiler";
+import { createModel, feed, FeedSource, findings, MAX_SEED_BYTES, parseSeed, processProfile, type Finding, type ProfilerModel } from "../profiler";
 import { readSmallText } from "../snapshot/input-file";
 import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import type { Manifest } from "../system/manifest";
@@ -33,6 +33,9 @@ export interface ProcessModel {
   /** When `gpumem-tui attach` started the agent (the manifest's `attached`), null otherwise: an
    *  attach after a detach is a new agent, with a new ring, read into a new model. */
   attachedNs?: number | null;
+  /** Live agents: the model's findings as this tick left it (every device's), computed once at the
+   *  end of the tick's update for the document and the screens alike; undefined for replays. */
+  found?: Finding[];
 }
 
 /** An attached agent's seed (manifest `seed`), read once before its ring: the file must lie beside
@@ -61,7 +64,7 @@ export class LiveModels {
    *  profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
   readonly detail: DetailOf = (agentPid, cudaIndex) => {
     const pm = this.byPid.get(agentPid);
-    return pm ? { profile: processProfile(pm.model, { device: cudaIndex }), notes: pm.notes } : null;
+    return pm ? { profile: processProfile(pm.model, { device: cudaIndex, found: pm.found }), notes: pm.notes } : null;
   };
 
   private newModel(): ProfilerModel {
@@ -109,6 +112,7 @@ export class LiveModels {
       if (a.header) pm.model.setHeader(a.header);
       // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU.
       for (const u of nvml ?? []) if (u.agentPid === a.pid) pm.model.setNvml(u.pid, u.cudaIndex, u.used_bytes, nowUs);
+      pm.found = findings(pm.model);
     }
   }
 

@@ -5,13 +5,14 @@
 
 import { breakdown, steps } from "./breakdown";
 import type { Profile } from "../system/schema";
-import { findings } from "./findings";
+import { findings, type Finding } from "./findings";
 import type { ProfilerModel } from "./model";
 import { blocks, categories, deviceSummary, pickDevice } from "./queries";
 
 /** The profile of `device` (default: the first with events), or null before any event: the
- *  document's `profile` (its type is the schema's, src/system/schema.ts). */
-export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number } = {}): Profile | null {
+ *  document's `profile` (its type is the schema's, src/system/schema.ts). `found`: the model's
+ *  findings where the caller has them already (every device's; computed here otherwise). */
+export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number; found?: readonly Finding[] } = {}): Profile | null {
   const d = pickDevice(m, opts.device) ?? pickDevice(m);
   if (!d) return null;
   const dev = d.device;
@@ -67,7 +68,7 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
       step: x.step,
       range: x.range_name,
     })),
-    findings: findings(m)
+    findings: (opts.found ?? findings(m))
       .filter((f) => f.device === dev)
       .map(({ id, severity, title, evidence, numbers }) => ({ id, severity, title, evidence, numbers })),
   };

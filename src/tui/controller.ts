@@ -108,7 +108,7 @@ export class Controller {
     const processes = [...this.models.byPid.values()];
     if (this.replayNow) processes.unshift(this.replayNow);
     const found = new Map<number, FindingGroup[]>();
-    for (const pm of processes) found.set(pm.pid, distinctFindings(findings(pm.model)));
+    for (const pm of processes) found.set(pm.pid, distinctFindings(pm.found ?? findings(pm.model)));
     const rec = this.recordedNow?.doc;
     if (!rec) return { doc: this.docNow, history: this.history, processes, findings: found };
     const { doc, index } = withRecorded(this.docNow, rec);
