@@ -145,29 +145,24 @@ static int is_libc(const char *path) {
 }
 
 
-int read_target(int pid, uint64_t addr, void *buf, size_t len) {
+// Reads or writes len bytes of pid's memory at addr: process_vm_readv/writev, or /proc/PID/mem where
+// those are refused (a page the target maps without the access asked, which ptrace may still reach).
+static int target_io(int pid, uint64_t addr, void *buf, size_t len, int write) {
   struct iovec local = {buf, len}, remote = {(void *)addr, len};
-  if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len) return 0;
+  ssize_t n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0) : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n == (ssize_t)len) return 0;
   char p[64];
   snprintf(p, sizeof p, "/proc/%d/mem", pid);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  int fd = open(p, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
   if (fd < 0) return -1;
-  ssize_t r = pread(fd, buf, len, (off_t)addr);
+  ssize_t r = write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr);
   close(fd);
   return r == (ssize_t)len ? 0 : -1;
 }
 
-int write_target(int pid, uint64_t addr, const void *buf, size_t len) {
-  struct iovec local = {(void *)buf, len}, remote = {(void *)addr, len};
-  if (process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)len) return 0;
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/mem", pid);
-  int fd = open(p, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t r = pwrite(fd, buf, len, (off_t)addr);
-  close(fd);
-  return r == (ssize_t)len ? 0 : -1;
-}
+int read_target(int pid, uint64_t addr, void *buf, size_t len) { return target_io(pid, addr, buf, len, 0); }
+
+int write_target(int pid, uint64_t addr, const void *buf, size_t len) { return target_io(pid, addr, (void *)buf, len, 1); }
 
 // "python3.10", "libpython3.9.so.1.0": the version in an interpreter's file name, where it says one.
 static int version_from_name(const char *path, int *major, int *minor) {
