@@ -2,7 +2,7 @@
 // the bootstrap to claim the attach at a safe point (docs/protocol.md, "Attaching to a running
 // process"). A target that reaches no safe point in time is left as it was: the token is withdrawn,
 // so the bootstrap still queued in it does nothing when it finally runs.
-import { readFileSync } from "node:fs";
+import { manifestText } from "../collect/agents";
 import { pidAlive, startTicks } from "../collect/procfs";
 import { pageText, payload, scriptText } from "./bootstrap";
 import { HELPER_EXIT, runHelper, usesRemoteExec } from "./helper";
@@ -48,9 +48,8 @@ function helperRefusal(pid: number, code: number, error: string): string {
 
 function stepOf(manifest: string): number | null {
   try {
-    const m = JSON.parse(readFileSync(manifest, "utf8")) as Record<string, unknown>;
-    const attached = m.attached as { step?: unknown } | null | undefined;
-    const s = attached?.step;
+    const m = JSON.parse(manifestText(manifest)) as Record<string, unknown>;
+    const s = (m.attached as { step?: unknown } | null | undefined)?.step;
     return typeof s === "number" ? s : null;
   } catch {
     return null;

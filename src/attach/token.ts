@@ -2,10 +2,11 @@
 // bootstrap queued in the target cannot be taken back, so it runs only against this file: created
 // here 0600 in the private agents' directory, holding a secret and a deadline; the bootstrap claims
 // the attach by removing it, and the monitor gives up by removing it. Whoever removes it first wins.
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync, constants } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { agentDirBases, privateReason, scanAgentDirs } from "../collect/agent-dirs";
+import { writePrivate } from "../system/private-file";
 
 export interface Token {
   path: string;
@@ -29,12 +30,7 @@ export function createToken(dir: string, pid: number, deadlineMs: number): Token
   const secret = randomBytes(16).toString("hex");
   const path = join(dir, `attach-${pid}-${randomBytes(6).toString("hex")}.token`);
   // Exclusive, no link followed, closed to others: the bootstrap checks all three.
-  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeSync(fd, `${secret} ${Math.floor(deadlineMs)}\n`);
-  } finally {
-    closeSync(fd);
-  }
+  writePrivate(path, `${secret} ${Math.floor(deadlineMs)}\n`);
   return { path, secret, deadlineMs };
 }
 
@@ -46,12 +42,7 @@ export function scriptPath(t: Token): string {
 }
 
 export function createScript(path: string, text: string): void {
-  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeSync(fd, text);
-  } finally {
-    closeSync(fd);
-  }
+  writePrivate(path, text);
 }
 
 /** Remove a script the target never read (it exited, or the helper refused). */
@@ -98,12 +89,8 @@ export function takeAgentError(t: Token): string | null {
 export function findManifest(pid: number, env: NodeJS.ProcessEnv = process.env): string | null {
   for (const dir of scanAgentDirs(agentDirBases(env)).dirs) {
     const path = join(dir, `${pid}.json`);
-    try {
-      readFileSync(path);
-      return path;
-    } catch {
-      // not here
-    }
+    // Only looked for here (a FIFO planted under the name must not block): readManifest reads it.
+    if (existsSync(path)) return path;
   }
   return null;
 }

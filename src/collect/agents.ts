@@ -28,7 +28,7 @@ export interface Agent {
 
 /** A manifest's text: a regular file of at most MAX_MANIFEST_BYTES, opened so that it cannot block
  *  (a FIFO in the agents' directory is refused, not waited on); an error in words otherwise. */
-function manifestText(path: string): string {
+export function manifestText(path: string): string {
   return readSmallText(path, "manifest", MAX_MANIFEST_BYTES);
 }
 

@@ -1,7 +1,8 @@
 // `gpumem-tui detach PID`: asks the process's agent (over its control socket) to stop, remove its
 // hooks and files (docs/protocol.md, "Attaching to a running process").
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { findManifest } from "../attach/token";
+import { manifestText } from "../collect/agents";
 import { ask } from "../collect/control";
 import type { Options } from "./options";
 
@@ -10,7 +11,7 @@ export async function detachProcess(pid: number, env: NodeJS.ProcessEnv = proces
   if (!manifest) return { ok: false, line: `detach ${pid}: no agent of yours runs in process ${pid} (nothing to detach)` };
   let socket: unknown;
   try {
-    socket = (JSON.parse(readFileSync(manifest, "utf8")) as Record<string, unknown>).socket;
+    socket = (JSON.parse(manifestText(manifest)) as Record<string, unknown>).socket;
   } catch (e) {
     return { ok: false, line: `detach ${pid}: its manifest ${manifest} cannot be read: ${(e as Error).message}` };
   }
