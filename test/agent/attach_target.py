@@ -83,7 +83,7 @@ if not args.no_torch:
         torch.cuda.is_initialized = lambda: False
 
     # The hook double where the agent would build the hook against torch's headers.
-    attach.AttachedAgent._build = lambda self: setattr(self, "_built", (os.environ["GPUMEM_TEST_HOOK_DOUBLE"], None))
+    attach.AttachedAgent._build = torch_double.hook_double_build
 
 
 def bootstrap():
@@ -110,39 +110,7 @@ if args.no_torch:
     sys.exit(0)
 
 
-class Linear(torch.nn.Module):
-    def __init__(self, rows, cols):
-        super().__init__()
-        self.weight = torch.nn.Parameter(rows, cols)
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte = Linear(4096, 256)  # 4 MiB
-        self.h0 = Linear(512, 512)  # 1 MiB
-
-    def forward(self, x):
-        hidden = torch.empty(64, 4096)
-        loss = torch.empty(1)
-
-        def backward():
-            nonlocal hidden
-            for p in self.parameters():
-                p.grad = torch.empty(*p.shape)
-            hidden = None
-
-        loss._backward = backward
-        return loss
-
-
-class AdamW(torch.optim.Optimizer):
-    def _step(self):
-        for p in self.param_groups[0]["params"]:
-            if p not in self.state:
-                self.state[p] = {"exp_avg": torch.empty(*p.shape), "exp_avg_sq": torch.empty(*p.shape)}
-        torch.empty(256, 256)
-
+Model, AdamW = torch_double.toy_training(torch, second_moment=True, step_temporary=True)
 
 model = Model()
 opt = AdamW(model.parameters())

@@ -68,7 +68,7 @@ torch._C._cuda_memoryStats = memory_stats
 for _ in range(3):
     segment_alloc()  # before any agent: the hook double drops these, torch counts them
 agent_mod.SYNC_SECONDS = 3600  # no sync loop round while this runs: every read is the start's
-attaching.AttachedAgent._build = lambda self: setattr(self, "_built", (os.environ["GPUMEM_TEST_HOOK_DOUBLE"], None))
+attaching.AttachedAgent._build = torch_double.hook_double_build
 a = attaching.AttachedAgent(torch, tempfile.mkdtemp())
 a.start()
 start_reads = reads[0]

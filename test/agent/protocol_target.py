@@ -59,8 +59,7 @@ torch.cuda.memory = torch_double._module("torch.cuda.memory", _snapshot=snapshot
 
 
 class AgentOnDouble(Agent):
-    def _build(self):  # the hook double, where the agent would build the hook against torch's headers
-        self._built = (os.environ["GPUMEM_TEST_HOOK_DOUBLE"], None)
+    _build = torch_double.hook_double_build
 
 
 agent = gpumem_agent._agent = AgentOnDouble(torch)
@@ -69,38 +68,7 @@ if agent.mode != "hook":
     sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
 
 
-class Linear(torch.nn.Module):
-    def __init__(self, rows, cols):
-        super().__init__()
-        self.weight = torch.nn.Parameter(rows, cols)
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte = Linear(4096, 256)  # 4 MiB
-        self.h0 = Linear(512, 512)  # 1 MiB
-
-    def forward(self, x):
-        hidden = torch.empty(64, 4096)  # an activation, freed by backward
-        loss = torch.empty(1)
-
-        def backward():
-            nonlocal hidden
-            for p in self.parameters():
-                p.grad = torch.empty(*p.shape)
-            hidden = None
-
-        loss._backward = backward
-        return loss
-
-
-class AdamW(torch.optim.Optimizer):
-    def _step(self):
-        for p in self.param_groups[0]["params"]:
-            if p not in self.state:
-                self.state[p] = {"exp_avg": torch.empty(*p.shape)}
-
+Model, AdamW = torch_double.toy_training(torch)
 
 model = Model()
 opt = AdamW(model.parameters())

@@ -26,8 +26,7 @@ from gpumem_agent.agent import Agent  # noqa: E402
 
 
 class AgentOnDouble(Agent):
-    def _build(self):  # the hook double, where the agent would build the hook against torch's headers
-        self._built = (os.environ["GPUMEM_TEST_HOOK_DOUBLE"], None)
+    _build = torch_double.hook_double_build
 
 
 ap = argparse.ArgumentParser()
@@ -42,40 +41,7 @@ if agent.mode != "hook":
     sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
 
 
-class Linear(torch.nn.Module):
-    def __init__(self, rows, cols):
-        super().__init__()
-        self.weight = torch.nn.Parameter(rows, cols)
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte = Linear(4096, 256)  # 4 MiB
-        self.h0 = Linear(512, 512)  # 1 MiB
-        self.lm_head = Linear(1024, 256)  # 1 MiB
-
-    def forward(self, x):
-        hidden = torch.empty(64, 4096)  # activations, freed by backward
-        loss = torch.empty(1)
-
-        def backward():
-            nonlocal hidden
-            for p in self.parameters():
-                p.grad = torch.empty(*p.shape)
-            hidden = None
-
-        loss._backward = backward
-        return loss
-
-
-class AdamW(torch.optim.Optimizer):
-    def _step(self):
-        for p in self.param_groups[0]["params"]:
-            if p not in self.state:
-                self.state[p] = {"exp_avg": torch.empty(*p.shape), "exp_avg_sq": torch.empty(*p.shape)}
-        torch.empty(256, 256)  # a temporary of the step
-
+Model, AdamW = torch_double.toy_training(torch, lm_head=True, second_moment=True, step_temporary=True)
 
 model = Model()
 opt = AdamW(model.parameters())

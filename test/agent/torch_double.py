@@ -190,3 +190,55 @@ def install():
     return _module("torch", __version__="0.0.0+double", cuda=cuda, autograd=autograd, nn=nn, optim=optim, profiler=profiler,
                    _C=types.SimpleNamespace(), Tensor=Tensor, is_tensor=lambda x: isinstance(x, Tensor),
                    empty=lambda *shape, **k: Tensor(*shape))
+
+
+def hook_double_build(agent):
+    """An agent's `_build` on the doubles: the hook double's library (GPUMEM_TEST_HOOK_DOUBLE),
+    where the agent would build the hook against torch's headers."""
+    agent._built = (os.environ["GPUMEM_TEST_HOOK_DOUBLE"], None)
+
+
+def toy_training(torch, lm_head=False, second_moment=False, step_temporary=False):
+    """The test programs' model and optimizer on the double: (Model, AdamW). Parameters wte (4 MiB)
+    and h0 (1 MiB), with lm_head (1 MiB) where asked; forward makes an activation that backward
+    frees and a gradient per parameter; AdamW keeps exp_avg (and exp_avg_sq where asked) per
+    parameter and, where asked, makes a temporary each step."""
+
+    class Linear(torch.nn.Module):
+        def __init__(self, rows, cols):
+            super().__init__()
+            self.weight = torch.nn.Parameter(rows, cols)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = Linear(4096, 256)
+            self.h0 = Linear(512, 512)
+            if lm_head:
+                self.lm_head = Linear(1024, 256)
+
+        def forward(self, x):
+            hidden = torch.empty(64, 4096)  # an activation, freed by backward
+            loss = torch.empty(1)
+
+            def backward():
+                nonlocal hidden
+                for p in self.parameters():
+                    p.grad = torch.empty(*p.shape)
+                hidden = None
+
+            loss._backward = backward
+            return loss
+
+    class AdamW(torch.optim.Optimizer):
+        def _step(self):
+            for p in self.param_groups[0]["params"]:
+                if p not in self.state:
+                    state = {"exp_avg": torch.empty(*p.shape)}
+                    if second_moment:
+                        state["exp_avg_sq"] = torch.empty(*p.shape)
+                    self.state[p] = state
+            if step_temporary:
+                torch.empty(256, 256)
+
+    return Model, AdamW
