@@ -11,7 +11,6 @@ import { agentCommand, dumpSnapshot, stopProcess, type ActionResult, type AgentC
 import { wallClock, type ReplayHandle } from "../collect/playback";
 import type { StopSignal } from "../collect/signal";
 import type { Session, DeviceHistory } from "../collect/session";
-import type { Machine } from "../collect/machine";
 import type { RecordedMachine } from "../collect/demo";
 import { TickGate } from "../collect/tick-gate";
 import { distinctFindings, findings, type FindingGroup, type ReplayClock } from "../profiler";
@@ -235,11 +234,6 @@ export class Controller {
   }
 
   /** d / e / r on a process (the agent's, or the monitor's own snapshot where there is no agent to ask). */
-  /** The machine sampled (null: none, for replays and tests). */
-  get collector(): Machine | null {
-    return this.session?.machine ?? null;
-  }
-
   async run(pm: ProcessModel | undefined, cmd: AgentCommand): Promise<void> {
     if (!pm) return this.say("select a process with the agent first (Overview: ↑ ↓, Enter)");
     const say = (line: string) => this.say(line);
