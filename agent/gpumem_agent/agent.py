@@ -14,7 +14,7 @@ import threading
 import time
 
 from . import build, commands, identity, paths, ring, tensor_names, wire
-from .stats import SETTLE_TRIES, device_stats, settle_totals, stat, totals_from_stats  # noqa: F401 (stat, totals_from_stats: this module's API)
+from .stats import SETTLE_TRIES, device_stats, settle_totals, totals_from_stats
 from .control import ControlServer
 from .guard import Guard
 from .phases import Phases

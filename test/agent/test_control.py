@@ -14,7 +14,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "agent"))
 import subprocess  # noqa: E402
 
 from gpumem_agent import build, identity, paths, ring, wire  # noqa: E402
-from gpumem_agent.agent import _env_int, job_id, ring_capacity, totals_from_stats  # noqa: E402
+from gpumem_agent.agent import _env_int, job_id, ring_capacity  # noqa: E402
+from gpumem_agent.stats import totals_from_stats  # noqa: E402
 from gpumem_agent.control import MAX_LINE, ControlServer, handle_line, parse_request  # noqa: E402
 
 
