@@ -172,6 +172,23 @@ static int version_from_name(const char *path, int *major, int *minor) {
   return sscanf(p, "python%d.%d", major, minor) == 2 ? 0 : -1;
 }
 
+// PF_KTHREAD in /proc/PID/stat's flags (field 9). An unreadable stat means the process is gone:
+// not a kernel thread.
+static int is_kernel_thread(int pid) {
+  char p[64], buf[1024];
+  snprintf(p, sizeof p, "/proc/%d/stat", pid);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *s = strrchr(buf, ')');  // the command name may hold spaces and parentheses
+  unsigned long flags = 0;
+  if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return 0;
+  return (flags & 0x00200000UL) != 0;
+}
+
 void find_target(int pid, struct target *t) {
   memset(t, 0, sizeof *t);
   t->pid = pid;
@@ -179,8 +196,16 @@ void find_target(int pid, struct target *t) {
   snprintf(p, sizeof p, "/proc/%d", pid);
   struct stat st;
   if (stat(p, &st) != 0) die(EXIT_NO_PROCESS, "no process %d", pid);
-  if (read_maps(pid) != 0) die(EXIT_PTRACE, "cannot read /proc/%d/maps: %s", pid, strerror(errno));
-  if (n_objects == 0) die(EXIT_NOT_PYTHON, "process %d maps no file (a kernel thread?)", pid);
+  if (read_maps(pid) != 0) {
+    int err = errno;
+    if (stat(p, &st) != 0) die(EXIT_EXITED, "process %d exited during the attach", pid);
+    die(EXIT_PTRACE, "cannot read /proc/%d/maps: %s", pid, strerror(err));
+  }
+  // No mapping at all: a kernel thread, or a process between exit_mm() and becoming a zombie.
+  if (n_objects == 0) {
+    if (is_kernel_thread(pid)) die(EXIT_NOT_PYTHON, "process %d is a kernel thread", pid);
+    die(EXIT_EXITED, "process %d exited during the attach", pid);
+  }
   char exe[4096] = "";
   snprintf(p, sizeof p, "/proc/%d/exe", pid);
   ssize_t n = readlink(p, exe, sizeof exe - 1);
