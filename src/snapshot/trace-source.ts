@@ -39,7 +39,7 @@ export interface SnapshotReplay {
   devices: number[];
   /** "recorded": every entry had time_us; "order": some had none and took their predecessor's. */
   time_source: "recorded" | "order";
-  /** Per device: what existed before the recording's first entry. */
+  /** Per device: what existed before the recording's first entry (and how its blocks' sizes are known: block_sizes). */
   before: BeforeRecording[];
   /** Records the source yields in all (memory from before, entries, annotation marks). */
   events: number;
@@ -100,11 +100,11 @@ function put(b: EventBatch, n: number, action: number, device: number, address: 
   b.line[n] = 0;
 }
 
-/** A snapshot's trace (already in columns), annotations and final segments → a replay source. */
-export function snapshotReplay(trace: TraceColumns, annotations: unknown, segments: unknown): SnapshotReplay {
+/** A snapshot's trace (already in columns), annotations, final segments and allocator settings → a replay source. */
+export function snapshotReplay(trace: TraceColumns, annotations: unknown, segments: unknown, settings?: unknown): SnapshotReplay {
   const anns = annotationsOf(annotations);
   // Alloc and free sizes become block sizes (in place), before the merge reads them.
-  const before = beforeRecording(trace, segments);
+  const before = beforeRecording(trace, segments, settings);
   const { order, ordered } = mergeOrder(trace);
   const at = (k: number) => (order === null ? k : order[k]!);
   const optimizerRanges = anns.some((a) => a.name.startsWith(OPTIMIZER_STEP));
@@ -247,9 +247,9 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
 }
 
 /** A snapshot already parsed into plain objects (a JSON fixture, `_snapshot()` dumped as JSON). */
-export function snapshotReplayOf(snapshot: { device_traces?: unknown; external_annotations?: unknown; segments?: unknown }): SnapshotReplay {
+export function snapshotReplayOf(snapshot: { device_traces?: unknown; external_annotations?: unknown; segments?: unknown; allocator_settings?: unknown }): SnapshotReplay {
   if (!snapshot || typeof snapshot !== "object") throw new SnapshotError("not a PyTorch memory snapshot: not a dict");
-  return snapshotReplay(columnsOf(snapshot.device_traces), snapshot.external_annotations, snapshot.segments);
+  return snapshotReplay(columnsOf(snapshot.device_traces), snapshot.external_annotations, snapshot.segments, snapshot.allocator_settings);
 }
 
 /** Every record of a replay source in one batch (tests, small snapshots). */

@@ -1,0 +1,220 @@
+// What was alive at a step's peak: the blocks, not only their sums by category (those the step
+// record keeps). A step's peak is an allocation (its serial), or the step's start where nothing
+// rose above it. A block was alive at that moment when it was allocated at or before it and freed
+// after it (or not yet). The blocks alive now are in the block table; the ones freed since are in
+// a log of frees that reaches back to the oldest kept step's peak. So nothing is copied per step:
+// each free adds one row, and a picture is put together only when a view asks for it. The run's
+// highest peak is copied out once, when its step is about to leave the log's reach.
+
+import { CAT_TEMPORARY, CAT_UNRESOLVED } from "./categories";
+import type { BlockTable } from "./blocks";
+import type { StepRecord } from "./steps";
+
+/** Finished steps whose pictures can be put together (besides the run's highest). The log holds
+ *  the frees of this many steps: some 50 bytes a free. */
+export const PEAK_STEPS_KEPT = 8;
+
+/** Blocks as columns: a moment's picture, or the log of frees. */
+export class PeakBlocks {
+  /** Rows [head, n) are held (the log drops from its front; a picture's head stays 0). */
+  head = 0;
+  /** Rows moved out below index 0 by compactions: row number = base + index, for good. */
+  base = 0;
+  n = 0;
+  size = new Float64Array(256);
+  address = new Float64Array(256);
+  /** The allocation's serial: tells the same block, still alive later, from a reuse of its address. */
+  serial = new Float64Array(256);
+  /** In the log: the last allocation's serial when the block was freed. */
+  freedAt = new Float64Array(256);
+  step = new Uint32Array(256);
+  range = new Uint32Array(256);
+  phase = new Uint8Array(256);
+  /** Category code; a block freed within the phase that made it is a temporary. */
+  category = new Uint8Array(256);
+  /** Names by row, only where there is one (most blocks have none). */
+  names = new Map<number, string>();
+
+  /** Copy slot `s` of `b` (its category `cat`, freed at `freedAt`). */
+  push(b: BlockTable, s: number, cat: number, freedAt: number): void {
+    if (this.n === this.size.length) this.grow(this.n * 2);
+    const i = this.n++;
+    this.size[i] = b.size[s]!;
+    this.address[i] = b.address[s]!;
+    this.serial[i] = b.serial[s]!;
+    this.freedAt[i] = freedAt;
+    this.step[i] = b.step[s]!;
+    this.range[i] = b.range[s]!;
+    this.phase[i] = b.phase[s]!;
+    this.category[i] = cat;
+    const name = b.names[s];
+    if (name !== undefined) this.names.set(i, name);
+  }
+
+  /** Copy row `i` of `from`. */
+  copy(from: PeakBlocks, i: number): void {
+    if (this.n === this.size.length) this.grow(this.n * 2);
+    const j = this.n++;
+    this.size[j] = from.size[i]!;
+    this.address[j] = from.address[i]!;
+    this.serial[j] = from.serial[i]!;
+    this.freedAt[j] = from.freedAt[i]!;
+    this.step[j] = from.step[i]!;
+    this.range[j] = from.range[i]!;
+    this.phase[j] = from.phase[i]!;
+    this.category[j] = from.category[i]!;
+    const name = from.names.get(i);
+    if (name !== undefined) this.names.set(j, name);
+  }
+
+  /** Drop the first `k` held rows: moved down only once half the room is dropped, so each row
+   *  moves at most once on average. */
+  dropFirst(k: number): void {
+    this.head += k;
+    if (this.head * 2 < this.size.length) return;
+    k = this.head;
+    this.head = 0;
+    this.base += k;
+    const n = this.n;
+    for (const a of [this.size, this.address, this.serial, this.freedAt]) a.copyWithin(0, k, n);
+    this.step.copyWithin(0, k, n);
+    this.range.copyWithin(0, k, n);
+    this.phase.copyWithin(0, k, n);
+    this.category.copyWithin(0, k, n);
+    const names = new Map<number, string>();
+    for (const [i, name] of this.names) if (i >= k) names.set(i - k, name);
+    this.names = names;
+    this.n = n - k;
+  }
+
+  bytes(): number {
+    let sum = 0;
+    for (let i = this.head; i < this.n; i++) sum += this.size[i]!;
+    return sum;
+  }
+
+  private grow(n: number): void {
+    const f = (a: Float64Array) => ((x) => (x.set(a), x))(new Float64Array(n));
+    const u = (a: Uint32Array) => ((x) => (x.set(a), x))(new Uint32Array(n));
+    const b = (a: Uint8Array) => ((x) => (x.set(a), x))(new Uint8Array(n));
+    this.size = f(this.size);
+    this.address = f(this.address);
+    this.serial = f(this.serial);
+    this.freedAt = f(this.freedAt);
+    this.step = u(this.step);
+    this.range = u(this.range);
+    this.phase = b(this.phase);
+    this.category = b(this.category);
+  }
+}
+
+/** One moment's blocks and what they should add up to. */
+export interface PeakPicture {
+  step: number;
+  /** allocated at the moment (the step record's peak). */
+  peak_bytes: number;
+  time_us: number;
+  blocks: PeakBlocks;
+  /** Detail was partial in the step (lost records, frees of blocks never seen allocated). */
+  partial: boolean;
+}
+
+/** A finished step: its record and its peak's moment: after allocation `at`, and where the peak is
+ *  the step's start (no allocation rose above it), after the frees logged before row `row` too
+ *  (frees between two allocations are told apart by their order in the log). */
+interface Kept {
+  rec: StepRecord;
+  at: number;
+  row: number;
+}
+
+export class PeakWitness {
+  /** Frees since the oldest kept step's peak, in order (so `freedAt` never decreases). */
+  private readonly log = new PeakBlocks();
+  /** The last allocation's serial when the running step began (its peak until one rises above),
+   *  and the log's row count then. */
+  private startSerial = 0;
+  private startRow = 0;
+  /** The last finished steps, oldest first. */
+  private readonly kept: Kept[] = [];
+  /** The run's highest finished step: its picture once copied out of the log's reach. */
+  private best: Kept | null = null;
+  private bestPicture: PeakPicture | null = null;
+
+  constructor(private readonly blocks: BlockTable) {}
+
+  /** The steps whose picture can be had, oldest first (the run's highest included). */
+  steps(): number[] {
+    const s = this.kept.map((k) => k.rec.step);
+    if (this.best && !s.includes(this.best.rec.step)) s.unshift(this.best.rec.step);
+    return s;
+  }
+
+  /** Live block `slot` is about to be freed while `cur` runs (`serial`: the last allocation's now). */
+  freeing(slot: number, serial: number, cur: StepRecord): void {
+    // Allocated after the running step's peak: freed before any later peak, alive at no peak kept.
+    if (this.blocks.serial[slot]! > this.peakSerial(cur)) return;
+    const log = this.log;
+    // Full: before it grows, drop what no kept or running peak needs (a run without step marks
+    // would otherwise log every free it ever made).
+    if (log.n === log.size.length) this.trim(this.kept.length ? this.kept[0]!.at : this.peakSerial(cur));
+    const cat = this.blocks.category[slot]!;
+    log.push(this.blocks, slot, cat === CAT_UNRESOLVED ? CAT_TEMPORARY : cat, serial);
+  }
+
+  /** Drop the frees made before allocation `from`: alive at no peak from there on. */
+  private trim(from: number): void {
+    const log = this.log;
+    let i = log.head;
+    while (i < log.n && log.freedAt[i]! < from) i++;
+    log.dropFirst(i - log.head);
+  }
+
+  private peakSerial(rec: StepRecord): number {
+    return rec.peakSerial >= 0 ? rec.peakSerial : this.startSerial;
+  }
+
+  /** The running step's peak moment. */
+  private moment(rec: StepRecord): Kept {
+    return rec.peakSerial >= 0 ? { rec, at: rec.peakSerial, row: 0 } : { rec, at: this.startSerial, row: this.startRow };
+  }
+
+  /** The running step `cur` ended (its phases resolved); the next begins after allocation `serial`. */
+  stepEnded(cur: StepRecord, serial: number, categoryOf: (slot: number) => number): void {
+    const k = this.moment(cur);
+    this.startSerial = serial;
+    this.startRow = this.log.base + this.log.n;
+    if (this.best === null || cur.peak_allocated > this.best.rec.peak_allocated) {
+      this.best = k;
+      this.bestPicture = null;
+    }
+    this.kept.push(k);
+    if (this.kept.length <= PEAK_STEPS_KEPT) return;
+    const gone = this.kept.shift()!;
+    if (gone === this.best) this.bestPicture = this.put(gone, categoryOf);
+    this.trim(this.kept[0]!.at);
+  }
+
+  /** The blocks alive at a moment: live ones allocated by then, and those freed since. */
+  private put({ rec, at, row }: Kept, categoryOf: (slot: number) => number): PeakPicture {
+    const out = new PeakBlocks();
+    const b = this.blocks;
+    for (const s of b.bySlot.values()) if (b.serial[s]! <= at) out.push(b, s, categoryOf(s), NaN);
+    const log = this.log;
+    for (let i = Math.max(log.head, row - log.base); i < log.n; i++) if (log.serial[i]! <= at && log.freedAt[i]! >= at) out.copy(log, i);
+    return { step: rec.step, peak_bytes: rec.peak_allocated, time_us: rec.peak_time_us, blocks: out, partial: rec.partial };
+  }
+
+  /** The running step's picture (`cur`), a kept step's (by number) or the run's highest ("run"). */
+  picture(cur: StepRecord, which: "step" | "run" | number, categoryOf: (slot: number) => number): PeakPicture | null {
+    if (which === "step") return this.put(this.moment(cur), categoryOf);
+    if (which === "run") {
+      if (this.best === null || cur.peak_allocated > this.best.rec.peak_allocated) return this.put(this.moment(cur), categoryOf);
+      return this.bestPicture ?? this.put(this.best, categoryOf);
+    }
+    const k = this.kept.find((x) => x.rec.step === which);
+    if (k) return this.put(k, categoryOf);
+    if (this.best?.rec.step === which) return this.bestPicture ?? this.put(this.best, categoryOf);
+    return null;
+  }
+}

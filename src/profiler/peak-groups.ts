@@ -1,0 +1,114 @@
+// "What was alive at the peak?": the blocks alive at the running step's peak, at a recent step's
+// peak, or at the run's highest, grouped by name, category, phase or range, sizes summed. The
+// groups add up to the peak: where the model did not see every block of it (records lost, blocks
+// from before it began), the rest is its own row, said as such, never spread over the others.
+
+import type { PeakBlocks, PeakPicture } from "./at-peak";
+import { CATEGORIES } from "./categories";
+import type { DeviceState } from "./device";
+import type { ProfilerModel } from "./model";
+import { blockLabel } from "./queries";
+import { PHASE_NAMES } from "../ffi/events";
+import { RESYNCED_STEP } from "./blocks";
+
+export const PEAK_WHICH = ["step", "run"] as const;
+export type PeakWhich = (typeof PEAK_WHICH)[number] | number;
+export const PEAK_GROUPINGS = ["name", "category", "phase", "range"] as const;
+export type PeakGrouping = (typeof PEAK_GROUPINGS)[number];
+
+export interface PeakGroup {
+  /** The name, the label of unnamed blocks, or the category, phase or range name. */
+  key: string;
+  bytes: number;
+  blocks: number;
+  /** The largest block's category (a name groups one tensor; a label one category). */
+  category: string;
+}
+
+export interface AtPeak {
+  device: number;
+  /** "step": the running step's; "run": the highest of the run; a number: that finished step's. */
+  which: "step" | "run" | "kept";
+  step: number;
+  time_us: number | null;
+  peak_bytes: number;
+  by: PeakGrouping;
+  groups: PeakGroup[];
+  /** Groups left out past the limit, and their bytes. */
+  more_groups: number;
+  more_bytes: number;
+  /** The peak less the blocks seen alive at it (lost records, blocks from before the model began). */
+  unseen_bytes: number;
+  partial: boolean;
+}
+
+/** The steps whose picture a device can give (finished ones), oldest first. */
+export function peakSteps(d: DeviceState): number[] {
+  return d.peaks.steps();
+}
+
+function pictureOf(d: DeviceState, which: PeakWhich): { pic: PeakPicture; which: AtPeak["which"] } | null {
+  const pic = d.peaks.picture(d.cur, which, d.categoryCode);
+  return pic && { pic, which: typeof which === "number" ? "kept" : which };
+}
+
+/** Block i's category code and name: where the block is still alive, as it is known now (names
+ *  often come after the step of the run's peak, and categories settle at phase ends). */
+function known(d: DeviceState, b: PeakBlocks, i: number): { cat: number; name: string | undefined } {
+  const slot = d.blocks.bySlot.get(b.address[i]!);
+  if (slot !== undefined && d.blocks.serial[slot] === b.serial[i]) return { cat: d.categoryCode(slot), name: d.blocks.names[slot] };
+  return { cat: b.category[i]!, name: b.names.get(i) };
+}
+
+function keyOf(m: ProfilerModel, b: PeakBlocks, i: number, by: PeakGrouping, k: { cat: number; name: string | undefined }): string {
+  const cat = CATEGORIES[k.cat] ?? "other";
+  const phase = PHASE_NAMES[b.phase[i]!] ?? `phase#${b.phase[i]}`;
+  if (by === "category") return cat;
+  if (by === "phase") return phase;
+  if (by === "range") return m.rangeName(b.range[i]!) ?? "(no range)";
+  const step = b.step[i] === RESYNCED_STEP ? null : b.step[i]!;
+  return k.name ?? blockLabel(cat, phase, m.rangeName(b.range[i]!), step);
+}
+
+/** The blocks alive at a peak of device `device`, grouped; null where that step's picture is not kept. */
+export function atPeak(m: ProfilerModel, opts: { device: number; which?: PeakWhich; by?: PeakGrouping; limit?: number }): AtPeak | null {
+  const d = m.device(opts.device);
+  if (!d) return null;
+  const got = pictureOf(d, opts.which ?? "step");
+  if (!got) return null;
+  const { pic } = got;
+  const by = opts.by ?? "name";
+  const groups = new Map<string, PeakGroup & { largest: number }>();
+  const b = pic.blocks;
+  for (let i = 0; i < b.n; i++) {
+    const k = known(d, b, i);
+    const key = keyOf(m, b, i, by, k);
+    const size = b.size[i]!;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { key, bytes: 0, blocks: 0, category: "other", largest: -1 }));
+    g.bytes += size;
+    g.blocks++;
+    if (size > g.largest) {
+      g.largest = size;
+      g.category = CATEGORIES[k.cat] ?? "other";
+    }
+  }
+  const all = [...groups.values()].sort((x, y) => y.bytes - x.bytes || (x.key < y.key ? -1 : 1));
+  const limit = opts.limit ?? 500;
+  const shown = all.slice(0, limit).map(({ key, bytes, blocks, category }) => ({ key, bytes, blocks, category }));
+  const more = all.slice(limit);
+  const seen = b.bytes();
+  return {
+    device: d.device,
+    which: got.which,
+    step: pic.step,
+    time_us: Number.isFinite(pic.time_us) ? pic.time_us : null,
+    peak_bytes: pic.peak_bytes,
+    by,
+    groups: shown,
+    more_groups: more.length,
+    more_bytes: more.reduce((s, g) => s + g.bytes, 0),
+    unseen_bytes: pic.peak_bytes - seen,
+    partial: pic.partial,
+  };
+}

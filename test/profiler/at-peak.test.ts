@@ -1,0 +1,93 @@
+// What was alive at a step's peak, on real recordings: the witness (a list of blocks freed since
+// the peak, see at-peak.ts) against a slow, obvious oracle that copies every live block each time
+// a step's peak rises, fed one record at a time. The groups add up to the peak to the byte.
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { openRingRecording } from "../../src/collect/recording";
+import { createModel, feed, FeedSource, replay } from "../../src/profiler";
+import type { StepRecord } from "../../src/profiler/steps";
+import { atPeak, PEAK_GROUPINGS } from "../../src/profiler/peak-groups";
+
+const DIR = join(import.meta.dir, "..", "fixtures");
+
+/** "address:size" of every live block of device 0, sorted. */
+function liveSet(m: ReturnType<typeof createModel>): string[] {
+  const b = m.device(0)!.blocks;
+  return [...b.bySlot.values()].map((s) => `${b.address[s]}:${b.size[s]}`).sort();
+}
+
+describe("the blocks alive at a step's peak", () => {
+  for (const name of ["normal.ring", "no-zero-grad.ring", "kept-loss-graph.ring", "oom.ring"]) {
+    test(`${name}: each kept step's picture is the set the oracle copied at that peak; groups sum to the peak`, () => {
+      const rec = openRingRecording(join(DIR, name));
+      const m = createModel();
+      const from = new FeedSource(rec.source, 1);
+      const oracle = new Map<number, { peak: number; set: string[] }>();
+      let cur: StepRecord | null = null;
+      let peak = -1;
+      try {
+        for (;;) {
+          const fed = feed(m, from, { records: 1 });
+          const d = m.device(0);
+          if (d) {
+            if (d.cur !== cur) {
+              cur = d.cur;
+              peak = cur.peak_allocated;
+              oracle.set(cur.step, { peak, set: liveSet(m) });
+            } else if (cur.peak_allocated > peak) {
+              peak = cur.peak_allocated;
+              oracle.set(cur.step, { peak, set: liveSet(m) });
+            }
+          }
+          if (fed.stop === "end") break;
+        }
+      } finally {
+        rec.close();
+      }
+      const d = m.device(0)!;
+      const kept = d.peaks.steps();
+      expect(kept.length).toBeGreaterThan(1);
+      for (const step of kept) {
+        const pic = d.peaks.picture(d.cur, step, d.categoryCode)!;
+        const want = oracle.get(pic.step)!;
+        const got: string[] = [];
+        for (let i = 0; i < pic.blocks.n; i++) got.push(`${pic.blocks.address[i]}:${pic.blocks.size[i]}`);
+        expect({ step: pic.step, peak: pic.peak_bytes, set: got.sort() }).toEqual({ step: pic.step, peak: want.peak, set: want.set });
+        for (const by of PEAK_GROUPINGS) {
+          const v = atPeak(m, { device: 0, which: pic.step, by, limit: Infinity })!;
+          expect(v.groups.reduce((s, g) => s + g.bytes, 0) + v.unseen_bytes).toBe(v.peak_bytes);
+          expect(v.unseen_bytes).toBe(0);
+        }
+      }
+      // The running step's picture too, against the oracle's last copy.
+      const now = atPeak(m, { device: 0, which: "step", by: "category", limit: Infinity })!;
+      expect(now.step).toBe(d.cur.step);
+      expect(now.peak_bytes).toBe(oracle.get(d.cur.step)!.peak);
+      expect(now.groups.reduce((s, g) => s + g.bytes, 0)).toBe(now.peak_bytes);
+      // The run's peak is the device's highest allocated, and its blocks add up to it.
+      const run = atPeak(m, { device: 0, which: "run", by: "category", limit: Infinity })!;
+      expect(run.peak_bytes).toBe(d.peakAllocated);
+      expect(run.groups.reduce((s, g) => s + g.bytes, 0)).toBe(d.peakAllocated);
+    });
+  }
+
+  test("GPT-2 (transformers) on an H200: at the run's peak, the agent's names (given later in the run) name the parameters and AdamW state; the activations of the step's forward are the largest group", async () => {
+    const rec = openRingRecording(join(DIR, "hf-gpt2.ring"));
+    const m = createModel();
+    try {
+      for await (const _ of replay(rec.source, { ranges: rec.ranges, names: rec.names, model: m }));
+    } finally {
+      rec.close();
+    }
+    const run = atPeak(m, { device: 0, which: "run", by: "name", limit: Infinity })!;
+    expect(run.groups.reduce((s, g) => s + g.bytes, 0)).toBe(run.peak_bytes);
+    expect(run.groups[0]).toMatchObject({ category: "activation" });
+    expect(run.groups[0]!.key).toMatch(/^\(activation, forward, in train_step, step \d+\)$/);
+    const names = new Map(run.groups.map((g) => [g.key, g]));
+    expect(names.get("transformer.wte.weight")).toMatchObject({ category: "parameter", blocks: 1 });
+    expect(names.get("exp_avg_sq of transformer.wte.weight")).toMatchObject({ category: "optimizer_state", blocks: 1 });
+    const byCat = atPeak(m, { device: 0, which: "run", by: "category" })!;
+    expect(byCat.groups.map((g) => g.key)).toContain("optimizer_state");
+    expect(atPeak(m, { device: 0, which: 12345 })).toBeNull();
+  });
+});
