@@ -45,3 +45,29 @@ export function inPhaseOfStep(phase: string | null, step: number): string {
   if (phase === null) return `in step ${step}`;
   return phase === "other" ? `in step ${step}, ${OUTSIDE_WORDS}` : `in ${phase} of step ${step}`;
 }
+
+/**
+ * Memory the caching allocator holds that no tensor uses: reserved − allocated (torch's
+ * memory_reserved() − memory_allocated()). One name for it on every screen, in every finding and
+ * JSON description: PyTorch's own, from its out-of-memory message ("reserved by PyTorch but
+ * unallocated"). Not "fragmentation": most of it is the cache working as meant (blocks kept for
+ * the step's next peak), and fragmentation is one cause of it, said as such where it is the
+ * cause. Not "cached" alone either: memory_cached() was torch's old name for all of reserved.
+ * JSON keys spell it `reserved_unallocated`.
+ */
+export const UNALLOCATED = "reserved but unallocated";
+
+/** "6.16 GiB reserved but unallocated". */
+export function unallocatedWords(bytes: number): string {
+  return `${formatBytes(bytes)} ${UNALLOCATED}`;
+}
+
+/** Memory of CUDA graphs (torch.compile mode="reduce-overhead", torch.cuda.graph) and of
+ *  torch.cuda.MemPool lives in pools of its own, apart from the default pool every other tensor
+ *  comes from: PyTorch's name for them. */
+export const PRIVATE_POOLS = "private pools (CUDA graphs, torch.cuda.MemPool)";
+
+/** A private pool as PyTorch prints its id (segment_pool_id, a pair): "pool (1, 0)". */
+export function poolLabel(id: readonly number[]): string {
+  return `pool (${id.join(", ")})`;
+}

@@ -6,10 +6,12 @@ import { RESYNCED_STEP } from "./blocks";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
 import type { DeviceState } from "./device";
 import type { OomIncident } from "./oom";
-import { formatBytes, formatShare, inPhase, inPhaseOfStep } from "../words";
+import { formatBytes, formatShare, inPhase, inPhaseOfStep, unallocatedWords } from "../words";
 import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
+import { poolTotals } from "./pools";
 import { segmentMap } from "./segment-map";
+import { expandableSegments, fragmentedOom, unallocatedEvidence, unallocatedTitle, unallocatedView } from "./unallocated";
 import type { StepRecord } from "./steps";
 import type { DocumentFinding, FindingId } from "../system/schema";
 
@@ -37,9 +39,25 @@ export const THRESHOLDS = {
    *  merely outlives a backward (activation checkpointing's recompute leaves one, taken for a
    *  gradient by its lifetime) is not a kept gradient. */
   gradientsHeldShare: 0.5,
-  /** Reserved but unallocated memory that counts as fragmentation: at least this share of reserved and these bytes. */
-  fragmentationShare: 0.25,
-  fragmentationMinBytes: 256 * MiB,
+  /**
+   * Reserved but unallocated memory (words.ts: UNALLOCATED) is a finding only where it costs
+   * something. Alone it costs nothing: it is the cache keeping blocks for the next step's peak,
+   * and between steps it is all the activation memory (the demo's sound GPT-2 training: 14.45 GiB
+   * between steps, 2.23 GiB at its peak). It costs
+   * - allocation retries (torch's num_alloc_retries: cudaMalloc failed, the allocator freed its
+   *   cache, synchronized the device and tried again) beyond the one torch makes before every
+   *   OOM it raises (the recorded OOM runs: 1 retry, 1 OOM): at least unallocatedRetries;
+   * - an OOM whose request the unallocated bytes would have held, in no free block that large;
+   * - memory idle at the last settled step's peak: at least unallocatedAtPeakMinBytes,
+   *   unallocatedAtPeakShare of reserved then and unallocatedAtPeakRequests times the step's
+   *   largest block, more than any of its requests could use when it needed the most. (The demo:
+   *   2.23 GiB, 12% of reserved, 1.46 times its largest block; every committed recording stays
+   *   below at least two of the three.)
+   */
+  unallocatedRetries: 1,
+  unallocatedAtPeakMinBytes: 1 * GiB,
+  unallocatedAtPeakShare: 0.2,
+  unallocatedAtPeakRequests: 4,
   /** NVML used − reserved worth a line of its own. */
   nonPytorchMinBytes: 1 * GiB,
 };
@@ -71,7 +89,7 @@ function topCategories(live: Float64Array, n: number): string {
 
 function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
   const unallocated = o.reserved_bytes - o.allocated_bytes;
-  const fragmented = unallocated >= o.request_bytes && o.largest_free_block_bytes < o.request_bytes;
+  const fragmented = fragmentedOom(o);
   const nonPytorch = o.nvml_used_bytes === null ? null : o.nvml_used_bytes - o.reserved_bytes;
   const comp = topCategories(o.live_by_category_bytes, 3);
   let evidence =
@@ -83,7 +101,7 @@ function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
   if (nonPytorch !== null) evidence += ` Outside PyTorch (NVML used − reserved): ${formatBytes(nonPytorch)}.`;
   if (fragmented)
     evidence +=
-      ` The request would fit in the ${formatBytes(unallocated)} reserved but unallocated, but no free block is that large: ` +
+      ` The request would fit in the ${unallocatedWords(unallocated)}, but no free block is that large: ` +
       `fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces it).`;
   return {
     id: "oom",
@@ -286,34 +304,50 @@ function gradientsFinding(d: DeviceState): Finding | null {
   };
 }
 
-function fragmentationFinding(m: ProfilerModel, d: DeviceState): Finding | null {
-  const map = segmentMap(d);
+/** Reserved but unallocated memory where it costs something (THRESHOLDS.unallocated*). */
+function unallocatedFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const s = deviceSummary(m, d);
-  const unallocated = s.reserved_bytes - s.allocated_bytes;
-  const oom = d.ooms.find((o) => o.reserved_bytes - o.allocated_bytes >= o.request_bytes && o.largest_free_block_bytes < o.request_bytes);
-  const large = unallocated >= THRESHOLDS.fragmentationMinBytes && unallocated >= THRESHOLDS.fragmentationShare * s.reserved_bytes;
-  if (!large && !oom) return null;
-  let evidence =
-    `${formatBytes(unallocated)} reserved but not allocated (${formatShare(s.reserved_bytes > 0 ? unallocated / s.reserved_bytes : 0)} of ` +
-    `${formatBytes(s.reserved_bytes)} reserved), in ${map.n_inactive_splits} free ranges inside split segments; ` +
-    `the largest free block is ${formatBytes(map.largest_free_bytes)}.`;
-  if (oom)
-    evidence += ` At the OOM of step ${oom.step} a request of ${formatBytes(oom.request_bytes)} failed although ${formatBytes(oom.reserved_bytes - oom.allocated_bytes)} were reserved but unallocated (largest free block ${formatBytes(oom.largest_free_block_bytes)}).`;
-  evidence +=
-    " A request larger than the largest free block needs a new cudaMalloc; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation, empty_cache() returns whole free segments.";
+  const step = settledSteps(d).at(-1) ?? null;
+  // A step whose records were partial has totals that may be off: not measured.
+  const u = unallocatedView(m, d, step && !step.partial ? step : null);
+  const retries = s.n_retries === null ? 0 : Math.max(0, s.n_retries - s.n_oom);
+  const oom = d.ooms.find(fragmentedOom) ?? null;
+  const atPeak = u.at_peak_bytes ?? 0;
+  const idle =
+    atPeak >= THRESHOLDS.unallocatedAtPeakMinBytes &&
+    atPeak >= THRESHOLDS.unallocatedAtPeakShare * u.reserved_at_peak_bytes! &&
+    atPeak >= THRESHOLDS.unallocatedAtPeakRequests * u.largest_alloc_bytes!;
+  const retried = retries >= THRESHOLDS.unallocatedRetries;
+  if (!retried && !oom && !idle) return null;
+  const map = segmentMap(d);
+  // empty_cache() applies only to memory idle at the peak that sits in whole free segments: the
+  // allocator empties its cache itself before a retry or an OOM.
+  const releasable = map.releasable_bytes - u.private_unallocated_bytes;
+  const c = { u, oom, retries: retried ? retries : 0, idle, expandable: expandableSegments(d), emptyCacheBytes: idle && releasable >= THRESHOLDS.unallocatedAtPeakMinBytes ? releasable : null };
+  const p = u.private_pools && poolTotals(u.private_pools);
   return {
-    id: "fragmentation",
-    severity: oom ? "warning" : "info",
+    id: "reserved_unallocated",
+    severity: oom || retried ? "warning" : "info",
     device: d.device,
-    title: `${formatBytes(unallocated)} reserved but unallocated; largest free block ${formatBytes(map.largest_free_bytes)}`,
-    evidence,
+    title: unallocatedTitle(c),
+    evidence: unallocatedEvidence(c),
     numbers: {
       reserved_bytes: s.reserved_bytes,
       allocated_bytes: s.allocated_bytes,
-      reserved_unallocated_bytes: unallocated,
+      reserved_unallocated_bytes: u.now_bytes,
+      peak_step: u.step,
+      peak_allocated_bytes: u.peak_allocated_bytes,
+      reserved_at_peak_bytes: u.reserved_at_peak_bytes,
+      reserved_unallocated_at_peak_bytes: u.at_peak_bytes,
+      largest_alloc_bytes: u.largest_alloc_bytes,
+      alloc_retries: retries,
+      failed_request_bytes: oom ? oom.request_bytes : null,
       largest_free_block_bytes: map.largest_free_bytes,
       inactive_splits: map.n_inactive_splits,
-      failed_request_bytes: oom ? oom.request_bytes : null,
+      inactive_split_bytes: map.inactive_split_bytes,
+      releasable_bytes: map.releasable_bytes,
+      private_pools_reserved_bytes: p ? p.reserved_bytes : null,
+      private_pools_allocated_bytes: p ? p.allocated_bytes : null,
       segments_approximate: map.approximate ? 1 : 0,
     },
   };
@@ -361,7 +395,7 @@ export function findings(m: ProfilerModel): Finding[] {
   const out: Finding[] = [];
   for (const d of m.devices) {
     for (const o of d.ooms) out.push(oomFinding(m, d, o));
-    for (const f of [growthFinding(m, d), gradientsFinding(d), fragmentationFinding(m, d), nonPytorchFinding(m, d), partialFinding(m, d)])
+    for (const f of [growthFinding(m, d), gradientsFinding(d), unallocatedFinding(m, d), nonPytorchFinding(m, d), partialFinding(m, d)])
       if (f) out.push(f);
   }
   out.sort((a, b) => SEVERITY[a.severity] - SEVERITY[b.severity] || a.device - b.device);

@@ -13,6 +13,9 @@ export interface SnapshotSegment {
   stream?: number;
   device?: number;
   blocks?: Array<{ address: number; size: number; state: string }>;
+  /** The segment's pool: (0, 0) the default one, else a CUDA graph's or a torch.cuda.MemPool's
+   *  (pools.ts); absent in snapshots of torch before 2.1. */
+  segment_pool_id?: unknown;
 }
 
 export interface Resynced {

@@ -31,10 +31,19 @@ export interface SegmentMap {
   approximate: boolean;
   reserved_bytes: number;
   allocated_bytes: number;
+  /** reserved − allocated (words.ts: UNALLOCATED), every pool's together (a snapshot's private
+   *  pools apart: unallocated.ts). */
   reserved_unallocated_bytes: number;
   largest_free_bytes: number;
   /** Free ranges inside segments that also hold live blocks (inactive split blocks). */
   n_inactive_splits: number;
+  /** Their bytes (torch's inactive_split_bytes): free, but not returned by empty_cache(), which
+   *  releases whole segments only. */
+  inactive_split_bytes: number;
+  /** Bytes of segments holding no live block: what empty_cache() would release now (for a
+   *  private pool's segments, only once the pool is gone). */
+  releasable_bytes: number;
+
   /** Live bytes in no known segment (segments created before the recording began). */
   unplaced_bytes: number;
   segments: SegmentView[];
@@ -43,6 +52,8 @@ export interface SegmentMap {
 interface Sweep {
   largest: number;
   splits: number;
+  splitBytes: number;
+  wholeFree: number;
   unplaced: number;
   segments: SegmentView[];
 }
@@ -54,6 +65,8 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
   let k = 0;
   let largest = 0;
   let splits = 0;
+  let splitBytes = 0;
+  let wholeFree = 0;
   let unplaced = 0;
   const segments: SegmentView[] = [];
   for (const sa of segAddrs) {
@@ -83,7 +96,10 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
       if (end - cursor > segLargest) segLargest = end - cursor;
     }
     if (segLargest > largest) largest = segLargest;
-    if (nBlocks > 0) splits += nFree;
+    if (nBlocks > 0) {
+      splits += nFree;
+      splitBytes += size - allocated;
+    } else wholeFree += size;
     if (withSegments)
       segments.push({
         address: sa,
@@ -99,7 +115,7 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
       });
   }
   while (k < slots.length) unplaced += b.size[slots[k++]!]!;
-  return { largest, splits, unplaced, segments };
+  return { largest, splits, splitBytes, wholeFree, unplaced, segments };
 }
 
 function blockOf(d: DeviceState, s: number): SegmentBlock {
@@ -143,6 +159,8 @@ export function segmentMap(d: DeviceState, opts: { withBlocks?: boolean } = {}):
     reserved_unallocated_bytes: d.reserved - d.allocated,
     largest_free_bytes: s.largest,
     n_inactive_splits: s.splits,
+    inactive_split_bytes: s.splitBytes,
+    releasable_bytes: s.wholeFree,
     unplaced_bytes: s.unplaced,
     segments: s.segments,
   };

@@ -57,8 +57,10 @@ export class StepAccounting {
     if (this.curRange) this.curRange.entries++;
   }
 
-  /** A block of `size` was allocated (`allocated`: the device's allocated bytes now). */
-  alloc(t: number, size: number, allocated: number, serial: number, phase: number, range: number): void {
+  /** A block of `size` was allocated (`allocated`, `reserved`: the device's bytes now, the
+   *  block's segment already counted in `reserved`: torch traces a segment's alloc before the
+   *  block's). Plain numbers only: this runs per allocator event. */
+  alloc(t: number, size: number, allocated: number, serial: number, phase: number, range: number, reserved: number): void {
     if (range >= this.rangeEnd) {
       this.rangeEnd = range + 1;
       if (range >= this.liveByRange.length) this.liveByRange = grownToHold(this.liveByRange, range);
@@ -70,8 +72,9 @@ export class StepAccounting {
     cur.n_alloc++;
     cur.phAlloc[phase]! += size;
     cur.phNAlloc[phase]!++;
+    if (size > cur.largest_alloc_bytes) cur.largest_alloc_bytes = size;
     if (allocated > cur.phPeak[phase]!) cur.phPeak[phase] = allocated;
-    if (allocated > cur.peak_allocated) this.newPeak(t, allocated, serial, phase, range);
+    if (allocated > cur.peak_allocated) this.newPeak(t, allocated, reserved, serial, phase, range);
     const rs = this.curRange;
     if (rs !== null) {
       rs.alloc_bytes += size;
@@ -80,9 +83,10 @@ export class StepAccounting {
     }
   }
 
-  private newPeak(t: number, allocated: number, serial: number, phase: number, range: number): void {
+  private newPeak(t: number, allocated: number, reserved: number, serial: number, phase: number, range: number): void {
     const cur = this.cur;
     cur.peak_allocated = allocated;
+    cur.reserved_at_peak = reserved;
     cur.peak_time_us = t;
     cur.peak_phase = phase;
     cur.peak_range = range;

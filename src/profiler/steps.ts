@@ -32,6 +32,12 @@ export class StepRecord {
   n_alloc = 0;
   n_free = 0;
   peak_allocated: number;
+  /** Reserved bytes at the moment of the step's peak: reserved − peak_allocated is what the cache
+   *  held beyond the step's own need at its highest (see words.ts, UNALLOCATED). */
+  reserved_at_peak: number;
+  /** The largest block allocated during the step (the allocator's rounded size): the most any one
+   *  free block had to hold for it. */
+  largest_alloc_bytes = 0;
   peak_time_us: number;
   peak_phase: number;
   peak_range: number;
@@ -75,6 +81,7 @@ export class StepRecord {
     readonly reserved_at_start: number,
   ) {
     this.peak_allocated = allocated_at_start;
+    this.reserved_at_peak = reserved_at_start;
     this.peak_time_us = start_us;
     this.peak_phase = -1;
     this.peak_range = 0;

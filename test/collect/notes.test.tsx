@@ -49,7 +49,9 @@ test("a note in the manifest: in the process's pytorch block of the JSON and on 
   expect(p.pytorch!.notes).toEqual({ names: NAMES_OFF });
   expect(DocumentSchema.parse(JSON.parse(JSON.stringify(doc))).processes.find((x) => x.pytorch)!.pytorch!.notes).toEqual({ names: NAMES_OFF });
   ui = render(<ProcessScreen pm={pm} width={160} height={50} ascii={false} />);
-  // One line under the headline, cut at the terminal's width (the test terminal has 100 columns).
-  expect(ui.lastFrame()!.split("\n")[3]).toStartWith(`names: ${NAMES_OFF}`.slice(0, 90));
+  // One line under the headline and the reserved but unallocated line, cut at the terminal's width
+  // (the test terminal has 100 columns).
+  expect(ui.lastFrame()!.split("\n")[3]).toStartWith("reserved but unallocated");
+  expect(ui.lastFrame()!.split("\n")[4]).toStartWith(`names: ${NAMES_OFF}`.slice(0, 90));
   ui.unmount();
 });

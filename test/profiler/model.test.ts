@@ -301,7 +301,7 @@ describe("detectors", () => {
     expect(findings(train(4, { keep: 512 * 1024 }).m).find((x) => x.id === "growth")).toBeUndefined();
   });
 
-  test("OOM incident: request, free, allocated, reserved, phase, range, step; fragmentation when it would have fit", () => {
+  test("OOM incident: request, free, allocated, reserved, phase, range, step; reserved but unallocated memory that would have held it, in pieces", () => {
     const tr = new Trace();
     tr.segment(0x1000_0000, 100 * MiB);
     // 10 blocks of 10 MiB, every other one freed: 50 MiB free in 10 MiB holes
@@ -325,9 +325,17 @@ describe("detectors", () => {
       largest_free_block_bytes: 10 * MiB,
     });
     expect(oom.evidence).toContain("fragmentation");
-    const frag = fs.find((x) => x.id === "fragmentation")!;
-    expect(frag.severity).toBe("warning");
-    expect(frag.numbers.inactive_splits).toBe(5);
+    expect(oom.evidence).toContain("50.00 MiB reserved but unallocated");
+    // The OOM is what the reserved but unallocated memory cost: that finding too, with the advice
+    // that applies to pieces (not empty_cache(): the allocator empties its cache before an OOM).
+    const cost = fs.find((x) => x.id === "reserved_unallocated")!;
+    expect(cost.severity).toBe("warning");
+    expect(cost.title).toBe("a request of 20.00 MiB failed with 50.00 MiB reserved but unallocated");
+    expect(cost.numbers).toMatchObject({ inactive_splits: 5, inactive_split_bytes: 50 * MiB, releasable_bytes: 0, failed_request_bytes: 20 * MiB, private_pools_reserved_bytes: null });
+    expect(cost.evidence).toContain("expandable_segments:True");
+    expect(cost.evidence).toContain("max_split_size_mb");
+    expect(cost.evidence).not.toContain("empty_cache");
+    expect(fs.find((x) => x.id === "fragmentation")).toBeUndefined();
     expect(summary(m).devices[0]!.n_oom).toBe(1);
   });
 

@@ -1,10 +1,12 @@
-// Segments: each cudaMalloc'd segment as a strip of its blocks, used and free, so that
-// fragmentation shows at a glance.
+// Segments: each cudaMalloc'd segment as a strip of its blocks, used and free, so that where the
+// reserved but unallocated memory lies (whole free segments, or pieces between live blocks) shows
+// at a glance.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { segments } from "../../profiler";
+import { poolsLine, segments, unallocatedLine, unallocatedView, type UnallocatedView } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
+import { PRIVATE_POOLS, UNALLOCATED } from "../../words";
 import { firstShown, rowUnder } from "./scroll";
 import { segmentStrip } from "./segment-strip";
 import { segmentPartAt, segmentPartCount, SegmentView } from "./segment-view";
@@ -15,13 +17,19 @@ export function segmentsInOrder(pm: ProcessModel | undefined) {
   return [...segments(pm.model, { withBlocks: true }).segments].sort((a, b) => b.size_bytes - a.size_bytes);
 }
 
-/** The rows the list has room for (they start at line 3, below the totals, the Enter hint and
- *  the column titles). */
-const listRoom = (height: number) => Math.max(3, height - 5);
+/** The rows the list has room for (they start at line 4, below the totals, the private pools,
+ *  the Enter hint and the column titles). */
+const listRoom = (height: number) => Math.max(3, height - 6);
 
 /** The segment (its place in the list) under line `line` of the screen, for a click; or null. */
 export function segmentRowAt(count: number, height: number, selected: number, line: number): number | null {
-  return rowUnder(count, listRoom(height), selected, 3, line);
+  return rowUnder(count, listRoom(height), selected, 4, line);
+}
+
+/** The private pools line: always drawn, so that the list starts on the same line. */
+function privatePoolsLine(pools: UnallocatedView["private_pools"]): string {
+  if (pools === null) return `${PRIVATE_POOLS}: not told apart, their memory counts above (a ring's records carry no pool id; a snapshot's segments do)`;
+  return poolsLine(pools) ?? `${PRIVATE_POOLS}: none`;
 }
 
 export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean; selected: number }) {
@@ -31,12 +39,16 @@ export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: Pro
   const room = listRoom(height);
   const first = firstShown(segs.length, room, selected);
   const stripWidth = Math.max(10, width - 44);
+  const dev = pm.model.device(map.device);
+  const u = dev ? unallocatedView(pm.model, dev) : null;
+  const pools = privatePoolsLine(u ? u.private_pools : null);
   return (
     <Box flexDirection="column">
       <Text wrap="truncate-end">
-        <Text bold>{map.segments.length} segments</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)}, free inside segments{" "}
-        <Text color={color(map.reserved_unallocated_bytes > map.reserved_bytes * 0.3 ? "yellow" : "white")}>{formatBytes(map.reserved_unallocated_bytes)}</Text>, largest free block {formatBytes(map.largest_free_bytes)}, {map.n_inactive_splits} inactive splits{map.approximate ? " (placement approximate)" : ""}
+        <Text bold>{map.segments.length} segments</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)},{" "}
+        {u ? unallocatedLine(u) : `${formatBytes(map.reserved_unallocated_bytes)} ${UNALLOCATED}`}, largest free block {formatBytes(map.largest_free_bytes)}, {map.n_inactive_splits} inactive splits{map.approximate ? " (placement approximate)" : ""}
       </Text>
+      <Text dimColor wrap="truncate-end">{pools}</Text>
       <Text dimColor>Enter: the selected segment's blocks (names, shapes, ages)</Text>
       <Text inverse>{pad("ADDRESS", 16)}{pad("SIZE", 11, true)}{pad("USED", 6, true)}  {pad("BLOCKS (█ used, ░ free)", stripWidth)}</Text>
       {segs.slice(first, first + room).map((s, i) => {
@@ -67,8 +79,11 @@ export const segmentsScreen = {
   rowAt: (p, line) =>
     p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(segmentsInOrder(p.pm).length, p.height, p.selected, line),
   onKey: (ui, key, ctx) => {
+    // Esc closes an opened segment; with none open it is the frame's (the past, then the Overview).
     if (isKey(key, "escape") || isKey(key, "backspace")) {
-      if (ui.segment) (ui.selected[ui.screen] = ui.segment.listSelected), (ui.segment = null);
+      if (!ui.segment) return isKey(key, "backspace");
+      ui.selected[ui.screen] = ui.segment.listSelected;
+      ui.segment = null;
       return true;
     }
     if (!isKey(key, "return")) return false;
