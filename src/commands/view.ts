@@ -1,6 +1,9 @@
 // `gpumem-tui view FILE`: a PyTorch memory snapshot, on the screens or as a summary. A large file
 // takes seconds to read: a progress line on the terminal (stderr, only where it is a terminal)
-// says how far it is, and is cleared once the file is read.
+// says how far it is, and is cleared once the file is read. Where its blocks were allocated is the
+// first frame of their stacks outside library code; GPUMEM_TUI_LIBRARY and GPUMEM_TUI_USER_CODE
+// (path prefixes or module names, ":" or "," between them) say what else is library code, and
+// what is the user's although installed as a package.
 import { writeOut } from "../headless/out";
 import { loadScreens } from "./screens";
 import type { Options } from "./options";
@@ -19,6 +22,10 @@ function progressLine(path: string): ((done: number, total: number) => void) | u
 
 export async function command(opts: Options): Promise<number> {
   const path = opts.rest[0]!;
+  // What counts as library code (GPUMEM_TUI_LIBRARY, GPUMEM_TUI_USER_CODE): a bad entry is said
+  // before a large file is read, not after.
+  const { userFrameRuleFromEnv } = await import("../snapshot/block-stacks");
+  userFrameRuleFromEnv();
   if (opts.json) {
     const { viewJson } = await import("../snapshot/view");
     await writeOut(`${JSON.stringify(await viewJson(path, progressLine(path)))}\n`);

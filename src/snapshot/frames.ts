@@ -1,9 +1,10 @@
 // What a trace entry's stack frames say about the phase it was allocated in. A snapshot has no
-// phase marks, but its frames name the code that allocated: autograd's backward, an optimizer's
-// step, a module's forward, or the module's `.to()` / `.cuda()` that made the parameters. Phases
-// use the model's codes (1 forward, 2 backward, 3 optimizer), so the model's lifetime rule gives
-// the categories: what outlives a forward is an activation, a backward a gradient, an optimizer
-// step its state.
+// phase marks, but its frames name the code that allocated: autograd's backward (its engine, a
+// generated Backward node, AccumulateGrad, torch/autograd/), an optimizer's step, a module's
+// forward, or the module's `.to()` / `.cuda()` that made the parameters. Phases use the model's
+// codes (1 forward, 2 backward, 3 optimizer), so the model's lifetime rule gives the categories:
+// what outlives a forward is an activation, a backward a gradient, an optimizer step its state.
+// The frames themselves are kept once per distinct stack (stack-table.ts).
 
 /** Frames present, none decisive (the user's own code, a data loader). */
 export const HINT_NONE = 0;
@@ -16,7 +17,7 @@ export const HINT_SETUP = 4;
 export const HINT_NO_FRAMES = 5;
 
 /** One frame's verdict; precedence in an entry: backward > optimizer > setup > forward. */
-function classify(filename: string, name: string): number {
+export function classify(filename: string, name: string): number {
   const f = filename.replaceAll("\\", "/");
   if (f.includes("torch/autograd/") || (f.endsWith("torch/_tensor.py") && name === "backward")) return HINT_BACKWARD;
   if (name.includes("torch::autograd::Engine") || name.includes("autograd::generated::") || /Backward\d*::apply|AccumulateGrad/.test(name)) return HINT_BACKWARD;
@@ -30,17 +31,32 @@ function classify(filename: string, name: string): number {
   return HINT_NONE;
 }
 
-/**
- * What stays of a frames list once its entry is read: its hint. PyTorch shares one frames list
- * between entries of one context (an alloc's free_requested and free_completed, a block in the
- * segments), so a later entry may name it again; one stand-in per hint costs no memory per list.
- */
+/** What a reader of hints sees of a frames list that was read already: its hint. */
 export class FramesHint {
   constructor(readonly hint: number) {}
 }
-export const FRAMES_HINTS = [0, 1, 2, 3, 4, 5].map((h) => new FramesHint(h));
+
+/**
+ * What stays of a frames list once its entry is read: its stack's id (stack-table.ts) and hint.
+ * PyTorch shares one frames list between entries of one context (an alloc's free_requested and
+ * free_completed, a block in the segments), so a later entry may name it again; one stand-in per
+ * distinct stack, however many lists named it.
+ */
+export class StackRef extends FramesHint {
+  constructor(
+    hint: number,
+    readonly stack: number,
+  ) {
+    super(hint);
+  }
+}
 
 const RANK = [0, 1, 4, 3, 2]; // by hint code: none, forward, backward, optimizer, setup
+
+/** The hint of a stack from its frames' own verdicts (classify), by the same precedence. */
+export function strongerHint(best: number, h: number): number {
+  return RANK[h]! > RANK[best]! ? h : best;
+}
 
 /** Hints by file and function name: a long run repeats the same few hundred frames millions of times. */
 export class FrameHints {

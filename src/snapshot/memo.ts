@@ -46,8 +46,8 @@ export class Memo<V> {
     return c === CODE_TAKEN ? TAKEN : c === CODE_UNWRITTEN ? undefined : this.values[c];
   }
 
-  /** Every recent slot to codes: objects in `taken` become their stand-in, or TAKEN. */
-  settle(taken: Set<unknown>, standIn: (v: unknown) => V | undefined): void {
+  /** Every recent slot to codes: objects in `taken` (or `forgotten`) become their stand-in, or TAKEN. */
+  settle(taken: Set<unknown>, standIn: (v: unknown) => V | undefined, forgotten?: (v: object) => boolean): void {
     const n = this.recent.length;
     if (this.settled + n > this.codes.length) {
       const want = 4 * Math.ceil((this.settled + n) * 1.25);
@@ -59,7 +59,7 @@ export class Memo<V> {
       let code: number;
       if (v === undefined) code = CODE_UNWRITTEN;
       else if (v === TAKEN) code = CODE_TAKEN;
-      else if (taken.has(v)) {
+      else if (taken.has(v) || (forgotten !== undefined && typeof v === "object" && v !== null && forgotten(v))) {
         const s = standIn(v);
         code = s === undefined ? CODE_TAKEN : this.keep(s);
       } else code = this.keep(v);
@@ -67,6 +67,17 @@ export class Memo<V> {
     }
     this.settled += n;
     this.recent = [];
+  }
+
+  /** Forget everything (the pickle's STOP was read: nothing reads the memo again); its codes'
+   *  memory goes back at once, whatever still holds the memo. */
+  release(): void {
+    this.buffer.resize(0);
+    this.settled = 0;
+    this.recent = [];
+    this.values.length = 0;
+    this.index.clear();
+    this.sparse.clear();
   }
 
   private keep(v: V): number {

@@ -42,6 +42,11 @@ export interface PickleHooks {
   standIn(v: unknown): PickleValue | undefined;
   /** The memo has forgotten this batch's taken items: what the hook kept for standIn can go. */
   settled(): void;
+  /** Called before the memo settles: the hook marks objects deeper inside this batch's taken items
+   *  (a trace entry's frame dicts, inside its frames list) for the memo to forget too (forgotten;
+   *  each then gets its standIn). Returns the objects they held, which leave with them. */
+  forget?(): number;
+  forgotten?(v: object): boolean;
 }
 
 /** Thrown inside the machine when an opcode runs past the bytes fed so far. */
@@ -152,25 +157,39 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
     if (typeof k === "number") return String(k);
     return fail(`a dict key that is ${k === null ? "None" : Array.isArray(k) ? "a tuple or list" : typeof k === "boolean" ? "a boolean" : k instanceof Uint8Array ? "bytes" : "a dict"}: a snapshot's keys are strings`);
   };
-  const setItems = (target: PickleValue, items: PickleValue[]) => {
+  // SETITEMS and APPENDS read their items where they lie on the stack (from `from` to its top) and
+  // then cut it there: no array of them is made (millions of entries, each a SETITEMS).
+  const setItems = (target: PickleValue, items: readonly StackItem[], from: number) => {
     if (target === null || typeof target !== "object" || Array.isArray(target) || target instanceof Uint8Array) fail("SETITEM(S) on something that is not a dict");
-    if (items.length % 2) fail("SETITEMS with an odd number of items");
+    if ((items.length - from) % 2) fail("SETITEMS with an odd number of items");
     const obj = target as { [k: string]: PickleValue };
-    for (let i = 0; i < items.length; i += 2) obj[key(items[i]!)] = items[i + 1]!;
+    for (let i = from; i < items.length; i += 2) obj[key(items[i] as PickleValue)] = items[i + 1] as PickleValue;
+  };
+  /** The stack's items above the innermost mark, and where they start; the mark stays until `cut`. */
+  const markAt = (): number => {
+    const m = marks.pop();
+    if (m === undefined) fail("no mark to pop to");
+    if (m! < 1) fail("no value below the mark");
+    return m!;
+  };
+  const cut = (m: number) => {
+    stack.length = m;
   };
   const forgetTaken = () => {
-    memo.settle(taken, hooks!.standIn.bind(hooks));
+    objects -= hooks!.forget?.() ?? 0;
+    memo.settle(taken, hooks!.standIn.bind(hooks), hooks!.forgotten?.bind(hooks));
     taken.clear();
     hooks!.settled();
   };
-  const appendTo = (target: PickleValue, items: PickleValue[]) => {
+  const appendTo = (target: PickleValue, items: readonly StackItem[], from: number) => {
     if (!Array.isArray(target)) fail("APPEND(S) on something that is not a list");
     const list = target as PickleValue[];
     if (!hooks) {
-      for (const it of items) list.push(it);
+      for (let i = from; i < items.length; i++) list.push(items[i] as PickleValue);
       return;
     }
-    for (const it of items) {
+    for (let i = from; i < items.length; i++) {
+      const it = items[i] as PickleValue;
       const n = hooks.take(it, list);
       if (n === 0) {
         list.push(it);
@@ -188,31 +207,39 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
   // Little-endian two's complement. Addresses and sizes (under 2^53) come out exact; the
   // arithmetic stays in doubles because BigInt per integer is most of a large file's parse time.
   const long = (n: number): number => {
-    const b = bytes(n);
+    need(n);
+    const at = pos;
+    pos += n;
     if (n === 0) return 0;
     let v = 0;
-    for (let i = n - 1; i >= 0; i--) v = v * 256 + b[i]!;
-    if (b[n - 1]! & 0x80) v -= 2 ** (8 * n);
+    for (let i = at + n - 1; i >= at; i--) v = v * 256 + data[i]!;
+    if (data[at + n - 1]! & 0x80) v -= 2 ** (8 * n);
     return v;
   };
-  const str = (b: Uint8Array): string => {
-    if (b.length > 48) return text.decode(b);
+  // A string of the next n bytes, read where it lies (no view made for it: one a string is most of
+  // a large file's garbage).
+  const str = (n: number): string => {
+    need(n);
+    const at = pos;
+    pos += n;
+    if (n > 48) return text.decode(data.subarray(at, at + n));
     let h = 0x811c9dc5;
     let ascii = true;
-    for (let i = 0; i < b.length; i++) {
-      const c = b[i]!;
+    for (let i = at; i < at + n; i++) {
+      const c = data[i]!;
       if (c >= 0x80) ascii = false;
       h = Math.imul(h ^ c, 16777619);
     }
     const k = (h >>> 0) & 4095;
     const known = internBytes[k];
-    if (known !== undefined && known.length === b.length) {
+    if (known !== undefined && known.length === n) {
       let same = true;
-      for (let i = 0; i < b.length; i++) if (known[i] !== b[i]) (same = false), (i = b.length);
+      for (let i = 0; i < n; i++) if (known[i] !== data[at + i]) (same = false), (i = n);
       if (same) return internText[k]!;
     }
+    const b = data.slice(at, at + n);
     const s = ascii ? String.fromCharCode.apply(null, b as unknown as number[]) : text.decode(b);
-    internBytes[k] = b.slice();
+    internBytes[k] = b;
     internText[k] = s;
     return s;
   };
@@ -265,28 +292,32 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
       }
       case 0x61: {
         // APPEND
-        const v = pop();
-        appendTo(top(), [v]);
+        top(); // a value, not a mark
+        if (stack.length < 2) fail("APPEND without a list to append to");
+        appendTo(stack[stack.length - 2] as PickleValue, stack, stack.length - 1);
+        stack.pop();
         break;
       }
       case 0x65: // APPENDS
       case 0x90: {
         // ADDITEMS (sets become lists)
-        const items = popMark();
-        appendTo(top(), items);
+        const m = markAt();
+        appendTo(stack[m - 1] as PickleValue, stack, m + 1);
+        cut(m);
         break;
       }
       case 0x73: {
         // SETITEM
-        const v = pop();
-        const k = pop();
-        setItems(top(), [k, v]);
+        if (stack.length < 3 || stack[stack.length - 1] === MARK || stack[stack.length - 2] === MARK) fail("SETITEM without a dict, a key and a value");
+        setItems(stack[stack.length - 3] as PickleValue, stack, stack.length - 2);
+        stack.length -= 2;
         break;
       }
       case 0x75: {
         // SETITEMS
-        const items = popMark();
-        setItems(top(), items);
+        const m = markAt();
+        setItems(stack[m - 1] as PickleValue, stack, m + 1);
+        cut(m);
         break;
       }
       case 0x4a: // BININT
@@ -323,13 +354,13 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
         push(false);
         break;
       case 0x8c: // SHORT_BINUNICODE
-        push(str(bytes(u8())));
+        push(str(u8()));
         break;
       case 0x58: // BINUNICODE
-        push(str(bytes(u32())));
+        push(str(u32()));
         break;
       case 0x8d: // BINUNICODE8
-        push(str(bytes(u64())));
+        push(str(u64()));
         break;
       case 0x43: // SHORT_BINBYTES
         push(bytes(u8()).slice());
@@ -391,6 +422,7 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
         }
         if (step()) {
           done = true;
+          memo.release();
           return;
         }
       }

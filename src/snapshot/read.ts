@@ -15,7 +15,7 @@ import { TraceColumns } from "./trace-columns";
 export const MAX_SNAPSHOT_BYTES = 16 * 1024 ** 3;
 /** A gzip file may expand to at most this, whatever its size (and to at most expandCap of it). */
 export const MAX_EXPANDED_BYTES = 32 * 1024 ** 3;
-const CHUNK = 8 * 1024 ** 2;
+const CHUNK = 4 * 1024 ** 2;
 
 /** A snapshot as read: its dict without the trace entries (device_traces' lists are empty), and the trace. */
 export interface ParsedSnapshot {
@@ -63,12 +63,13 @@ export function parseSnapshotBytes(data: Uint8Array): ParsedSnapshot {
 }
 
 /**
- * The trace entries' objects are garbage as soon as their batch is read: collected every 16 MiB
- * of input, the heap stays near what is kept (columns, the memo's codes) instead of growing with
- * the file. Returns the bytes since the last collection.
+ * The trace entries' objects are garbage as soon as their batch is read: collected every 4 MiB of
+ * input, the heap stays near what is kept (columns, the memo's codes) instead of growing with the
+ * file (every 16 MiB, a file of 1.5 million entries with frames peaked at 1.3 times its size; at
+ * 4 MiB, 0.95 times, for 5% more time). Returns the bytes since the last collection.
  */
 function collect(bytes: number): number {
-  if (bytes < 16 * 1024 ** 2) return bytes;
+  if (bytes < 4 * 1024 ** 2) return bytes;
   Bun.gc(true);
   return 0;
 }
@@ -126,6 +127,7 @@ export async function readSnapshotFile(path: string, progress?: Progress): Promi
     open = !gzip; // the gzip stream closes the file itself
     const value = gzip ? await feedGzip(fd, m, size, progress) : feedPlain(fd, m, size, progress);
     progress?.(size, size);
+    Bun.gc(true); // what the reading left goes before the trace is played, not after
     return finish(value, trace);
   } catch (e) {
     if (e instanceof SnapshotError && !e.message.startsWith(path)) throw new SnapshotError(`${path}: ${e.message}`);

@@ -1,10 +1,10 @@
 // A snapshot's trace (`device_traces`) as typed columns, filled entry by entry while the pickle is
 // read: an entry dict is read once into numbers and dropped, so a trace of millions of entries
-// costs 36 bytes an entry instead of a tree of objects. Its frames are read only for their phase
-// hint (frames.ts).
+// costs 40 bytes an entry instead of a tree of objects. Its frames become a stack id (each distinct
+// stack kept once: stack-table.ts) and the phase hint that stack gives (frames.ts).
 
 import { ACTION } from "../ffi/events";
-import { FRAMES_HINTS, FrameHints } from "./frames";
+import { StackTable } from "./stack-table";
 import { SnapshotError, type PickleValue } from "./pickle";
 
 /** PyTorch's trace actions (TraceEntry::Action) → the model's action codes. */
@@ -35,6 +35,10 @@ export class TraceColumns {
   /** While reading: the list the entry came from; after `assignDevices`: its device. */
   device: Uint16Array;
   hint: Uint8Array;
+  /** The entry's stack (its frames) in `stacks`; 0: none. */
+  stack: Uint32Array;
+  /** Every distinct frame and stack of the trace, once (and of the segments' blocks, once asked). */
+  readonly stacks = new StackTable();
   address: Float64Array;
   size: Float64Array;
   stream: Float64Array;
@@ -43,8 +47,7 @@ export class TraceColumns {
   /** oom entries: bytes free on the device, by entry index. */
   readonly deviceFree = new Map<number, number>();
   private readonly lists = new Map<unknown, number>();
-  private readonly hints = new FrameHints();
-  /** The frames lists of the entries taken since the memo last forgot them, with their hints. */
+  /** The frames lists of the entries taken since the memo last forgot them, with their stacks. */
   private readonly recentFrames = new Map<unknown, number>();
 
   /** Columns grow in place (resizable buffers): a trace of millions of entries is never copied. */
@@ -59,6 +62,7 @@ export class TraceColumns {
     this.action = column((b) => new Uint8Array(b), 1);
     this.device = column((b) => new Uint16Array(b), 2);
     this.hint = column((b) => new Uint8Array(b), 1);
+    this.stack = column((b) => new Uint32Array(b), 4);
     this.address = column((b) => new Float64Array(b), 8);
     this.size = column((b) => new Float64Array(b), 8);
     this.stream = column((b) => new Float64Array(b), 8);
@@ -77,27 +81,37 @@ export class TraceColumns {
       this.lists.set(list, id);
     }
     this.add(e, id, () => `trace entry ${this.count} (${e.action})`);
-    if (Array.isArray(e.frames)) this.recentFrames.set(e.frames, this.hint[this.count - 1]!);
+    if (Array.isArray(e.frames)) this.recentFrames.set(e.frames, this.stack[this.count - 1]!);
     // The objects it made leave with it: itself, its keys and values, its frames list's items.
     let objects = 1;
     for (const k in e) objects += 2;
     return objects + (Array.isArray(e.frames) ? e.frames.length : 0);
   }
 
-  /** A pickle hook: a taken entry's frames list becomes its hint's stand-in (frames.ts), the entry
+  /** A pickle hook: a taken entry's frames list becomes its stack's stand-in (frames.ts), the entry
    *  itself nothing (no file names an entry twice); anything else it held stays as it is. */
   standIn(v: unknown): PickleValue | undefined {
     const h = this.recentFrames.get(v);
     if (h !== undefined) {
       this.recentFrames.delete(v);
-      return FRAMES_HINTS[h] as unknown as PickleValue;
+      return this.stacks.ref(h) as unknown as PickleValue;
     }
+    const frame = this.stacks.frameStandIn(v);
+    if (frame !== undefined) return frame as unknown as PickleValue;
     const entry = v !== null && typeof v === "object" && typeof (v as { action?: unknown }).action === "string";
     return entry ? undefined : (v as PickleValue);
   }
 
   settled(): void {
     this.recentFrames.clear();
+  }
+
+  /** Pickle hooks: the frame dicts first read in this batch are forgotten too (stack-table.ts). */
+  forget(): number {
+    return this.stacks.takeFresh();
+  }
+  forgotten(v: object): boolean {
+    return this.stacks.isFresh(v);
   }
 
   /** One entry of `device_traces[list]`. */
@@ -112,7 +126,9 @@ export class TraceColumns {
     this.size[i] = num(e.size, "size", where);
     this.stream[i] = typeof e.stream === "number" ? e.stream : 0;
     this.time_us[i] = e.time_us === undefined || e.time_us === null ? NaN : num(e.time_us, "time_us", where);
-    this.hint[i] = this.hints.of(e.frames);
+    const stack = this.stacks.of(e.frames);
+    this.stack[i] = stack;
+    this.hint[i] = this.stacks.hint(stack);
     if (code === ACTION.oom) this.deviceFree.set(i, num(e.device_free, "device_free", where));
   }
 

@@ -6,14 +6,17 @@
 import { statSync } from "node:fs";
 import { categories, createModel, findings, replayToEnd, summary, type Categories, type Finding, type ProfilerModel, type SnapshotSegment } from "../profiler";
 import { readSnapshotFile, type ParsedSnapshot, type Progress } from "./read";
-import { summarize, type SnapshotSummary } from "./summary";
+import { privatePools, summarize, type SnapshotSummary } from "./summary";
+import type { BlockSizes } from "./before";
 import { snapshotReplay, type SnapshotReplay } from "./trace-source";
+import { snapshotStacks, userFrameRuleFromEnv } from "./block-stacks";
+import type { BlockStacks, UserFrameRule } from "../profiler/user-frame";
 
 export { MAX_SNAPSHOT_BYTES } from "./read";
 
 /** A parsed snapshot as a replay source (its trace, annotations and final segments). */
 export function replayOf(parsed: ParsedSnapshot): SnapshotReplay {
-  return snapshotReplay(parsed.trace, parsed.root.external_annotations, parsed.root.segments);
+  return snapshotReplay(parsed.trace, parsed.root.external_annotations, parsed.root.segments, parsed.root.allocator_settings);
 }
 
 /** The model after the whole trace, fed as fast as it goes; `resync`: then the snapshot's segments
@@ -23,6 +26,11 @@ export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolea
   const model = createModel();
   if (opts.keepTrace) model.keepTrace();
   replayToEnd(replay.source, { ranges: replay.ranges, model, segments: opts.resync ? (parsed.root.segments as unknown as SnapshotSegment[]) : null });
+  // The trace's entries name no pool; the final segments do: the model is told which memory is a
+  // private pool's (CUDA graphs, torch.cuda.MemPool), so that it is never counted as the default
+  // pool's reserved but unallocated memory.
+  const pools = privatePools(parsed.root);
+  for (const d of model.devices) d.privatePools = pools.get(d.device) ?? [];
   return { model, replay };
 }
 
@@ -43,7 +51,14 @@ export function beforeNote(replay: SnapshotReplay, fmt: (bytes: number) => strin
   const parts = replay.before
     .filter((b) => b.blocks.length || b.segments.length)
     .map((b) => `device ${b.device}: ${fmt(b.allocated_bytes)} allocated in ${b.blocks.length} blocks, ${fmt(b.reserved_bytes)} reserved in ${b.segments.length} segments`);
-  return parts.length ? `memory from before the recording began (in the snapshot's segments, not its trace): ${parts.join("; ")}` : null;
+  const note = parts.length ? `memory from before the recording began (in the snapshot's segments, not its trace): ${parts.join("; ")}` : null;
+  // Block sizes the snapshot could not tell: said, never passed off as known.
+  const unknown = replay.before
+    .filter((b) => b.block_sizes.inferred > 0)
+    .map((b) => `device ${b.device}: ${b.block_sizes.inferred} of ${b.block_sizes.blocks} blocks`);
+  if (unknown.length === 0) return note;
+  const sizes = `block sizes the snapshot does not show (${unknown.join("; ")}): each is counted as its request rounded to 512 bytes, and the allocator may have given it up to 1 MiB more`;
+  return note ? `${note}. ${sizes}` : sizes;
 }
 
 export interface SnapshotView extends SnapshotSummary {
@@ -53,20 +68,26 @@ export interface SnapshotView extends SnapshotSummary {
   /** The trace played through the model from the memory before it: its end, its peak, its steps. */
   replay: {
     time_source: "recorded" | "order";
-    devices: { device: number; allocated_bytes: number; active_bytes: number; reserved_bytes: number; peak_allocated_bytes: number; steps: number }[];
+    devices: { device: number; allocated_bytes: number; active_bytes: number; reserved_bytes: number; peak_allocated_bytes: number; steps: number; block_sizes: BlockSizes | null }[];
   };
   categories: Categories[];
   findings: Finding[];
 }
 
-export async function viewJson(path: string, progress?: Progress): Promise<SnapshotView> {
+/** Where each block alive at the snapshot's end was allocated (its stack and user frame), for the
+ *  screens; `rule`: what is library code (by default, as the environment says: block-stacks.ts). */
+export function blockStacksOf(parsed: ParsedSnapshot, rule: UserFrameRule = userFrameRuleFromEnv()): BlockStacks {
+  return snapshotStacks(parsed.root, parsed.trace.stacks, rule);
+}
+
+export async function viewJson(path: string, progress?: Progress, rule: UserFrameRule = userFrameRuleFromEnv()): Promise<SnapshotView> {
   const parsed = await readSnapshotFile(path, progress);
   const { model, replay } = snapshotModel(parsed);
   const s = summary(model);
   return {
     file: path,
     bytes: statSync(path).size,
-    ...summarize(parsed),
+    ...summarize(parsed, 10, rule),
     before_recording: beforeSummary(replay),
     replay: {
       time_source: replay.time_source,
@@ -78,6 +99,8 @@ export async function viewJson(path: string, progress?: Progress): Promise<Snaps
         peak_allocated_bytes: d.peak_allocated_bytes,
         // step boundaries seen (the model keeps the last 512 steps' detail, not all of them)
         steps: model.device(d.device)?.step ?? 0,
+        // how the blocks' sizes are known: `inferred` ones may each be up to 1 MiB short
+        block_sizes: replay.before.find((b) => b.device === d.device)?.block_sizes ?? null,
       })),
     },
     categories: model.devices.map((d) => categories(model, { device: d.device })),

@@ -9,7 +9,7 @@ import { DEMO_RECORDING, startDemo, type Demo } from "../collect/demo";
 import type { ReplayClock } from "../profiler";
 import type { Session } from "../collect/session";
 import { readSnapshotFile, type Progress } from "../snapshot/read";
-import { beforeNote, snapshotModel } from "../snapshot/view";
+import { beforeNote, blockStacksOf, snapshotModel } from "../snapshot/view";
 import { createPrivateTemp, removeOpened } from "../system/private-file";
 import { formatBytes } from "../words";
 import { App } from "./app";
@@ -122,7 +122,7 @@ export async function runView(path: string, opts: MonitorOptions & { progress?: 
   const parsed = await readSnapshotFile(path, opts.progress);
   const { model, replay } = snapshotModel(parsed, { keepTrace: true, resync: true });
   const ctl = new Controller(null, opts.intervalMs);
-  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
+  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true, stacks: blockStacksOf(parsed) };
   const note = beforeNote(replay, formatBytes);
   ctl.status = [`snapshot ${path}: ${keyHint(["process", "tensors", "segments"])}`, ...(note ? [note] : [])].join("; ");
   await show(ctl, opts, { initialScreen: "segments" });

@@ -1,11 +1,13 @@
 // The Tensors screen's table, without drawing: its columns (which fit a width, each a sort), the
 // live blocks filtered, grouped where they are alike (MemReporter's way: twenty activations of one
-// size and shape are one row, "20 × 96.00 MiB", Enter opens it) and sorted by any column.
+// size and shape are one row, "20 × 96.00 MiB", Enter opens it) or, where the stacks are known, by
+// the line of the user's code that allocated them (w), and sorted by any column.
 import type { BlockLine } from "../../profiler";
-import { formatBytes, phaseLabel } from "../format";
+import { frameLabel, groupByUserFrame, type BlockStacks } from "../../profiler/user-frame";
+import { formatBytes, phaseLabel, textWidth } from "../format";
 
 /** The table's sorts, one a column, in the columns' order. */
-export const TENSOR_SORTS = ["size", "category", "name", "shape", "dtype", "time", "phase", "step", "range"] as const;
+export const TENSOR_SORTS = ["size", "category", "name", "where", "shape", "dtype", "time", "phase", "step", "range"] as const;
 export type TensorSort = (typeof TENSOR_SORTS)[number];
 
 /** "768×2304", "scalar" for a 0-d tensor, "" where the agent gave no shape. */
@@ -23,8 +25,50 @@ export function nameCell(b: BlockLine): string {
   return `(${where.join(", ")})`;
 }
 
-/** A line of the table: a group of alike blocks (open or not), or one block (alone, or in an open group). */
-export type TensorRow = { kind: "group"; key: string; blocks: BlockLine[]; open: boolean } | { kind: "block"; key: string; b: BlockLine; inGroup: boolean };
+/** A line of the table: a group of alike blocks (open or not), the blocks one line of the user's
+ *  code allocated (w), or one block (alone, or in an open group). */
+export type TensorRow =
+  | { kind: "group"; key: string; blocks: BlockLine[]; open: boolean }
+  | { kind: "frame"; key: string; label: string; blocks: BlockLine[]; bytes: number; open: boolean }
+  | { kind: "block"; key: string; b: BlockLine; inGroup: boolean };
+
+/** Where a block was allocated, as the table says it: its user frame ("train.py:42 step", the
+ *  file's name; `full`, its path), else why there is none. */
+export interface WhereOf {
+  (b: BlockLine): string;
+  full(b: BlockLine): string;
+}
+
+/** `s` in `width` columns, cut at its start where too long: of a path or "file:line function",
+ *  the end says most. */
+export function cutStart(s: string, width: number): string {
+  if (textWidth(s) <= width) return s;
+  const chars = [...s];
+  let out = "";
+  for (let i = chars.length - 1; i >= 0 && textWidth(chars[i]! + out) < width; i--) out = chars[i]! + out;
+  return `…${out}`;
+}
+
+export const NO_FRAMES = "(no frames recorded)";
+export const LIBRARY_ONLY = "(library code only)";
+
+/** Where the blocks of `device` were allocated, from the stacks a snapshot (or the hook) recorded. */
+export function whereOf(stacks: BlockStacks, device: number): WhereOf {
+  const words = (b: BlockLine, short: boolean) => {
+    const stack = stacks.stackOf(device, b.address);
+    if (stack === 0) return NO_FRAMES;
+    const k = stacks.userFrame(stack);
+    return k < 0 ? LIBRARY_ONLY : frameLabel(stacks.frames(stack)[k]!, short);
+  };
+  return Object.assign((b: BlockLine) => words(b, true), { full: (b: BlockLine) => words(b, false) });
+}
+
+/** What the table shows beside the defaults: where blocks were allocated (a column, and the
+ *  grouping by it), and whether any block has a shape or dtype (else those columns give way). */
+export interface TableOptions {
+  where?: WhereOf;
+  shapes?: boolean;
+}
 
 export interface TensorColumn {
   title: string;
@@ -53,11 +97,21 @@ const OPTIONAL: TensorColumn[] = [
 /** NAME keeps this much before the optional columns (age, phase, step, range) join. */
 const MIN_NAME = 40;
 
-/** The columns that fit `width`: size, category, name, shape and dtype always; age, phase, step
- *  and range where NAME still keeps MIN_NAME; NAME takes what is left. */
-export function tensorColumns(width: number): TensorColumn[] {
+/** The columns that fit `width`: size, category, name, shape and dtype always (shape and dtype not
+ *  where no block has one and ALLOCATED AT needs the room); ALLOCATED AT where stacks are known;
+ *  age, phase, step and range where NAME still keeps MIN_NAME; NAME takes what is left. */
+export function tensorColumns(width: number, opts: TableOptions = {}): TensorColumn[] {
   const avail = width - 1;
-  let used = [SIZE, CATEGORY, SHAPE, DTYPE].reduce((s, c) => s + c.width, 0);
+  const shapes = opts.shapes !== false || !opts.where ? [SHAPE, DTYPE] : [];
+  let used = [SIZE, CATEGORY, ...shapes].reduce((s, c) => s + c.width, 0);
+  const at: TensorColumn[] = [];
+  if (opts.where) {
+    const where = opts.where;
+    const w = Math.max(20, Math.min(40, Math.floor((avail - used) / 2)));
+    // Cut at its start: the line and the function stay in view.
+    at.push({ title: "ALLOCATED AT", sort: "where", width: w, cell: (b) => cutStart(where(b), w - 1), key: (b) => where.full(b), gap: true });
+    used += w;
+  }
   const extra: TensorColumn[] = [];
   for (const c of OPTIONAL) {
     if (used + c.width + MIN_NAME > avail) break;
@@ -66,24 +120,26 @@ export function tensorColumns(width: number): TensorColumn[] {
   }
   // A space after the name, where it is cut, before SHAPE.
   const name: TensorColumn = { title: "NAME", sort: "name", width: Math.max(8, avail - used), cell: nameCell, key: (b) => nameCell(b).toLowerCase(), gap: true };
-  return [SIZE, CATEGORY, name, SHAPE, DTYPE, ...extra];
+  return [SIZE, CATEGORY, name, ...at, ...shapes, ...extra];
 }
 
 /** Blocks alike for the table: one size, category, name (or none), shape and dtype. */
 const groupKey = (b: BlockLine) => `${b.size_bytes}|${b.category}|${b.name ?? ""}|${formatShape(b.shape)}|${b.dtype ?? ""}`;
 
-/** Whether a block is kept by the filter (its name, category, phase, range, dtype, shape). */
-export function filterBlocks(blocks: BlockLine[], filter: string): BlockLine[] {
+/** Whether a block is kept by the filter (its name, category, phase, range, dtype, shape, and
+ *  where it was allocated where that is known). */
+export function filterBlocks(blocks: BlockLine[], filter: string, where?: WhereOf): BlockLine[] {
   const f = filter.toLowerCase();
   if (!f) return blocks;
-  return blocks.filter((b) => `${nameCell(b)} ${b.category} ${phaseLabel(b.phase)} ${b.range_name ?? ""} ${b.dtype ?? ""} ${formatShape(b.shape)}`.toLowerCase().includes(f));
+  return blocks.filter((b) => `${nameCell(b)} ${b.category} ${phaseLabel(b.phase)} ${b.range_name ?? ""} ${b.dtype ?? ""} ${formatShape(b.shape)} ${where ? where.full(b) : ""}`.toLowerCase().includes(f));
 }
 
 /**
  * The table's rows: blocks grouped by groupKey, the groups ordered by `sort` (on their first
  * block; equal keys by size, then address), an open group followed by its blocks.
  */
-export function tensorRows(blocks: BlockLine[], sort: TensorSort, reverse: boolean, open: ReadonlySet<string>, lastUs: number): TensorRow[] {
+export function tensorRows(blocks: BlockLine[], sort: TensorSort, reverse: boolean, open: ReadonlySet<string>, lastUs: number, opts: TableOptions & { byFrame?: boolean } = {}): TensorRow[] {
+  if (opts.byFrame && opts.where) return frameRows(blocks, sort, reverse, open, lastUs, opts.where);
   const groups = new Map<string, BlockLine[]>();
   for (const b of blocks) {
     const k = groupKey(b);
@@ -91,7 +147,7 @@ export function tensorRows(blocks: BlockLine[], sort: TensorSort, reverse: boole
     if (g) g.push(b);
     else groups.set(k, [b]);
   }
-  const col = [...tensorColumns(Infinity)].find((c) => c.sort === sort) ?? SIZE;
+  const col = [...tensorColumns(Infinity, opts)].find((c) => c.sort === sort) ?? SIZE;
   const dir = reverse ? -1 : 1;
   const cmp = (x: BlockLine, y: BlockLine) => {
     const a = col.key(x, lastUs - x.time_us);
@@ -110,6 +166,39 @@ export function tensorRows(blocks: BlockLine[], sort: TensorSort, reverse: boole
     if (open.has(key)) for (const b of bs) rows.push({ kind: "block", key, b, inGroup: true });
   }
   return rows;
+}
+
+/**
+ * The rows by user frame (w): one a line of the user's code, its blocks' bytes and count summed,
+ * ordered by `sort` (size: the summed bytes; else on their first block), an open one followed by
+ * its blocks.
+ */
+function frameRows(blocks: BlockLine[], sort: TensorSort, reverse: boolean, open: ReadonlySet<string>, lastUs: number, where: WhereOf): TensorRow[] {
+  const col = [...tensorColumns(Infinity, { where })].find((c) => c.sort === sort) ?? SIZE;
+  const dir = reverse ? -1 : 1;
+  const cmp = (x: BlockLine, y: BlockLine) => {
+    const a = col.key(x, lastUs - x.time_us);
+    const b = col.key(y, lastUs - y.time_us);
+    return (a < b ? -dir : a > b ? dir : 0) || y.size_bytes - x.size_bytes || x.address - y.address;
+  };
+  // The JSON's by_user_frame groups the same way (profiler/user-frame.ts).
+  const list = groupByUserFrame(blocks, where.full, (b) => b.size_bytes).map((g) => ({ key: `w|${g.label}`, label: where(g.items[0]!), bytes: g.bytes, bs: g.items.sort(cmp) }));
+  list.sort((p, q) => (sort === "size" ? dir * (q.bytes - p.bytes) : cmp(p.bs[0]!, q.bs[0]!)) || q.bytes - p.bytes || p.key.localeCompare(q.key));
+  const rows: TensorRow[] = [];
+  for (const g of list) {
+    rows.push({ kind: "frame", key: g.key, label: g.label, blocks: g.bs, bytes: g.bytes, open: open.has(g.key) });
+    if (open.has(g.key)) for (const b of g.bs) rows.push({ kind: "block", key: g.key, b, inGroup: true });
+  }
+  return rows;
+}
+
+/** A frame row's cell in a column: SIZE the summed bytes, NAME how many blocks, ALLOCATED AT the
+ *  line; else what its blocks share, or "mixed". */
+export function frameCell(c: TensorColumn, row: Extract<TensorRow, { kind: "frame" }>, lastUs: number): string {
+  if (c.sort === "size") return `${formatBytes(row.bytes)} `;
+  if (c.sort === "name") return `${row.blocks.length} block${row.blocks.length === 1 ? "" : "s"}`;
+  if (c.sort === "where") return cutStart(row.label, c.width - 1);
+  return groupCell(c, row.blocks, lastUs);
 }
 
 /** A group's cell in a column: the value its blocks share, else "mixed"; SIZE says how many. */
