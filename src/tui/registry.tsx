@@ -13,11 +13,12 @@ import { overviewScreen } from "./screens/overview";
 import { processScreen } from "./screens/process";
 import { segmentsScreen } from "./screens/segments";
 import { tensorsScreen } from "./screens/tensors";
+import { timelineScreen } from "./screens/timeline";
 import type { ScreenSpec } from "./screen-spec";
 
 export type { ScreenProps } from "./screen-spec";
 
-const LIST = [overviewScreen, processScreen, tensorsScreen, segmentsScreen, linesScreen, findingsScreen, helpScreen] as const;
+const LIST = [overviewScreen, processScreen, tensorsScreen, segmentsScreen, linesScreen, findingsScreen, helpScreen, timelineScreen] as const;
 
 export type ScreenId = (typeof LIST)[number]["id"];
 
