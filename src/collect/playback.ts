@@ -1,7 +1,7 @@
 // Playback: a recording into a model at its recorded pace (or N times it), on a wall clock that
 // stands still while paused and cuts a recording's idle stretches short; the demo's plays over
 // again. The replay itself (what is fed when, which states) is the profiler's (profiler/replay.ts).
-import { createModel, replay, type ReplayClock } from "../profiler";
+import { createModel, MAX_STEPS, replay, type ReplayClock } from "../profiler";
 import { processNotes } from "../system/document";
 import type { ProcessModel } from "./live";
 import type { Recording } from "./recording";
@@ -78,7 +78,7 @@ export interface ReplayHandle {
 
 /** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
 export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number; clock?: ReplayClock }): ReplayHandle {
-  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace(), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null, notes: recording.manifest ? processNotes(recording.manifest) : undefined };
+  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace().keepPeaks(MAX_STEPS), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null, notes: recording.manifest ? processNotes(recording.manifest) : undefined };
   let stopped = false;
   const wall = new PausableClock(opts.clock ?? wallClock);
   (async () => {
@@ -86,7 +86,7 @@ export function startReplay(recording: Recording, opts: { speed: number; onUpdat
     while (rec && !stopped) {
       // A loop's model takes the screens' place at its first state: until then they keep the last
       // loop's end (an empty model in between read as "no process with allocator events").
-      const model = createModel().keepTrace();
+      const model = createModel().keepTrace().keepPeaks(MAX_STEPS);
       const clock = opts.maxIdleMs === undefined ? wall : idleCuttingClock(opts.maxIdleMs * 1000, wall);
       // The replay reads the recording only when asked for its next state: while paused it is not
       // asked, so no event reaches the model.

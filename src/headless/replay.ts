@@ -1,7 +1,7 @@
 // `replay FILE --json`: the model's states as NDJSON, the final state (with findings) last.
 import type { Recording } from "../collect/recording";
 import { wallClock } from "../collect/playback";
-import { createModel, replay, replayToEnd, type ReplayClock } from "../profiler";
+import { createModel, MAX_STEPS, replay, replayToEnd, type ReplayClock } from "../profiler";
 import { MEMORY_VIZ, writeSnapshotFile, writtenSentence } from "../snapshot/write";
 
 /** `clock`: the wall clock, unless a test gives its own. */
@@ -25,7 +25,7 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
  * sentence `d` says (snapshot/write.ts), or with `json` its facts as one JSON object.
  */
 export async function replaySnapshot(recording: Recording, out: string, opts: { json?: boolean } = {}): Promise<void> {
-  const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, names: recording.names, segments: recording.segments, model: createModel().keepTrace() });
+  const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, names: recording.names, segments: recording.segments, model: createModel().keepTrace().keepPeaks(MAX_STEPS) });
   const f = writeSnapshotFile(model, out);
   process.stdout.write(opts.json ? `${JSON.stringify(f)}\n` : `${writtenSentence(f, `snapshot of ${recording.path}`)}\n${MEMORY_VIZ}\n`);
 }

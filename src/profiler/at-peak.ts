@@ -23,6 +23,7 @@ export class PeakBlocks {
   n = 0;
   size = new Float64Array(256);
   address = new Float64Array(256);
+  time_us = new Float64Array(256);
   /** The allocation's serial: tells the same block, still alive later, from a reuse of its address. */
   serial = new Float64Array(256);
   /** In the log: the last allocation's serial when the block was freed. */
@@ -41,6 +42,7 @@ export class PeakBlocks {
     const i = this.n++;
     this.size[i] = b.size[s]!;
     this.address[i] = b.address[s]!;
+    this.time_us[i] = b.time_us[s]!;
     this.serial[i] = b.serial[s]!;
     this.freedAt[i] = freedAt;
     this.step[i] = b.step[s]!;
@@ -57,6 +59,7 @@ export class PeakBlocks {
     const j = this.n++;
     this.size[j] = from.size[i]!;
     this.address[j] = from.address[i]!;
+    this.time_us[j] = from.time_us[i]!;
     this.serial[j] = from.serial[i]!;
     this.freedAt[j] = from.freedAt[i]!;
     this.step[j] = from.step[i]!;
@@ -76,7 +79,7 @@ export class PeakBlocks {
     this.head = 0;
     this.base += k;
     const n = this.n;
-    for (const a of [this.size, this.address, this.serial, this.freedAt]) a.copyWithin(0, k, n);
+    for (const a of [this.size, this.address, this.time_us, this.serial, this.freedAt]) a.copyWithin(0, k, n);
     this.step.copyWithin(0, k, n);
     this.range.copyWithin(0, k, n);
     this.phase.copyWithin(0, k, n);
@@ -99,6 +102,7 @@ export class PeakBlocks {
     const b = (a: Uint8Array) => ((x) => (x.set(a), x))(new Uint8Array(n));
     this.size = f(this.size);
     this.address = f(this.address);
+    this.time_us = f(this.time_us);
     this.serial = f(this.serial);
     this.freedAt = f(this.freedAt);
     this.step = u(this.step);
@@ -122,10 +126,14 @@ export interface PeakPicture {
 /** A finished step: its record and its peak's moment: after allocation `at`, and where the peak is
  *  the step's start (no allocation rose above it), after the frees logged before row `row` too
  *  (frees between two allocations are told apart by their order in the log). */
-interface Kept {
+interface Moment {
   rec: StepRecord;
   at: number;
   row: number;
+}
+/** A finished step: its peak, and its end (after its last allocation and every free logged). */
+interface Kept extends Moment {
+  end: Moment;
 }
 
 export class PeakWitness {
@@ -137,6 +145,8 @@ export class PeakWitness {
   private startRow = 0;
   /** The last finished steps, oldest first. */
   private readonly kept: Kept[] = [];
+  /** How many finished steps are kept (a replay keeps as many as the model keeps step records). */
+  keep = PEAK_STEPS_KEPT;
   /** The run's highest finished step: its picture once copied out of the log's reach. */
   private best: Kept | null = null;
   private bestPicture: PeakPicture | null = null;
@@ -175,38 +185,45 @@ export class PeakWitness {
   }
 
   /** The running step's peak moment. */
-  private moment(rec: StepRecord): Kept {
+  private moment(rec: StepRecord): Moment {
     return rec.peakSerial >= 0 ? { rec, at: rec.peakSerial, row: 0 } : { rec, at: this.startSerial, row: this.startRow };
   }
 
   /** The running step `cur` ended (its phases resolved); the next begins after allocation `serial`. */
   stepEnded(cur: StepRecord, serial: number, categoryOf: (slot: number) => number): void {
-    const k = this.moment(cur);
     this.startSerial = serial;
     this.startRow = this.log.base + this.log.n;
+    const k = { ...this.moment(cur), end: { rec: cur, at: serial, row: this.startRow } };
     if (this.best === null || cur.peak_allocated > this.best.rec.peak_allocated) {
       this.best = k;
       this.bestPicture = null;
     }
     this.kept.push(k);
-    if (this.kept.length <= PEAK_STEPS_KEPT) return;
+    if (this.kept.length <= this.keep) return;
     const gone = this.kept.shift()!;
     if (gone === this.best) this.bestPicture = this.put(gone, categoryOf);
     this.trim(this.kept[0]!.at);
   }
 
   /** The blocks alive at a moment: live ones allocated by then, and those freed since. */
-  private put({ rec, at, row }: Kept, categoryOf: (slot: number) => number): PeakPicture {
+  private put({ rec, at, row }: Moment, categoryOf: (slot: number) => number, end = false): PeakPicture {
     const out = new PeakBlocks();
     const b = this.blocks;
     for (const s of b.bySlot.values()) if (b.serial[s]! <= at) out.push(b, s, categoryOf(s), NaN);
     const log = this.log;
     for (let i = Math.max(log.head, row - log.base); i < log.n; i++) if (log.serial[i]! <= at && log.freedAt[i]! >= at) out.copy(log, i);
-    return { step: rec.step, peak_bytes: rec.peak_allocated, time_us: rec.peak_time_us, blocks: out, partial: rec.partial };
+    return end
+      ? { step: rec.step, peak_bytes: rec.allocated_at_end, time_us: rec.end_us, blocks: out, partial: rec.partial }
+      : { step: rec.step, peak_bytes: rec.peak_allocated, time_us: rec.peak_time_us, blocks: out, partial: rec.partial };
   }
 
-  /** The running step's picture (`cur`), a kept step's (by number) or the run's highest ("run"). */
-  picture(cur: StepRecord, which: "step" | "run" | number, categoryOf: (slot: number) => number): PeakPicture | null {
+  /** The running step's picture (`cur`), a kept step's (by number) or the run's highest ("run"), at
+   *  the peak; a kept step's at its end (`end`). */
+  picture(cur: StepRecord, which: "step" | "run" | number, categoryOf: (slot: number) => number, end = false): PeakPicture | null {
+    if (end) {
+      const k = this.kept.find((x) => x.rec.step === which);
+      return k ? this.put(k.end, categoryOf, true) : null;
+    }
     if (which === "step") return this.put(this.moment(cur), categoryOf);
     if (which === "run") {
       if (this.best === null || cur.peak_allocated > this.best.rec.peak_allocated) return this.put(this.moment(cur), categoryOf);

@@ -12,11 +12,13 @@ import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
 import { nameBlocks, type Named, type NamedTensor } from "./name-blocks";
 import { OomLog, type OomIncident } from "./oom";
+import { privatePoolsOf, type PrivatePool } from "./pools";
 import { resyncFromSegments, type SnapshotSegment } from "./resync";
 import { seedBlocks, type SeedSegment, type Seeded } from "./seed";
 import { SegmentTable } from "./segment-table";
 import { StepAccounting } from "./step-accounting";
 import type { StepRecord } from "./steps";
+import { PeakWitness } from "./at-peak";
 import { Timeline } from "./timeline";
 import { blockSize, Totals } from "./totals";
 
@@ -31,6 +33,10 @@ export class DeviceState {
   private readonly lifetimes = new Lifetimes(this.blocks);
   private readonly accounting: StepAccounting;
   private readonly oomLog = new OomLog();
+  /** A snapshot's private pools (pools.ts); null where unknown (a ring's records carry no pool id). */
+  privatePools: readonly PrivatePool[] | null = null;
+  /** The blocks alive at each step's peak (at-peak.ts). */
+  readonly peaks = new PeakWitness(this.blocks);
 
   /** Totals from the events, moved as the ring header's rule says (totals.ts); the ring
    *  header's exact ones, where there is a header, re-anchor them after lost records. */
@@ -176,9 +182,14 @@ export class DeviceState {
   /** The category a view shows for a live block: one allocated in the running phase counts under
    *  the category it takes if it outlives the phase. */
   categoryOf(slot: number): CategoryName {
-    const cat = this.blocks.category[slot]!;
-    return CATEGORIES[cat === CAT_UNRESOLVED ? survivorCategory(this._phase) : cat]!;
+    return CATEGORIES[this.categoryCode(slot)]!;
   }
+
+  /** categoryOf's code (an arrow: passed to at-peak.ts as it is). */
+  readonly categoryCode = (slot: number): number => {
+    const cat = this.blocks.category[slot]!;
+    return cat === CAT_UNRESOLVED ? survivorCategory(this._phase) : cat;
+  };
 
   /** The composition at the running step's peak as it stands now (for queries mid-phase). */
   provisionalPeakComp(): Float64Array {
@@ -227,7 +238,7 @@ export class DeviceState {
     this.lifetimes.pend(slot, serial);
     this.t.apply(ACTION.alloc, requested, size);
     const allocated = this.t.allocated;
-    this.accounting.alloc(t, size, allocated, serial, this._phase, this._range);
+    this.accounting.alloc(t, size, allocated, serial, this._phase, this._range, this.t.reserved);
     this.timeline.observe(t, allocated, this.t.reserved);
     this._lastTime_us = t;
   }
@@ -260,6 +271,7 @@ export class DeviceState {
     this.t.apply(ACTION.free_requested, requested, size);
     const allocated = this.t.allocated;
     if (slot >= 0) {
+      this.peaks.freeing(slot, this.serial, this.accounting.cur);
       this.accounting.freeBlock(size, this._phase, slot, this._step);
       blocks.discard(slot);
     } else {
@@ -359,6 +371,7 @@ export class DeviceState {
   private stepChange(t: number, step: number, phase: number, range: number): void {
     this.endPhaseInstance(t, phase);
     this.accounting.endStep(t, this.t.allocated, this.t.reserved);
+    this.peaks.stepEnded(this.accounting.cur, this.serial, this.categoryCode);
     this.lifetimes.stepBoundary();
     this._step = step;
     this._phase = phase;
@@ -404,6 +417,7 @@ export class DeviceState {
    * this device; see resync.ts). Afterwards the detail is whole again (the loss counters restart).
    */
   resync(segments: ReadonlyArray<SnapshotSegment>, t: number): { kept: number; added: number; dropped: number } {
+    this.privatePools = privatePoolsOf(segments);
     const r = resyncFromSegments(this.blocks, this.segments, segments, t, (slot) => this.accounting.drop(slot, this._step));
     this.anchor(this.blocks.liveBytes(), r.reserved, r.active);
     this._lost = 0;

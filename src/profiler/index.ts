@@ -17,7 +17,10 @@
 //   categories(m)                  live bytes by category
 //   blocks(m, {limit, sort})       live blocks with phase, step, range, name, category
 //   segments(m, {withBlocks})      segments with their blocks and free ranges
-//   findings(m)                    OOM incidents, growth, gradients kept, fragmentation, …
+//   atPeak(m, {device, which, by}) the blocks alive at the running step's peak, a kept step's or the
+//                                  run's, grouped by name, category, phase or range; they add up to it
+//   unallocatedView(m, d)          reserved but unallocated memory now and at a step's peak, private pools apart
+//   findings(m)                    OOM incidents, growth, gradients kept, reserved but unallocated memory that costs, …
 //   feed(m, new FeedSource(source), until)  records into the model, up to a position, moment or count
 //   replay(source, {speed, clock}) async NDJSON-ready states, the final one with the findings
 //   replayToEnd(source, {segments}) the model at a recording's end (a snapshot's segments taken in)
@@ -34,6 +37,11 @@ export type { SyncPoint } from "./consistency";
 export { breakdown, steps, type StepBreakdown, type PhaseBreakdown, type RangeBreakdown, type StepLine } from "./breakdown";
 export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from "./segment-map";
 export { findings, distinctFindings, THRESHOLDS, type Finding, type FindingId, type FindingGroup } from "./findings";
+export { unallocatedView, unallocatedLine, poolsLine, type UnallocatedView } from "./unallocated";
+export type { PrivatePool, PoolId } from "./pools";
+export { atPeak, peakBlockLines, peakSteps, PEAK_WHICH, PEAK_GROUPINGS, type AtPeak, type PeakGroup, type PeakWhich, type PeakGrouping } from "./peak-groups";
+export { PEAK_STEPS_KEPT } from "./at-peak";
+export { MAX_STEPS } from "./step-accounting";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";
 export { CATEGORIES, type CategoryName } from "./categories";
 export { feed, FeedSource, batchSource, type EventSource, type Until, type Fed } from "./feed";
@@ -44,3 +52,4 @@ export { processProfile } from "./profile";
 export { segmentInside, type SegmentInside, type SegmentPart } from "./segment-inside";
 export { parseSeed, MAX_SEED_BYTES, type Seed, type SeedStatus } from "./seed";
 export { LineTable, type LineRow } from "./lines";
+export { stepBands, timelineSteps, DEFAULT_BANDS, HELD_LISTED, type StepBands, type StepBand, type HeldBlock, type StepBandsOptions } from "./step-bands";

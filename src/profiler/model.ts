@@ -3,6 +3,7 @@
 // live one. Views call the query functions (queries.ts, segments.ts, findings.ts); every output is
 // a plain JSON-able object with units in the names.
 
+import { PEAK_STEPS_KEPT } from "./at-peak";
 import { ACTION, isMark, MAX_DEVICES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { DeviceState, type SnapshotSegment } from "./device";
 import { LineTable } from "./lines";
@@ -188,6 +189,16 @@ export class ProfilerModel {
     return this;
   }
 
+  /** How many finished steps' blocks at their peak and end each device keeps (at-peak.ts). */
+  private peakSteps = PEAK_STEPS_KEPT;
+
+  /** Keep the blocks of the last `steps` finished steps (a replay: as many as its step records). */
+  keepPeaks(steps: number): this {
+    this.peakSteps = steps;
+    for (const d of this.devices) d.peaks.keep = steps;
+    return this;
+  }
+
   // The record_function ranges open, innermost last. A range_exit record names the range it left
   // (gpumem_ring.h); the range current after it is the one below on this stack.
   private rangeStack: number[] = [];
@@ -235,6 +246,7 @@ export class ProfilerModel {
     let d = this.byIndex[dev];
     if (!d) {
       d = new DeviceState(dev, step, phase, range);
+      d.peaks.keep = this.peakSteps;
       this.byIndex[dev] = d;
       this.devices.push(d);
       this.devices.sort((x, y) => x.device - y.device);

@@ -7,7 +7,7 @@ import type { PeakBlocks, PeakPicture } from "./at-peak";
 import { CATEGORIES } from "./categories";
 import type { DeviceState } from "./device";
 import type { ProfilerModel } from "./model";
-import { blockLabel } from "./queries";
+import { blockLabel, type BlockLine } from "./queries";
 import { PHASE_NAMES } from "../ffi/events";
 import { RESYNCED_STEP } from "./blocks";
 
@@ -29,6 +29,8 @@ export interface AtPeak {
   device: number;
   /** "step": the running step's; "run": the highest of the run; a number: that finished step's. */
   which: "step" | "run" | "kept";
+  /** The step's end rather than its peak (`peak_bytes` is then allocated at the end). */
+  end: boolean;
   step: number;
   time_us: number | null;
   peak_bytes: number;
@@ -47,8 +49,8 @@ export function peakSteps(d: DeviceState): number[] {
   return d.peaks.steps();
 }
 
-function pictureOf(d: DeviceState, which: PeakWhich): { pic: PeakPicture; which: AtPeak["which"] } | null {
-  const pic = d.peaks.picture(d.cur, which, d.categoryCode);
+function pictureOf(d: DeviceState, which: PeakWhich, end: boolean): { pic: PeakPicture; which: AtPeak["which"] } | null {
+  const pic = d.peaks.picture(d.cur, which, d.categoryCode, end);
   return pic && { pic, which: typeof which === "number" ? "kept" : which };
 }
 
@@ -70,11 +72,12 @@ function keyOf(m: ProfilerModel, b: PeakBlocks, i: number, by: PeakGrouping, k: 
   return k.name ?? blockLabel(cat, phase, m.rangeName(b.range[i]!), step);
 }
 
-/** The blocks alive at a peak of device `device`, grouped; null where that step's picture is not kept. */
-export function atPeak(m: ProfilerModel, opts: { device: number; which?: PeakWhich; by?: PeakGrouping; limit?: number }): AtPeak | null {
+/** The blocks alive at a peak of device `device` (or a kept step's end), grouped; null where that
+ *  step's picture is not kept. */
+export function atPeak(m: ProfilerModel, opts: { device: number; which?: PeakWhich; by?: PeakGrouping; limit?: number; end?: boolean }): AtPeak | null {
   const d = m.device(opts.device);
   if (!d) return null;
-  const got = pictureOf(d, opts.which ?? "step");
+  const got = pictureOf(d, opts.which ?? "step", opts.end === true);
   if (!got) return null;
   const { pic } = got;
   const by = opts.by ?? "name";
@@ -101,6 +104,7 @@ export function atPeak(m: ProfilerModel, opts: { device: number; which?: PeakWhi
   return {
     device: d.device,
     which: got.which,
+    end: opts.end === true,
     step: pic.step,
     time_us: Number.isFinite(pic.time_us) ? pic.time_us : null,
     peak_bytes: pic.peak_bytes,
@@ -111,4 +115,43 @@ export function atPeak(m: ProfilerModel, opts: { device: number; which?: PeakWhi
     unseen_bytes: pic.peak_bytes - seen,
     partial: pic.partial,
   };
+}
+
+/** The blocks alive at a peak (or a kept step's end) as the Tensors screen's lines, largest first:
+ *  the same table as now, at another moment. Null where that picture is not kept. */
+export function peakBlockLines(m: ProfilerModel, opts: { device: number; which: PeakWhich; end?: boolean }): { lines: BlockLine[]; view: AtPeak } | null {
+  const d = m.device(opts.device);
+  const view = atPeak(m, { ...opts, by: "category", limit: Infinity });
+  const got = d && pictureOf(d, opts.which, opts.end === true);
+  if (!d || !view || !got) return null;
+  const b = got.pic.blocks;
+  const lines: BlockLine[] = [];
+  for (let i = b.head; i < b.n; i++) {
+    const k = known(d, b, i);
+    const slot = d.blocks.bySlot.get(b.address[i]!);
+    const tensor = slot !== undefined && d.blocks.serial[slot] === b.serial[i] ? d.blocks.tensors[slot] : undefined;
+    const category = CATEGORIES[k.cat] ?? "other";
+    const phase = PHASE_NAMES[b.phase[i]!] ?? `phase#${b.phase[i]}`;
+    const step = b.step[i] === RESYNCED_STEP ? null : b.step[i]!;
+    const rangeName = m.rangeName(b.range[i]!);
+    lines.push({
+      address: b.address[i]!,
+      size_bytes: b.size[i]!,
+      stream: 0,
+      time_us: b.time_us[i]!,
+      step,
+      phase,
+      range: b.range[i]!,
+      range_name: rangeName,
+      name: k.name ?? null,
+      name_source: k.name === undefined ? null : tensor?.carried ? "earlier step" : "agent",
+      shape: tensor?.shape ?? null,
+      dtype: tensor?.dtype ?? null,
+      label: k.name ?? blockLabel(category, phase, rangeName, step),
+      category,
+      category_source: k.name !== undefined ? "names" : "lifetime",
+    });
+  }
+  lines.sort((x, y) => y.size_bytes - x.size_bytes || x.address - y.address);
+  return { lines, view };
 }

@@ -7,7 +7,29 @@ import { breakdown, steps } from "./breakdown";
 import type { Profile } from "../system/schema";
 import { findings, type Finding } from "./findings";
 import type { ProfilerModel } from "./model";
+import { atPeak } from "./peak-groups";
 import { blocks, categories, deviceSummary, pickDevice } from "./queries";
+import type { DeviceState } from "./device";
+import { unallocatedView } from "./unallocated";
+
+/** The top groups alive at `step`'s peak, where its blocks are kept. */
+function aliveAtPeak(m: ProfilerModel, device: number, step: number) {
+  const v = atPeak(m, { device, which: step, by: "name", limit: 10 });
+  if (!v) return null;
+  return { groups: v.groups.map((g) => ({ label: g.key, category: g.category, bytes: g.bytes, blocks: g.blocks })), other_bytes: v.more_bytes, unseen_bytes: v.unseen_bytes };
+}
+
+/** The document's reserved_unallocated: unallocated.ts's figures of `d`. */
+function reservedUnallocated(m: ProfilerModel, d: DeviceState): Profile["reserved_unallocated"] {
+  const u = unallocatedView(m, d);
+  return {
+    bytes: u.now_bytes,
+    step: u.step,
+    at_step_peak_bytes: u.at_peak_bytes,
+    largest_alloc_bytes: u.largest_alloc_bytes,
+    private_pools: u.private_pools && u.private_pools.map((p) => ({ ...p, pool_id: [...p.pool_id] })),
+  };
+}
 
 /** The profile of `device` (default: the first with events), or null before any event: the
  *  document's `profile` (its type is the schema's, src/system/schema.ts). `found`: the model's
@@ -55,7 +77,8 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
         share_of_step_peak: r.share_of_step_peak,
       })),
     },
-    peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase },
+    peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase, alive_at_peak: aliveAtPeak(m, dev, peak.step) },
+    reserved_unallocated: reservedUnallocated(m, d),
     categories: cats.map((c) => ({ category: c.category, bytes: c.bytes, blocks: c.blocks })),
     largest_tensors: blocks(m, { device: dev, limit: opts.tensors ?? 10, sort: "size" }).blocks.map((x) => ({
       label: x.label,

@@ -4,6 +4,7 @@ import { z } from "zod";
 
 import { SCHEMA_VERSION } from "./version";
 import { BEHIND_WORDS, FIRST_DIED_LEAD_SECONDS } from "./job-rules";
+import { UNALLOCATED } from "../words";
 
 export { SCHEMA_VERSION };
 
@@ -39,8 +40,13 @@ export const DeviceSchema = z.object({
   recorded: z.boolean().optional().describe("true: a GPU of the machine a replayed recording was made on (the demo), shown beside this machine's; absent for this machine's own"),
 });
 
-/** What each finding is; the detectors (src/profiler/findings.ts) make only these. */
-export const FindingIdSchema = z.enum(["oom", "growth", "gradients_kept", "fragmentation", "non_pytorch", "partial"]);
+/** What each finding is; the detectors (src/profiler/findings.ts) make only these. "fragmentation"
+ *  is no longer made (documents written before "reserved_unallocated" replaced it still read). */
+export const FindingIdSchema = z
+  .enum(["oom", "growth", "gradients_kept", "reserved_unallocated", "fragmentation", "non_pytorch", "partial"])
+  .describe(
+    `reserved_unallocated: ${UNALLOCATED} memory (reserved − allocated, the default pool's) where it costs something: allocation retries beyond the OOMs', an OOM it would have held in no free block that large, or memory idle at a step's peak; fragmentation: its name in documents of earlier versions, no longer made`,
+  );
 
 export const FindingSchema = z.object({
   id: FindingIdSchema,
@@ -96,7 +102,37 @@ export const ProfileSchema = z
       })
       .nullable()
       .describe("the last complete step, by phase and by record_function range; null before one ends"),
-    peak_step: z.object({ step: z.number().int(), peak_allocated_bytes: z.number(), peak_phase: z.string().nullable() }).nullable().describe("the kept step with the highest peak"),
+    peak_step: z
+      .object({
+        step: z.number().int(),
+        peak_allocated_bytes: z.number(),
+        peak_phase: z.string().nullable(),
+        alive_at_peak: z
+          .object({
+            groups: z.array(z.object({ label: z.string(), category: z.string(), bytes: z.number(), blocks: z.number() })).describe("the largest groups of blocks alive at the peak, by tensor name or label"),
+            other_bytes: z.number().describe("the blocks of the groups left out"),
+            unseen_bytes: z.number().describe("the peak less every block seen alive at it (records lost, blocks from before the recording)"),
+          })
+          .nullable()
+          .optional()
+          .describe("what was alive at the peak, adding up to it; null where that step's blocks are no longer kept"),
+      })
+      .nullable()
+      .describe("the kept step with the highest peak"),
+    reserved_unallocated: z
+      .object({
+        bytes: z.number().describe("reserved − allocated now, private pools left out: memory PyTorch's caching allocator holds that no tensor uses; it swings within a step (between steps it holds the step's activations)"),
+        step: z.number().int().nullable().describe("the step measured at its peak: the last complete one, else the running one"),
+        at_step_peak_bytes: z.number().nullable().describe("reserved − allocated at that step's peak allocated, private pools left out: what the cache held that even the step's highest moment did not use"),
+        largest_alloc_bytes: z.number().nullable().describe("that step's largest block: the most one free block had to hold for it"),
+        private_pools: z
+          .array(z.object({ pool_id: z.array(z.number().int()).describe("segment_pool_id"), segments: z.number().int(), reserved_bytes: z.number(), allocated_bytes: z.number() }))
+          .nullable()
+          .describe("CUDA graphs' and torch.cuda.MemPool's pools with their own bytes, counted apart; null where they cannot be told apart (a ring's records carry no pool id: their memory counts in bytes)"),
+      })
+      .nullable()
+      .default(null)
+      .describe(`${UNALLOCATED} memory (reserved − allocated of the default pool), now and at a step's peak; the finding reserved_unallocated says where it costs something`),
     categories: z.array(z.object({ category: z.string(), bytes: z.number(), blocks: z.number() })).describe("live memory by category"),
     largest_tensors: z
       .array(

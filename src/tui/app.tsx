@@ -8,6 +8,7 @@ import { KeyReader, type Key } from "./keys";
 import { BODY_TOP, handleKey, type KeyContext } from "./keymap";
 import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
 import { overviewProcesses } from "./screens/overview";
+import { pastMark } from "./moment";
 import { newUiState, type UiState } from "./ui-state";
 
 /** How long a message stays on the status line before the key hint comes back (a question
@@ -80,8 +81,9 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     const t = setTimeout(redraw, MESSAGE_MS - age + 10);
     return () => clearTimeout(t);
   }, [message, ctl.statusAt]);
-  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : message || `every ${ctl.intervalMs} ms  ? help  Esc back  q quit`;
+  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : message || pastMark(ui, SCREENS[ui.screen]!.id) || `every ${ctl.intervalMs} ms  ? help  Esc back  q quit`;
   const mark = ctl.paused ? "PAUSED " : "";
+  const past = pastMark(ui, SCREENS[ui.screen]!.id);
   const status = statusLine(`${mark}${statusText}`, columns - 1);
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
   // whole screen (the flicker full-screen Ink apps are known for). The tab line, the screen, one
@@ -147,7 +149,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   return (
     <Box flexDirection="column" width={columns} height={rows - 1}>
       <Text>
-        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} <Text dimColor>{columns}x{rows}</Text>
+        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} {past ? <Text bold color={color("yellow")}>PAST {ui.when}</Text> : <Text dimColor>{columns}x{rows}</Text>}
       </Text>
       <Box flexDirection="column" height={body} overflow="hidden">
         {/* Screens budget their own lines; if one ever runs over, its last lines are cut (never

@@ -5,6 +5,7 @@
 import type { Key } from "./keys";
 import { SCREENS, screenIndex } from "./registry";
 import type { KeyContext } from "./screen-spec";
+import { earlier, later, nextPeakView } from "./moment";
 import type { UiState } from "./ui-state";
 
 export type { KeyContext };
@@ -80,8 +81,10 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
   if (key.kind === "key") {
     switch (key.name) {
       case "escape":
-        // Back: from Help to the screen it was opened on, from any other screen to the Overview
-        // (a screen that opened something, a finding or a segment, closed it above).
+        // Back: from the past to now first; from Help to the screen it was opened on, from any
+        // other screen to the Overview (a screen that opened something, a finding or a segment,
+        // closed it above).
+        if (ui.when !== null && screen !== HELP) return void (ui.when = null);
         return void (ui.screen = screen === HELP ? (ui.back ?? OVERVIEW) : OVERVIEW);
       case "tab":
         return void (ui.screen = (screen + 1) % SCREENS.length);
@@ -137,6 +140,13 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
     }
     case "D":
       return ctx.onDemo?.();
+    case "[":
+    case "]": {
+      const said = ch === "[" ? earlier(ui, ctx.pm(ui)) : later(ui, ctx.pm(ui));
+      return said ? ctl.say(said) : undefined;
+    }
+    case "P":
+      return nextPeakView(ui);
     case "a": {
       // The selected process on the Overview, where no agent runs in it: start one (asks first).
       const p = screen === OVERVIEW ? ctx.procs(ui)[ui.selected[OVERVIEW]!] : undefined;

@@ -34,6 +34,19 @@ export interface UiState {
   /** The segment opened with Enter on the Segments screen (its address), and the list's
    *  selection that Esc goes back to; null: the list. */
   segment: { address: number; listSelected: number } | null;
+  /** A finished step of the past that the per-process screens show (src/tui/moment.ts); null: now. */
+  when: number | null;
+  /** Tensors: the blocks live now, or alive at the running step's peak or the run's (`P`). */
+  peakView?: "now" | "step" | "run";
+  /** The Tensors screen: the block whose stack Enter opened (its address) and the table's
+   *  selection that Esc goes back to; absent or null: the table. */
+  tensorStack?: { address: number; back: number } | null;
+  /** The Tensors screen groups blocks by the line of the user's code that allocated them (w). */
+  tensorByFrame?: boolean;
+  /** The Timeline screen's step (absent or null: the last complete one; "running": the running
+   *  one) and the row opened with Enter: the held band, the rest, or a block (its address and the
+   *  start of its band), with the step choice that Esc goes back to. */
+  timeline?: { step: number | "running" | null; open: { row: "held" | "rest" | "band"; address: number; from_us: number; back: number | "running" | null } | null };
 }
 
 export function newUiState(screen: number, screens: number): UiState {
@@ -52,5 +65,6 @@ export function newUiState(screen: number, screens: number): UiState {
     prompt: null,
     openFinding: null,
     segment: null,
+    when: null,
   };
 }

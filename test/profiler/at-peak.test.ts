@@ -7,6 +7,7 @@ import { openRingRecording } from "../../src/collect/recording";
 import { createModel, feed, FeedSource, replay } from "../../src/profiler";
 import type { StepRecord } from "../../src/profiler/steps";
 import { atPeak, PEAK_GROUPINGS } from "../../src/profiler/peak-groups";
+import { PEAK_STEPS_KEPT } from "../../src/profiler/at-peak";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
 
@@ -23,14 +24,18 @@ describe("the blocks alive at a step's peak", () => {
       const m = createModel();
       const from = new FeedSource(rec.source, 1);
       const oracle = new Map<number, { peak: number; set: string[] }>();
+      const ends = new Map<number, { allocated: number; set: string[] }>();
       let cur: StepRecord | null = null;
       let peak = -1;
+      let before: string[] = [];
       try {
         for (;;) {
           const fed = feed(m, from, { records: 1 });
           const d = m.device(0);
           if (d) {
             if (d.cur !== cur) {
+              // The record that began the step came after the last one's end: the set before it.
+              if (cur) ends.set(cur.step, { allocated: cur.allocated_at_end, set: before });
               cur = d.cur;
               peak = cur.peak_allocated;
               oracle.set(cur.step, { peak, set: liveSet(m) });
@@ -39,6 +44,7 @@ describe("the blocks alive at a step's peak", () => {
               oracle.set(cur.step, { peak, set: liveSet(m) });
             }
           }
+          if (d) before = liveSet(m);
           if (fed.stop === "end") break;
         }
       } finally {
@@ -47,18 +53,31 @@ describe("the blocks alive at a step's peak", () => {
       const d = m.device(0)!;
       const kept = d.peaks.steps();
       expect(kept.length).toBeGreaterThan(1);
+      let endsChecked = 0;
       for (const step of kept) {
         const pic = d.peaks.picture(d.cur, step, d.categoryCode)!;
         const want = oracle.get(pic.step)!;
         const got: string[] = [];
         for (let i = 0; i < pic.blocks.n; i++) got.push(`${pic.blocks.address[i]}:${pic.blocks.size[i]}`);
         expect({ step: pic.step, peak: pic.peak_bytes, set: got.sort() }).toEqual({ step: pic.step, peak: want.peak, set: want.set });
+        // The step's end, against the set the oracle saw before the next step's first record.
+        // (The run's highest step, once older than the kept ones, keeps its peak only.)
+        const end = d.peaks.picture(d.cur, step, d.categoryCode, true);
+        if (end === null) expect(step).toBe(kept[0]!);
+        else {
+          endsChecked++;
+          const wantEnd = ends.get(step)!;
+          const gotEnd: string[] = [];
+          for (let i = 0; i < end.blocks.n; i++) gotEnd.push(`${end.blocks.address[i]}:${end.blocks.size[i]}`);
+          expect({ step, bytes: end.peak_bytes, set: gotEnd.sort() }).toEqual({ step, bytes: wantEnd.allocated, set: wantEnd.set });
+        }
         for (const by of PEAK_GROUPINGS) {
           const v = atPeak(m, { device: 0, which: pic.step, by, limit: Infinity })!;
           expect(v.groups.reduce((s, g) => s + g.bytes, 0) + v.unseen_bytes).toBe(v.peak_bytes);
           expect(v.unseen_bytes).toBe(0);
         }
       }
+      expect(endsChecked).toBe(Math.min(kept.length, PEAK_STEPS_KEPT));
       // The running step's picture too, against the oracle's last copy.
       const now = atPeak(m, { device: 0, which: "step", by: "category", limit: Infinity })!;
       expect(now.step).toBe(d.cur.step);

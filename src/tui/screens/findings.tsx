@@ -103,7 +103,11 @@ export const findingsScreen = {
   onSelect: (ui) => void (ui.openFinding = null),
   onClickSelected: (ui, row) => ((ui.openFinding = ui.openFinding === row ? null : row), true),
   onKey: (ui, key, ctx) => {
-    if (isKey(key, "escape") || isKey(key, "backspace")) return (ui.openFinding = null), true;
+    // Esc closes an opened finding; with none open it is the frame's (the past, then the Overview).
+    if (isKey(key, "escape") || isKey(key, "backspace")) {
+      if (ui.openFinding === null) return isKey(key, "backspace");
+      return (ui.openFinding = null), true;
+    }
     if (!isKey(key, "return")) return false;
     const at = ui.selected[ui.screen]!;
     ui.openFinding = ui.openFinding === at || ctx.rows(ui) === 0 ? null : at;

@@ -2,10 +2,11 @@
 // and where the last step's memory went, by phase and by record_function range.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { breakdown, distinctFindings, findings, oomColumns, phaseBands, summary, timeline, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
+import { breakdown, distinctFindings, findings, oomColumns, phaseBands, poolsLine, summary, timeline, unallocatedLine, unallocatedView, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
 import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeAxis, yAxis } from "../chart";
 import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
+import { UNALLOCATED } from "../../words";
 
 /** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
 const MIN_CHART_ROWS = 4;
@@ -37,6 +38,13 @@ export function shareNote(b: StepBreakdown): string {
   return `SHARE OF PEAK: of the step's peak; the other ${Math.round((rest / peak) * 100)}% (${formatBytes(rest)}) was held from earlier steps (parameters, optimizer state…)`;
 }
 
+/** Step `step`'s breakdown where the model keeps that step, else null. */
+function keptStep(m: ProcessModel["model"], device: number, step: number): StepBreakdown | null {
+  const d = m.device(device);
+  if (!d || (d.cur.step !== step && !d.steps.some((r) => r.step === step))) return null;
+  return breakdown(m, { device, step });
+}
+
 /** For an agent `gpumem-tui attach` started: when, where steps count from, and what the seed
  *  brought in from before the attach. Null for a process started with the agent. */
 export function attachedLine(pm: ProcessModel): string | null {
@@ -55,7 +63,7 @@ export function attachedLine(pm: ProcessModel): string | null {
 }
 
 /** `found`: the process's findings of the store's state (absent: computed here). */
-export function ProcessScreen({ pm, found, width, height, ascii }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean }) {
+export function ProcessScreen({ pm, found, width, height, ascii, when = null }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean; when?: number | null }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
   const m = pm.model;
   // What the agent runs without, and why ("names: off: RuntimeError: …"): one line each.
@@ -80,19 +88,29 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
   // Each finding once, by its title; Enter opens them whole (the Findings screen).
   const allFindings = found ?? distinctFindings(findings(m));
   let f = allFindings.slice(0, 3);
-  const b = breakdown(m, { device: s.device });
-  // Lines that are not charts: title, 2 headline lines, 2 chart labels, phase band, marks, time
+  // A past step (`[` `]`): its own breakdown, where the model still keeps it.
+  const b = (when !== null && keptStep(m, s.device, when)) || breakdown(m, { device: s.device });
+  // Reserved but unallocated, on a line of its own: now, and at the last step's peak (now swings
+  // within a step); a snapshot's private pools beside it, never counted in it.
+  const dev = m.device(s.device);
+  const u = dev ? unallocatedView(m, dev) : null;
+  const pools = poolsLine(u ? u.private_pools : null);
+  const unallocated = (u ? unallocatedLine(u) : `${UNALLOCATED} ${formatBytes(s.reserved_unallocated_bytes)} now`) + (pools ? `; not counted: ${pools}` : "");
+  // Lines that are not charts: title, 3 headline lines, 2 chart labels, phase band, marks, time
   // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table's
   // two header lines, its phases and what the shares leave out. The two charts share what is left (1 to 10 rows
   // each), ranges get the rest.
   // Charts are at least MIN_CHART_ROWS tall: where two do not fit, one shows both (allocated as
   // the area, reserved as a dotted line over it).
-  let fixedLines = 16 + notes.length + Math.max(1, f.length) + b.phases.length;
+  let fixedLines = 17 + notes.length + Math.max(1, f.length) + b.phases.length;
   // On a short terminal the table's rows keep their lines: the peak's composition in words gives
   // its line first, then the findings after the first (the heading counts them; Enter shows all).
   const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
   const showWords = !short();
   if (!showWords) fixedLines--;
+  // Then the reserved but unallocated line joins the end of the line above it.
+  const ownLine = !short();
+  if (!ownLine) fixedLines--;
   while (short() && f.length > 1) (f = f.slice(0, -1)), fixedLines--;
   const both = height - fixedLines >= 2 * MIN_CHART_ROWS;
   const chartRows = both ? Math.min(10, Math.floor((height - fixedLines) / 2)) : Math.max(MIN_CHART_ROWS, Math.min(10, height - fixedLines + 1));
@@ -124,6 +142,9 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
   const marks = [
     ...oomColumns(m, s.device, fromUs, toUs, chartWidth).map((column) => ({ column, mark: "X", label: "OOM" })),
     ...(chartPeak !== null ? [{ column: Math.floor((peakAt * chartWidth) / points), mark: "^", label: `peak ${formatBytes(chartPeak)}` }] : []),
+    ...(when !== null && b.step === when && b.peak.time_us !== null && b.peak.time_us >= fromUs
+      ? [{ column: Math.min(chartWidth - 1, Math.floor(((b.peak.time_us - fromUs) / Math.max(1, toUs - fromUs)) * chartWidth)), mark: "v", label: `step ${when}'s peak` }]
+      : []),
   ];
   // One peak on the screen: where torch's own (the ring header's max_memory_allocated) lies above
   // what the records ever held at once (the chart covers the whole run), both are named.
@@ -140,8 +161,9 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
         allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}{peakWords}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
       </Text>
       <Text wrap="truncate-end">
-        fragmentation {formatBytes(s.reserved_unallocated_bytes)}  retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}
+        retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}{ownLine ? "" : `  ${unallocated}`}
       </Text>
+      {ownLine ? <Text wrap="truncate-end">{unallocated}</Text> : null}
       {noteLines}
       {both ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text> : null}
       {resv.map((line, i) => (
@@ -168,7 +190,7 @@ export function ProcessScreen({ pm, found, width, height, ascii }: { pm: Process
         </Text>
       ))}
       <Text bold>
-        Step {b.step}{b.complete ? "" : " (running)"}: peak {formatBytes(b.peak.allocated_bytes)} {b.peak.phase ? inPhase(b.peak.phase) : ""}
+        {when !== null && b.step === when ? <Text color={color("yellow")}>PAST </Text> : null}Step {b.step}{b.complete ? "" : " (running)"}{when !== null && b.step !== when ? ` (step ${when} is no longer kept)` : ""}: peak {formatBytes(b.peak.allocated_bytes)} {b.peak.phase ? inPhase(b.peak.phase) : ""}
       </Text>
       {showWords ? <Text dimColor>{pad(b.peak.words, width - 1)}</Text> : null}
       {STEP_HEADER.map((cell, i) => (
@@ -200,6 +222,6 @@ export const processScreen = {
   id: "process",
   key: "2",
   title: "Process",
-  component: (p) => <ProcessScreen pm={p.pm} found={p.pm && p.state.findings.get(p.pm.pid)} width={p.width} height={p.height} ascii={p.ascii} />,
+  component: (p) => <ProcessScreen pm={p.pm} found={p.pm && p.state.findings.get(p.pm.pid)} width={p.width} height={p.height} ascii={p.ascii} when={p.ui.when} />,
   onKey: (ui, key, ctx) => (isKey(key, "return") ? (ctx.show(ui, "findings"), true) : false),
 } as const satisfies ScreenSpec;
