@@ -14,6 +14,9 @@ import type { StepRecord } from "./steps";
  *  the frees of this many steps: some 50 bytes a free. */
 export const PEAK_STEPS_KEPT = 8;
 
+/** Bytes of one row of PeakBlocks' columns: five of 8 bytes, two of 4, two of 1. */
+const BYTES_PER_ROW = 5 * 8 + 2 * 4 + 2;
+
 /** Blocks as columns: a moment's picture, or the log of frees. */
 export class PeakBlocks {
   /** Rows [head, n) are held (the log drops from its front; a picture's head stays 0). */
@@ -118,6 +121,8 @@ export interface PeakPicture {
   /** allocated at the moment (the step record's peak). */
   peak_bytes: number;
   time_us: number;
+  /** reserved at the moment (the step record's at its peak, or at its end). */
+  reserved_bytes: number;
   blocks: PeakBlocks;
   /** Detail was partial in the step (lost records, frees of blocks never seen allocated). */
   partial: boolean;
@@ -152,6 +157,12 @@ export class PeakWitness {
   private bestPicture: PeakPicture | null = null;
 
   constructor(private readonly blocks: BlockTable) {}
+
+  /** What the log of frees holds now: its rows and their bytes (the columns' room; names apart). */
+  held(): { rows: number; bytes: number } {
+    const log = this.log;
+    return { rows: log.n - log.head, bytes: log.size.length * BYTES_PER_ROW };
+  }
 
   /** The steps whose picture can be had, oldest first (the run's highest included). */
   steps(): number[] {
@@ -213,8 +224,8 @@ export class PeakWitness {
     const log = this.log;
     for (let i = Math.max(log.head, row - log.base); i < log.n; i++) if (log.serial[i]! <= at && log.freedAt[i]! >= at) out.copy(log, i);
     return end
-      ? { step: rec.step, peak_bytes: rec.allocated_at_end, time_us: rec.end_us, blocks: out, partial: rec.partial }
-      : { step: rec.step, peak_bytes: rec.peak_allocated, time_us: rec.peak_time_us, blocks: out, partial: rec.partial };
+      ? { step: rec.step, peak_bytes: rec.allocated_at_end, time_us: rec.end_us, reserved_bytes: rec.reserved_at_end, blocks: out, partial: rec.partial }
+      : { step: rec.step, peak_bytes: rec.peak_allocated, time_us: rec.peak_time_us, reserved_bytes: rec.reserved_at_peak, blocks: out, partial: rec.partial };
   }
 
   /** The running step's picture (`cur`), a kept step's (by number) or the run's highest ("run"), at

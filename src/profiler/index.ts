@@ -39,7 +39,7 @@ export { segmentMap, largestFreeBlock, type SegmentMap, type SegmentView } from 
 export { findings, distinctFindings, THRESHOLDS, type Finding, type FindingId, type FindingGroup } from "./findings";
 export { unallocatedView, unallocatedLine, poolsLine, type UnallocatedView } from "./unallocated";
 export type { PrivatePool, PoolId } from "./pools";
-export { atPeak, peakBlockLines, peakSteps, PEAK_WHICH, PEAK_GROUPINGS, type AtPeak, type PeakGroup, type PeakWhich, type PeakGrouping } from "./peak-groups";
+export { atPeak, peakBlockLines, peakSteps, segmentsAt, PEAK_WHICH, PEAK_GROUPINGS, type AtPeak, type PeakGroup, type PeakWhich, type PeakGrouping } from "./peak-groups";
 export { PEAK_STEPS_KEPT } from "./at-peak";
 export { MAX_STEPS } from "./step-accounting";
 export { TIMELINE_LEVELS, type TimelineView, type TimelineBucket } from "./timeline";

@@ -10,6 +10,7 @@ import type { ProfilerModel } from "./model";
 import { blockLabel, type BlockLine } from "./queries";
 import { PHASE_NAMES } from "../ffi/events";
 import { RESYNCED_STEP } from "./blocks";
+import { segmentMapAt } from "./segment-map";
 
 export const PEAK_WHICH = ["step", "run"] as const;
 export type PeakWhich = (typeof PEAK_WHICH)[number] | number;
@@ -154,4 +155,11 @@ export function peakBlockLines(m: ProfilerModel, opts: { device: number; which: 
   }
   lines.sort((x, y) => y.size_bytes - x.size_bytes || x.address - y.address);
   return { lines, view };
+}
+
+/** The segment map at a peak (or a kept step's end): the blocks alive then in the segments of then. */
+export function segmentsAt(m: ProfilerModel, opts: { device: number; which: PeakWhich; end?: boolean; withBlocks?: boolean }) {
+  const d = m.device(opts.device);
+  const got = d && pictureOf(d, opts.which, opts.end === true);
+  return d && got ? { ...segmentMapAt(d, got.pic, { withBlocks: opts.withBlocks }), step: got.pic.step, time_us: Number.isFinite(got.pic.time_us) ? got.pic.time_us : null } : null;
 }

@@ -2,6 +2,8 @@
 // with the live blocks inside them and the free ranges between them. A query, not per event:
 // it sorts segments and blocks by address and sweeps once.
 
+import type { PeakPicture } from "./at-peak";
+import { CATEGORIES } from "./categories";
 import type { DeviceState } from "./device";
 
 export interface SegmentBlock {
@@ -58,10 +60,21 @@ interface Sweep {
   segments: SegmentView[];
 }
 
-function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Sweep {
-  const segAddrs = d.segments.addresses();
+/** Blocks in address order, as a sweep reads them: the live ones, or those of a moment. */
+interface Sorted {
+  n: number;
+  address(k: number): number;
+  size(k: number): number;
+  block(k: number): SegmentBlock;
+}
+
+function liveSorted(d: DeviceState): Sorted {
   const slots = d.blocks.slotsByAddress();
   const b = d.blocks;
+  return { n: slots.length, address: (k) => b.address[slots[k]!]!, size: (k) => b.size[slots[k]!]!, block: (k) => blockOf(d, slots[k]!) };
+}
+
+function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean, blocks: Sorted = liveSorted(d), segAddrs = d.segments.addresses()): Sweep {
   let k = 0;
   let largest = 0;
   let splits = 0;
@@ -72,24 +85,25 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
   for (const sa of segAddrs) {
     const size = d.segments.size(sa)!;
     const end = sa + size;
-    while (k < slots.length && b.address[slots[k]!]! < sa) unplaced += b.size[slots[k++]!]!;
+    while (k < blocks.n && blocks.address(k) < sa) unplaced += blocks.size(k++);
     let cursor = sa;
     let segLargest = 0;
     let allocated = 0;
     let nBlocks = 0;
     let nFree = 0;
-    const blocks: SegmentBlock[] | undefined = withBlocks ? [] : undefined;
-    while (k < slots.length && b.address[slots[k]!]! < end) {
-      const s = slots[k++]!;
-      const addr = b.address[s]!;
+    const inside: SegmentBlock[] | undefined = withBlocks ? [] : undefined;
+    while (k < blocks.n && blocks.address(k) < end) {
+      const addr = blocks.address(k);
+      const bytes = blocks.size(k);
       if (addr > cursor) {
         nFree++;
         if (addr - cursor > segLargest) segLargest = addr - cursor;
       }
-      cursor = Math.max(cursor, addr + b.size[s]!);
-      allocated += b.size[s]!;
+      cursor = Math.max(cursor, addr + bytes);
+      allocated += bytes;
       nBlocks++;
-      if (blocks) blocks.push(blockOf(d, s));
+      if (inside) inside.push(blocks.block(k));
+      k++;
     }
     if (end > cursor) {
       nFree++;
@@ -111,10 +125,10 @@ function sweep(d: DeviceState, withSegments: boolean, withBlocks: boolean): Swee
         largest_free_bytes: segLargest,
         n_blocks: nBlocks,
         n_free_ranges: nFree,
-        ...(blocks ? { blocks } : {}),
+        ...(inside ? { blocks: inside } : {}),
       });
   }
-  while (k < slots.length) unplaced += b.size[slots[k++]!]!;
+  while (k < blocks.n) unplaced += blocks.size(k++);
   return { largest, splits, splitBytes, wholeFree, unplaced, segments };
 }
 
@@ -163,5 +177,40 @@ export function segmentMap(d: DeviceState, opts: { withBlocks?: boolean } = {}):
     releasable_bytes: s.wholeFree,
     unplaced_bytes: s.unplaced,
     segments: s.segments,
+  };
+}
+
+/** The segment map at a moment of the past (a step's peak or end, at-peak.ts): the blocks alive
+ *  then in the segments that existed then (allocated by its time). Segments released since are
+ *  gone from the model: their bytes are `released_since_bytes` (reserved then, less the segments
+ *  shown), said, never drawn. */
+export function segmentMapAt(d: DeviceState, pic: PeakPicture, opts: { withBlocks?: boolean } = {}): SegmentMap & { released_since_bytes: number } {
+  const reservedThen = pic.reserved_bytes;
+  const b = pic.blocks;
+  const order: number[] = [];
+  for (let i = b.head; i < b.n; i++) order.push(i);
+  order.sort((x, y) => b.address[x]! - b.address[y]!);
+  const sorted: Sorted = {
+    n: order.length,
+    address: (k) => b.address[order[k]!]!,
+    size: (k) => b.size[order[k]!]!,
+    block: (k) => ({ address: b.address[order[k]!]!, size_bytes: b.size[order[k]!]!, category: CATEGORIES[b.category[order[k]!]!] ?? "other", name: b.names.get(order[k]!) ?? null }),
+  };
+  const then = d.segments.addresses().filter((a) => (d.segments.time(a) ?? -Infinity) <= pic.time_us);
+  const s = sweep(d, true, opts.withBlocks ?? false, sorted, then);
+  const shown = s.segments.reduce((sum, x) => sum + x.size_bytes, 0);
+  return {
+    device: d.device,
+    approximate: d.segments.approximate,
+    reserved_bytes: reservedThen,
+    allocated_bytes: pic.peak_bytes,
+    reserved_unallocated_bytes: reservedThen - pic.peak_bytes,
+    largest_free_bytes: s.largest,
+    n_inactive_splits: s.splits,
+    inactive_split_bytes: s.splitBytes,
+    releasable_bytes: s.wholeFree,
+    unplaced_bytes: s.unplaced,
+    segments: s.segments,
+    released_since_bytes: Math.max(0, reservedThen - shown),
   };
 }

@@ -4,7 +4,7 @@
 // findings are the ones a live process gets.
 
 import { statSync } from "node:fs";
-import { categories, createModel, findings, replayToEnd, summary, type Categories, type Finding, type ProfilerModel, type SnapshotSegment } from "../profiler";
+import { categories, createModel, findings, MAX_STEPS, replayToEnd, summary, type Categories, type Finding, type ProfilerModel, type SnapshotSegment } from "../profiler";
 import { readSnapshotFile, type ParsedSnapshot, type Progress } from "./read";
 import { privatePools, summarize, type SnapshotSummary } from "./summary";
 import type { BlockSizes } from "./before";
@@ -23,7 +23,8 @@ export function replayOf(parsed: ParsedSnapshot): SnapshotReplay {
  *  taken in (what the screens show), not for the JSON, which tells the trace's own end. */
 export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolean; resync?: boolean } = {}): { model: ProfilerModel; replay: SnapshotReplay } {
   const replay = replayOf(parsed);
-  const model = createModel();
+  // A snapshot is a replay: the blocks at the peak and end of every step it keeps (`[` `]`, `P`).
+  const model = createModel().keepPeaks(MAX_STEPS);
   if (opts.keepTrace) model.keepTrace();
   replayToEnd(replay.source, { ranges: replay.ranges, model, segments: opts.resync ? (parsed.root.segments as unknown as SnapshotSegment[]) : null });
   // The trace's entries name no pool; the final segments do: the model is told which memory is a

@@ -3,7 +3,7 @@
 // instead of now: the running step's, then the run's highest; at a past step, its peak or its end.
 // Pure: the user's choice (UiState) and the process's model in, what to show out.
 import type { ProcessModel } from "../collect/live";
-import { peakBlockLines, peakSteps, PEAK_STEPS_KEPT, steps, type BlockLine } from "../profiler";
+import { peakBlockLines, peakSteps, PEAK_STEPS_KEPT, segmentsAt, steps, type BlockLine } from "../profiler";
 import { formatBytes } from "./format";
 import type { UiState } from "./ui-state";
 
@@ -37,22 +37,35 @@ export function later(ui: UiState, pm: ProcessModel | undefined): string {
 }
 
 /** The screens that show a past step; the others show now, and say so. */
-export const PAST_SCREENS = ["process", "tensors", "timeline"];
+export const PAST_SCREENS = ["process", "tensors", "segments", "timeline"];
 
 /** The status line's mark while a past step is shown, on screen `id`. */
 export function pastMark(ui: UiState, id: string): string | null {
   if (ui.when === null) return null;
-  if (!PAST_SCREENS.includes(id)) return `step ${ui.when} shows on Process, Tensors and Timeline; this screen shows now  Esc now`;
+  if (!PAST_SCREENS.includes(id)) return `this screen shows now (Esc: all do); step ${ui.when} shows on Process, Tensors, Segments, Timeline`;
   return `PAST: step ${ui.when}  [ ] steps  P peak/end  Esc now`;
 }
 
-/** What the Tensors screen's blocks are: live now, or alive at a peak or at a past step's end. */
+/** What the Tensors and Segments screens show: now, or the blocks alive at a peak or at a past
+ *  step's end. */
 export type TensorsMoment = { kind: "now" } | { kind: "peak"; which: "step" | "run" | number } | { kind: "end"; step: number };
 
 export function tensorsMoment(ui: UiState): TensorsMoment {
   const peak = ui.peakView ?? "now";
   if (ui.when !== null) return peak === "now" ? { kind: "end", step: ui.when } : { kind: "peak", which: ui.when };
   return peak === "now" ? { kind: "now" } : { kind: "peak", which: peak };
+}
+
+/** The moment's words: "the run's peak", "the end of step 12". */
+export function momentWords(moment: Exclude<TensorsMoment, { kind: "now" }>): string {
+  if (moment.kind === "end") return `the end of step ${moment.step}`;
+  return moment.which === "run" ? "the run's peak" : moment.which === "step" ? "the running step's peak" : `step ${moment.which}'s peak`;
+}
+
+/** The Segments screen at a moment other than now (null: that step's blocks are no longer kept). */
+export function momentSegments(pm: ProcessModel, moment: Exclude<TensorsMoment, { kind: "now" }>) {
+  const d = pm.model.devices[0]!;
+  return moment.kind === "end" ? segmentsAt(pm.model, { device: d.device, which: moment.step, end: true, withBlocks: true }) : segmentsAt(pm.model, { device: d.device, which: moment.which, withBlocks: true });
 }
 
 /** `P`: the next peak view; at a past step there are two (its end, its peak). */
@@ -75,7 +88,7 @@ export interface MomentBlocks {
 export function momentBlocks(pm: ProcessModel, moment: Exclude<TensorsMoment, { kind: "now" }>): MomentBlocks {
   const d = pm.model.devices[0]!;
   const got = moment.kind === "end" ? peakBlockLines(pm.model, { device: d.device, which: moment.step, end: true }) : peakBlockLines(pm.model, { device: d.device, which: moment.which });
-  const what = moment.kind === "end" ? `the end of step ${moment.step}` : moment.which === "run" ? "the run's peak" : moment.which === "step" ? "the running step's peak" : `step ${moment.which}'s peak`;
+  const what = momentWords(moment);
   if (!got) {
     const kept = peakSteps(d);
     return { lines: [], bytes: 0, unseen: 0, heading: `Alive at ${what}`, missing: `the blocks of ${what} are no longer kept (kept: steps ${kept.join(", ") || "none yet"}; a live process keeps the last ${PEAK_STEPS_KEPT})` };

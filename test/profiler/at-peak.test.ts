@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { openRingRecording } from "../../src/collect/recording";
 import { createModel, feed, FeedSource, replay } from "../../src/profiler";
 import type { StepRecord } from "../../src/profiler/steps";
-import { atPeak, PEAK_GROUPINGS } from "../../src/profiler/peak-groups";
+import { atPeak, PEAK_GROUPINGS, segmentsAt } from "../../src/profiler/peak-groups";
 import { PEAK_STEPS_KEPT } from "../../src/profiler/at-peak";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
@@ -78,6 +78,17 @@ describe("the blocks alive at a step's peak", () => {
         }
       }
       expect(endsChecked).toBe(Math.min(kept.length, PEAK_STEPS_KEPT));
+      // The segments at each kept step's end: its blocks placed in the segments of then, adding up
+      // to allocated then; the segments shown and those released since make reserved then.
+      for (const step of kept.slice(-PEAK_STEPS_KEPT)) {
+        const rec = d.steps.find((r) => r.step === step)!;
+        const map = segmentsAt(m, { device: 0, which: step, end: true, withBlocks: true })!;
+        const inSegments = map.segments.reduce((s, x) => s + x.allocated_bytes, 0);
+        expect({ step, placed: inSegments + map.unplaced_bytes }).toEqual({ step, placed: rec.allocated_at_end });
+        expect(map.reserved_bytes).toBe(rec.reserved_at_end);
+        expect(map.segments.reduce((s, x) => s + x.size_bytes, 0) + map.released_since_bytes).toBe(rec.reserved_at_end);
+        for (const x of map.segments) expect(x.allocated_bytes).toBeLessThanOrEqual(x.size_bytes);
+      }
       // The running step's picture too, against the oracle's last copy.
       const now = atPeak(m, { device: 0, which: "step", by: "category", limit: Infinity })!;
       expect(now.step).toBe(d.cur.step);

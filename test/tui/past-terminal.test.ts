@@ -1,7 +1,8 @@
 // At the peak and back in time, in a real terminal (tmux, test/support/tmux.ts) at 80×24 and 200×60:
 // a GPT-2 training recorded on an H200 replayed to its end. On Tensors, P shows the blocks alive at
 // the running step's peak, then at the run's; `[` goes back to a finished step on every screen that
-// can show it (Process: that step's table; Tensors: its end, P its peak), marked as the past; Esc
+// can show it (Process: that step's table; Tensors and Segments: its end, P its peak), marked as
+// the past; Esc
 // comes back to now. The figures are the recording's own, read from a model replayed here.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -72,9 +73,19 @@ describe("at the peak and in the past, in a real terminal", () => {
         // Now: the last complete step's table, unmarked.
         const now = await t.until(/^Step 37: peak/m);
         expect(now.split("\n")[0]).not.toContain("PAST");
+        // Segments at step 37's peak (P chose the peak on Tensors: one choice for both screens), then
+        // at its end: the blocks then, in the segments of then.
+        const rec37 = m.device(0)!.steps.find((r) => r.step === 37)!;
         t.keys("[", "4");
-        const segs = await t.until(/this screen shows now/);
+        const segs = await t.until(/At step 37's peak: \d+ segments/);
         fits(segs);
+        expect(segs).toContain(`reserved ${formatBytes(rec37.reserved_at_peak)}, allocated ${formatBytes(step37.peak.allocated_bytes)}`);
+        t.keys("P");
+        const segsEnd = await t.until(/At the end of step 37: \d+ segments/);
+        expect(segsEnd).toContain(`reserved ${formatBytes(rec37.reserved_at_end)}, allocated ${formatBytes(step37.held_at_end_bytes)}`);
+        // A screen that shows only now says so.
+        t.keys("6");
+        await t.until(/this screen shows now/);
         t.keys("Escape");
         await t.until(/\? help/);
         t.keys("q");

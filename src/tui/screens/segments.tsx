@@ -10,11 +10,19 @@ import { PRIVATE_POOLS, UNALLOCATED } from "../../words";
 import { firstShown, rowUnder } from "./scroll";
 import { segmentStrip } from "./segment-strip";
 import { segmentPartAt, segmentPartCount, SegmentView } from "./segment-view";
+import { momentSegments, momentWords, tensorsMoment, type TensorsMoment } from "../moment";
+import type { SegmentView as SegmentLine } from "../../profiler";
+
+/** The segment map at the moment shown: now, or a peak or a past step's end (src/tui/moment.ts;
+ *  null where that step's blocks are no longer kept). */
+function mapAt(pm: ProcessModel, moment: TensorsMoment) {
+  return moment.kind === "now" ? segments(pm.model, { withBlocks: true }) : momentSegments(pm, moment);
+}
 
 /** The segments as the screen lists them: largest first. */
-export function segmentsInOrder(pm: ProcessModel | undefined) {
+export function segmentsInOrder(pm: ProcessModel | undefined, moment: TensorsMoment = { kind: "now" }) {
   if (!pm || pm.model.devices.length === 0) return [];
-  return [...segments(pm.model, { withBlocks: true }).segments].sort((a, b) => b.size_bytes - a.size_bytes);
+  return [...(mapAt(pm, moment)?.segments ?? [])].sort((a, b) => b.size_bytes - a.size_bytes);
 }
 
 /** The rows the list has room for (they start at line 4, below the totals, the private pools,
@@ -32,8 +40,9 @@ function privatePoolsLine(pools: UnallocatedView["private_pools"]): string {
   return poolsLine(pools) ?? `${PRIVATE_POOLS}: none`;
 }
 
-export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean; selected: number }) {
+export function SegmentsScreen({ pm, width, height, ascii, selected, moment = { kind: "now" } }: { pm: ProcessModel | undefined; width: number; height: number; ascii: boolean; selected: number; moment?: TensorsMoment }) {
   if (!pm || pm.model.devices.length === 0) return <Text dimColor>No PyTorch process with allocator events selected.</Text>;
+  if (moment.kind !== "now") return <SegmentsThen pm={pm} width={width} height={height} ascii={ascii} selected={selected} moment={moment} />;
   const map = segments(pm.model, { withBlocks: true });
   const segs = segmentsInOrder(pm);
   const room = listRoom(height);
@@ -49,7 +58,15 @@ export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: Pro
         {u ? unallocatedLine(u) : `${formatBytes(map.reserved_unallocated_bytes)} ${UNALLOCATED}`}, largest free block {formatBytes(map.largest_free_bytes)}, {map.n_inactive_splits} inactive splits{map.approximate ? " (placement approximate)" : ""}
       </Text>
       <Text dimColor wrap="truncate-end">{pools}</Text>
-      <Text dimColor>Enter: the selected segment's blocks (names, shapes, ages)</Text>
+      <Text dimColor>Enter: the selected segment's blocks (names, shapes, ages)  P: at the peak</Text>
+      <SegmentList segs={segs} first={first} room={room} selected={selected} stripWidth={stripWidth} ascii={ascii} />
+    </Box>
+  );
+}
+
+function SegmentList({ segs, first, room, selected, stripWidth, ascii }: { segs: SegmentLine[]; first: number; room: number; selected: number; stripWidth: number; ascii: boolean }) {
+  return (
+    <>
       <Text inverse>{pad("ADDRESS", 16)}{pad("SIZE", 11, true)}{pad("USED", 6, true)}  {pad("BLOCKS (█ used, ░ free)", stripWidth)}</Text>
       {segs.slice(first, first + room).map((s, i) => {
         const used = (s.blocks ?? []).map((b) => ({ offset: b.address - s.address, size: b.size_bytes }));
@@ -59,6 +76,28 @@ export function SegmentsScreen({ pm, width, height, ascii, selected }: { pm: Pro
           </Text>
         );
       })}
+    </>
+  );
+}
+
+/** The segments at a peak or a past step's end: the blocks alive then in the segments of then;
+ *  segments released since are counted in words, not drawn (the model keeps only today's). */
+function SegmentsThen({ pm, width, height, ascii, selected, moment }: { pm: ProcessModel; width: number; height: number; ascii: boolean; selected: number; moment: Exclude<TensorsMoment, { kind: "now" }> }) {
+  const map = momentSegments(pm, moment);
+  const what = momentWords(moment);
+  if (!map) return <Text color={color("yellow")}>{`Segments at ${what}: that step's blocks are no longer kept (P: another moment, Esc: now)`}</Text>;
+  const segs = segmentsInOrder(pm, moment);
+  const room = listRoom(height);
+  const first = firstShown(segs.length, room, selected);
+  const released = map.released_since_bytes ? `; ${formatBytes(map.released_since_bytes)} of segments released since, not drawn` : "";
+  return (
+    <Box flexDirection="column">
+      <Text wrap="truncate-end" color={color("yellow")}>
+        <Text bold>{`At ${what}${moment.kind === "peak" && typeof moment.which === "string" ? ` (step ${map.step})` : ""}: ${map.segments.length} segments`}</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)}, {formatBytes(map.reserved_unallocated_bytes)} {UNALLOCATED}
+      </Text>
+      <Text dimColor wrap="truncate-end">{`largest free block ${formatBytes(map.largest_free_bytes)}, ${map.n_inactive_splits} inactive splits${released}`}</Text>
+      <Text dimColor>{pad("P: another moment  [ ]: steps  Esc: now  (Enter opens a segment as it is now)", width - 1)}</Text>
+      <SegmentList segs={segs} first={first} room={room} selected={selected} stripWidth={Math.max(10, width - 44)} ascii={ascii} />
     </Box>
   );
 }
@@ -73,11 +112,11 @@ export const segmentsScreen = {
     p.ui.segment && p.pm ? (
       <SegmentView pm={p.pm} address={p.ui.segment.address} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} />
     ) : (
-      <SegmentsScreen pm={p.pm} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} />
+      <SegmentsScreen pm={p.pm} width={p.width} height={p.height} ascii={p.ascii} selected={p.selected} moment={tensorsMoment(p.ui)} />
     ),
-  rows: (p) => (p.ui.segment && p.pm ? segmentPartCount(p.pm, p.ui.segment.address) : segmentsInOrder(p.pm).length),
+  rows: (p) => (p.ui.segment && p.pm ? segmentPartCount(p.pm, p.ui.segment.address) : segmentsInOrder(p.pm, tensorsMoment(p.ui)).length),
   rowAt: (p, line) =>
-    p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(segmentsInOrder(p.pm).length, p.height, p.selected, line),
+    p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(segmentsInOrder(p.pm, tensorsMoment(p.ui)).length, p.height, p.selected, line),
   onKey: (ui, key, ctx) => {
     // Esc closes an opened segment; with none open it is the frame's (the past, then the Overview).
     if (isKey(key, "escape") || isKey(key, "backspace")) {
@@ -89,7 +128,7 @@ export const segmentsScreen = {
     if (!isKey(key, "return")) return false;
     if (ui.segment) return true;
     const at = ui.selected[ui.screen]!;
-    const seg = segmentsInOrder(ctx.pm(ui))[at];
+    const seg = segmentsInOrder(ctx.pm(ui), tensorsMoment(ui))[at];
     if (!seg) return true;
     ui.segment = { address: seg.address, listSelected: at };
     ui.selected[ui.screen] = 0; // the block list starts at its top
