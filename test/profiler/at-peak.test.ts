@@ -2,6 +2,7 @@
 // the peak, see at-peak.ts) against a slow, obvious oracle that copies every live block each time
 // a step's peak rises, fed one record at a time. The groups add up to the peak to the byte.
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openRingRecording } from "../../src/collect/recording";
 import { createModel, feed, FeedSource, replay } from "../../src/profiler";
@@ -116,6 +117,25 @@ describe("the blocks alive at a step's peak", () => {
     const names = new Map(run.groups.map((g) => [g.key, g]));
     expect(names.get("transformer.wte.weight")).toMatchObject({ category: "parameter", blocks: 1 });
     expect(names.get("exp_avg_sq of transformer.wte.weight")).toMatchObject({ category: "optimizer_state", blocks: 1 });
+    // Each kept step's end, against torch's own memory_allocated right after that step's optimizer
+    // step (hf-gpt2.facts.jsonl; model step k ends with the (k+1)-th): the blocks hold torch's figure
+    // less what large blocks hold beyond their requests (under 1 MiB each).
+    const facts = readFileSync(join(DIR, "hf-gpt2.facts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((f) => !f.final);
+    const torchAt = new Map<number, number>(facts.map((f) => [f.step, f.memory_allocated]));
+    const d = m.device(0)!;
+    let checked = 0;
+    for (const step of d.peaks.steps()) {
+      const end = atPeak(m, { device: 0, which: step, end: true, by: "category" });
+      const torch = torchAt.get(step + 1);
+      if (!end || torch === undefined) continue;
+      checked++;
+      // The recording's own sync record at that step's end says the same as torch's facts.
+      expect(d.steps.find((r) => r.step === step)!.torchAllocated).toBe(torch);
+      expect(end.groups.reduce((s, g) => s + g.bytes, 0)).toBe(end.peak_bytes);
+      expect(torch - end.peak_bytes).toBeGreaterThanOrEqual(0);
+      expect(torch - end.peak_bytes).toBeLessThan(64 * 2 ** 20);
+    }
+    expect(checked).toBe(PEAK_STEPS_KEPT);
     const byCat = atPeak(m, { device: 0, which: "run", by: "category" })!;
     expect(byCat.groups.map((g) => g.key)).toContain("optimizer_state");
     expect(atPeak(m, { device: 0, which: 12345 })).toBeNull();
