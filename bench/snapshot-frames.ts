@@ -6,10 +6,11 @@
 // Two files, made by tools/snapshot-frames-gen.ts (a real H100 step repeated, frames on every
 // entry) in the system's temporary directory and removed at the end, never committed: frame dicts
 // shared as torch writes them, and a dict per frame per entry.
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeFramesSnapshot } from "../tools/snapshot-frames-gen";
+import { timeCommand } from "./support/time-command";
 
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -30,20 +31,11 @@ interface Run {
   frames_in_json?: number;
 }
 
-/** One process under /usr/bin/time -v: wall seconds, peak RSS, its stdout (through files: a large
- *  document through pipes came back cut at times). */
+/** One process under /usr/bin/time -v: wall seconds, peak RSS, its stdout; a failure is kept, not thrown. */
 function timed(argv: string[]): Run & { stdout: string } {
-  const out = join(tmpdir(), `gpumem-bench-${process.pid}.out`);
-  const errPath = join(tmpdir(), `gpumem-bench-${process.pid}.err`);
-  const p = Bun.spawnSync(["/usr/bin/time", "-v", ...argv], { stdout: Bun.file(out), stderr: Bun.file(errPath) });
-  const err = readFileSync(errPath, "utf8");
-  const stdout = readFileSync(out, "utf8");
-  rmSync(out, { force: true });
-  rmSync(errPath, { force: true });
-  const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)/.exec(err)!;
-  const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(err)!;
-  const run: Run & { stdout: string } = { wall_s: Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3]), peak_rss_bytes: Number(rss[1]) * 1024, stdout };
-  if (p.exitCode !== 0) run.error = err.split("\n").find((l) => l.trim() && !l.startsWith("\t") && !l.startsWith("Command"))?.trim() ?? `exit status ${p.exitCode}`;
+  const r = timeCommand(argv);
+  const run: Run & { stdout: string } = { wall_s: r.wall_s, peak_rss_bytes: r.peak_rss_kib * 1024, stdout: r.stdout };
+  if (r.exitCode !== 0) run.error = r.stderr.split("\n").find((l) => l.trim() && !l.startsWith("\t") && !l.startsWith("Command"))?.trim() ?? `exit status ${r.exitCode}`;
   return run;
 }
 

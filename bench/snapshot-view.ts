@@ -4,10 +4,11 @@
 //   bun bench/snapshot-view.ts [OUT_DIR] [--mib N] [--runs N]
 // The file is generated (tools/snapshot-gen.ts: every entry distinct, laid out as torch's pickle
 // has it) in the system's temporary directory and removed at the end; it is never committed.
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeBigSnapshot } from "../tools/snapshot-gen";
+import { timeCommand } from "./support/time-command";
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number) => {
@@ -25,20 +26,11 @@ const gen = writeBigSnapshot(file, mib * 2 ** 20);
 const genS = (performance.now() - tg) / 1000;
 const bytes = statSync(file).size;
 
-/** One process under /usr/bin/time -v: wall seconds, peak RSS (KiB), its stdout. Its output goes
- *  to files, not pipes: a 2.6 MB document through Bun.spawnSync's pipes came back cut at times. */
+/** One process under /usr/bin/time -v: wall seconds, peak RSS (KiB), its stdout; a failure stops the run. */
 function timed(argv: string[]): { wall_s: number; peak_rss_kib: number; stdout: string } {
-  const out = join(tmpdir(), `gpumem-bench-${process.pid}.out`);
-  const errPath = join(tmpdir(), `gpumem-bench-${process.pid}.err`);
-  const p = Bun.spawnSync(["/usr/bin/time", "-v", ...argv], { stdout: Bun.file(out), stderr: Bun.file(errPath) });
-  const err = readFileSync(errPath, "utf8");
-  const stdout = readFileSync(out, "utf8");
-  rmSync(out, { force: true });
-  rmSync(errPath, { force: true });
-  if (p.exitCode !== 0) throw new Error(`${argv.join(" ")} failed (${p.exitCode}): ${err.split("\n").filter((l) => !/^\t(Average|Major|Minor|Voluntary|Involuntary|Swaps|File|Socket|Signals|Page)/.test(l)).join("\n")}`);
-  const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)/.exec(err)!;
-  const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(err)!;
-  return { wall_s: Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3]), peak_rss_kib: Number(rss[1]), stdout };
+  const r = timeCommand(argv);
+  if (r.exitCode !== 0) throw new Error(`${argv.join(" ")} failed (${r.exitCode}): ${r.stderr.split("\n").filter((l) => !/^\t(Average|Major|Minor|Voluntary|Involuntary|Swaps|File|Socket|Signals|Page)/.test(l)).join("\n")}`);
+  return { wall_s: r.wall_s, peak_rss_kib: r.peak_rss_kib, stdout: r.stdout };
 }
 
 const ours: ReturnType<typeof timed>[] = [];

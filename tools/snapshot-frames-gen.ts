@@ -6,144 +6,21 @@
 // has for the same entry (its C++ frames), so that every entry has some. The final segments are
 // the fixture's: the replay ends on them exactly, as it does on the fixture.
 //
-// Written as Python's pickler writes what torch.cuda.memory._dump_snapshot hands it (protocol 4,
-// 64 KiB FRAMEs, every dict, list and new string memoized, shared frame dicts and repeated keys
-// read back with BINGET, a fresh frames list per context and step, free_requested and
+// Written (pickler.ts) as Python's pickler writes what torch.cuda.memory._dump_snapshot hands it
+// (protocol 4, 64 KiB FRAMEs, every dict, list and new string memoized, shared frame dicts and
+// repeated keys read back with BINGET, a fresh frames list per context and step, free_requested and
 // free_completed of a block sharing one as torch's do). With --fresh-frames every frames list has
 // dicts of its own (its strings still shared), as some writers lay frames out: the reader must not
 // keep a dict per frame per entry.
 //   bun tools/snapshot-frames-gen.ts OUT.pickle [ENTRIES] [--fresh-frames]   (default 1,500,000)
-import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { unpickle, type PickleValue } from "../src/snapshot/pickle";
+import { OP, Pickler } from "./pickler";
 
 const FIXTURES = join(import.meta.dir, "..", "test", "fixtures", "snapshots");
-const OP = { PROTO: 0x80, FRAME: 0x95, STOP: 0x2e, MARK: 0x28, EMPTY_DICT: 0x7d, EMPTY_LIST: 0x5d, SETITEMS: 0x75, APPENDS: 0x65, APPEND: 0x61, MEMOIZE: 0x94, BINGET: 0x68, LONG_BINGET: 0x6a, BININT: 0x4a, BININT1: 0x4b, BININT2: 0x4d, LONG1: 0x8a, SHORT_BINUNICODE: 0x8c, BINUNICODE: 0x58, NEWTRUE: 0x88, NEWFALSE: 0x89, NONE: 0x4e, TUPLE2: 0x86, BINFLOAT: 0x47 };
-const FRAME_TARGET = 64 * 1024;
 
 type Obj = { [k: string]: PickleValue };
-
-/** Python's pickler, as far as a snapshot needs it: memo by identity, strings by value. */
-class Pickler {
-  private frame = new Uint8Array(4 * FRAME_TARGET);
-  private n = 0;
-  private memo = 0;
-  /** Strings Python shares (keys, frame strings): written once, read back after. */
-  private readonly strings = new Map<string, number>();
-  /** Objects written once and named again (frame dicts, a frames list shared by two entries). */
-  readonly objects = new Map<object, number>();
-  written = 0;
-  constructor(private readonly fd: number) {}
-  private room(k: number) {
-    if (this.n + k > this.frame.length) {
-      const b = new Uint8Array((this.n + k) * 2);
-      b.set(this.frame.subarray(0, this.n));
-      this.frame = b;
-    }
-  }
-  op(b: number) {
-    this.room(1);
-    this.frame[this.n++] = b;
-  }
-  private le(v: number, bytes: number) {
-    this.room(bytes);
-    for (let i = 0; i < bytes; i++) (this.frame[this.n++] = v % 256), (v = Math.floor(v / 256));
-  }
-  memoize(): number {
-    this.op(OP.MEMOIZE);
-    return this.memo++;
-  }
-  get(i: number) {
-    if (i < 256) this.op(OP.BINGET), this.le(i, 1);
-    else this.op(OP.LONG_BINGET), this.le(i, 4);
-  }
-  int(v: number) {
-    if (!Number.isInteger(v)) {
-      this.op(OP.BINFLOAT);
-      const d = new DataView(new ArrayBuffer(8));
-      d.setFloat64(0, v, false);
-      for (let i = 0; i < 8; i++) this.op(d.getUint8(i));
-    } else if (v >= 0 && v < 256) this.op(OP.BININT1), this.le(v, 1);
-    else if (v >= 0 && v < 65536) this.op(OP.BININT2), this.le(v, 2);
-    else if (v >= 0 && v < 2 ** 31) this.op(OP.BININT), this.le(v, 4);
-    else {
-      let k = 1;
-      while (v >= 2 ** (8 * k - 1)) k++;
-      this.op(OP.LONG1);
-      this.le(k, 1);
-      this.le(v, k);
-    }
-  }
-  /** A string object of its own (as each of torch's fresh strings is), memoized. */
-  newStr(s: string): number {
-    const b = Buffer.from(s, "utf8");
-    if (b.length < 256) this.op(OP.SHORT_BINUNICODE), this.le(b.length, 1);
-    else this.op(OP.BINUNICODE), this.le(b.length, 4);
-    this.room(b.length);
-    this.frame.set(b, this.n);
-    this.n += b.length;
-    return this.memoize();
-  }
-  str(s: string) {
-    const at = this.strings.get(s);
-    if (at !== undefined) return this.get(at);
-    this.strings.set(s, this.newStr(s));
-  }
-  /** Any plain value; `fresh`: lists and dicts written anew even where written before. */
-  value(v: PickleValue, key = ""): void {
-    if (v === null) return this.op(OP.NONE);
-    if (typeof v === "boolean") return this.op(v ? OP.NEWTRUE : OP.NEWFALSE);
-    if (typeof v === "number") return this.int(v);
-    if (typeof v === "string") return this.str(v);
-    if (v instanceof Uint8Array) throw new Error("no bytes in a snapshot");
-    const seen = this.objects.get(v);
-    if (seen !== undefined) return this.get(seen);
-    if (Array.isArray(v)) {
-      if (key === "segment_pool_id") return (this.int(v[0] as number), this.int(v[1] as number), this.op(OP.TUPLE2), void this.memoize());
-      this.op(OP.EMPTY_LIST);
-      this.objects.set(v, this.memoize());
-      this.items(v);
-      return;
-    }
-    this.op(OP.EMPTY_DICT);
-    this.objects.set(v, this.memoize());
-    const keys = Object.keys(v);
-    if (keys.length === 0) return;
-    this.op(OP.MARK);
-    for (const k of keys) (this.str(k), this.value(v[k]!, k));
-    this.op(OP.SETITEMS);
-  }
-  /** A list's items; `fresh`: dicts among them written anew, not read back from the memo. */
-  items(v: PickleValue[], fresh = false) {
-    const one = (x: PickleValue) => (fresh && x !== null && typeof x === "object" && !Array.isArray(x) ? this.freshDict(x as Obj) : this.value(x));
-    if (v.length === 1) return (one(v[0]!), this.op(OP.APPEND));
-    for (let i = 0; i < v.length; i += 1000) {
-      this.op(OP.MARK);
-      for (const x of v.slice(i, i + 1000)) one(x);
-      this.op(OP.APPENDS);
-    }
-  }
-  private freshDict(d: Obj) {
-    this.op(OP.EMPTY_DICT);
-    this.memoize();
-    this.op(OP.MARK);
-    for (const k of Object.keys(d)) (this.str(k), this.value(d[k]!, k));
-    this.op(OP.SETITEMS);
-  }
-  /** Python's framer: a frame is written once it passes 64 KiB. */
-  endOfItem(force = false) {
-    if (this.n < FRAME_TARGET && !force) return;
-    const head = new Uint8Array(9);
-    head[0] = OP.FRAME;
-    let v = this.n;
-    for (let i = 1; i < 9; i++) (head[i] = v % 256), (v = Math.floor(v / 256));
-    writeSync(this.fd, head);
-    writeSync(this.fd, this.frame.subarray(0, this.n));
-    this.written += 9 + this.n;
-    this.n = 0;
-  }
-}
 
 const fixture = (name: string) => unpickle(gunzipSync(require("node:fs").readFileSync(join(FIXTURES, `${name}.pickle.gz`)))) as Obj;
 
@@ -178,13 +55,7 @@ export function writeFramesSnapshot(path: string, entries: number, freshFrames =
     return (other.frames as PickleValue[] | undefined) ?? [];
   });
 
-  const fd = openSync(path, "w");
-  writeSync(fd, new Uint8Array([OP.PROTO, 4]));
-  const p = new Pickler(fd);
-  p.written = 2;
-  p.op(OP.EMPTY_DICT);
-  p.memoize();
-  p.op(OP.MARK);
+  const p = Pickler.beginDict(path);
   p.str("segments");
   p.value(py.segments!);
   p.endOfItem();
@@ -238,10 +109,7 @@ export function writeFramesSnapshot(path: string, entries: number, freshFrames =
     for (const a of annsOut.slice(i, i + 1000)) (p.value(a), p.endOfItem());
     p.op(OP.APPENDS);
   }
-  p.op(OP.SETITEMS);
-  p.op(OP.STOP);
-  p.endOfItem(true);
-  closeSync(fd);
+  p.endDict();
   return { bytes: p.written, entries: steps * step.length, steps, annotations: annsOut.length };
 }
 

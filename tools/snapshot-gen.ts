@@ -1,6 +1,6 @@
-// A large PyTorch memory snapshot, written piece by piece as Python's pickler writes what
-// torch.cuda.memory._dump_snapshot hands it (protocol 4: 64 KiB FRAMEs, every dict, list and new
-// string memoized, repeated keys and shared frame dicts read back with BINGET, a fresh
+// A large PyTorch memory snapshot, written piece by piece (pickler.ts) as Python's pickler writes
+// what torch.cuda.memory._dump_snapshot hands it (protocol 4: 64 KiB FRAMEs, every dict, list and
+// new string memoized, repeated keys and shared frame dicts read back with BINGET, a fresh
 // `compile_context` string and frames list per entry: the layout of the H100 snapshots in
 // test/fixtures/snapshots). Every entry is distinct: addresses, sizes and times never repeat, and
 // frames come from a few hundred distinct stacks of real file and function names.
@@ -10,83 +10,7 @@
 // activations (module frames), backward gradients and temporaries (no frames: autograd's thread),
 // AdamW's temporaries inside `Optimizer.step#AdamW.step`, frees them all and gives the segment back.
 //   bun tools/snapshot-gen.ts OUT.pickle [MiB]      (default 1024)
-import { closeSync, openSync, writeSync } from "node:fs";
-
-const OP = { PROTO: 0x80, FRAME: 0x95, STOP: 0x2e, MARK: 0x28, EMPTY_DICT: 0x7d, EMPTY_LIST: 0x5d, SETITEMS: 0x75, APPENDS: 0x65, APPEND: 0x61, MEMOIZE: 0x94, BINGET: 0x68, LONG_BINGET: 0x6a, BININT: 0x4a, BININT1: 0x4b, BININT2: 0x4d, LONG1: 0x8a, SHORT_BINUNICODE: 0x8c, BINUNICODE: 0x58, NEWTRUE: 0x88, NEWFALSE: 0x89, NONE: 0x4e, TUPLE2: 0x86 };
-const FRAME_TARGET = 64 * 1024;
-
-class Pickler {
-  private frame = new Uint8Array(4 * FRAME_TARGET);
-  private n = 0;
-  private memo = 0;
-  private readonly strings = new Map<string, number>();
-  written = 0;
-  constructor(private readonly fd: number) {}
-  private room(k: number) {
-    if (this.n + k > this.frame.length) {
-      const b = new Uint8Array((this.n + k) * 2);
-      b.set(this.frame.subarray(0, this.n));
-      this.frame = b;
-    }
-  }
-  op(b: number) {
-    this.room(1);
-    this.frame[this.n++] = b;
-  }
-  private le(v: number, bytes: number) {
-    this.room(bytes);
-    for (let i = 0; i < bytes; i++) (this.frame[this.n++] = v % 256), (v = Math.floor(v / 256));
-  }
-  memoize(): number {
-    this.op(OP.MEMOIZE);
-    return this.memo++;
-  }
-  get(i: number) {
-    if (i < 256) this.op(OP.BINGET), this.le(i, 1);
-    else this.op(OP.LONG_BINGET), this.le(i, 4);
-  }
-  int(v: number) {
-    if (v >= 0 && v < 256) this.op(OP.BININT1), this.le(v, 1);
-    else if (v >= 0 && v < 65536) this.op(OP.BININT2), this.le(v, 2);
-    else if (v >= 0 && v < 2 ** 31) this.op(OP.BININT), this.le(v, 4);
-    else {
-      // LONG1, as few bytes as keep the sign (non-negative here)
-      let k = 1;
-      while (v >= 2 ** (8 * k - 1)) k++;
-      this.op(OP.LONG1);
-      this.le(k, 1);
-      this.le(v, k);
-    }
-  }
-  /** A new string object, memoized (as each of torch's fresh strings is). */
-  newStr(s: string) {
-    const b = Buffer.from(s, "utf8");
-    if (b.length < 256) this.op(OP.SHORT_BINUNICODE), this.le(b.length, 1);
-    else this.op(OP.BINUNICODE), this.le(b.length, 4);
-    this.room(b.length);
-    this.frame.set(b, this.n);
-    this.n += b.length;
-    return this.memoize();
-  }
-  /** An interned string: written once, read back from the memo after. */
-  str(s: string) {
-    const at = this.strings.get(s);
-    if (at !== undefined) return this.get(at);
-    this.strings.set(s, this.newStr(s));
-  }
-  /** Python's framer: a frame is written once it passes 64 KiB. */
-  endOfItem(force = false) {
-    if (this.n < FRAME_TARGET && !force) return;
-    const head = new Uint8Array(9);
-    head[0] = OP.FRAME;
-    let v = this.n;
-    for (let i = 1; i < 9; i++) (head[i] = v % 256), (v = Math.floor(v / 256));
-    writeSync(this.fd, head);
-    writeSync(this.fd, this.frame.subarray(0, this.n));
-    this.written += 9 + this.n;
-    this.n = 0;
-  }
-}
+import { OP, Pickler } from "./pickler";
 
 const FILES = [
   ["torch/nn/modules/module.py", ["_call_impl", "_wrapped_call_impl"]],
@@ -130,14 +54,7 @@ export function writeBigSnapshot(path: string, targetBytes: number): Generated {
   const forward = Array.from({ length: 200 }, () => stack([pick([...byFile("functional.py"), ...byFile("linear.py"), ...byFile("modeling_gpt2.py")])], 3 + Math.floor(rand() * 8)));
   const optim = Array.from({ length: 40 }, () => [pick(byFile("adam.py")), pick(byFile("adam.py")), pick(byFile("optimizer.py")), ...byFile("train.py").slice(0, 3)]);
 
-  const fd = openSync(path, "w");
-  // PROTO comes before the first FRAME, as Python writes it.
-  writeSync(fd, new Uint8Array([OP.PROTO, 4]));
-  const p = new Pickler(fd);
-  p.written = 2;
-  p.op(OP.EMPTY_DICT);
-  p.memoize();
-  p.op(OP.MARK);
+  const p = Pickler.beginDict(path);
 
   // segments: the parameters' segment, from before the recording (its blocks have no frames)
   const paramBase = 0x7f1000000000;
@@ -302,10 +219,7 @@ export function writeBigSnapshot(path: string, targetBytes: number): Generated {
     }
     p.op(OP.APPENDS);
   }
-  p.op(OP.SETITEMS);
-  p.op(OP.STOP);
-  p.endOfItem(true);
-  closeSync(fd);
+  p.endDict();
   return { bytes: p.written, entries, annotations: anns.length, steps };
 }
 

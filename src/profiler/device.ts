@@ -3,10 +3,12 @@
 // block table, the segment table, step accounting, category inference (lifetimes), OOM incidents and
 // consistency against torch's own figures. Everything per event is arithmetic on numbers and typed
 // arrays plus one Map operation keyed by address; work that walks many blocks happens at phase and
-// step boundaries (amortized over the events of the phase) or in queries. Readers use the getters.
+// step boundaries (amortized over the events of the phase) or in queries. Readers use the getters
+// (the totals' own in device-totals.ts, which this extends).
 
 import { ACTION, PHASE } from "../ffi/events";
 import { BlockTable } from "./blocks";
+import { TotalsReadout } from "./device-totals";
 import { CATEGORIES, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
@@ -20,11 +22,11 @@ import { StepAccounting } from "./step-accounting";
 import type { StepRecord } from "./steps";
 import { PeakWitness } from "./at-peak";
 import { Timeline } from "./timeline";
-import { blockSize, Totals } from "./totals";
+import { blockSize } from "./totals";
 
 export type { SnapshotSegment } from "./resync";
 
-export class DeviceState {
+export class DeviceState extends TotalsReadout {
   readonly blocks = new BlockTable();
   readonly segments = new SegmentTable();
   readonly timeline = new Timeline();
@@ -37,10 +39,6 @@ export class DeviceState {
   privatePools: readonly PrivatePool[] | null = null;
   /** The blocks alive at each step's peak (at-peak.ts). */
   readonly peaks = new PeakWitness(this.blocks);
-
-  /** Totals from the events, moved as the ring header's rule says (totals.ts); the ring
-   *  header's exact ones, where there is a header, re-anchor them after lost records. */
-  private readonly t = new Totals();
 
   // Where the training loop is (from the records' stamps).
   private _step: number;
@@ -71,6 +69,7 @@ export class DeviceState {
     phase = 0,
     range = 0,
   ) {
+    super();
     this._step = step;
     this._phase = phase;
     this._range = range;
@@ -79,43 +78,6 @@ export class DeviceState {
 
   // ---- what readers see ----
 
-  get allocated(): number {
-    return this.t.allocated;
-  }
-  /** Live bytes as the program asked for them (the trace's sizes): torch's requested_bytes. */
-  get requested(): number {
-    return this.t.requested;
-  }
-  get reserved(): number {
-    return this.t.reserved;
-  }
-  get active(): number {
-    return this.t.active;
-  }
-  get peakAllocated(): number {
-    return this.t.peakAllocated;
-  }
-  get peakReserved(): number {
-    return this.t.peakReserved;
-  }
-  get peakActive(): number {
-    return this.t.peakActive;
-  }
-  get nAlloc(): number {
-    return this.t.count("n_alloc");
-  }
-  get nFree(): number {
-    return this.t.count("n_free");
-  }
-  get nSegmentAlloc(): number {
-    return this.t.count("n_segment_alloc");
-  }
-  get nSegmentFree(): number {
-    return this.t.count("n_segment_free");
-  }
-  get nOom(): number {
-    return this.t.count("n_oom");
-  }
   /** The OOM incidents kept (the first MAX_OOMS). */
   get ooms(): readonly OomIncident[] {
     return this.oomLog.kept;
@@ -447,12 +409,5 @@ export class DeviceState {
     this.consistency.seeded(r.requested !== null);
     this.timeline.observe(t, this.t.allocated, this.t.reserved);
     return r;
-  }
-
-  /** Exact totals from the ring header replace the event-derived ones (after lost records). */
-  anchor(allocated: number, reserved: number, active: number): void {
-    this.t.allocated = allocated;
-    this.t.reserved = reserved;
-    this.t.active = active;
   }
 }

@@ -13,45 +13,16 @@
 // typed columns instead, see trace-columns.ts); the memo then forgets them too, so the tree holds
 // only what is left (segments, annotations, settings) and memory stays below the file's size.
 
-export class SnapshotError extends Error {
-  override name = "SnapshotError";
-}
-
-export type PickleValue = null | boolean | number | string | Uint8Array | PickleValue[] | { [key: string]: PickleValue };
-
 import { Memo, TAKEN } from "./memo";
+import { DEFAULT_LIMITS, SnapshotError, type PickleHooks, type PickleLimits, type PickleMachine, type PickleValue } from "./pickle-contract";
+
+export { SnapshotError, type PickleHooks, type PickleLimits, type PickleMachine, type PickleValue };
 
 const MARK = Symbol("mark");
 type StackItem = PickleValue | typeof MARK;
 
-export interface PickleLimits {
-  /** Objects created at most (strings, numbers and containers all count). */
-  maxObjects: number;
-  /** Items on the stack at most. */
-  maxStack: number;
-}
-
-const DEFAULT_LIMITS: PickleLimits = { maxObjects: 50_000_000, maxStack: 10_000_000 };
-
-/** Decides, for each item appended to a list, whether it leaves the tree. */
-export interface PickleHooks {
-  /** An item about to be appended to `list`: 0 keeps it there; n > 0 took it (and n objects with it). */
-  take(item: PickleValue, list: PickleValue[]): number;
-  /** What the memo keeps in place of an object a taken item held (a frames list other entries
-   *  share: a small stand-in); undefined: nothing, and a later read of it is refused. */
-  standIn(v: unknown): PickleValue | undefined;
-  /** The memo has forgotten this batch's taken items: what the hook kept for standIn can go. */
-  settled(): void;
-  /** Called before the memo settles: the hook marks objects deeper inside this batch's taken items
-   *  (a trace entry's frame dicts, inside its frames list) for the memo to forget too (forgotten;
-   *  each then gets its standIn). Returns the objects they held, which leave with them. */
-  forget?(): number;
-  forgotten?(v: object): boolean;
-}
-
 /** Thrown inside the machine when an opcode runs past the bytes fed so far. */
 const MORE = Symbol("more");
-
 
 const REFUSED: Record<number, string> = {
   0x63: "GLOBAL",
@@ -71,14 +42,6 @@ const REFUSED: Record<number, string> = {
   0x97: "NEXT_BUFFER",
   0x98: "READONLY_BUFFER",
 };
-
-/** A pickle reader fed piece by piece. */
-export interface PickleMachine {
-  /** The next bytes of the file; `last`: nothing follows. Returns the value once STOP is read. */
-  feed(chunk: Uint8Array, last: boolean): PickleValue | undefined;
-  /** Bytes read so far (where the next chunk starts, less what waits in a cut opcode). */
-  readonly offset: number;
-}
 
 /** The longest string or byte string accepted: a snapshot's longest is a file name or a frame. */
 const MAX_ITEM_BYTES = 256 * 1024 ** 2;

@@ -1,7 +1,6 @@
 // The model's rules on specific allocator sequences (see trace.ts). Recorded GPU rings test the
 // same rules end to end in fixtures.test.ts.
 import { describe, expect, test } from "bun:test";
-import type { RingHeader } from "../../src/ffi/events";
 import {
   blocks,
   breakdown,
@@ -13,6 +12,7 @@ import {
   summary,
   timeline,
 } from "../../src/profiler";
+import { ringHeader } from "../support/ring-header";
 import { BWD, FWD, MiB, OPT, OTHER, Trace, trainingStep } from "./trace";
 
 function run(tr: Trace) {
@@ -27,41 +27,6 @@ function train(n: number, opts: { zeroGrad?: boolean; keep?: number } = {}) {
   tr.alloc(0x5000_0000, 4 * MiB).alloc(0x5040_0000, 4 * MiB).alloc(0x5080_0000, 8 * MiB);
   for (let s = 0; s < n; s++) trainingStep(tr, { ...opts, firstStep: s === 0 });
   return { tr, m: run(tr) };
-}
-
-function header(pid: number, totals: Partial<RingHeader["totals"][number]>[]): RingHeader {
-  return {
-    abi_version: 1,
-    capacity: 1024,
-    pid,
-    mode: "hook",
-    n_devices: totals.length,
-    attach_unix_us: 0,
-    updated_unix_us: 0,
-    current_step: 0,
-    current_range: 0,
-  current_line: 0,
-    current_phase: 0,
-    closed: false,
-    write_index: 0,
-    totals: totals.map((t, device) => ({
-      device,
-      allocated: 0,
-      reserved: 0,
-      active: 0,
-      peak_allocated: 0,
-      peak_reserved: 0,
-      peak_active: 0,
-      n_alloc: 0,
-      n_free: 0,
-      n_segment_alloc: 0,
-      n_segment_free: 0,
-      n_oom: 0,
-      n_retries: 0,
-      requested: 0,
-      ...t,
-    })),
-  };
 }
 
 describe("totals", () => {
@@ -117,7 +82,7 @@ describe("totals", () => {
 
   test("the header's exact totals win; NVML used − reserved is the memory outside PyTorch", () => {
     const m = run(new Trace().segment(0x100000, 20 * MiB).alloc(0x100000, 4 * MiB));
-    m.setHeader(header(42, [{ allocated: 4 * MiB, reserved: 20 * MiB, peak_allocated: 9 * MiB, n_alloc: 7 }]));
+    m.setHeader(ringHeader([{ allocated: 4 * MiB, reserved: 20 * MiB, peak_allocated: 9 * MiB, n_alloc: 7 }], { pid: 42 }));
     m.setNvml(42, 0, 600 * MiB, 2_000_000);
     const d = summary(m).devices[0]!;
     expect(summary(m).pid).toBe(42);
@@ -134,7 +99,7 @@ describe("totals", () => {
     m.ingest(tr.batch(0, 1));
     // two records lapped: the reader reports them lost
     m.ingest(tr.batch(2, 3), 1);
-    m.setHeader(header(1, [{ allocated: 3 * MiB, reserved: 0, active: 3 * MiB }]));
+    m.setHeader(ringHeader([{ allocated: 3 * MiB, reserved: 0, active: 3 * MiB }], { pid: 1 }));
     const d = summary(m).devices[0]!;
     expect(d.allocated_bytes).toBe(3 * MiB);
     expect(d.live_block_bytes).toBe(2 * MiB);
@@ -494,7 +459,7 @@ describe("more lifetime rules", () => {
 
   test("a polling-mode ring (header, no records): totals from the header, block detail said to be missing", () => {
     const m = createModel();
-    m.setHeader({ ...header(5, [{ allocated: 3 * MiB, reserved: 8 * MiB }]), mode: "polling" });
+    m.setHeader(ringHeader([{ allocated: 3 * MiB, reserved: 8 * MiB }], { pid: 5, mode: "polling" }));
     const s = summary(m);
     expect(s.mode).toBe("polling");
     expect(s.devices[0]).toMatchObject({ allocated_bytes: 3 * MiB, reserved_bytes: 8 * MiB, live_blocks: 0, partial: true, totals_source: "header" });

@@ -3,42 +3,12 @@
 import { describe, expect, test } from "bun:test";
 import type { EventBatch, RingHeader } from "../../src/ffi/events";
 import { batchSource, replay, type EventSource, type ReplayLine } from "../../src/profiler";
+import { ringHeader } from "../support/ring-header";
 import { MiB, Trace } from "./trace";
 
+/** A closed ring's header after three allocations of `allocated` bytes in all. */
 function header(allocated: number): RingHeader {
-  return {
-    abi_version: 1,
-    capacity: 1024,
-    pid: 99,
-    mode: "hook",
-    n_devices: 1,
-    attach_unix_us: 0,
-    updated_unix_us: 0,
-    current_step: 0,
-    current_range: 0,
-  current_line: 0,
-    current_phase: 0,
-    closed: true,
-    write_index: 3,
-    totals: [
-      {
-        device: 0,
-        allocated,
-        reserved: 0,
-        active: allocated,
-        peak_allocated: allocated,
-        peak_reserved: 0,
-        peak_active: allocated,
-        n_alloc: 3,
-        n_free: 0,
-        n_segment_alloc: 0,
-        n_segment_free: 0,
-        n_oom: 0,
-        n_retries: 0,
-      requested: 0,
-      },
-    ],
-  };
+  return ringHeader([{ allocated, active: allocated, peak_allocated: allocated, peak_active: allocated, n_alloc: 3 }], { pid: 99, closed: true, write_index: 3 });
 }
 
 async function collect(gen: AsyncGenerator<ReplayLine>): Promise<ReplayLine[]> {

@@ -8,12 +8,12 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEMO_RING } from "../../src/collect/demo";
 import { openRingRecording } from "../../src/collect/recording";
-import type { RingHeader } from "../../src/ffi/events";
 import { createModel, findings, resyncFromSnapshot, summary, THRESHOLDS, unallocatedView, type ProfilerModel } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
 import { readSnapshotFile } from "../../src/snapshot/read";
 import { readAll, snapshotReplayOf } from "../../src/snapshot/trace-source";
 import { snapshotModel } from "../../src/snapshot/view";
+import { ringHeader } from "../support/ring-header";
 import { BWD, FWD, MiB, OPT, Trace } from "./trace";
 
 const GiB = 1024 * MiB;
@@ -110,26 +110,6 @@ describe("the OOM recordings", () => {
   });
 });
 
-function header(totals: Partial<RingHeader["totals"][number]>): RingHeader {
-  const zero = { allocated: 0, reserved: 0, active: 0, peak_allocated: 0, peak_reserved: 0, peak_active: 0, n_alloc: 0, n_free: 0, n_segment_alloc: 0, n_segment_free: 0, n_oom: 0, n_retries: 0, requested: 0 };
-  return {
-    abi_version: 1,
-    capacity: 1024,
-    pid: 1,
-    mode: "hook",
-    n_devices: 1,
-    attach_unix_us: 0,
-    updated_unix_us: 0,
-    current_step: 0,
-    current_range: 0,
-    current_line: 0,
-    current_phase: 0,
-    closed: false,
-    write_index: 0,
-    totals: [{ device: 0, ...zero, ...totals }],
-  };
-}
-
 /**
  * A warm-up step that reserves a 4 GiB segment for one 3 GiB block, then `steps` steps whose
  * blocks are 64 MiB (two at once, in a 256 MiB segment of their own); `big`: every step also
@@ -219,7 +199,7 @@ describe("where it costs something", () => {
     const tr = new Trace().segment(0x1000_0000, 100 * MiB).alloc(0x1000_0000, 10 * MiB);
     const m = createModel();
     m.ingest(tr.batch());
-    m.setHeader(header({ allocated: 10 * MiB, reserved: 100 * MiB, n_retries: 3, n_oom: 1 }));
+    m.setHeader(ringHeader([{ allocated: 10 * MiB, reserved: 100 * MiB, n_retries: 3, n_oom: 1 }]));
     const f = findings(m).find((x) => x.id === "reserved_unallocated")!;
     expect(f.severity).toBe("warning");
     expect(f.numbers.alloc_retries).toBe(2);
@@ -227,7 +207,7 @@ describe("where it costs something", () => {
     expect(f.evidence).toContain("90.00 MiB reserved but unallocated now");
     expect(f.evidence).toContain("max_split_size_mb");
     expect(f.evidence).not.toContain("empty_cache");
-    m.setHeader(header({ allocated: 10 * MiB, reserved: 100 * MiB, n_retries: 1, n_oom: 1 }));
+    m.setHeader(ringHeader([{ allocated: 10 * MiB, reserved: 100 * MiB, n_retries: 1, n_oom: 1 }]));
     expect(findings(m).map((x) => x.id)).not.toContain("reserved_unallocated");
   });
 });
