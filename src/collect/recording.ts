@@ -9,7 +9,8 @@ import { openRegular, readHead, readSmallText } from "../snapshot/input-file";
 import type { EventSource, SavedNames, SnapshotSegment } from "../profiler";
 import { MAX_MANIFEST_BYTES, parseManifest, type Manifest } from "../system/manifest";
 import { readSnapshotFile } from "../snapshot/read";
-import { beforeNote, beforeSummary, replayOf } from "../snapshot/view";
+import { beforeNote, beforeSummary, blockStacksOf, replayOf } from "../snapshot/view";
+import type { BlockStacks } from "../profiler/user-frame";
 import { formatBytes } from "../words";
 
 export interface Recording {
@@ -26,6 +27,8 @@ export interface Recording {
   notes: string[];
   /** A snapshot's memory from before its recording began, per device (null for a ring). */
   before: ReturnType<typeof import("../snapshot/view").beforeSummary> | null;
+  /** A snapshot's stacks: where its blocks alive at the end were allocated (null for a ring). */
+  stacks: BlockStacks | null;
   close(): void;
 }
 
@@ -76,7 +79,7 @@ export function openRingRecording(path: string): Recording {
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
   const names = readNames(path.replace(/\.ring$/, ".names.json"));
-  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, close: () => ring.close() };
+  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: null, close: () => ring.close() };
 }
 
 /** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */
@@ -97,5 +100,5 @@ export async function openRecording(path: string): Promise<Recording> {
   const r = replayOf(parsed);
   const note = beforeNote(r, formatBytes);
   const segments = parsed.root.segments as unknown as SnapshotSegment[];
-  return { path, kind: "snapshot", source: r.source, manifest: null, ranges: r.ranges, segments, names: [], notes: note ? [note] : [], before: beforeSummary(r), close: () => {} };
+  return { path, kind: "snapshot", source: r.source, manifest: null, ranges: r.ranges, segments, names: [], notes: note ? [note] : [], before: beforeSummary(r), stacks: blockStacksOf(parsed), close: () => {} };
 }

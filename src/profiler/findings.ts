@@ -2,17 +2,17 @@
 // the model's per-step records and live state; none walks more than the live blocks once.
 
 import { PHASE_NAMES } from "../ffi/events";
-import { RESYNCED_STEP } from "./blocks";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
 import type { DeviceState } from "./device";
 import type { OomIncident } from "./oom";
-import { formatBytes, formatShare, inPhase, inPhaseOfStep, unallocatedWords } from "../words";
+import { formatBytes, formatShare, inPhaseOfStep, unallocatedWords } from "../words";
 import type { ProfilerModel } from "./model";
 import { deviceSummary } from "./queries";
 import { poolTotals } from "./pools";
 import { segmentMap } from "./segment-map";
 import { expandableSegments, fragmentedOom, unallocatedEvidence, unallocatedTitle, unallocatedView } from "./unallocated";
 import type { StepRecord } from "./steps";
+import { growthSite } from "./growth-site";
 import type { DocumentFinding, FindingId } from "../system/schema";
 
 export type { FindingId };
@@ -220,7 +220,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
     id: "growth",
     severity: "warning",
     device: d.device,
-    title: `memory held at step boundaries grows by ${formatBytes(perStep)} per step`,
+    title: `memory held at step boundaries grows by ${formatBytes(perStep)} per step${site?.frameShort ? `, allocated at ${site.frameShort}` : ""}`,
     evidence,
     numbers: {
       first_step: first.step,
@@ -240,34 +240,9 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
       site_range: site?.range ?? null,
       site_bytes: site?.bytes ?? null,
       site_blocks: site?.blocks ?? null,
+      site_frame: site?.frame ?? null,
     },
   };
-}
-
-/**
- * Where the growing memory was allocated: the phase and range of the live blocks of the growing
- * category that later steps allocated and still hold (a leak's tensors, step after step), by bytes.
- * Outside every record_function range is a place too: a list the training loop appends to.
- */
-function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: number) {
-  const b = d.blocks;
-  const bytes = new Map<number, { bytes: number; blocks: number }>();
-  for (const slot of b.bySlot.values()) {
-    if (b.category[slot] !== cat || b.step[slot]! <= sinceStep || b.step[slot] === RESYNCED_STEP) continue;
-    const key = b.phase[slot]! * 2 ** 32 + b.range[slot]!;
-    const e = bytes.get(key) ?? { bytes: 0, blocks: 0 };
-    e.bytes += b.size[slot]!;
-    e.blocks++;
-    bytes.set(key, e);
-  }
-  let top: [number, { bytes: number; blocks: number }] | null = null;
-  for (const e of bytes) if (!top || e[1].bytes > top[1].bytes) top = e;
-  if (!top) return null;
-  const phase = PHASE_NAMES[Math.floor(top[0] / 2 ** 32)] ?? "other";
-  const rangeId = top[0] % 2 ** 32;
-  const range = rangeId > 0 ? m.rangeName(rangeId) : null;
-  const where = `${inPhase(phase)}, ${range ? `in range ${range}` : "outside every record_function range"}`;
-  return { phase, range, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };
 }
 
 function gradientsFinding(d: DeviceState): Finding | null {

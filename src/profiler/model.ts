@@ -7,6 +7,7 @@ import { PEAK_STEPS_KEPT } from "./at-peak";
 import { ACTION, isMark, MAX_DEVICES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { DeviceState, type SnapshotSegment } from "./device";
 import { LineTable } from "./lines";
+import type { BlockStacks } from "./user-frame";
 import { byDevice, type Named, type NamedTensor } from "./name-blocks";
 
 export type { NamedTensor } from "./name-blocks";
@@ -350,6 +351,9 @@ export class ProfilerModel {
   readonly lineNames = new Map<number, string>();
   /** What the records stamped with a line did, by line (lines.ts). */
   readonly lines = new LineTable();
+  /** Where the live blocks were allocated (a snapshot's stacks; null where none were recorded):
+   *  findings name the user's line from it (user-frame.ts). */
+  stacks: BlockStacks | null = null;
 
   setLines(lines: Record<string, string>): void {
     for (const [id, name] of Object.entries(lines)) {

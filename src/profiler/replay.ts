@@ -3,6 +3,7 @@
 // findings, or to its end at once. Pure orchestration: the source is read through feed, time to
 // wait comes from an injected clock, and nothing here writes anywhere.
 
+import type { BlockStacks } from "./user-frame";
 import { feed, FeedSource, type EventSource, type Fed } from "./feed";
 import { findings, type Finding } from "./findings";
 import { createModel, resyncFromSnapshot, type NamedTensor, type ProfilerModel } from "./model";
@@ -35,6 +36,8 @@ export interface ReplayOptions {
   /** The agent's `names` replies saved with the recording: each applied once the replay has read
    *  the ring up to its write index (null: at the end). */
   names?: SavedNames[];
+  /** Where the blocks alive at the end were allocated (a snapshot's stacks): findings name lines. */
+  stacks?: BlockStacks | null;
 }
 
 /** A `names` reply kept beside a recording (`x.names.json`). */
@@ -124,6 +127,7 @@ class Playthrough {
   ) {
     if (opts.ranges) model.setRanges(opts.ranges);
     if (opts.lines) model.setLines(opts.lines);
+    if (opts.stacks) model.stacks = opts.stacks;
     model.setHeader(source.header(), { totals: false });
     this.from = new FeedSource(source, opts.batch_size ?? 65_536);
     this.names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));

@@ -21,7 +21,7 @@ export function replayOf(parsed: ParsedSnapshot): SnapshotReplay {
 
 /** The model after the whole trace, fed as fast as it goes; `resync`: then the snapshot's segments
  *  taken in (what the screens show), not for the JSON, which tells the trace's own end. */
-export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolean; resync?: boolean } = {}): { model: ProfilerModel; replay: SnapshotReplay } {
+export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolean; resync?: boolean; rule?: UserFrameRule } = {}): { model: ProfilerModel; replay: SnapshotReplay } {
   const replay = replayOf(parsed);
   // A snapshot is a replay: the blocks at the peak and end of every step it keeps (`[` `]`, `P`).
   const model = createModel().keepPeaks(MAX_STEPS);
@@ -32,6 +32,8 @@ export function snapshotModel(parsed: ParsedSnapshot, opts: { keepTrace?: boolea
   // pool's reserved but unallocated memory.
   const pools = privatePools(parsed.root);
   for (const d of model.devices) d.privatePools = pools.get(d.device) ?? [];
+  // Where the blocks alive at the end were allocated: the findings name the user's line.
+  model.stacks = blockStacksOf(parsed, opts.rule);
   return { model, replay };
 }
 
@@ -83,7 +85,7 @@ export function blockStacksOf(parsed: ParsedSnapshot, rule: UserFrameRule = user
 
 export async function viewJson(path: string, progress?: Progress, rule: UserFrameRule = userFrameRuleFromEnv()): Promise<SnapshotView> {
   const parsed = await readSnapshotFile(path, progress);
-  const { model, replay } = snapshotModel(parsed);
+  const { model, replay } = snapshotModel(parsed, { rule });
   const s = summary(model);
   return {
     file: path,

@@ -73,13 +73,13 @@ describe("every committed snapshot: its view ends where its replay does", () => 
       const rec = await openRecording(path);
       const replayed = createModel();
       let final: ReplayLine | undefined;
-      for await (const l of replay(rec.source, { ranges: rec.ranges, model: replayed })) final = l;
+      for await (const l of replay(rec.source, { ranges: rec.ranges, stacks: rec.stacks, model: replayed })) final = l;
       // `view FILE --json` and `replay FILE --json`: the trace's own end.
       expect(finalLine(snapshotModel(parsed).model)).toEqual(final as ReturnType<typeof finalLine>);
       // `view FILE` and `replay FILE --snapshot`: then the snapshot's segments taken in.
       const again = await openRecording(path);
       const viewed = snapshotModel(parsed, { keepTrace: true, resync: true }).model;
-      const written = replayToEnd(again.source, { ranges: again.ranges, segments: again.segments, model: createModel().keepTrace() });
+      const written = replayToEnd(again.source, { ranges: again.ranges, stacks: again.stacks, segments: again.segments, model: createModel().keepTrace() });
       expect(document(viewed)).toEqual(document(written));
     });
   }

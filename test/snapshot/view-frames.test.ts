@@ -45,6 +45,18 @@ describe("where memory was allocated, in view --json", () => {
     }
   });
 
+  test("leak: the growth finding names the line that allocated what grows, in its title, its evidence and its numbers", async () => {
+    const { v } = await load("leak");
+    const growth = v.findings.find((f) => f.id === "growth")!;
+    const line = `capture_snapshots.py:${lineOf("out = model(input_ids=x, labels=x)")} step`;
+    expect(growth.title).toEndWith(`, allocated at ${line}`);
+    expect(growth.evidence).toContain(`were allocated in forward, in range train_step, at `);
+    expect(String(growth.numbers.site_frame)).toEndWith(`/${line}`);
+    // What grows is the kept logits, one block a step (all but the first step's, which the
+    // boundary the trend starts from already held).
+    expect(growth.numbers.site_bytes).toBe(LOGITS * Number(growth.numbers.site_blocks));
+  });
+
   test("stacks-all: the C++ frames torch records first are counted, not listed; the user frame is still the script's line", async () => {
     const { v } = await load("stacks-all");
     const state = v.top_allocations.filter((t) => t.user_frame?.endsWith(`:${lineOf("opt.step()")} step`));

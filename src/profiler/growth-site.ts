@@ -1,0 +1,60 @@
+// Where a finding's memory was allocated: the phase, record_function range and, where the model
+// knows where blocks were allocated (a snapshot's stacks), the user's line (user-frame.ts) of the
+// live blocks it is about. Pure queries over the model's live blocks.
+
+import { PHASE_NAMES } from "../ffi/events";
+import { RESYNCED_STEP } from "./blocks";
+import type { DeviceState } from "./device";
+import type { ProfilerModel } from "./model";
+import { frameLabel } from "./user-frame";
+import { formatBytes, inPhase } from "../words";
+
+/**
+ * Where the growing memory was allocated: the phase and range of the live blocks of the growing
+ * category that later steps allocated and still hold (a leak's tensors, step after step), by bytes.
+ * Outside every record_function range is a place too: a list the training loop appends to.
+ */
+export function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: number) {
+  const b = d.blocks;
+  const bytes = new Map<number, { bytes: number; blocks: number }>();
+  for (const slot of b.bySlot.values()) {
+    if (b.category[slot] !== cat || b.step[slot]! <= sinceStep || b.step[slot] === RESYNCED_STEP) continue;
+    const key = b.phase[slot]! * 2 ** 32 + b.range[slot]!;
+    const e = bytes.get(key) ?? { bytes: 0, blocks: 0 };
+    e.bytes += b.size[slot]!;
+    e.blocks++;
+    bytes.set(key, e);
+  }
+  let top: [number, { bytes: number; blocks: number }] | null = null;
+  for (const e of bytes) if (!top || e[1].bytes > top[1].bytes) top = e;
+  if (!top) return null;
+  const phase = PHASE_NAMES[Math.floor(top[0] / 2 ** 32)] ?? "other";
+  const rangeId = top[0] % 2 ** 32;
+  const range = rangeId > 0 ? m.rangeName(rangeId) : null;
+  const frame = siteFrame(m, d, (slot) => b.category[slot] === cat && b.step[slot]! > sinceStep && b.step[slot] !== RESYNCED_STEP && b.phase[slot]! * 2 ** 32 + b.range[slot]! === top[0]);
+  const at = frame ? `, at ${frame.label}` : "";
+  const where = `${inPhase(phase)}, ${range ? `in range ${range}` : "outside every record_function range"}${at}`;
+  return { phase, range, frame: frame?.label ?? null, frameShort: frame?.short ?? null, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };
+}
+
+/** The user's line (user-frame.ts) that allocated most of the live blocks `pick` keeps, where the
+ *  model knows where blocks were allocated (a snapshot's stacks); null elsewhere. */
+export function siteFrame(m: ProfilerModel, d: DeviceState, pick: (slot: number) => boolean): { label: string; short: string; bytes: number } | null {
+  const stacks = m.stacks;
+  if (!stacks) return null;
+  const b = d.blocks;
+  const bytes = new Map<string, { short: string; bytes: number }>();
+  for (const slot of b.bySlot.values()) {
+    if (!pick(slot)) continue;
+    const stack = stacks.stackOf(d.device, b.address[slot]!);
+    const at = stack ? stacks.userFrame(stack) : -1;
+    if (at < 0) continue;
+    const frame = stacks.frames(stack)[at]!;
+    const label = frameLabel(frame);
+    const e = bytes.get(label) ?? bytes.set(label, { short: frameLabel(frame, true), bytes: 0 }).get(label)!;
+    e.bytes += b.size[slot]!;
+  }
+  let top: { label: string; short: string; bytes: number } | null = null;
+  for (const [label, e] of bytes) if (!top || e.bytes > top.bytes) top = { label, ...e };
+  return top;
+}
