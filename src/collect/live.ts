@@ -8,7 +8,6 @@ import { createModel, feed, FeedSource, findings, MAX_SEED_BYTES, parseSeed, pro
 import { readSmallText } from "../snapshot/input-file";
 import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import type { Manifest } from "../system/manifest";
-import type { BlockStacks } from "../profiler/user-frame";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./name-requests";
 
@@ -37,9 +36,6 @@ export interface ProcessModel {
   /** Live agents: the model's findings as this tick left it (every device's), computed once at the
    *  end of the tick's update for the document and the screens alike; undefined for replays. */
   found?: Finding[];
-  /** Where each live block was allocated (its stack, its user frame), where that was recorded: a
-   *  snapshot's frames (view); absent elsewhere. */
-  stacks?: BlockStacks | null;
 }
 
 /** An attached agent's seed (manifest `seed`), read once before its ring: the file must lie beside

@@ -47,6 +47,9 @@ export interface EventBatch {
   range: Uint32Array;
   /** Line id of the line profiler (see the manifest's `lines`); 0 = none. */
   line: Uint32Array;
+  /** An alloc's stack id in its source's stack table (a snapshot's frames: model.stacks resolves
+   *  it); 0 = none. A ring's records carry no stack yet: its readers leave the column zero. */
+  stack: Uint32Array;
 }
 
 export function newEventBatch(capacity: number): EventBatch {
@@ -63,6 +66,7 @@ export function newEventBatch(capacity: number): EventBatch {
     step: new Uint32Array(capacity),
     range: new Uint32Array(capacity),
     line: new Uint32Array(capacity),
+    stack: new Uint32Array(capacity),
   };
 }
 

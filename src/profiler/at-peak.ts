@@ -14,8 +14,8 @@ import type { StepRecord } from "./steps";
  *  the frees of this many steps: some 50 bytes a free. */
 export const PEAK_STEPS_KEPT = 8;
 
-/** Bytes of one row of PeakBlocks' columns: five of 8 bytes, two of 4, two of 1. */
-const BYTES_PER_ROW = 5 * 8 + 2 * 4 + 2;
+/** Bytes of one row of PeakBlocks' columns: five of 8 bytes, three of 4, two of 1. */
+const BYTES_PER_ROW = 5 * 8 + 3 * 4 + 2;
 
 /** Blocks as columns: a moment's picture, or the log of frees. */
 export class PeakBlocks {
@@ -33,6 +33,8 @@ export class PeakBlocks {
   freedAt = new Float64Array(256);
   step = new Uint32Array(256);
   range = new Uint32Array(256);
+  /** The stack that allocated it (model.stacks' id; 0: unknown). */
+  stack = new Uint32Array(256);
   phase = new Uint8Array(256);
   /** Category code; a block freed within the phase that made it is a temporary. */
   category = new Uint8Array(256);
@@ -50,6 +52,7 @@ export class PeakBlocks {
     this.freedAt[i] = freedAt;
     this.step[i] = b.step[s]!;
     this.range[i] = b.range[s]!;
+    this.stack[i] = b.stack[s]!;
     this.phase[i] = b.phase[s]!;
     this.category[i] = cat;
     const name = b.names[s];
@@ -67,6 +70,7 @@ export class PeakBlocks {
     this.freedAt[j] = from.freedAt[i]!;
     this.step[j] = from.step[i]!;
     this.range[j] = from.range[i]!;
+    this.stack[j] = from.stack[i]!;
     this.phase[j] = from.phase[i]!;
     this.category[j] = from.category[i]!;
     const name = from.names.get(i);
@@ -85,6 +89,7 @@ export class PeakBlocks {
     for (const a of [this.size, this.address, this.time_us, this.serial, this.freedAt]) a.copyWithin(0, k, n);
     this.step.copyWithin(0, k, n);
     this.range.copyWithin(0, k, n);
+    this.stack.copyWithin(0, k, n);
     this.phase.copyWithin(0, k, n);
     this.category.copyWithin(0, k, n);
     const names = new Map<number, string>();
@@ -110,6 +115,7 @@ export class PeakBlocks {
     this.freedAt = f(this.freedAt);
     this.step = u(this.step);
     this.range = u(this.range);
+    this.stack = u(this.stack);
     this.phase = b(this.phase);
     this.category = b(this.category);
   }

@@ -52,6 +52,8 @@ export class BlockTable {
   range: Uint32Array;
   phase: Uint8Array;
   category: Uint8Array;
+  /** The stack that allocated it (model.stacks' id; 0: unknown). */
+  stack: Uint32Array;
   /** FROM_NAMES, RESYNCED, BEFORE_ATTACH, or 0. */
   flags: Uint8Array;
   /** Tensor names from the agent, by slot (undefined where unknown). */
@@ -91,6 +93,7 @@ export class BlockTable {
     this.range = new Uint32Array(initial);
     this.phase = new Uint8Array(initial);
     this.category = new Uint8Array(initial);
+    this.stack = new Uint32Array(initial);
     this.flags = new Uint8Array(initial);
     this.freeSlots = new Int32Array(initial);
   }
@@ -112,7 +115,7 @@ export class BlockTable {
   }
 
   /** A new live block at `address` (see `displaced` for the one it replaces). Returns its slot. */
-  add(address: number, size: number, stream: number, t: number, serial: number, step: number, range: number, phase: number, category: number, flags: number): number {
+  add(address: number, size: number, stream: number, t: number, serial: number, step: number, range: number, phase: number, category: number, flags: number, stack = 0): number {
     const slot = this.take();
     this.displaced = this.bySlot.put(address, slot);
     this.address[slot] = address;
@@ -125,6 +128,7 @@ export class BlockTable {
     this.phase[slot] = phase;
     this.category[slot] = category;
     this.flags[slot] = flags;
+    this.stack[slot] = stack;
     if (size > LARGE) this.large++;
     if (flags === RESYNCED) this.resynced++;
     this.bytesByCat[category]! += size;
@@ -248,6 +252,7 @@ export class BlockTable {
     this.serial = f64(this.serial);
     this.step = u32(this.step);
     this.range = u32(this.range);
+    this.stack = u32(this.stack);
     this.phase = u8(this.phase);
     this.category = u8(this.category);
     this.flags = u8(this.flags);

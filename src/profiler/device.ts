@@ -181,11 +181,11 @@ export class DeviceState extends TotalsReadout {
     }
   }
 
-  alloc(t: number, address: number, requested: number, stream: number): void {
+  alloc(t: number, address: number, requested: number, stream: number, stack = 0): void {
     const size = blockSize(requested);
     const blocks = this.blocks;
     const serial = ++this.serial;
-    const slot = blocks.add(address, size, stream, t, serial, this._step, this._range, this._phase, CAT_UNRESOLVED, 0);
+    const slot = blocks.add(address, size, stream, t, serial, this._step, this._range, this._phase, CAT_UNRESOLVED, 0, stack);
     const old = blocks.displaced;
     if (old >= 0) {
       // Its free was lost (ring lapped): it was freed, or the allocator could not hand the address out again.

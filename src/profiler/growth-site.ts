@@ -46,7 +46,7 @@ export function siteFrame(m: ProfilerModel, d: DeviceState, pick: (slot: number)
   const bytes = new Map<string, { short: string; bytes: number }>();
   for (const slot of b.bySlot.values()) {
     if (!pick(slot)) continue;
-    const stack = stacks.stackOf(d.device, b.address[slot]!);
+    const stack = b.stack[slot] || stacks.stackOf(d.device, b.address[slot]!);
     const at = stack ? stacks.userFrame(stack) : -1;
     if (at < 0) continue;
     const frame = stacks.frames(stack)[at]!;

@@ -71,6 +71,7 @@ export class ProfilerModel {
     const stream = batch.stream;
     const stepCol = batch.step;
     const rangeCol = batch.range;
+    const stack = batch.stack;
     const extra = batch.extra;
     const lineCol = batch.line;
     let lastDev = -1000;
@@ -141,7 +142,7 @@ export class ProfilerModel {
       }
       switch (a) {
         case ACTION.alloc:
-          ds.alloc(t, address[i]!, size[i]!, stream[i]!);
+          ds.alloc(t, address[i]!, size[i]!, stream[i]!, stack[i]!);
           break;
         case ACTION.free_requested:
           ds.freeRequested(t, address[i]!, size[i]!);

@@ -11,10 +11,11 @@ import { blockLabel, type BlockLine } from "./queries";
 import { PHASE_NAMES } from "../ffi/events";
 import { RESYNCED_STEP } from "./blocks";
 import { segmentMapAt } from "./segment-map";
+import { frameLabel } from "./user-frame";
 
 export const PEAK_WHICH = ["step", "run"] as const;
 export type PeakWhich = (typeof PEAK_WHICH)[number] | number;
-export const PEAK_GROUPINGS = ["name", "category", "phase", "range"] as const;
+export const PEAK_GROUPINGS = ["name", "category", "phase", "range", "frame"] as const;
 export type PeakGrouping = (typeof PEAK_GROUPINGS)[number];
 
 export interface PeakGroup {
@@ -55,6 +56,13 @@ function pictureOf(d: DeviceState, which: PeakWhich, end: boolean): { pic: PeakP
   return pic && { pic, which: typeof which === "number" ? "kept" : which };
 }
 
+/** The user's line of stack `stack` (user-frame.ts), or null where no stack or no user frame. */
+export function userFrameLabel(m: ProfilerModel, stack: number): string | null {
+  if (!stack || !m.stacks) return null;
+  const k = m.stacks.userFrame(stack);
+  return k < 0 ? null : frameLabel(m.stacks.frames(stack)[k]!);
+}
+
 /** Block i's category code and name: where the block is still alive, as it is known now (names
  *  often come after the step of the run's peak, and categories settle at phase ends). */
 function known(d: DeviceState, b: PeakBlocks, i: number): { cat: number; name: string | undefined } {
@@ -69,6 +77,7 @@ function keyOf(m: ProfilerModel, b: PeakBlocks, i: number, by: PeakGrouping, k: 
   if (by === "category") return cat;
   if (by === "phase") return phase;
   if (by === "range") return m.rangeName(b.range[i]!) ?? "(no range)";
+  if (by === "frame") return userFrameLabel(m, b.stack[i]!) ?? "(where unknown)";
   const step = b.step[i] === RESYNCED_STEP ? null : b.step[i]!;
   return k.name ?? blockLabel(cat, phase, m.rangeName(b.range[i]!), step);
 }
@@ -151,6 +160,7 @@ export function peakBlockLines(m: ProfilerModel, opts: { device: number; which: 
       label: k.name ?? blockLabel(category, phase, rangeName, step),
       category,
       category_source: k.name !== undefined ? "names" : "lifetime",
+      stack: b.stack[i]!,
     });
   }
   lines.sort((x, y) => y.size_bytes - x.size_bytes || x.address - y.address);

@@ -7,7 +7,7 @@ import { breakdown, steps } from "./breakdown";
 import type { Profile } from "../system/schema";
 import { findings, type Finding } from "./findings";
 import type { ProfilerModel } from "./model";
-import { atPeak } from "./peak-groups";
+import { atPeak, userFrameLabel } from "./peak-groups";
 import { blocks, categories, deviceSummary, pickDevice } from "./queries";
 import type { DeviceState } from "./device";
 import { unallocatedView } from "./unallocated";
@@ -90,6 +90,7 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
       phase: x.phase,
       step: x.step,
       range: x.range_name,
+      allocated_at: userFrameLabel(m, x.stack),
     })),
     findings: (opts.found ?? findings(m))
       .filter((f) => f.device === dev)

@@ -318,6 +318,8 @@ export interface BlockLine {
   /** Where the category comes from: the agent's names, the block's lifetime, a resync, or an
    *  attach's seed (allocated before the attach, not yet named). */
   category_source: "names" | "lifetime" | "resync" | "before_attach";
+  /** The stack that allocated it (model.stacks' id); 0: unknown. */
+  stack: number;
 }
 
 /** An unnamed block in words: its category and where it was allocated (phase, range, step). */
@@ -387,6 +389,7 @@ export function blocks(
       label: name ?? (b.flags[s] === BEFORE_ATTACH ? `(${category}, allocated before the attach)` : blockLabel(category, phase, rangeName, step)),
       category,
       category_source: b.flags[s] === RESYNCED ? "resync" : b.flags[s] === FROM_NAMES ? "names" : b.flags[s] === BEFORE_ATTACH ? "before_attach" : "lifetime",
+      stack: b.stack[s]!,
     });
   }
   return {

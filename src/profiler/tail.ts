@@ -20,6 +20,7 @@ export class EventTail {
   readonly phase: Uint8Array;
   readonly step: Uint32Array;
   readonly line: Uint32Array;
+  readonly stack: Uint32Array;
   /** Records ever pushed; record k (k < total) sits at k % capacity while k >= total - capacity. */
   total = 0;
   /** The first record after the last loss: a trace that crossed a gap would not add up. */
@@ -39,6 +40,7 @@ export class EventTail {
     this.phase = new Uint8Array(capacity);
     this.step = new Uint32Array(capacity);
     this.line = new Uint32Array(capacity);
+    this.stack = new Uint32Array(capacity);
   }
 
   /** Records were lost before the next push: the trace restarts after them. */
@@ -67,6 +69,7 @@ export class EventTail {
       this.phase.set(batch.phase.subarray(start, start + n), at);
       this.step.set(batch.step.subarray(start, start + n), at);
       this.line.set(batch.line.subarray(start, start + n), at);
+      this.stack.set(batch.stack.subarray(start, start + n), at);
       this.total += n;
       start += n;
     }

@@ -3,8 +3,9 @@
 // gives, so pytorch.org/memory_viz and torch.cuda._memory_viz open it. For a process whose agent
 // records no memory history, and for replays. Pure: model in, plain data out.
 //
-// What PyTorch has and we do not: stack frames. In their place each block and trace entry carries
-// one frame naming what we know (tensor name and category, step, phase, record_function range).
+// Stack frames: where the model has a block's stack (a snapshot's, replayed), its frames as torch
+// lists them; and after them, on every block and trace entry, one frame naming what we know (tensor
+// name and category, step, phase, record_function range).
 //
 // memory_viz replays the trace backwards from the segments to draw any moment; a trace that does
 // not add up to the segments (records lost, segments from before the agent attached) breaks it.
@@ -83,6 +84,13 @@ function frame(name: string): Frame[] {
   return [{ name, filename: FILE, line: 0 }];
 }
 
+/** Stack `stack`'s own frames (innermost first, as torch lists them) before `ours`, the frame
+ *  naming what the monitor knows: memory_viz shows the real stack, then our words. */
+function withStack(m: ProfilerModel, stack: number, ours: Frame[]): Frame[] {
+  if (!stack || !m.stacks) return ours;
+  return [...m.stacks.frames(stack).map((f) => ({ name: f.name, filename: f.file, line: f.line })), ...ours];
+}
+
 /** "train.py:42: loss = model(x)" as a frame: file, line, and the code as the function's place. */
 function lineFrame(name: string): Frame {
   const m = /^(.*?):(\d+): ?(.*)$/.exec(name);
@@ -132,7 +140,7 @@ export function snapshotFromModel(m: ProfilerModel): WrittenSnapshot {
       const e: TraceEntry = { action, addr: tail.address[s]!, size, stream: tail.stream[s]!, time_us, frames: [] };
       if (a === ACTION.oom) e.device_free = tail.extra[s]!;
       if (a === ACTION.alloc) {
-        e.frames = frame(where(tail.step[s]!, tail.phase[s]!, tail.range[s] ? m.rangeName(tail.range[s]!) : null));
+        e.frames = withStack(m, tail.stack[s]!, frame(where(tail.step[s]!, tail.phase[s]!, tail.range[s] ? m.rangeName(tail.range[s]!) : null)));
         // Allocated inside a function the line profiler follows: that line is the nearest thing to
         // a stack frame we have, and memory_viz shows it first.
         const line = tail.line[s]! ? m.lineNames.get(tail.line[s]!) : undefined;
@@ -184,7 +192,7 @@ function deviceSegments(m: ProfilerModel, d: DeviceState, trace: TraceEntry[]): 
     const name = b.names[s];
     const line = d.categoryOf(s);
     const at = b.isResynced(s) ? "seen in a resync" : `allocated ${where(b.step[s]!, b.phase[s]!, b.range[s] ? m.rangeName(b.range[s]!) : null)}`;
-    return frame(`${name ? `${name} ` : ""}(${line}) ${at}`);
+    return withStack(m, b.stack[s]!, frame(`${name ? `${name} ` : ""}(${line}) ${at}`));
   };
   // Candidates for the segments, by address: live blocks, and blocks freed but not yet completed
   // (a pending block overlapping a live one is not real: the live one wins).

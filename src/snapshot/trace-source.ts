@@ -98,6 +98,7 @@ function put(b: EventBatch, n: number, action: number, device: number, address: 
   b.range[n] = range;
   b.extra[n] = 0;
   b.line[n] = 0;
+  b.stack[n] = 0;
 }
 
 /** A snapshot's trace (already in columns), annotations, final segments and allocator settings → a replay source. */
@@ -234,6 +235,8 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
           }
           put(batch, n, a, trace.device[i]!, trace.address[i]!, trace.size[i]!, trace.stream[i]!, te, stack.length ? stack[stack.length - 1]! : 0);
           if (a === ACTION.oom) batch.extra[n] = trace.deviceFree.get(i) ?? 0;
+          // Where it was allocated: the entry's stack, resolved by the model's stacks (model.stacks).
+          else if (a === ACTION.alloc) batch.stack[n] = trace.stack[i]!;
         }
         batch.step[n] = step;
         batch.phase[n] = phase;

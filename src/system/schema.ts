@@ -146,6 +146,7 @@ export const ProfileSchema = z
           phase: z.string(),
           step: z.number().int().nullable(),
           range: z.string().nullable(),
+          allocated_at: z.string().nullable().optional().describe("the line of the user's code that allocated it (the first frame outside library code), where its stack is known"),
         }),
       )
       .describe("the largest live blocks, largest first"),

@@ -122,7 +122,7 @@ export async function runView(path: string, opts: MonitorOptions & { progress?: 
   const parsed = await readSnapshotFile(path, opts.progress);
   const { model, replay } = snapshotModel(parsed, { keepTrace: true, resync: true });
   const ctl = new Controller(null, opts.intervalMs);
-  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true, stacks: model.stacks };
+  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
   const note = beforeNote(replay, formatBytes);
   ctl.status = [`snapshot ${path}: ${keyHint(["process", "tensors", "segments"])}`, ...(note ? [note] : [])].join("; ");
   await show(ctl, opts, { initialScreen: "segments" });

@@ -11,7 +11,7 @@ import { gunzipSync } from "node:zlib";
 import { userFrameRuleFromEnv } from "../../src/snapshot/block-stacks";
 import { unpickle } from "../../src/snapshot/pickle";
 import { readSnapshotFile } from "../../src/snapshot/read";
-import { blockStacksOf, snapshotModel } from "../../src/snapshot/view";
+import { snapshotModel } from "../../src/snapshot/view";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { KEYS } from "../../src/tui/screens/help";
@@ -33,9 +33,9 @@ function blocksAtLine(line: number): number {
 
 async function viewed(columns: number, rows: number) {
   const parsed = await readSnapshotFile(FILE);
-  const { model } = snapshotModel(parsed, { keepTrace: true, resync: true });
+  const { model } = snapshotModel(parsed, { keepTrace: true, resync: true, rule: userFrameRuleFromEnv({}) });
   const ctl = new Controller(null, 1000);
-  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: "snapshot", ended: true, stacks: blockStacksOf(parsed, userFrameRuleFromEnv({})) };
+  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: "snapshot", ended: true };
   const ui = render(<App ctl={ctl} ascii={false} size={{ columns, rows }} initialScreen="tensors" />);
   await tick();
   const frame = () => plain(ui.lastFrame()!).split("\n");

@@ -13,8 +13,9 @@ import { cutStart, nameCell } from "./tensor-table";
 export function openedStack(pm: ProcessModel, address: number): { block: BlockLine | undefined; frames: readonly Frame[]; user: number } {
   const view = blocks(pm.model, { sort: "address", limit: Infinity });
   const block = view.blocks.find((b) => b.address === address);
-  const stacks = pm.stacks;
-  const stack = stacks ? stacks.stackOf(view.device, address) : 0;
+  const stacks = pm.model.stacks;
+  // The block's own stack (from its alloc in a replayed trace), else the snapshot's end state's.
+  const stack = stacks ? block?.stack || stacks.stackOf(view.device, address) : 0;
   return { block, frames: stacks && stack ? stacks.frames(stack) : [], user: stacks && stack ? stacks.userFrame(stack) : -1 };
 }
 

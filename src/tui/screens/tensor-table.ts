@@ -55,7 +55,9 @@ export const LIBRARY_ONLY = "(library code only)";
 /** Where the blocks of `device` were allocated, from the stacks a snapshot (or the hook) recorded. */
 export function whereOf(stacks: BlockStacks, device: number): WhereOf {
   const words = (b: BlockLine, short: boolean) => {
-    const stack = stacks.stackOf(device, b.address);
+    // The block's own stack where the model has it (a replayed trace: exact at any moment), else
+    // the snapshot's end state at its address.
+    const stack = b.stack || stacks.stackOf(device, b.address);
     if (stack === 0) return NO_FRAMES;
     const k = stacks.userFrame(stack);
     return k < 0 ? LIBRARY_ONLY : frameLabel(stacks.frames(stack)[k]!, short);

@@ -32,7 +32,7 @@ function namesLine(s: NamesStatus | undefined): string {
  *  and whether any block has a shape or dtype. */
 export function tableOptions(pm: ProcessModel): TableOptions {
   const view = blocks(pm.model, { sort: "size", limit: TABLE_LIMIT });
-  return { where: pm.stacks ? whereOf(pm.stacks, view.device) : undefined, shapes: view.blocks.some((b) => b.shape !== null || b.dtype !== null) };
+  return { where: pm.model.stacks ? whereOf(pm.model.stacks, view.device) : undefined, shapes: view.blocks.some((b) => b.shape !== null || b.dtype !== null) };
 }
 
 /** The keys of the table, in one line under its title. */
@@ -149,7 +149,7 @@ function sortBy(ui: UiState, sort: string): void {
 }
 
 /** The opened stack's block, where the process has stacks (a block's stack stays open only there). */
-const stackOpen = (ui: UiState, pm: ProcessModel | undefined) => (ui.tensorStack && pm?.stacks ? ui.tensorStack : null);
+const stackOpen = (ui: UiState, pm: ProcessModel | undefined) => (ui.tensorStack && pm?.model.stacks ? ui.tensorStack : null);
 
 /** The Tensors screen in the frame: its table selects, sorts (s, I, a header click on any column),
  *  Enter opens or closes the selected group of alike blocks; where stacks were recorded, w groups
@@ -182,7 +182,7 @@ export const tensorsScreen = {
     if (isChar(key, "s")) return sortBy(ui, cycle(ctx.sorts(ui), ui.tensorSort)), true;
     if (isChar(key, "I")) return sortBy(ui, ui.tensorSort), true;
     if (isChar(key, "w")) {
-      if (!pm?.stacks) return ctx.ctl.say("w: where blocks were allocated is known where stacks were recorded (view a snapshot taken with stacks)"), true;
+      if (!pm?.model.stacks) return ctx.ctl.say("w: where blocks were allocated is known where stacks were recorded (view a snapshot taken with stacks)"), true;
       ui.tensorByFrame = !ui.tensorByFrame;
       ui.selected[ui.screen] = 0;
       return true;
@@ -192,11 +192,11 @@ export const tensorsScreen = {
     const selected = ui.selected[ui.screen]!;
     const row = tensorsLayout(pm, 1000, ui.tensorSort, ui.tensorReverse, ui.filter, 0, ui.tensorOpen, ui.tensorByFrame, tensorsMoment(ui)).rows[selected];
     if (!row) return true;
-    if (row.kind === "block" && pm.stacks) {
+    if (row.kind === "block" && pm.model.stacks) {
       // The stack opens at its user frame (or its top where it has none).
       ui.tensorStack = { address: row.b.address, back: selected };
-      const stack = pm.stacks.stackOf(blocks(pm.model, { limit: 0 }).device, row.b.address);
-      ui.selected[ui.screen] = stack ? Math.max(0, pm.stacks.userFrame(stack)) : 0;
+      const stack = row.b.stack || pm.model.stacks.stackOf(blocks(pm.model, { limit: 0 }).device, row.b.address);
+      ui.selected[ui.screen] = stack ? Math.max(0, pm.model.stacks.userFrame(stack)) : 0;
       return true;
     }
     if (row.kind === "block" && !row.inGroup) return true;
