@@ -2,10 +2,19 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: checks | costs | tests | final | e2e | zoo | perf | lanes | ranks (below). The GPU tests and
-# end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in bench/.
-# Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
+# PART: checks | costs | tests | final | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
+# bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
+# fixtures (about 3 minutes; its two steps at most 8): small real fixtures, in OUT_DIR/fixtures.tar.gz (fixtures/):
+#   snapshots/  test/fixtures/snapshots/capture_more.py: first-line-keep-logits, resnet-no-zero-grad,
+#               compile-graphs, each NAME.pickle.gz (gzip -9) + NAME.facts.json, recorded from the
+#               program's start with Python stacks
+#   ring/       test/gpu/compile_graphs.py (torch.compile reduce-overhead) under `run --json`:
+#               compile-graphs.ring.gz (the agent's compact copy), .json (its manifest), .facts.json
+#               (torch's figures, pools per segment_pool_id), .run.ndjson.gz (the monitor's documents)
+#   capture-more.log, compile-ring.log
+#   Both compile from cold, each in caches of its own (outside OUT_DIR, removed after).
 set -u
 part=${1:?PART}
 out=${2:?OUT_DIR}
@@ -67,6 +76,23 @@ lanes)  # the ring's lanes on one and two devices against torch's figures (test/
   ;;
 ranks)  # one rank per GPU under `gpumem-tui run`, watched in tmux, a rank killed mid-run
   TAIL=30 step ranks 300 env OUT="$r/ranks" BUN=bun PY=python3 bash test/gpu/ranks.sh
+  ;;
+fixtures)  # snapshots recorded from the program's start, and a ring of a CUDA-graphs run (header)
+  fx=$r/fixtures
+  tmpc=$(mktemp -d /tmp/gpumem-fixtures.XXXXXX)
+  mkdir -p "$fx/snapshots" "$fx/ring" && mkdir -m 700 "$tmpc/agents"
+  TAIL=12 step capture-more 300 env TORCHINDUCTOR_CACHE_DIR="$tmpc/inductor-snap" TRITON_CACHE_DIR="$tmpc/triton-snap" \
+    python3 test/fixtures/snapshots/capture_more.py "$fx/snapshots"
+  # The ring's records carry no pool id today: the private pool is in compile-graphs.facts.json alone.
+  # One GPU visible: the ring's lanes are the shared one and that device's, as in the other rings.
+  TAIL=12 step compile-ring 180 env CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}" GPUMEM_TUI_DIR="$tmpc/agents" GPUMEM_TUI_KEEP=1 GPUMEM_TUI_RING_CAPACITY=524288 \
+    TORCHINDUCTOR_CACHE_DIR="$tmpc/inductor-ring" TRITON_CACHE_DIR="$tmpc/triton-ring" \
+    bun src/cli.ts run --json --output "$fx/ring/compile-graphs.run.ndjson" -- python3 test/gpu/compile_graphs.py --out "$fx/ring"
+  for f in "$fx"/snapshots/*.pickle "$fx"/ring/*.ring "$fx"/ring/*.ndjson; do [ -f "$f" ] && gzip -9 -f "$f"; done
+  cp "$r/capture-more.log" "$r/compile-ring.log" "$fx/"
+  tar -czf "$out/fixtures.tar.gz" -C "$r" fixtures && rm -rf "$fx"
+  rm -rf "$tmpc"
+  tar -tvzf "$out/fixtures.tar.gz"
   ;;
 *) echo "unknown PART $part"; exit 2 ;;
 esac
