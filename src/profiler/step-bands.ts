@@ -11,6 +11,7 @@
 import { PHASE, PHASE_NAMES } from "../ffi/events";
 import type { ProfilerModel } from "./model";
 import { BEFORE_ATTACH, RESYNCED_STEP } from "./blocks";
+import { CATEGORIES, survivorCategory } from "./categories";
 import { blockLabel } from "./queries";
 import { columnOf, readWindow, type WindowBlock } from "./step-window";
 import type { StepRecord } from "./steps";
@@ -141,11 +142,12 @@ const phaseName = (p: number): string => PHASE_NAMES[p] ?? `phase#${p}`;
  */
 function lifetimeCategory(phase: number, next: number, sameInstance: boolean, size: number, paramSizes: Set<number>): string | null {
   if (sameInstance) return "temporary";
-  if (phase === PHASE.forward || (phase === PHASE.other && next === PHASE.backward)) return "activation";
-  if (phase === PHASE.optimizer) return "optimizer_state";
+  // The two cases lifetimes.ts adds to the phase's survivor rule (categories.ts): the loss, made
+  // outside any phase right before backward, and what outlives backward without a parameter's size.
+  if (phase === PHASE.other && next === PHASE.backward) return "activation";
   if (phase === PHASE.backward) return paramSizes.size === 0 ? null : paramSizes.has(size) ? "gradient" : "other";
-  if (phase === PHASE.other && next >= 0) return "other";
-  return null;
+  if (phase === PHASE.other && next < 0) return null;
+  return CATEGORIES[survivorCategory(phase)] ?? null;
 }
 
 /**
