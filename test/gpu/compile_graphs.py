@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The snapshot fixtures' helpers: the same GPT-2 and the same pool figures as their compile-graphs.
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures", "snapshots"))
 from capture_more import compiler_counters, first_lines, pools  # noqa: E402
-from capture_snapshots import GPT2_CONFIG  # noqa: E402
+from capture_common import GPT2_CONFIG  # noqa: E402
 
 NAME = "compile-graphs"
 
