@@ -9,7 +9,7 @@ import type { DeviceState } from "./device";
 import type { ProfilerModel } from "./model";
 import { blockLabel, type BlockLine } from "./queries";
 import { PHASE_NAMES } from "../ffi/events";
-import { RESYNCED_STEP } from "./blocks";
+import { RESYNCED_STEP, type TensorInfo } from "./blocks";
 import { segmentMapAt } from "./segment-map";
 import { frameLabel } from "./user-frame";
 
@@ -65,9 +65,9 @@ export function userFrameLabel(m: ProfilerModel, stack: number): string | null {
 
 /** Block i's category code and name: where the block is still alive, as it is known now (names
  *  often come after the step of the run's peak, and categories settle at phase ends). */
-function known(d: DeviceState, b: PeakBlocks, i: number): { cat: number; name: string | undefined } {
+function known(d: DeviceState, b: PeakBlocks, i: number): { cat: number; name: string | undefined; tensor?: TensorInfo } {
   const slot = d.blocks.bySlot.get(b.address[i]!);
-  if (slot !== undefined && d.blocks.serial[slot] === b.serial[i]) return { cat: d.categoryCode(slot), name: d.blocks.names[slot] };
+  if (slot !== undefined && d.blocks.serial[slot] === b.serial[i]) return { cat: d.categoryCode(slot), name: d.blocks.names[slot], tensor: d.blocks.tensors[slot] };
   return { cat: b.category[i]!, name: b.names.get(i) };
 }
 
@@ -138,8 +138,7 @@ export function peakBlockLines(m: ProfilerModel, opts: { device: number; which: 
   const lines: BlockLine[] = [];
   for (let i = b.head; i < b.n; i++) {
     const k = known(d, b, i);
-    const slot = d.blocks.bySlot.get(b.address[i]!);
-    const tensor = slot !== undefined && d.blocks.serial[slot] === b.serial[i] ? d.blocks.tensors[slot] : undefined;
+    const tensor = k.tensor;
     const category = CATEGORIES[k.cat] ?? "other";
     const phase = PHASE_NAMES[b.phase[i]!] ?? `phase#${b.phase[i]}`;
     const step = b.step[i] === RESYNCED_STEP ? null : b.step[i]!;
@@ -171,5 +170,11 @@ export function peakBlockLines(m: ProfilerModel, opts: { device: number; which: 
 export function segmentsAt(m: ProfilerModel, opts: { device: number; which: PeakWhich; end?: boolean; withBlocks?: boolean }) {
   const d = m.device(opts.device);
   const got = d && pictureOf(d, opts.which, opts.end === true);
-  return d && got ? { ...segmentMapAt(d, got.pic, { withBlocks: opts.withBlocks }), step: got.pic.step, time_us: Number.isFinite(got.pic.time_us) ? got.pic.time_us : null } : null;
+  if (!d || !got) return null;
+  // Each block as the Tensors screen names it at that moment (known(): as it is known now).
+  const describe = (row: number) => {
+    const k = known(d, got.pic.blocks, row);
+    return { category: CATEGORIES[k.cat] ?? "other", name: k.name ?? null };
+  };
+  return { ...segmentMapAt(d, got.pic, describe, { withBlocks: opts.withBlocks }), step: got.pic.step, time_us: Number.isFinite(got.pic.time_us) ? got.pic.time_us : null };
 }

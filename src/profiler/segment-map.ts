@@ -3,7 +3,6 @@
 // it sorts segments and blocks by address and sweeps once.
 
 import type { PeakPicture } from "./at-peak";
-import { CATEGORIES } from "./categories";
 import type { DeviceState } from "./device";
 
 export interface SegmentBlock {
@@ -164,13 +163,17 @@ function cachedSweep(d: DeviceState, withSegments: boolean, withBlocks: boolean)
 
 /** The segment map (its arrays are shared with the next call while nothing changes: read-only). */
 export function segmentMap(d: DeviceState, opts: { withBlocks?: boolean } = {}): SegmentMap {
-  const s = cachedSweep(d, true, opts.withBlocks ?? false);
+  return mapOf(d, cachedSweep(d, true, opts.withBlocks ?? false), d.reserved, d.allocated);
+}
+
+/** A sweep as the map a view reads, with reserved and allocated at its moment. */
+function mapOf(d: DeviceState, s: Sweep, reserved: number, allocated: number): SegmentMap {
   return {
     device: d.device,
     approximate: d.segments.approximate,
-    reserved_bytes: d.reserved,
-    allocated_bytes: d.allocated,
-    reserved_unallocated_bytes: d.reserved - d.allocated,
+    reserved_bytes: reserved,
+    allocated_bytes: allocated,
+    reserved_unallocated_bytes: reserved - allocated,
     largest_free_bytes: s.largest,
     n_inactive_splits: s.splits,
     inactive_split_bytes: s.splitBytes,
@@ -184,8 +187,12 @@ export function segmentMap(d: DeviceState, opts: { withBlocks?: boolean } = {}):
  *  then in the segments that existed then (allocated by its time). Segments released since are
  *  gone from the model: their bytes are `released_since_bytes` (reserved then, less the segments
  *  shown), said, never drawn. */
-export function segmentMapAt(d: DeviceState, pic: PeakPicture, opts: { withBlocks?: boolean } = {}): SegmentMap & { released_since_bytes: number } {
-  const reservedThen = pic.reserved_bytes;
+export function segmentMapAt(
+  d: DeviceState,
+  pic: PeakPicture,
+  describe: (row: number) => Pick<SegmentBlock, "category" | "name">,
+  opts: { withBlocks?: boolean } = {},
+): SegmentMap & { released_since_bytes: number } {
   const b = pic.blocks;
   const order: number[] = [];
   for (let i = b.head; i < b.n; i++) order.push(i);
@@ -194,23 +201,10 @@ export function segmentMapAt(d: DeviceState, pic: PeakPicture, opts: { withBlock
     n: order.length,
     address: (k) => b.address[order[k]!]!,
     size: (k) => b.size[order[k]!]!,
-    block: (k) => ({ address: b.address[order[k]!]!, size_bytes: b.size[order[k]!]!, category: CATEGORIES[b.category[order[k]!]!] ?? "other", name: b.names.get(order[k]!) ?? null }),
+    block: (k) => ({ address: b.address[order[k]!]!, size_bytes: b.size[order[k]!]!, ...describe(order[k]!) }),
   };
   const then = d.segments.addresses().filter((a) => (d.segments.time(a) ?? -Infinity) <= pic.time_us);
   const s = sweep(d, true, opts.withBlocks ?? false, sorted, then);
   const shown = s.segments.reduce((sum, x) => sum + x.size_bytes, 0);
-  return {
-    device: d.device,
-    approximate: d.segments.approximate,
-    reserved_bytes: reservedThen,
-    allocated_bytes: pic.peak_bytes,
-    reserved_unallocated_bytes: reservedThen - pic.peak_bytes,
-    largest_free_bytes: s.largest,
-    n_inactive_splits: s.splits,
-    inactive_split_bytes: s.splitBytes,
-    releasable_bytes: s.wholeFree,
-    unplaced_bytes: s.unplaced,
-    segments: s.segments,
-    released_since_bytes: Math.max(0, reservedThen - shown),
-  };
+  return { ...mapOf(d, s, pic.reserved_bytes, pic.peak_bytes), released_since_bytes: Math.max(0, pic.reserved_bytes - shown) };
 }
