@@ -2,7 +2,7 @@
 // could write, polling asked for) is one of the process's notes, `hook`, in the JSON document and on
 // the Process screen, like every other thing the agent runs without. The manifest keeps hook_error.
 import { afterAll, expect, test } from "bun:test";
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
@@ -12,8 +12,8 @@ import { Machine } from "../../src/collect/machine";
 import { processNotes } from "../../src/system/document";
 import { DocumentSchema } from "../../src/system/schema";
 import { ProcessScreen } from "../../src/tui/screens/process";
+import { plantAgent } from "../support/planted-agent";
 
-const FIX = join(import.meta.dir, "..", "fixtures");
 const sleeper = Bun.spawn(["sleep", "60"]);
 afterAll(() => sleeper.kill());
 
@@ -23,15 +23,7 @@ test("hook_error: a `hook` note in the process's pytorch block of the JSON and o
   const dir = join(mkdtempSync(join(tmpdir(), "gpumem-hook-note-")), "agents");
   mkdirSync(dir, { mode: 0o700 });
   const pid = sleeper.pid;
-  const ring = join(dir, `${pid}.ring`);
-  copyFileSync(join(FIX, "normal.ring"), ring);
-  const fd = openSync(ring, "r+");
-  const b = Buffer.alloc(4);
-  b.writeInt32LE(pid);
-  writeSync(fd, b, 0, 4, 32); // gpumem_header.pid
-  closeSync(fd);
-  const m = { ...JSON.parse(readFileSync(join(FIX, "normal.json"), "utf8")), pid, ring, socket: null, hook_mode: "polling", hook_error: CACHE, notes: { names: "off: RuntimeError: x (at step 3)" } };
-  writeFileSync(join(dir, `${pid}.json`), JSON.stringify(m), { mode: 0o600 });
+  plantAgent(dir, pid, { hook_mode: "polling", hook_error: CACHE, notes: { names: "off: RuntimeError: x (at step 3)" } });
 
   const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
   const doc = session.tick();

@@ -2,7 +2,7 @@
 // reach the JSON document's process and the Process screen, read again when the agent rewrites
 // its manifest. A recorded ring (normal.ring) stands as a live process's (a `sleep`).
 import { afterAll, expect, test } from "bun:test";
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, utimesSync, writeFileSync, writeSync } from "node:fs";
+import { mkdirSync, mkdtempSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
@@ -11,8 +11,8 @@ import { liveModels } from "../../src/commands/live-models";
 import { Machine } from "../../src/collect/machine";
 import { DocumentSchema } from "../../src/system/schema";
 import { ProcessScreen } from "../../src/tui/screens/process";
+import { plantAgent, writePlantedManifest } from "../support/planted-agent";
 
-const FIX = join(import.meta.dir, "..", "fixtures");
 const sleeper = Bun.spawn(["sleep", "60"]);
 afterAll(() => sleeper.kill());
 
@@ -22,16 +22,7 @@ test("a note in the manifest: in the process's pytorch block of the JSON and on 
   const dir = join(mkdtempSync(join(tmpdir(), "gpumem-notes-")), "agents");
   mkdirSync(dir, { mode: 0o700 });
   const pid = sleeper.pid;
-  const ring = join(dir, `${pid}.ring`);
-  copyFileSync(join(FIX, "normal.ring"), ring);
-  const fd = openSync(ring, "r+");
-  const b = Buffer.alloc(4);
-  b.writeInt32LE(pid);
-  writeSync(fd, b, 0, 4, 32); // gpumem_header.pid
-  closeSync(fd);
-  const manifest = join(dir, `${pid}.json`);
-  const m = { ...JSON.parse(readFileSync(join(FIX, "normal.json"), "utf8")), pid, ring, socket: null };
-  writeFileSync(manifest, JSON.stringify({ ...m, notes: {} }), { mode: 0o600 });
+  const ring = plantAgent(dir, pid, { notes: {} });
 
   const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
   const row = () => session.tick().processes.find((p) => p.agent_pid === pid || p.pid === pid)!;
@@ -42,7 +33,7 @@ test("a note in the manifest: in the process's pytorch block of the JSON and on 
   ui.unmount();
 
   // The agent turns names off and rewrites its manifest: the next tick says so.
-  writeFileSync(manifest, JSON.stringify({ ...m, notes: { names: NAMES_OFF } }), { mode: 0o600 });
+  const manifest = writePlantedManifest(dir, pid, ring, { notes: { names: NAMES_OFF } });
   utimesSync(manifest, new Date(), new Date(Date.now() + 5000)); // a later mtime however coarse the clock
   const doc = session.tick();
   const p = doc.processes.find((x) => x.agent_pid === pid || x.pid === pid)!;

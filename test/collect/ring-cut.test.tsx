@@ -3,7 +3,7 @@
 // document and the Process screen), and every other process is read on. Two recorded rings
 // (normal.ring) stand as two live processes' (`sleep`s).
 import { afterAll, expect, test } from "bun:test";
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, truncateSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
@@ -13,8 +13,8 @@ import { Machine } from "../../src/collect/machine";
 import { HEADER_OFFSET } from "../../src/ffi/wire";
 import { DocumentSchema } from "../../src/system/schema";
 import { ProcessScreen } from "../../src/tui/screens/process";
+import { plantAgent } from "../support/planted-agent";
 
-const FIX = join(import.meta.dir, "..", "fixtures");
 const sleepers = [Bun.spawn(["sleep", "60"]), Bun.spawn(["sleep", "60"])];
 afterAll(() => sleepers.forEach((s) => s.kill()));
 
@@ -25,16 +25,8 @@ const RECORDS = 10296;
 /** `pid`'s agent in `dir`: normal.ring as its ring (made its own), `written` of its records
  *  written so far, and its manifest. */
 function agent(dir: string, pid: number, written: number): string {
-  const ring = join(dir, `${pid}.ring`);
-  copyFileSync(join(FIX, "normal.ring"), ring);
-  const fd = openSync(ring, "r+");
-  const pidBytes = Buffer.alloc(4);
-  pidBytes.writeInt32LE(pid);
-  writeSync(fd, pidBytes, 0, 4, 32); // gpumem_header.pid
-  closeSync(fd);
+  const ring = plantAgent(dir, pid);
   setWritten(ring, written);
-  const m = { ...JSON.parse(readFileSync(join(FIX, "normal.json"), "utf8")), pid, ring, socket: null };
-  writeFileSync(join(dir, `${pid}.json`), JSON.stringify(m), { mode: 0o600 });
   return ring;
 }
 

@@ -2,7 +2,7 @@
 // in an agent directory as a live process's ring; the session's document and the screens show the
 // same numbers, each from one function.
 import { afterAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync, closeSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { render } from "ink-testing-library";
@@ -14,8 +14,8 @@ import { exposition } from "../../src/headless/prometheus";
 import { formatBytes } from "../../src/words";
 import { ProcessScreen } from "../../src/tui/screens/process";
 import { TensorsScreen } from "../../src/tui/screens/tensors";
+import { plantAgent } from "../support/planted-agent";
 
-const FIX = join(import.meta.dir, "..", "fixtures");
 const sleeper = Bun.spawn(["sleep", "60"]);
 afterAll(() => sleeper.kill());
 
@@ -23,16 +23,7 @@ afterAll(() => sleeper.kill());
 function agentDir(name = "normal"): string {
   const dir = join(mkdtempSync(join(tmpdir(), "gpumem-session-")), "agents");
   mkdirSync(dir, { mode: 0o700 });
-  const pid = sleeper.pid;
-  const ring = join(dir, `${pid}.ring`);
-  copyFileSync(join(FIX, `${name}.ring`), ring);
-  const fd = openSync(ring, "r+");
-  const b = Buffer.alloc(4);
-  b.writeInt32LE(pid);
-  writeSync(fd, b, 0, 4, 32); // gpumem_header.pid
-  closeSync(fd);
-  const m = JSON.parse(readFileSync(join(FIX, `${name}.json`), "utf8"));
-  writeFileSync(join(dir, `${pid}.json`), JSON.stringify({ ...m, pid, ring, socket: null }), { mode: 0o600 });
+  plantAgent(dir, sleeper.pid, {}, name);
   return dir;
 }
 
