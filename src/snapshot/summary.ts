@@ -37,7 +37,7 @@ import { isDefaultPool, poolIdOf as parsePoolId, privatePoolsOf, type PoolId, ty
 import { SnapshotError, type PickleValue } from "./pickle";
 import type { ParsedSnapshot } from "./read";
 import { allocatedAt, byUserFrameJson, snapshotStacks, type AllocatedAt } from "./block-stacks";
-import { DEFAULT_USER_FRAME_RULE, type UserFrameRule } from "../profiler/user-frame";
+import { DEFAULT_USER_FRAME_RULE, type BlockStacks, type UserFrameRule } from "../profiler/user-frame";
 
 type Obj = { [k: string]: PickleValue };
 
@@ -150,13 +150,14 @@ export function privatePools(root: { [key: string]: PickleValue }): Map<number, 
   return new Map([...byDevice].map(([device, segs]) => [device, privatePoolsOf(segs)]));
 }
 
-export function summarize(parsed: ParsedSnapshot, top = 10, rule: UserFrameRule = DEFAULT_USER_FRAME_RULE): SnapshotSummary {
+/** `stacks`: where the blocks were allocated, where the caller has them already (view.ts's model). */
+export function summarize(parsed: ParsedSnapshot, top = 10, rule: UserFrameRule = DEFAULT_USER_FRAME_RULE, stacks?: BlockStacks): SnapshotSummary {
   const snapshot = parsed.root;
   if (!isObj(snapshot) || !Array.isArray(snapshot.segments)) {
     throw new SnapshotError("not a PyTorch memory snapshot: no `segments` list (a pickle of something else)");
   }
   // Where each block was allocated (block-stacks.ts): one stack's words once, however many blocks.
-  const stacks = snapshotStacks(snapshot, parsed.trace.stacks, rule);
+  stacks ??= snapshotStacks(snapshot, parsed.trace.stacks, rule);
   const at = new Map<number, AllocatedAt>();
   const byDevice = new Map<number, DeviceSummary>();
   const streams = new Map<string, StreamSummary>();

@@ -90,7 +90,7 @@ export async function viewJson(path: string, progress?: Progress, rule: UserFram
   return {
     file: path,
     bytes: statSync(path).size,
-    ...summarize(parsed, 10, rule),
+    ...summarize(parsed, 10, rule, model.stacks ?? undefined),
     before_recording: beforeSummary(replay),
     replay: {
       time_source: replay.time_source,
