@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: checks | costs | tests | final | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# PART: checks | costs | tests | final | attach | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -50,6 +50,11 @@ tests)  # every test, the GPU ones included
 final)  # every test; attach to a training started without the monitor
   TAIL=25 step gpu-tests 300 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test
   TAIL=25 step attach 100 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
+  TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
+  ;;
+attach)  # attach to a training started without the monitor: at step 100, at step 342, with a leak
+  TAIL=25 step attach 100 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
+  TAIL=25 step attach-342 120 python3 test/gpu/attach_gpt2.py --before 342 --out "$r/attach-gpt2-342.json"
   TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   ;;
 late)  # after the last changes to the agent and the NVML loader: those tests, attach with a leak
