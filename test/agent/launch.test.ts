@@ -59,3 +59,34 @@ test("run --json: the program learns where the line profiler's results go, besid
   // The samples file holds at least the last document, taken after the program exited.
   expect(Bun.file(out).size).toBeGreaterThan(0);
 });
+
+// The agent attaches when torch executes, even where the program first only asked whether torch is
+// there: transformers' is_torch_available() and many dependency checks call
+// importlib.util.find_spec("torch") before any import (a compiled GPT-2 run on an H200 ran without
+// its agent this way). No torch on this machine: a package named torch in a folder of its own
+// stands in for it; it offers what gpumem_agent.attach() asks of torch before CUDA starts.
+test("run: a find_spec('torch') probe before the import still leaves the agent attached when torch executes", () => {
+  const fake = join(dir, "fake-torch");
+  Bun.spawnSync(["mkdir", "-p", join(fake, "torch")]);
+  writeFileSync(
+    join(fake, "torch", "__init__.py"),
+    ["class cuda:", "    queued = []", "    is_initialized = staticmethod(lambda: False)", "    _lazy_call = staticmethod(queued.append)", ""].join("\n"),
+  );
+  const probe = (first: string) =>
+    [
+      "import importlib.util, sys",
+      first,
+      "import torch",
+      "a = sys.modules.get('gpumem_agent')",
+      "print(a is not None and a.current() is not None, len(torch.cuda.queued), [type(f).__name__ for f in sys.meta_path].count('_AttachAfterTorch'))",
+    ].join("\n");
+  for (const [first, want] of [
+    ["pass", "True 1 0"],
+    ["assert importlib.util.find_spec('torch') is not None", "True 1 0"],
+    ["importlib.util.find_spec('torch'); importlib.util.find_spec('torch')", "True 1 0"],
+  ]) {
+    const spec = launchSpec(["python3", "-c", probe(first)], { PATH: process.env.PATH, PYTHONPATH: fake, GPUMEM_TUI_DIR: agents, GPUMEM_TUI_POLLING: "1" });
+    const p = Bun.spawnSync(spec.argv, { env: spec.env, stdout: "pipe", stderr: "pipe" });
+    expect([first, p.exitCode, p.stdout.toString().trim(), p.stderr.toString()]).toEqual([first, 0, want, ""]);
+  }
+});

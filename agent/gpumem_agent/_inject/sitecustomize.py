@@ -19,17 +19,30 @@ def _chain():
 
 
 class _AttachAfterTorch(importlib.abc.MetaPathFinder):
+    """Wraps torch's loader so the agent attaches right after torch executes. It stays on the path
+    until then: a probe such as importlib.util.find_spec("torch") (transformers' is_torch_available,
+    a program checking its dependencies) asks for a spec without importing, and must not disarm it."""
+
     def find_spec(self, name, path, target=None):
         if name != "torch":
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("torch")
-        if spec is None or spec.loader is None:
+        spec = None
+        for finder in sys.meta_path:  # the finders after us, as the import system would ask them
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
         exec_module = loader.exec_module
+        finder = self
 
         def exec_and_attach(module):
+            loader.exec_module = exec_module  # once: a reload runs torch's own loader
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
             exec_module(module)
             try:
                 import gpumem_agent
