@@ -14,7 +14,7 @@
 #               compile-graphs.ring.gz (the agent's compact copy), .json (its manifest), .facts.json
 #               (torch's figures, pools per segment_pool_id), .run.ndjson.gz (the monitor's documents)
 #   capture-more.log, compile-ring.log
-#   Both compile from cold, each in caches of its own (outside OUT_DIR, removed after).
+#   FIXTURES=ring: the ring alone. Both compile from cold, each in caches of its own (outside OUT_DIR, removed after).
 set -u
 part=${1:?PART}
 out=${2:?OUT_DIR}
@@ -52,8 +52,8 @@ final)  # every test; attach to a training started without the monitor
   TAIL=25 step attach 100 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
   TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   ;;
-attach)  # attach to a training started without the monitor: at step 100, at step 342, with a leak
-  TAIL=25 step attach 100 python3 test/gpu/attach_gpt2.py --out "$r/attach-gpt2.json"
+attach)  # attach to a training started without the monitor: at step 100 (then detach/attach cycles), at step 342, with a leak
+  TAIL=25 step attach 140 python3 test/gpu/attach_gpt2.py --cycles "${CYCLES:-3}" --out "$r/attach-gpt2.json"
   TAIL=25 step attach-342 120 python3 test/gpu/attach_gpt2.py --before 342 --out "$r/attach-gpt2-342.json"
   TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   ;;
@@ -86,15 +86,15 @@ fixtures)  # snapshots recorded from the program's start, and a ring of a CUDA-g
   fx=$r/fixtures
   tmpc=$(mktemp -d /tmp/gpumem-fixtures.XXXXXX)
   mkdir -p "$fx/snapshots" "$fx/ring" && mkdir -m 700 "$tmpc/agents"
-  TAIL=12 step capture-more 300 env TORCHINDUCTOR_CACHE_DIR="$tmpc/inductor-snap" TRITON_CACHE_DIR="$tmpc/triton-snap" \
+  [ "${FIXTURES:-all}" = ring ] || TAIL=12 step capture-more 300 env TORCHINDUCTOR_CACHE_DIR="$tmpc/inductor-snap" TRITON_CACHE_DIR="$tmpc/triton-snap" \
     python3 test/fixtures/snapshots/capture_more.py "$fx/snapshots"
   # The ring's records carry no pool id today: the private pool is in compile-graphs.facts.json alone.
   # One GPU visible: the ring's lanes are the shared one and that device's, as in the other rings.
-  TAIL=12 step compile-ring 180 env CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}" GPUMEM_TUI_DIR="$tmpc/agents" GPUMEM_TUI_KEEP=1 GPUMEM_TUI_RING_CAPACITY=524288 \
+  TAIL=12 step compile-ring 180 env GPUMEM_TUI_VERBOSE=1 CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}" GPUMEM_TUI_DIR="$tmpc/agents" GPUMEM_TUI_KEEP=1 GPUMEM_TUI_RING_CAPACITY=524288 \
     TORCHINDUCTOR_CACHE_DIR="$tmpc/inductor-ring" TRITON_CACHE_DIR="$tmpc/triton-ring" \
     bun src/cli.ts run --json --output "$fx/ring/compile-graphs.run.ndjson" -- python3 test/gpu/compile_graphs.py --out "$fx/ring"
   for f in "$fx"/snapshots/*.pickle "$fx"/ring/*.ring "$fx"/ring/*.ndjson; do [ -f "$f" ] && gzip -9 -f "$f"; done
-  cp "$r/capture-more.log" "$r/compile-ring.log" "$fx/"
+  cp "$r"/capture-more.log "$r/compile-ring.log" "$fx/" 2>/dev/null
   tar -czf "$out/fixtures.tar.gz" -C "$r" fixtures && rm -rf "$fx"
   rm -rf "$tmpc"
   tar -tvzf "$out/fixtures.tar.gz"

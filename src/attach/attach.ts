@@ -2,7 +2,6 @@
 // the bootstrap to claim the attach at a safe point (docs/protocol.md, "Attaching to a running
 // process"). A target that reaches no safe point in time is left as it was: the token is withdrawn,
 // so the bootstrap still queued in it does nothing when it finally runs.
-import { manifestText } from "../collect/agents";
 import { pidAlive, startTicks } from "../collect/procfs";
 import { pageText, payload, scriptText } from "./bootstrap";
 import { HELPER_EXIT, runHelper, usesRemoteExec } from "./helper";
@@ -44,16 +43,6 @@ function helperRefusal(pid: number, code: number, error: string): string {
   if (code === HELPER_EXIT.ptrace) return ptraceContext(pid, error);
   if (code === HELPER_EXIT.exited) return `process ${pid} exited during the attach`;
   return error || `the helper failed (status ${code})`;
-}
-
-function stepOf(manifest: string): number | null {
-  try {
-    const m = JSON.parse(manifestText(manifest)) as Record<string, unknown>;
-    const s = (m.attached as { step?: unknown } | null | undefined)?.step;
-    return typeof s === "number" ? s : null;
-  } catch {
-    return null;
-  }
 }
 
 export async function attachProcess(pid: number, opts: AttachOptions): Promise<AttachResult> {
@@ -133,8 +122,8 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
     if (error) return { ok: false, pid, line: `attach ${pid}: the agent did not start: ${error}` };
     const manifest = findManifest(pid, env);
     if (manifest) {
-      const step = stepOf(manifest);
-      return { ok: true, pid, python, stoppedUs, manifest, line: `attached to process ${pid} (Python ${python})${step !== null ? ` at step ${step}` : ""}; ${stopped}` };
+      // Steps count from the attach (the agent cannot know the program's own count): said once here.
+      return { ok: true, pid, python, stoppedUs, manifest, line: `attached to process ${pid} (Python ${python}); steps count from here; ${stopped}` };
     }
     if (!pidAlive(pid)) return { ok: false, pid, line: `attach ${pid}: the process exited while its agent started` };
     if (Date.now() >= until) return { ok: true, pid, python, stoppedUs, manifest: null, line: `attach ${pid}: the bootstrap ran (${stopped}), but no agent appeared within ${opts.agentWaitS ?? 30} s` };

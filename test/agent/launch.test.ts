@@ -80,7 +80,7 @@ test("run: a find_spec('torch') probe before the import still leaves the agent a
       "a = sys.modules.get('gpumem_agent')",
       "print(a is not None and a.current() is not None, len(torch.cuda.queued), [type(f).__name__ for f in sys.meta_path].count('_AttachAfterTorch'))",
     ].join("\n");
-  for (const [first, want] of [
+  for (const [first, want] of <[string, string][]>[
     ["pass", "True 1 0"],
     ["assert importlib.util.find_spec('torch') is not None", "True 1 0"],
     ["importlib.util.find_spec('torch'); importlib.util.find_spec('torch')", "True 1 0"],

@@ -43,7 +43,7 @@ test("attach LAUNCHER attaches both ranks, leaves the launcher alone, changes no
   expect(cli.exitCode).toBe(0);
   expect(lines[0]).toBe(`gpumem-tui: process ${job.pid} is a launcher: attaching its 2 ranks (${ranks.join(", ")})`);
   expect(lines.slice(1)).toHaveLength(2);
-  ranks.forEach((r, i) => expect(lines[1 + i]).toMatch(new RegExp(`^gpumem-tui: attached to process ${r} \\(Python 3\\.\\d+\\.\\d+\\) at step 0; its threads were stopped [\\d.]+ ms$`)));
+  ranks.forEach((r, i) => expect(lines[1 + i]).toMatch(new RegExp(`^gpumem-tui: attached to process ${r} \\(Python 3\\.\\d+\\.\\d+\\); steps count from here; its threads were stopped [\\d.]+ ms$`)));
   // The bootstrap ran once in each rank (on its main thread), never in the launcher.
   for (const r of ranks) {
     const rec = probeRecords(env, r);

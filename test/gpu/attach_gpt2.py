@@ -29,6 +29,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--leak", action="store_true")
 ap.add_argument("--before", type=int, default=100, help="steps before the attach")
 ap.add_argument("--after", type=int, default=150, help="steps after the attach before the paused check")
+ap.add_argument("--cycles", type=int, default=0,
+                help="after the detach: this many detach/attach cycles, 50 steps each way, without a monitor (the step time attached against detached)")
 ap.add_argument("--out")
 args = ap.parse_args()
 
@@ -141,7 +143,29 @@ try:
     before_n = facts()[-1]["step"]
     time.sleep(2)
     checks["the training runs on after detach"] = train.poll() is None and facts()[-1]["step"] > before_n
+    # The step time attached against detached, in turns within this one process (fresh processes
+    # differ by more than the agent costs): each window 50 steps, 5 left out after each switch. A
+    # detach leaves torch's tracker registered (torch cannot remove one), reduced to a flag check.
+    windows = []
+    for c in range(args.cycles):
+        for state in ("detached", "attached"):
+            s0 = facts()[-1]["step"]
+            ms = [f["step_ms"] for f in wait_step(s0 + 55) if s0 + 5 < f["step"] <= s0 + 55]
+            windows.append({"state": state, "from_step": s0 + 6, "median_ms": round(statistics.median(ms), 3)})
+            rc, line, secs = cli("detach" if state == "attached" else "attach", str(pid), *(() if state == "attached" else ("--no-monitor", "--timeout", "30")))
+            if rc != 0:
+                windows.append({"state": "failed", "line": line})
+                break
+    if windows:
+        pairs = [(a["median_ms"], b["median_ms"]) for a, b in zip(windows[::2], windows[1::2]) if b["state"] == "attached"]
+        results["cycles"] = windows
+        results["cycle_change_median"] = round(statistics.median(b / a - 1 for a, b in pairs), 4) if pairs else None
+        checks["every cycle attached and detached"] = all(w["state"] != "failed" for w in windows)
 finally:
+    try:
+        results["step_ms_series"] = [round(f["step_ms"], 2) for f in facts() if "step_ms" in f]
+    except Exception:
+        pass
     train.kill()
     train.wait()
     shutil.rmtree(work, ignore_errors=True)
