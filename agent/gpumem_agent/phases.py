@@ -6,18 +6,25 @@ Global module hooks send every module call in the process down PyTorch's slow pa
 only until the first optimizer step: by then the outermost modules (the models) are known, and
 hooks on those alone take over. A model first called after that step has no forward phase.
 
+While the global hooks are on, torch.compile's OptimizedModule warns at every call site that
+"global hooks on modules" fire an extra time: ours are not the program's, so that one warning is
+filtered for as long as they are on, unless the program had global hooks of its own before ours.
+
 Every hook is guarded (guard.py): its failure turns phases off ("phases" in the notes) and never
 reaches the program; the wrapped backward/grad still call torch's and pass on its result and its
 exceptions untouched.
 """
 import functools
 import threading
+import warnings
 import weakref
 
 from .guard import Guard
 from .wire import ACTION, PHASE
 
 OTHER, FORWARD, BACKWARD, OPTIMIZER = PHASE["other"], PHASE["forward"], PHASE["backward"], PHASE["optimizer"]
+# torch/_dynamo/eval_frame.py, OptimizedModule.__call__ (re.match, case-insensitive, from the start).
+COMPILE_GLOBAL_HOOKS_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks on modules"
 
 
 class Phases:
@@ -34,6 +41,7 @@ class Phases:
         self.handles = []  # module hooks (removable at any time: torch copies them before a call)
         self.global_hooks = []  # the global module hooks, until the first step narrows them
         self.opt_handles = []
+        self.warning_filter = None  # the filter for torch.compile's warning about our global hooks
         self.patched = []  # (object, name, original, wrapper)
         # One-shot callables run on the training thread right after the next optimizer step (its
         # step mark written): what must see the step's gradients and optimizer state alive.
@@ -121,8 +129,12 @@ class Phases:
         from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim
 
+        theirs = getattr(nn_module, "_has_any_global_hook", lambda: True)()
         self.global_hooks = [nn_module.register_module_forward_pre_hook(self.pre), nn_module.register_module_forward_hook(self.post)]
         self.handles += self.global_hooks
+        if not theirs:
+            warnings.filterwarnings("ignore", message=COMPILE_GLOBAL_HOOKS_WARNING, category=UserWarning)
+            self.warning_filter = warnings.filters[0]
         self.opt_handles.append(optim.register_optimizer_step_pre_hook(self.opt_pre))
         self.opt_handles.append(optim.register_optimizer_step_post_hook(self.opt_post))
         self.wrap_autograd(torch.autograd)
@@ -151,6 +163,7 @@ class Phases:
             h.remove()
             self.handles.remove(h)
         self.global_hooks = []
+        self._drop_warning_filter()
         for model in list(self.models):
             self.handles.append(model.register_forward_pre_hook(self.pre))
             self.handles.append(model.register_forward_hook(self.post))
@@ -176,6 +189,20 @@ class Phases:
             except Exception:
                 pass
         self.handles, self.global_hooks = [], []
+        self._drop_warning_filter()
+
+    def _drop_warning_filter(self):
+        f, self.warning_filter = self.warning_filter, None
+        if f is None:
+            return
+        try:
+            warnings.filters.remove(f)
+        except ValueError:  # the program reset the filters itself: nothing of ours is left there
+            return
+        # "ignore" leaves no trace in the modules' warning registries; this only keeps them current.
+        mutated = getattr(warnings, "_filters_mutated", None)
+        if mutated is not None:
+            mutated()
 
     def _unpatch(self):
         for obj, name, original, wrapper in self.patched:

@@ -11,6 +11,7 @@ import tempfile
 import threading
 import types
 import unittest
+import warnings
 
 AGENT = os.path.join(os.path.dirname(__file__), "..", "..", "agent")
 sys.path.insert(0, AGENT)
@@ -190,6 +191,61 @@ class PhaseHooks(unittest.TestCase):
         p.stop()
         self.assertIs(autograd.backward, outer)
         self.assertEqual(autograd.backward(), 1)
+
+
+class CompileWarning(unittest.TestCase):
+    """torch.compile's OptimizedModule warns at each call site while any global module hook is on
+    (torch/_dynamo/eval_frame.py): the agent's own, on until the first optimizer step, must not put
+    that warning into the program's output; the program's own global hooks still get it."""
+
+    TORCH = "Using `torch.compile(module)` when there are global hooks on modules (e.g., from `register_module_forward_hook`); this will cause the hooks to fire an extra time"
+
+    def setUp(self):
+        sys.path.insert(0, os.path.dirname(__file__))
+        import torch_double
+
+        self.double = torch_double
+        self.torch = torch_double.install()
+        self.addCleanup(lambda: [sys.modules.pop(m) for m in list(sys.modules) if m == "torch" or m.startswith("torch.")])
+        self.filters = list(warnings.filters)
+        self.addCleanup(lambda: warnings.filters.__setitem__(slice(None), self.filters))
+
+    def shown(self, message=None):
+        """What the program's output gets for one warning at a fresh call site."""
+        with warnings.catch_warnings(record=True) as got:  # keeps the filters as they are
+            warnings.warn_explicit(message or self.TORCH, UserWarning, "train.py", 86, registry={})
+        return len(got)
+
+    def test_filtered_while_the_agents_global_hooks_are_on_and_not_after(self):
+        p = Phases(Marks())
+        p.install(self.torch)
+        self.addCleanup(p.uninstall)
+        self.assertEqual((self.shown(), self.shown("a warning of the program's own")), (0, 1))
+        model = self.double.Module()
+        p.pre(model, ())
+        p.post(model, (), None)
+        p.opt_post(Obj(), (), {})  # the first step: hooks narrowed to the model, the filter gone
+        self.assertEqual(p.global_hooks, [])
+        self.assertNotIn(p.warning_filter, warnings.filters)
+        self.assertEqual(warnings.filters, self.filters)
+        self.assertEqual(self.shown(), 1)
+
+    def test_the_programs_own_global_hooks_keep_their_warning(self):
+        theirs = self.torch.nn.modules.module.register_module_forward_hook(lambda m, a, o: None)
+        self.addCleanup(theirs.remove)
+        p = Phases(Marks())
+        p.install(self.torch)
+        self.addCleanup(p.uninstall)
+        self.assertEqual(self.shown(), 1)
+        self.assertEqual(warnings.filters, self.filters)
+
+    def test_phases_turned_off_drop_the_filter(self):
+        p = Phases(Marks())
+        p.install(self.torch)
+        self.addCleanup(p.uninstall)
+        self.assertEqual(self.shown(), 0)
+        p.stop()
+        self.assertEqual((self.shown(), warnings.filters), (1, self.filters))
 
 
 class Tensorish:

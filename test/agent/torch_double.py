@@ -179,7 +179,8 @@ def install():
     autograd = _module("torch.autograd", backward=lambda loss, *a, **k: loss._backward(), grad=lambda *a, **k: None)
     module = _module("torch.nn.modules.module", Module=Module,
                      register_module_forward_pre_hook=lambda fn: _Handle(_global_pre, fn),
-                     register_module_forward_hook=lambda fn: _Handle(_global_post, fn))
+                     register_module_forward_hook=lambda fn: _Handle(_global_post, fn),
+                     _has_any_global_hook=lambda: bool(_global_pre or _global_post))
     modules = _module("torch.nn.modules", module=module, Module=Module)
     nn = _module("torch.nn", modules=modules, Module=Module, Parameter=Parameter)
     optimizer = _module("torch.optim.optimizer", Optimizer=Optimizer,
