@@ -94,6 +94,11 @@ export function extraLines(plain: string, agent: string): string[] {
   return agent.split("\n").filter((l) => l.trim() !== "" && !seen.has(shape(l)));
 }
 
+/** The warnings (`…Warning: …` lines) only the agent run's stderr has. */
+export function gainedWarnings(plain: string, agent: string): string[] {
+  return extraLines(plain, agent).filter((l) => /\w*Warning: /.test(l));
+}
+
 // ---- what the monitor wrote ---------------------------------------------------------------------------
 
 /** `run --json`'s last document (the one carrying the program's exit status), else the last one. */
@@ -338,6 +343,10 @@ export function judge(s: Setup, devices: string, plain: RunEvidence, agent: RunE
   if (mode === "exact" && !output.same) failures.push(`the output differs from line ${output.first_difference!.line}: plain ${JSON.stringify(output.first_difference!.plain)}, agent ${JSON.stringify(output.first_difference!.agent)}`);
   if (mode === "structure" && !output.structure_same) failures.push(`the output's shape differs from line ${output.first_difference?.line}`);
   if (mine.length) failures.push(`stderr has ${mine.length} line(s) of ours: ${mine[0]!.trim().slice(0, 300)}`);
+  // A warning the program's stderr gains only under the agent is a change of its output too (torch.compile
+  // warned of "global hooks on modules" while ours were on).
+  const warned = gainedWarnings(plain.stderr, agent.stderr);
+  if (warned.length) failures.push(`stderr gained ${warned.length} warning(s) under the agent: ${warned[0]!.trim().slice(0, 300)}`);
   failures.push(...totals.problems);
   failures.push(...fj.false_warnings.map((w) => `false warning: ${w}`));
   failures.push(...fj.missing.map((id) => `expected finding missing: ${id}`));

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Document } from "../../src/system/schema";
 import { GPU_SKIP, onGpu, reportDir } from "../support/gpu";
-import { compareOutputs, compareTotals, detailOf, extraLines, findingsOf, judgeFindings, markdown, notesOf, ourLines, parseTotals, programArgv, runZoo, type Setup, type ZooRow } from "./zoo-support";
+import { compareOutputs, compareTotals, detailOf, extraLines, findingsOf, gainedWarnings, judgeFindings, markdown, notesOf, ourLines, parseTotals, programArgv, runZoo, type Setup, type ZooRow } from "./zoo-support";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BUN = process.execPath;
@@ -52,6 +52,13 @@ describe("what the monitor wrote, against recorded H100 documents", () => {
   const row = NORMAL.processes.find((p) => p.pytorch)!;
   const pid = row.agent_pid ?? row.pid;
   const dev = String(row.pytorch!.device);
+
+  test("a warning only the agent run's stderr has is named (the program's own output changed)", () => {
+    const plain = "step 1 2.5 s\n/x/train.py:9: FutureWarning: old api\n";
+    const compiled = "/x/train.py:30: UserWarning: Using `torch.compile(module)` when there are global hooks on modules (e.g., from `register_module_forward_hook`)";
+    expect(gainedWarnings(plain, "step 1 3.1 s\n/x/train.py:9: FutureWarning: old api\n")).toEqual([]);
+    expect(gainedWarnings(plain, `${plain}${compiled}\n  loss = step_fn(ids).loss\n`)).toEqual([compiled]);
+  });
 
   test("torch's totals equal to the final document's: equal; a byte apart, a device without a row, a row torch never printed: problems", () => {
     const exact = { allocated: row.pytorch!.allocated_bytes, reserved: row.pytorch!.reserved_bytes };
