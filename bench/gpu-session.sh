@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: checks | costs | tests | final | attach | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# PART: checks | costs | tests | final | attach | jobs | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -56,6 +56,11 @@ attach)  # attach to a training started without the monitor: at step 100 (then d
   TAIL=25 step attach 140 python3 test/gpu/attach_gpt2.py --cycles "${CYCLES:-3}" --out "$r/attach-gpt2.json"
   TAIL=25 step attach-342 120 python3 test/gpu/attach_gpt2.py --before 342 --out "$r/attach-gpt2-342.json"
   TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
+  ;;
+jobs)  # two GPUs or more: attach to a torchrun DDP job, one rank per GPU watched in tmux, the compiled set-ups of the zoo
+  TAIL=30 step attach-ddp 150 python3 test/gpu/attach_ddp.py --out "$r/attach-ddp.json"
+  TAIL=30 step ranks 200 env OUT="$r/ranks" BUN=bun PY=python3 bash test/gpu/ranks.sh 45
+  TAIL=30 step zoo 220 bun test/gpu/zoo.ts "$r/zoo" --only compile,compile-cudagraphs --scale 0.5 --budget 200
   ;;
 late)  # after the last changes to the agent and the NVML loader: those tests, attach with a leak
   TAIL=20 step gpu-ffi-system 90 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test test/ffi test/system
