@@ -13,7 +13,7 @@ PY=${PY:-python3}
 PYBIN=$(dirname "$(command -v "$PY")")
 N=$(nvidia-smi -L | wc -l)
 W=/tmp/gpumem-ranks
-rm -rf $W && mkdir -p $W/agents && chmod 700 $W $W/agents
+mkdir -p "$OUT" && rm -rf $W && mkdir -p $W/agents && chmod 700 $W $W/agents
 T="tmux -L ranks -f /dev/null"
 BATCH=$(seq -s, 8 2 $((8 + 2 * (N - 1))))   # 8,10,12…: the last rank peaks above the others
 # The hook is built once per torch (the first process to attach builds it, while the program runs
