@@ -97,13 +97,29 @@ export function processInfo(pid: number, procRoot = "/proc"): ProcessInfo {
   };
 }
 
-export function pidAlive(pid: number): boolean {
+/** The state letter of /proc/PID/stat's text (R, S, D, Z, X…); null where it cannot be read. */
+export function parseStatState(stat: string): string | null {
+  const close = stat.lastIndexOf(")");
+  const state = close < 0 ? "" : stat.slice(close + 2, close + 3);
+  return /^[A-Za-z]$/.test(state) ? state : null;
+}
+
+/** Whether the process runs. A zombie has exited: killed and not reaped yet, as a rank is until its
+ *  launcher next polls (torchrun every few seconds), it still answers signal 0. */
+export function pidAlive(pid: number, procRoot = "/proc"): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  let stat: string;
+  try {
+    stat = readFileSync(`${procRoot}/${pid}/stat`, "latin1");
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "ENOENT"; // gone since; else not ours to read: signal 0 answered
+  }
+  const state = parseStatState(stat);
+  return state !== "Z" && state !== "X";
 }
 
 /** The pids of the NSpid line of /proc/PID/status's text; null where there is none. */

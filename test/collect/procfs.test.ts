@@ -1,10 +1,10 @@
-// Pid namespaces from /proc: the NSpid line and the namespace's inode, on made-up /proc trees and
+// Pid namespaces and liveness from /proc: the NSpid line and the namespace's inode, on made-up /proc trees and
 // on a real process in its own pid namespace (`unshare --pid --fork --mount-proc`, as root).
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { inOtherPidNamespace, ownPidNamespace, parseNsLink, parseNsPid, pidNsInfo, readPidNamespace } from "../../src/collect/procfs";
+import { inOtherPidNamespace, ownPidNamespace, parseNsLink, parseNsPid, parseStatState, pidAlive, pidNsInfo, readPidNamespace } from "../../src/collect/procfs";
 
 describe("pid namespace readers", () => {
   test("NSpid: the reader's pid first, the process's own namespace's last", () => {
@@ -79,4 +79,33 @@ describe("a real process in its own pid namespace", () => {
       await u.exited;
     }
   });
+});
+
+// A rank killed under torchrun stays a zombie until the launcher next polls its children (every 5 s
+// by default): it has exited, though signal 0 still reaches it. A real zombie here: a child that
+// exits under a parent that never waits for it.
+test("pidAlive: a running process is alive; a zombie and a pid gone are not", async () => {
+  const p = Bun.spawn(["python3", "-c", "import os, sys, time\npid = os.fork()\nif pid == 0: os._exit(3)\nprint(pid, flush=True)\ntime.sleep(30)"], { stdout: "pipe" });
+  try {
+    const reader = p.stdout.getReader();
+    let out = "";
+    while (!out.includes("\n")) out += new TextDecoder().decode((await reader.read()).value);
+    const child = Number(out.trim());
+    for (let i = 0; i < 100 && parseStatState(readFileSync(`/proc/${child}/stat`, "latin1")) !== "Z"; i++) await Bun.sleep(20);
+    expect(parseStatState(readFileSync(`/proc/${child}/stat`, "latin1"))).toBe("Z");
+    expect(pidAlive(child)).toBe(false);
+    expect(pidAlive(p.pid)).toBe(true);
+    expect(pidAlive(process.pid)).toBe(true);
+  } finally {
+    p.kill();
+    await p.exited;
+  }
+  expect(pidAlive(p.pid)).toBe(false);
+});
+
+test("parseStatState: the letter after the command, whatever the command holds", () => {
+  expect(parseStatState("42 (python3) S 1 42")).toBe("S");
+  expect(parseStatState("42 (a) Z (b)) Z 1 42")).toBe("Z");
+  expect(parseStatState("42 (python3)")).toBeNull();
+  expect(parseStatState("")).toBeNull();
 });

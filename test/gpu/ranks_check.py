@@ -23,6 +23,8 @@ facts = {}  # rank -> {step: memory_allocated}
 if os.path.exists(os.path.join(out, "facts.tar.xz")):
     with tarfile.open(os.path.join(out, "facts.tar.xz")) as t:
         for m in t.getmembers():
+            if not re.search(r"\.rank\d+$", m.name):
+                continue  # hook.txt: where the hook was built
             r = int(m.name.rsplit("rank", 1)[1])
             facts[r] = {}
             for line in io.TextIOWrapper(t.extractfile(m)):
