@@ -6,9 +6,10 @@ Run from the repository root on a machine with two GPUs or more, torch and trans
 1. starts `torchrun --standalone --nproc_per_node N test/gpu/hf_gpt2.py --ddp` plainly (no agent on
    its path), N = the GPUs seen, and waits for 30 steps of every rank;
 2. `bun src/cli.ts attach LAUNCHER_PID --no-monitor`: every rank attached, one line each;
-3. `bun src/cli.ts --json --once` three seconds later: every rank a process row with its allocator
-   (hook mode, rank, the job), one job row with N ranks, detail never partial, allocated within the
-   range torch reported around that moment;
+3. a monitor (`bun src/cli.ts --json --interval 500`) from right after the attach for 6 s: detail
+   never partial after the first step boundary; then `bun src/cli.ts --json --once`: every rank a
+   process row with its allocator (hook mode, rank, the job), one job row with N ranks, reserved
+   equal to torch's around that moment;
 4. as an ordinary user (nobody, through setpriv): attach to a rank is refused, with its remedy;
 5. `bun src/cli.ts detach PID` for each rank: files gone, training on; torchrun's exit status 0
    and every rank's final line written.
@@ -73,11 +74,23 @@ try:
     results.update(attach_status=rc, attach_lines=text.splitlines(), attach_seconds=round(time.time() - t0, 2))
     ranks = sorted(int(p) for p in __import__("re").findall(r"attached to process (\d+)", text))
     checks["every rank attached"] = rc == 0 and len(ranks) == n
-    time.sleep(3)
+    # A monitor from right after the attach, as the screens `attach` opens would be.
+    stream_path = os.path.join(work, "stream.ndjson")
+    monitor = subprocess.Popen(["bun", "src/cli.ts", "--json", "--interval", "500"], env=env, stdout=open(stream_path, "w"), stderr=subprocess.DEVNULL)
+    time.sleep(6)
     before = {r: rank_facts(r)[-1] for r in range(n)}
     rc, doc = cli("--json", "--once")
     after = {r: rank_facts(r)[-1] for r in range(n)}
     d = json.loads(doc) if rc == 0 else {}
+    monitor.terminate()
+    monitor.wait()
+    stream = [json.loads(l) for l in open(stream_path) if l.strip()]
+    seen = [(doc_i, p) for doc_i, x in enumerate(stream) for p in x.get("processes", []) if p.get("pid") in ranks and p.get("pytorch") and p["pytorch"].get("profile")]
+    after_first = [p["pytorch"]["profile"] for _, p in seen if p["pytorch"]["profile"]["step"] >= 1]
+    results["stream"] = {"documents": len(stream), "rank_rows": len(seen), "after_first_step": len(after_first),
+                         "partial_after_first_step": [x["detail"] for x in after_first if x["detail"]["partial"]][:3],
+                         "seed": sorted({json.dumps((x["detail"].get("seed") or {}).get("state")) for x in after_first})}
+    checks["never partial after the first step boundary (the monitor from the attach on)"] = len(after_first) >= n and not results["stream"]["partial_after_first_step"]
     rows = [p for p in d.get("processes", []) if p.get("pid") in ranks and p.get("pytorch")]
     results["rows"] = [{"pid": p["pid"], "device": p.get("device"), "rank": p["pytorch"].get("rank"), "job": p["pytorch"].get("job"),
                         "hook_mode": p["pytorch"].get("hook_mode"), "allocated_bytes": p["pytorch"].get("allocated_bytes"),
@@ -87,7 +100,8 @@ try:
     checks["a row with its allocator per rank"] = len(rows) == n and all(p["pytorch"].get("hook_mode") == "hook" for p in rows)
     checks["ranks told apart"] = sorted(p["pytorch"].get("rank") for p in rows) == list(range(n))
     checks["one job row of every rank"] = len(d.get("jobs", [])) == 1 and results["jobs"][0]["n_ranks"] == n
-    checks["never partial"] = rows != [] and not any(p["pytorch"]["profile"]["detail"]["partial"] for p in rows)
+    # A `--once` that comes seconds later meets rings that lapped since the attach: partial, and said.
+    results["once_partial_causes"] = [p["pytorch"]["profile"]["detail"].get("causes") for p in rows]
     # The training runs on between torch's two figures and the monitor's read: allocated within their range
     # and a step's own swing (reserved settles once the caches are warm: equal to both).
     by_rank = {p["pytorch"].get("rank"): p["pytorch"] for p in rows}

@@ -21,6 +21,9 @@ BATCH=$(seq -s, 8 2 $((8 + 2 * (N - 1))))   # 8,10,12…: the last rank peaks ab
 $PY -c "import sys, torch; sys.path.insert(0, 'agent'); from gpumem_agent import build; print(build.hook_library(torch))" > $W/hook.txt 2>&1
 export GPUMEM_TUI_DIR=$W/agents PYTHONUNBUFFERED=1 NO_COLOR=1 CUDA_DEVICE_ORDER=PCI_BUS_ID
 $T new-session -d -s r -x 200 -y 60 "cd $PWD; $BUN src/cli.ts run -- $PYBIN/torchrun --standalone --nproc_per_node $N --monitor-interval 5 test/gpu/hf_gpt2.py --ddp --seconds $SECONDS_RUN --batch-per-rank $BATCH --facts $W/f.jsonl 2> $W/monitor.err; echo exit status \$?; sleep 600"
+# A monitor watching from the start, as the screens do (a `--json --once` that comes later meets rings
+# that lapped since: its detail is partial, honestly): its documents for the step totals.
+(timeout $((SECONDS_RUN + 90)) $BUN src/cli.ts --json --interval 1000 > $W/stream.ndjson 2>/dev/null &)
 cap() { echo "===== $1 $(date +%T) ($($T display -p -t r '#{window_width}x#{window_height}'))" >> $OUT/screens.txt; $T capture-pane -p -t r | grep -v '^\s*$' | grep -v '⠀⠀⠀⠀' >> $OUT/screens.txt; }
 once() { echo "{\"label\": \"$1\", \"doc\": $(timeout 20 $BUN src/cli.ts --json --once)}" >> $OUT/docs.ndjson; }
 # Wait for every rank's agent (model build and NCCL take a while), then watch.
@@ -29,6 +32,7 @@ sleep 15; cap overview-200x60
 MON=$(for p in $(pgrep -x bun); do grep -qa "cli.ts.run" /proc/$p/cmdline && echo $p; done | head -1)
 a=$(awk '{print $14+$15}' /proc/$MON/stat); t0=$(date +%s%N)
 once running
+echo "{\"label\": \"stream-running\", \"doc\": $(tail -n 1 $W/stream.ndjson)}" >> $OUT/docs.ndjson
 $T send-keys -t r Enter; sleep 2; cap process-first-rank
 $T send-keys -t r 3; sleep 2; cap tensors-first-rank
 $T send-keys -t r 1; sleep 1
