@@ -250,7 +250,9 @@ function gradientsFinding(d: DeviceState): Finding | null {
   // The first step's backward can never see earlier gradients: leave it out, of the share and of
   // the count alike (so the count is never above the steps it is out of).
   const counted = withBackward.length > 1 ? withBackward.slice(1) : withBackward;
-  const held = counted.filter((r) => r.gradHeldBytes > 0 && r.gradHeldBytes >= THRESHOLDS.gradientsHeldShare * r.gradCarriedBytes);
+  // Held against what zero_grad would free and against the model's gradient set alike: a few small
+  // blocks that outlive every step (CUDA graphs' capture makes two) are not the gradients kept.
+  const held = counted.filter((r) => r.gradHeldBytes > 0 && r.gradHeldBytes >= THRESHOLDS.gradientsHeldShare * Math.max(r.gradCarriedBytes, r.gradSetBytes || 0));
   if (held.length < THRESHOLDS.gradientsMinSteps) return null;
   const eligible = counted.length;
   if (held.length / eligible < THRESHOLDS.gradientsShare) return null;

@@ -12,13 +12,27 @@ import { formatBytes, inPhase } from "../words";
 /**
  * Where the growing memory was allocated: the phase and range of the live blocks of the growing
  * category that later steps allocated and still hold (a leak's tensors, step after step), by bytes.
- * Outside every record_function range is a place too: a list the training loop appends to.
+ * Outside every record_function range is a place too: a list the training loop appends to. Only
+ * blocks of a kind that more than one step left behind count (the same place and stack, or size
+ * where no stack is known): the last step's own output, still referenced, is not the growth.
  */
 export function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: number) {
   const b = d.blocks;
+  const candidate = (slot: number) => b.category[slot] === cat && b.step[slot]! > sinceStep && b.step[slot] !== RESYNCED_STEP;
+  const kindOf = (slot: number) => `${b.phase[slot]}:${b.range[slot]}:${b.stack[slot] ? `s${b.stack[slot]}` : b.size[slot]}`;
+  const firstStep = new Map<string, number>();
+  const recurring = new Set<string>();
+  for (const slot of b.bySlot.values()) {
+    if (!candidate(slot)) continue;
+    const kind = kindOf(slot);
+    const first = firstStep.get(kind);
+    if (first === undefined) firstStep.set(kind, b.step[slot]!);
+    else if (first !== b.step[slot]) recurring.add(kind);
+  }
+  const held = (slot: number) => candidate(slot) && recurring.has(kindOf(slot));
   const bytes = new Map<number, { bytes: number; blocks: number }>();
   for (const slot of b.bySlot.values()) {
-    if (b.category[slot] !== cat || b.step[slot]! <= sinceStep || b.step[slot] === RESYNCED_STEP) continue;
+    if (!held(slot)) continue;
     const key = b.phase[slot]! * 2 ** 32 + b.range[slot]!;
     const e = bytes.get(key) ?? { bytes: 0, blocks: 0 };
     e.bytes += b.size[slot]!;
@@ -31,7 +45,7 @@ export function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, 
   const phase = PHASE_NAMES[Math.floor(top[0] / 2 ** 32)] ?? "other";
   const rangeId = top[0] % 2 ** 32;
   const range = rangeId > 0 ? m.rangeName(rangeId) : null;
-  const frame = siteFrame(m, d, (slot) => b.category[slot] === cat && b.step[slot]! > sinceStep && b.step[slot] !== RESYNCED_STEP && b.phase[slot]! * 2 ** 32 + b.range[slot]! === top[0]);
+  const frame = siteFrame(m, d, (slot) => held(slot) && b.phase[slot]! * 2 ** 32 + b.range[slot]! === top[0]);
   const at = frame ? `, at ${frame.label}` : "";
   const where = `${inPhase(phase)}, ${range ? `in range ${range}` : "outside every record_function range"}${at}`;
   return { phase, range, frame: frame?.label ?? null, frameShort: frame?.short ?? null, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };

@@ -6,6 +6,7 @@
 import { FROM_NAMES, type BlockTable, type TensorInfo } from "./blocks";
 import { CAT_ACTIVATION, CAT_GRADIENT, CAT_OTHER, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import { PHASE } from "../ffi/events";
+import { ParamSizes } from "./param-sizes";
 
 /** What a phase's end decided: the category its survivors took, and the bytes on each side. */
 export interface PhaseVerdict {
@@ -27,9 +28,8 @@ export class Lifetimes {
   private firstForwardSerial = -1;
   private firstForwardStep = -1;
   /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
-   *  that outlives backward is a gradient when a parameter of its size exists, else it is a cache
-   *  the backward pass made (the cuBLAS workspace of autograd's thread, for one). */
-  private readonly paramSizes = new Set<number>();
+   *  that outlives backward is a gradient when it fits a parameter's size (param-sizes.ts). */
+  private readonly paramSizes = new ParamSizes();
   private boundariesSinceFirstForward = 0;
   /**
    * Names the agent gave, by address: a tensor freed and made again each step (a gradient under
@@ -71,7 +71,7 @@ export class Lifetimes {
     for (let k = 0; k < this.pendLen; k++) {
       const slot = this.pendSlot[k]!;
       if (b.serial[slot] === this.pendSerial[k] && cat[slot] === CAT_UNRESOLVED) {
-        if (backward && this.paramSizes.size > 0 && !this.paramSizes.has(b.size[slot]!)) {
+        if (backward && this.paramSizes.size > 0 && !this.paramSizes.fits(b.size[slot]!)) {
           cat[slot] = CAT_OTHER;
           otherBytes += b.size[slot]!;
           otherN++;

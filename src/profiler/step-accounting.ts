@@ -38,6 +38,8 @@ export class StepAccounting {
   private carryGradN = 0;
   /** carryGrad as the step began, before any of it was freed. */
   private carriedGrad = 0;
+  /** The most gradient bytes alive at the end of a backward phase so far (StepRecord.gradSetBytes). */
+  private gradSet = 0;
 
   constructor(
     private readonly blocks: BlockTable,
@@ -150,6 +152,7 @@ export class StepAccounting {
   endPhase(t: number, phase: number, allocated: number, v: PhaseVerdict): void {
     const cur = this.cur;
     cur.phAllocatedAtEnd[phase] = allocated;
+    if (phase === PHASE.backward) this.gradSet = Math.max(this.gradSet, this.blocks.bytesByCat[CAT_GRADIENT]!);
     if (this.phaseStart_us === this.phaseStart_us) cur.phDuration[phase]! += t - this.phaseStart_us;
     if (cur.peakPhaseInst === this.phaseInst && !cur.peakResolved)
       this.resolvePeak(v.promoted, v.bytes + v.otherBytes > 0 ? v.bytes / (v.bytes + v.otherBytes) : 1);
@@ -240,6 +243,7 @@ export class StepAccounting {
       this.cur.gradHeldBytes = Math.max(0, this.carryGrad);
       this.cur.gradHeldBlocks = Math.max(0, this.carryGradN);
       this.cur.gradCarriedBytes = this.carriedGrad;
+      this.cur.gradSetBytes = this.gradSet;
     }
   }
 

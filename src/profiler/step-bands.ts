@@ -15,6 +15,7 @@ import { CATEGORIES, survivorCategory } from "./categories";
 import { blockLabel } from "./queries";
 import { columnOf, readWindow, type WindowBlock } from "./step-window";
 import type { StepRecord } from "./steps";
+import { ParamSizes } from "./param-sizes";
 
 /** Bands a result holds unless asked for another number. */
 export const DEFAULT_BANDS = 12;
@@ -140,12 +141,12 @@ const phaseName = (p: number): string => PHASE_NAMES[p] ?? `phase#${p}`;
  * where a parameter of its size is alive, else a cache the backward pass made (other). `next`: the
  * phase after the one it was allocated in (−1: not seen); `paramSizes`: the live parameters' sizes.
  */
-function lifetimeCategory(phase: number, next: number, sameInstance: boolean, size: number, paramSizes: Set<number>): string | null {
+function lifetimeCategory(phase: number, next: number, sameInstance: boolean, size: number, paramSizes: ParamSizes): string | null {
   if (sameInstance) return "temporary";
   // The two cases lifetimes.ts adds to the phase's survivor rule (categories.ts): the loss, made
   // outside any phase right before backward, and what outlives backward without a parameter's size.
   if (phase === PHASE.other && next === PHASE.backward) return "activation";
-  if (phase === PHASE.backward) return paramSizes.size === 0 ? null : paramSizes.has(size) ? "gradient" : "other";
+  if (phase === PHASE.backward) return paramSizes.size === 0 ? null : paramSizes.fits(size) ? "gradient" : "other";
   if (phase === PHASE.other && next < 0) return null;
   return CATEGORIES[survivorCategory(phase)] ?? null;
 }
@@ -224,7 +225,7 @@ export function stepBands(m: ProfilerModel, opts: StepBandsOptions): StepBands |
   const held: HeldBlock[] = [];
   let aliveBlocks = 0;
   let aliveBytes = 0;
-  const paramSizes = new Set<number>();
+  const paramSizes = new ParamSizes();
   for (const slot of blocks.bySlot.values()) {
     const cat = d.categoryOf(slot);
     if (cat === "parameter") paramSizes.add(blocks.size[slot]!);

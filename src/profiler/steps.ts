@@ -71,6 +71,9 @@ export class StepRecord {
   gradHeldBlocks = 0;
   /** Gradient bytes alive at the step's start (what zero_grad would free): gradHeldBytes' measure. */
   gradCarriedBytes = NaN;
+  /** The most gradient bytes alive at the end of any backward so far (the model's gradient set):
+   *  a few small blocks held against a set far larger are not the gradients kept. */
+  gradSetBytes = NaN;
   /** Counters of lost records / unknown frees seen during the step (its numbers may be partial). */
   partial = false;
 

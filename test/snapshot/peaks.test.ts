@@ -28,7 +28,7 @@ function stepsBefore(facts: Record<string, any>, stepsInReplay: number): number 
 
 describe("the replay's peak is torch's max_memory_allocated", () => {
   test("every snapshot fixture is here", () => {
-    expect(FILES.length).toBe(8);
+    expect(FILES.length).toBe(11);
   });
 
   for (const f of FILES) {
