@@ -139,6 +139,9 @@ enum gpumem_tracker {
   GPUMEM_TRACKER_EMPTY = 2   /* returns at once, writes nothing: torch's own cost of a tracker */
 };
 
+/* What a hook records beyond the events (gpumem_hook_features; the manifest's `segment_pools`). */
+#define GPUMEM_FEATURE_SEGMENT_POOLS 1u /* segment records carry their pool in `extra` */
+
 /* One event: 64 bytes, one cache line. */
 typedef struct gpumem_record {
   uint64_t seq;     /* index + 1, stored last (release): the reader's check that it is whole */
@@ -146,7 +149,9 @@ typedef struct gpumem_record {
   uint64_t address; /* block or segment address; 0 for marks (a sync's fields: GPUMEM_ACTION_SYNC) */
   uint64_t size;    /* bytes; for oom the requested size */
   uint64_t stream;  /* cudaStream_t as an integer */
-  uint64_t extra;   /* oom: bytes free on the device; sync: the hook's event count; otherwise 0 */
+  uint64_t extra;   /* oom: bytes free on the device; sync: the hook's event count; segment_*: its
+                     * pool (first << 32 | second of torch's MempoolId_t; 0 the default pool) where
+                     * the hook says GPUMEM_FEATURE_SEGMENT_POOLS; otherwise 0 */
   uint32_t step;    /* training step (optimizer steps completed so far) */
   uint32_t range;   /* innermost record_function range id (manifest's range table); 0 = none */
   uint8_t action;   /* enum gpumem_action */

@@ -68,6 +68,34 @@ __attribute__((noinline, cold)) void copy_exact(gpumem_totals* t, c10::DeviceInd
   __atomic_store_n(&t->n_retries, int64_t(s.num_alloc_retries), __ATOMIC_RELAXED);
 }
 
+// A segment's pool (torch's MempoolId_t, a pair: (0, 0) the default pool, a CUDA graph's or a
+// torch.cuda.MemPool's otherwise) as the record's `extra`: first << 32 | second (gpumem_ring.h).
+// A torch whose TraceEntry carries no pool (before mempool_ was added) writes 0 and says so through
+// gpumem_hook_features, so a reader knows the pools are not told apart.
+template <typename T, typename = void>
+struct has_mempool : std::false_type {};
+template <typename T>
+struct has_mempool<T, std::void_t<decltype(std::declval<T>().mempool_)>> : std::true_type {};
+
+inline bool segment_action(uint8_t action) {
+  return action >= GPUMEM_ACTION_SEGMENT_ALLOC && action <= GPUMEM_ACTION_SEGMENT_UNMAP;
+}
+
+template <typename Entry>
+inline uint64_t pool_of(const Entry& te) {
+  if constexpr (has_mempool<Entry>::value) {
+    return (uint64_t(te.mempool_.first) << 32) | uint64_t(uint32_t(te.mempool_.second));
+  } else {
+    return 0;
+  }
+}
+
+// What `extra` carries: for OOM the free bytes (PyTorch stores them in addr_), for a segment its pool.
+inline uint64_t extra_of(const cca::TraceEntry& te, uint8_t action) {
+  if (te.action_ == cca::TraceEntry::OOM) return te.addr_;
+  return segment_action(action) ? pool_of(te) : 0;
+}
+
 // The event as a record, stamped with where the loop is (the header's current state). A device
 // without a lane of its own writes the shared lane (several writers: the atomic claim), out of line,
 // off the path of the devices that have one.
@@ -78,7 +106,7 @@ __attribute__((noinline)) void push_shared(gpumem_header* h, const cca::TraceEnt
   r.address = oom ? 0 : te.addr_;
   r.size = te.size_;
   r.stream = as_u64(te.stream_);
-  r.extra = oom ? te.addr_ : 0;  // for OOM PyTorch stores the device's free bytes in addr_
+  r.extra = extra_of(te, action);
   r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
   r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
   r.action = action;
@@ -107,7 +135,7 @@ void on_trace(const cca::TraceEntry& te) {
   // for, and the record goes out in a few wide stores (gpumem_lane_write).
   const bool oom = te.action_ == cca::TraceEntry::OOM;
   gpumem_lane_write(h, dev, static_cast<uint64_t>(te.time_.approx_t_), oom ? 0 : te.addr_, te.size_, as_u64(te.stream_),
-                    oom ? te.addr_ : 0, __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED), __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED),
+                    extra_of(te, action), __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED), __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED),
                     action, static_cast<int8_t>(te.device_), __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED),
                     __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED));
 }
@@ -320,6 +348,12 @@ void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
   __atomic_store_n(&h->cur_phase, phase, __ATOMIC_RELAXED);
   __atomic_store_n(&h->cur_step, step, __ATOMIC_RELAXED);
   push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED));
+}
+
+// What this build of the hook records beyond the events themselves (GPUMEM_FEATURE_* bits of
+// gpumem_ring.h), for the agent's manifest.
+uint32_t gpumem_hook_features(void) {
+  return has_mempool<cca::TraceEntry>::value ? GPUMEM_FEATURE_SEGMENT_POOLS : 0u;
 }
 
 // Range names: count, and name of id (1-based) copied into buf. For the agent's manifest.

@@ -72,6 +72,16 @@ def job_id(env=os.environ):
     return None
 
 
+def _hook_features(hook):
+    """gpumem_hook_features() of the loaded hook: 0 where it has none (an older build)."""
+    try:
+        fn = hook.gpumem_hook_features
+    except AttributeError:
+        return 0
+    fn.restype = ctypes.c_uint32
+    return int(fn())
+
+
 class Agent:
     def __init__(self, torch, directory=None):
         self.torch = torch
@@ -91,6 +101,7 @@ class Agent:
         # segments but no trace, so the monitor writes the one snapshot from its own events instead.
         self.history_on = False
         self.range_count = 0
+        self.features = 0  # what the hook records beyond the events (wire.FEATURE_*)
         # What this process runs without, and why, in words ({feature: sentence}): a feature that
         # failed turned itself off, a ring that did not fit was made smaller, a squatted directory
         # was replaced. In the manifest, and on the monitor's screens.
@@ -167,6 +178,7 @@ class Agent:
                 if rc != 0:
                     raise OSError(-rc, "attaching the hook: %s" % os.strerror(-rc))
                 self.mode = "hook"
+                self.features = _hook_features(self.hook)
             except Exception as e:
                 self.hook = None
                 err = "%s: %s" % (type(e).__name__, e)
@@ -274,6 +286,7 @@ class Agent:
             "torch_version": self.torch.__version__,
             "hook_mode": self.mode,
             "hook_error": self.hook_error,
+            "segment_pools": bool(self.features & wire.FEATURE_SEGMENT_POOLS),
             "ring": self.ring_path,
             "socket": self.sock_path,
             "ranges": self.ranges(),

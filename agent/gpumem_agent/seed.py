@@ -17,6 +17,7 @@ COUNTED = (ALLOC, FREE_REQUESTED)
 ALLOCATOR = (ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC, SEGMENT_FREE, SEGMENT_MAP, SEGMENT_UNMAP)
 F_ADDRESS, F_SIZE, F_STREAM = wire.RECORD_FIELDS.index("address"), wire.RECORD_FIELDS.index("size"), wire.RECORD_FIELDS.index("stream")
 F_ACTION, F_DEVICE = wire.RECORD_FIELDS.index("action"), wire.RECORD_FIELDS.index("device")
+F_EXTRA = wire.RECORD_FIELDS.index("extra")
 SEED_BLOCK_STATES = ("active_allocated", "active_pending_free")  # inactive blocks are free space: left out
 
 
@@ -73,8 +74,9 @@ def _seed_segment(seg):
     """The parts of a snapshot segment the monitor reads (frames and the rest left out: bounded)."""
     blocks = [{"address": int(b["address"]), "size": int(b["size"]), "requested_size": int(b.get("requested_size", b["size"])), "state": b["state"]}
               for b in seg.get("blocks", ()) if b.get("state") in SEED_BLOCK_STATES]
+    pool = seg.get("segment_pool_id") or (0, 0)  # a CUDA graph's or a MemPool's pool: not the cache's
     return {"address": int(seg["address"]), "total_size": int(seg["total_size"]), "stream": int(seg.get("stream", 0)),
-            "is_expandable": bool(seg.get("is_expandable", False)), "blocks": blocks}
+            "is_expandable": bool(seg.get("is_expandable", False)), "segment_pool_id": [int(pool[0]), int(pool[1])], "blocks": blocks}
 
 
 def seed_device(device, records, wb, wa, segments):
@@ -107,7 +109,9 @@ def seed_device(device, records, wb, wa, segments):
         if a == SEGMENT_ALLOC:
             segs.pop(r[F_ADDRESS], None)
         elif a == SEGMENT_FREE:
-            segs[r[F_ADDRESS]] = {"address": r[F_ADDRESS], "total_size": r[F_SIZE], "stream": r[F_STREAM], "is_expandable": False, "blocks": []}
+            pool = r[F_EXTRA]  # the record's pool where the hook carries it (first << 32 | second)
+            segs[r[F_ADDRESS]] = {"address": r[F_ADDRESS], "total_size": r[F_SIZE], "stream": r[F_STREAM], "is_expandable": False,
+                                  "segment_pool_id": [pool >> 32, pool & 0xFFFFFFFF], "blocks": []}
         elif a in (SEGMENT_MAP, SEGMENT_UNMAP):
             raise SeedError("expandable segments mapped pages during the snapshot")
     events = sum(1 for r, m in zip(records[:q], mine[:q]) if m and r[F_ACTION] in COUNTED)

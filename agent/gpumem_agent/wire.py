@@ -23,6 +23,8 @@ FIRST_MARK = 16
 MIN_BLOCK_SIZE = 512
 # A sync's `extra` when an allocator event happened while the figures were read.
 SYNC_UNSURE = 0xFFFFFFFFFFFFFFFF
+# segment records carry their pool in `extra`
+FEATURE_SEGMENT_POOLS = 1
 PREFETCH_AHEAD = 8
 
 # Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook stores
@@ -103,7 +105,10 @@ RECORD_OFFSET = {
     "address": 16,  # uint64_t: block or segment address; 0 for marks (a sync's fields: GPUMEM_ACTION_SYNC)
     "size": 24,  # uint64_t: bytes; for oom the requested size
     "stream": 32,  # uint64_t: cudaStream_t as an integer
-    "extra": 40,  # uint64_t: oom: bytes free on the device; sync: the hook's event count; otherwise 0
+    # uint64_t: oom: bytes free on the device; sync: the hook's event count; segment_*: its pool
+    # (first << 32 | second of torch's MempoolId_t; 0 the default pool) where the hook says
+    # GPUMEM_FEATURE_SEGMENT_POOLS; otherwise 0
+    "extra": 40,
     "step": 48,  # uint32_t: training step (optimizer steps completed so far)
     "range": 52,  # uint32_t: innermost record_function range id (manifest's range table); 0 = none
     "action": 56,  # uint8_t: enum gpumem_action

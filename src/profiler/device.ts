@@ -14,7 +14,7 @@ import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
 import { nameBlocks, type Named, type NamedTensor } from "./name-blocks";
 import { OomLog, type OomIncident } from "./oom";
-import { privatePoolsOf, type PrivatePool } from "./pools";
+import { privatePoolsOf, privatePoolsOfSegments, type PrivatePool } from "./pools";
 import { resyncFromSegments, type SnapshotSegment } from "./resync";
 import { seedBlocks, type SeedSegment, type Seeded } from "./seed";
 import { SegmentTable } from "./segment-table";
@@ -35,8 +35,12 @@ export class DeviceState extends TotalsReadout {
   private readonly lifetimes = new Lifetimes(this.blocks);
   private readonly accounting: StepAccounting;
   private readonly oomLog = new OomLog();
-  /** A snapshot's private pools (pools.ts); null where unknown (a ring's records carry no pool id). */
-  privatePools: readonly PrivatePool[] | null = null;
+  /** A snapshot's private pools (pools.ts), as its segments or a resync's said; null where unknown. */
+  private snapshotPools: readonly PrivatePool[] | null = null;
+  /** The records carry each segment's pool (the manifest's `segment_pools`): the pools come from
+   *  the segment table and the live blocks, now. */
+  poolsInRecords = false;
+  private poolsCache: { version: number; pools: readonly PrivatePool[] } | null = null;
   /** The blocks alive at each step's peak (at-peak.ts). */
   readonly peaks = new PeakWitness(this.blocks);
 
@@ -245,10 +249,30 @@ export class DeviceState extends TotalsReadout {
     return rounded;
   }
 
-  /** segment_alloc (counted) or segment_map (expandable segments: pages mapped). */
-  segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean): void {
+  /** The private pools (CUDA graphs, torch.cuda.MemPool) with their bytes; null where they cannot
+   *  be told apart (a ring whose records carry no pool). */
+  get privatePools(): readonly PrivatePool[] | null {
+    if (!this.poolsInRecords) return this.snapshotPools;
+    const v = this.version;
+    if (this.poolsCache?.version !== v) {
+      const b = this.blocks;
+      const live = (function* () {
+        for (const slot of b.bySlot.values()) yield [b.address[slot]!, b.size[slot]!] as [number, number];
+      })();
+      this.poolsCache = { version: v, pools: privatePoolsOfSegments(this.segments, live) };
+    }
+    return this.poolsCache.pools;
+  }
+
+  set privatePools(pools: readonly PrivatePool[] | null) {
+    this.snapshotPools = pools;
+  }
+
+  /** segment_alloc (counted) or segment_map (expandable segments: pages mapped); `pool`: the pool
+   *  the record carried (pools.ts poolKey; 0 the default pool or none carried). */
+  segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean, pool = 0): void {
     this.t.apply(counted ? ACTION.segment_alloc : ACTION.segment_map, size, size);
-    this.segments.add(address, size, stream, t, counted);
+    this.segments.add(address, size, stream, t, counted, pool);
     this.observeSegment(t);
   }
 

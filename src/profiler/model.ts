@@ -154,14 +154,14 @@ export class ProfilerModel {
           ds.free(t, extra[i]!, address[i]!, size[i]!);
           this.eventsIngested++; // two events, as the writer recorded them
           break;
-        case ACTION.segment_alloc:
-          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true);
+        case ACTION.segment_alloc: // `extra`: the segment's pool, where the hook carries it
+          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true, extra[i]!);
           break;
         case ACTION.segment_free:
           ds.segmentFree(t, address[i]!, size[i]!, true);
           break;
         case ACTION.segment_map:
-          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, false);
+          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, false, extra[i]!);
           break;
         case ACTION.segment_unmap:
           ds.segmentFree(t, address[i]!, size[i]!, false);
@@ -249,6 +249,7 @@ export class ProfilerModel {
     if (!d) {
       d = new DeviceState(dev, step, phase, range);
       d.peaks.keep = this.peakSteps;
+      d.poolsInRecords = this._segmentPools;
       this.byIndex[dev] = d;
       this.devices.push(d);
       this.devices.sort((x, y) => x.device - y.device);
@@ -364,6 +365,19 @@ export class ProfilerModel {
   }
 
   /** Range ids → names (the manifest's `ranges`). */
+  private _segmentPools = false;
+
+  /** The records carry each segment's pool (the manifest's `segment_pools`): every device tells
+   *  its private pools apart from them. */
+  get segmentPools(): boolean {
+    return this._segmentPools;
+  }
+
+  set segmentPools(on: boolean) {
+    this._segmentPools = on;
+    for (const d of this.devices) d.poolsInRecords = on;
+  }
+
   setRanges(ranges: Record<string, string> | Map<number, string>): void {
     const entries = ranges instanceof Map ? [...ranges.entries()] : Object.entries(ranges);
     for (const [id, name] of entries) {

@@ -6,8 +6,9 @@
 // bytes, never as the default pool's reserved but unallocated memory.
 //
 // Where the pools are known: a snapshot's segments carry `segment_pool_id` ((0, 0): the default
-// pool), and so do the segments of a resync. A ring's records do not (gpumem_record has no pool
-// field and the hook writes none): a live process's pools cannot be told apart, and the views say so.
+// pool), and so do the segments of a resync. A ring's segment records carry it in `extra` where the
+// hook read it from torch's TraceEntry (the manifest's `segment_pools`, GPUMEM_FEATURE_SEGMENT_POOLS);
+// in rings recorded before, a live process's pools cannot be told apart, and the views say so.
 
 /** A snapshot's `segment_pool_id`: a pair of non-negative integers, (0, 0) the default pool. */
 export type PoolId = readonly [number, number];
@@ -65,4 +66,38 @@ export function poolTotals(pools: readonly PrivatePool[]): { reserved_bytes: num
     allocated += p.allocated_bytes;
   }
   return { reserved_bytes: reserved, allocated_bytes: allocated };
+}
+
+/** A pool id as one number, as the ring's records carry it: first × 2^32 + second (0: the default
+ *  pool). Exact for the ids torch hands out (small counters). */
+export const poolKey = (id: PoolId): number => id[0] * 2 ** 32 + id[1];
+export const poolIdOfKey = (key: number): PoolId => [Math.floor(key / 2 ** 32), key % 2 ** 32];
+
+/** The private pools of one device from its segment table (the pool each segment record carried)
+ *  and its live blocks (each counted in the pool of the segment that holds it). */
+export function privatePoolsOfSegments(segments: { addresses(): number[]; size(a: number): number | undefined; pool(a: number): number }, blocks: Iterable<[number, number]>): PrivatePool[] {
+  const starts = segments.addresses();
+  const pools = new Map<number, PrivatePool>();
+  for (const a of starts) {
+    const key = segments.pool(a);
+    if (key === 0) continue;
+    const p = pools.get(key) ?? pools.set(key, { pool_id: poolIdOfKey(key), segments: 0, reserved_bytes: 0, allocated_bytes: 0 }).get(key)!;
+    p.segments++;
+    p.reserved_bytes += segments.size(a) ?? 0;
+  }
+  if (pools.size === 0) return [];
+  for (const [address, size] of blocks) {
+    let lo = 0;
+    let hi = starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid]! <= address) lo = mid + 1;
+      else hi = mid;
+    }
+    const start = starts[lo - 1];
+    if (start === undefined || address >= start + (segments.size(start) ?? 0)) continue;
+    const p = pools.get(segments.pool(start));
+    if (p) p.allocated_bytes += size;
+  }
+  return [...pools.values()].sort((a, b) => a.pool_id[0] - b.pool_id[0] || a.pool_id[1] - b.pool_id[1]);
 }

@@ -38,6 +38,8 @@ export interface ReplayOptions {
   names?: SavedNames[];
   /** Where the blocks alive at the end were allocated (a snapshot's stacks): findings name lines. */
   stacks?: BlockStacks | null;
+  /** The manifest's `segment_pools`: the segment records carry their pools. */
+  segmentPools?: boolean;
 }
 
 /** A `names` reply kept beside a recording (`x.names.json`). */
@@ -128,6 +130,7 @@ class Playthrough {
     if (opts.ranges) model.setRanges(opts.ranges);
     if (opts.lines) model.setLines(opts.lines);
     if (opts.stacks) model.stacks = opts.stacks;
+    if (opts.segmentPools) model.segmentPools = true;
     model.setHeader(source.header(), { totals: false });
     this.from = new FeedSource(source, opts.batch_size ?? 65_536);
     this.names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));

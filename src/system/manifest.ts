@@ -37,6 +37,9 @@ export const ManifestSchema = z.looseObject({
   torch_version: z.string().nullable().default(null),
   hook_mode: z.enum(["hook", "polling", "none"]),
   hook_error: z.string().nullable().default(null),
+  /** The hook writes each segment record's pool in `extra` (GPUMEM_FEATURE_SEGMENT_POOLS): private
+   *  pools (CUDA graphs, torch.cuda.MemPool) can be told apart. False in older recordings. */
+  segment_pools: z.boolean().default(false),
   ring: z.string(),
   /** null in a saved recording: there is no process to ask. */
   socket: z.string().nullable(),

@@ -35,7 +35,7 @@ async function ringModel(path: string): Promise<ProfilerModel> {
 }
 
 /** Every committed recording: [name, how to build its model, torch's facts at its end or null]. */
-function recordings(): Array<[string, () => Promise<ProfilerModel>, { memory_reserved: number; memory_allocated: number; max_memory_reserved?: number } | null]> {
+function recordings(): Array<[string, () => Promise<ProfilerModel>, { memory_reserved: number; memory_allocated: number; max_memory_reserved?: number; pools?: Array<{ pool_id: number[]; unallocated_bytes: number }> } | null]> {
   const facts = (p: string) => (existsSync(p) ? JSON.parse(readFileSync(p, "utf8")) : null);
   const out: ReturnType<typeof recordings> = [];
   for (const dir of [FIX, OWN_RINGS])
@@ -76,7 +76,7 @@ describe("every committed recording", () => {
       const d = m.devices[0]!;
       const u = unallocatedView(m, d);
       // A CUDA graphs' private pool is memory of its own (facts.pools, per segment_pool_id), not the cache's.
-      const pooled = ((facts?.pools ?? []) as Array<{ pool_id: number[]; unallocated_bytes: number }>).filter((p) => p.pool_id.some((x) => x !== 0)).reduce((a, p) => a + p.unallocated_bytes, 0);
+      const pooled = (facts?.pools ?? []).filter((p) => p.pool_id.some((x) => x !== 0)).reduce((a, p) => a + p.unallocated_bytes, 0);
       const ring = name.endsWith(".ring") || name.endsWith(".ring.gz");
       if (facts && typeof facts.memory_reserved === "number") expect(u.now_bytes).toBe(facts.memory_reserved - facts.memory_allocated - (ring ? 0 : pooled));
       for (const r of d.steps) {

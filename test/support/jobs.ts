@@ -63,7 +63,7 @@ function profilesOf(specs: RankSpec[]): DetailOf {
   const models = new Map<number, ProfilerModel>();
   for (const s of specs) {
     const rec = openRingRecording(join(FIXTURES, `${s.fixture}.ring`));
-    models.set(rec.manifest!.pid, replayToEnd(rec.source, { ranges: rec.ranges }));
+    models.set(rec.manifest!.pid, replayToEnd(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools }));
     rec.close();
   }
   return (pid, cuda) => {
