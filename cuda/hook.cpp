@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
