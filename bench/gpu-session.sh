@@ -93,7 +93,7 @@ fixtures)  # snapshots recorded from the program's start, and a ring of a CUDA-g
   mkdir -p "$fx/snapshots" "$fx/ring" && mkdir -m 700 "$tmpc/agents"
   [ "${FIXTURES:-all}" = ring ] || TAIL=12 step capture-more 300 env TORCHINDUCTOR_CACHE_DIR="$tmpc/inductor-snap" TRITON_CACHE_DIR="$tmpc/triton-snap" \
     python3 test/fixtures/snapshots/capture_more.py "$fx/snapshots"
-  # The ring's records carry no pool id today: the private pool is in compile-graphs.facts.json alone.
+  # The ring's segment records carry their pools (manifest segment_pools), checked against the facts' pools.
   # One GPU visible: the ring's lanes are the shared one and that device's, as in the other rings.
   TAIL=12 step compile-ring 180 env GPUMEM_TUI_VERBOSE=1 CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}" GPUMEM_TUI_DIR="$tmpc/agents" GPUMEM_TUI_KEEP=1 GPUMEM_TUI_RING_CAPACITY=524288 \
     TORCHINDUCTOR_CACHE_DIR="$tmpc/inductor-ring" TRITON_CACHE_DIR="$tmpc/triton-ring" \

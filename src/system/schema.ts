@@ -128,7 +128,7 @@ export const ProfileSchema = z
         private_pools: z
           .array(z.object({ pool_id: z.array(z.number().int()).describe("segment_pool_id"), segments: z.number().int(), reserved_bytes: z.number(), allocated_bytes: z.number() }))
           .nullable()
-          .describe("CUDA graphs' and torch.cuda.MemPool's pools with their own bytes, counted apart; null where they cannot be told apart (a ring's records carry no pool id: their memory counts in bytes)"),
+          .describe("CUDA graphs' and torch.cuda.MemPool's pools with their own bytes, counted apart; null where they cannot be told apart (a ring recorded without pools in its segment records: their memory counts in bytes)"),
       })
       .nullable()
       .default(null)

@@ -16,8 +16,8 @@ other rings' facts (test/agent/scenarios.py), plus torch.cuda.memory_stats() who
 segment_pool_id of torch.cuda.memory._snapshot(): reserved and allocated bytes), compiled /
 compile_error, the losses and the ring's own counts.
 
-The ring's records carry no pool id today (agent/gpumem_agent/wire.py, RECORD_FIELDS): which
-blocks belong to the CUDA graphs' private pool is known from `pools` in the facts, not from the ring.
+The ring's segment records carry their pool (the manifest's `segment_pools`): the replay's private
+pool is checked against `pools` in the facts (test/snapshot/recorded-from-start.test.tsx).
 
 Exit status: 0; 2 where torch, transformers or a CUDA device is missing; 3 where torch.compile or a
 compiled step failed (the facts say so); 4 where no private pool appeared (CUDA graphs not used).

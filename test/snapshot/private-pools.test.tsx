@@ -98,7 +98,7 @@ describe("a snapshot with a private pool", () => {
 
 });
 
-describe("a ring, whose records carry no pool id", () => {
+describe("a ring recorded before its segment records carried pools (normal.ring)", () => {
   test("now is torch's reserved − allocated, beside its last step's peak; its pools are said not to be told apart", async () => {
     const facts = JSON.parse(readFileSync(join(FIX, "normal.facts.json"), "utf8"));
     const pm = await replayed("normal");

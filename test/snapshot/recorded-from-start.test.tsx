@@ -5,7 +5,8 @@
 // torch's max_memory_allocated() to the byte; every figure here is torch's own, from the facts
 // recorded beside each file. CUDA graphs allocate from a private pool: a snapshot names it per
 // segment, and the product must report it in PyTorch's terms (torch's pool ids and bytes), never as
-// the default pool's idle cache; a ring's records carry no pool id, so there it must say so.
+// the default pool's idle cache; so does the ring, whose segment records carry their pool (the
+// manifest's segment_pools; a ring recorded before says the pools are not told apart).
 import { beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -140,7 +141,8 @@ describe("compile-graphs ring: a CUDA-graphs run under the agent, replayed", () 
     // as test/support/replayed.ts plays a .ring, here gzip'd
     const rec = openRingRecording(join(FIX, "compile-graphs.ring.gz"));
     try {
-      for await (const _ of replay(rec.source, { ranges: rec.ranges, model })) {
+      expect(rec.manifest?.segment_pools).toBe(true);
+      for await (const _ of replay(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools, model })) {
         // to the end
       }
     } finally {
@@ -175,14 +177,15 @@ describe("compile-graphs ring: a CUDA-graphs run under the agent, replayed", () 
     for (const id of UNALLOCATED_IDS) expect(all.map((f) => f.id)).not.toContain(id);
   });
 
-  test("the pools are said not to be told apart: now is torch's reserved − allocated, the pool's bytes in it", () => {
+  test("the pools from the records: torch's pool ids and bytes; now is the default pool's idle cache", () => {
     const d = model.devices[0]!;
-    expect(unallocatedView(model, d)).toMatchObject({ now_bytes: facts.memory_reserved - facts.memory_allocated, private_pools: null, private_unallocated_bytes: 0 });
+    const { dflt, others } = poolsOf(facts);
+    expect(d.privatePools).toEqual(others.map((p) => ({ pool_id: p.pool_id, segments: p.segments, reserved_bytes: p.reserved_bytes, allocated_bytes: p.allocated_bytes })));
+    expect(unallocatedView(model, d)).toMatchObject({ now_bytes: dflt.unallocated_bytes, private_unallocated_bytes: others.reduce((a, p) => a + p.unallocated_bytes, 0) });
     const { segments, process } = screens(model, 4242, "compile-graphs.ring");
-    const now = `reserved but unallocated ${formatBytes(facts.memory_reserved - facts.memory_allocated)} now, `;
-    expect(segments[0]).toContain(now);
-    expect(segments[1]).toStartWith("private pools (CUDA graphs, torch.cuda.MemPool): not told apart");
-    expect(process).toMatch(new RegExp(`^${now}[\\d.]+ MiB at step ${facts.steps - 1}'s peak$`, "m"));
-    expect(process).not.toContain("private pools");
+    expect(segments[0]).toContain(`reserved but unallocated ${formatBytes(dflt.unallocated_bytes)} now, `);
+    expect(segments[1]).toBe(`private pools (CUDA graphs, torch.cuda.MemPool): ${others.map((p) => `pool (${p.pool_id.join(", ")}) ${formatBytes(p.reserved_bytes)} reserved, ${formatBytes(p.allocated_bytes)} allocated`).join("; ")}`);
+    expect(process).toContain("not counted: private pools");
+    expect(process).not.toContain("fragmentation");
   });
 });

@@ -36,7 +36,7 @@ export function segmentRowAt(count: number, height: number, selected: number, li
 
 /** The private pools line: always drawn, so that the list starts on the same line. */
 function privatePoolsLine(pools: UnallocatedView["private_pools"]): string {
-  if (pools === null) return `${PRIVATE_POOLS}: not told apart, their memory counts above (a ring's records carry no pool id; a snapshot's segments do)`;
+  if (pools === null) return `${PRIVATE_POOLS}: not told apart, their memory counts above (this ring's records carry no pool: recorded before the hook wrote them, or a torch whose trace has none)`;
   return poolsLine(pools) ?? `${PRIVATE_POOLS}: none`;
 }
 
