@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: checks | costs | tests | final | attach | jobs | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# PART: checks | costs | tests | final | attach | jobs | every-gpu | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -61,6 +61,11 @@ jobs)  # two GPUs or more: attach to a torchrun DDP job, one rank per GPU watche
   TAIL=30 step attach-ddp 150 python3 test/gpu/attach_ddp.py --out "$r/attach-ddp.json"
   TAIL=30 step ranks 200 env OUT="$r/ranks" BUN=bun PY=python3 bash test/gpu/ranks.sh 45
   TAIL=30 step zoo 220 bun test/gpu/zoo.ts "$r/zoo" --only compile,compile-cudagraphs --scale 0.5 --budget 200
+  ;;
+every-gpu)  # four GPUs or more: one rank per GPU watched (steady CPU too), attach to a DDP job, the whole zoo
+  TAIL=30 step ranks 170 env OUT="$r/ranks" BUN=bun PY=python3 bash test/gpu/ranks.sh 50
+  TAIL=20 step attach-ddp 120 python3 test/gpu/attach_ddp.py --seconds 35 --out "$r/attach-ddp.json"
+  TAIL=40 step zoo 270 bun test/gpu/zoo.ts "$r/zoo" --scale 0.5 --budget 250
   ;;
 late)  # after the last changes to the agent and the NVML loader: those tests, attach with a leak
   TAIL=20 step gpu-ffi-system 90 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test test/ffi test/system

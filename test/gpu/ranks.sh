@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A torchrun job of one rank per GPU under `gpumem-tui run`, watched as a user would (tmux at 200×60,
-# then 80×24), a rank killed mid-run, the monitor's own CPU and memory, and `--json --once` beside
+# then 80×24), a rank killed mid-run, the monitor's own CPU and memory (steady, then with keys), and `--json --once` beside
 # `nvidia-smi --query-gpu`. On a GPU machine, from the repository root:
 #   OUT=DIR BUN=bun PY=python3 bash test/gpu/ranks.sh [SECONDS]
 # Writes DIR/screens.txt, DIR/docs.ndjson (`--json --once` before and after the kill), DIR/facts.tar.xz
@@ -30,6 +30,10 @@ once() { echo "{\"label\": \"$1\", \"doc\": $(timeout 20 $BUN src/cli.ts --json 
 for i in $(seq 60); do [ "$(ls $W/agents/*.json 2>/dev/null | wc -l)" -ge "$N" ] && break; sleep 1; done
 sleep 15; cap overview-200x60
 MON=$(for p in $(pgrep -x bun); do grep -qa "cli.ts.run" /proc/$p/cmdline && echo $p; done | head -1)
+# The screens following the job, no key pressed (the Overview at the default interval): 10 s.
+s0=$(awk '{print $14+$15}' /proc/$MON/stat); u0=$(date +%s%N); sleep 10
+s1=$(awk '{print $14+$15}' /proc/$MON/stat); u1=$(date +%s%N)
+echo "steady: monitor pid $MON: $((s1 - s0)) ticks of CPU over $(( (u1 - u0) / 1000000 )) ms on the Overview, no key, agents $N" >> $OUT/monitor.txt
 a=$(awk '{print $14+$15}' /proc/$MON/stat); t0=$(date +%s%N)
 once running
 echo "{\"label\": \"stream-running\", \"doc\": $(tail -n 1 $W/stream.ndjson)}" >> $OUT/docs.ndjson
