@@ -43,7 +43,7 @@ $T send-keys -t r 1; sleep 1
 $T resize-window -t r -x 80 -y 24; sleep 2; cap overview-80x24
 $T resize-window -t r -x 200 -y 60; sleep 5
 b=$(awk '{print $14+$15}' /proc/$MON/stat); t1=$(date +%s%N)
-echo "monitor pid $MON: $((b - a)) ticks of CPU over $(( (t1 - t0) / 1000000 )) ms (CLK_TCK $(getconf CLK_TCK)), agents $N; $(grep VmHWM /proc/$MON/status)" > $OUT/monitor.txt
+echo "monitor pid $MON: $((b - a)) ticks of CPU over $(( (t1 - t0) / 1000000 )) ms (CLK_TCK $(getconf CLK_TCK)), agents $N; $(grep VmHWM /proc/$MON/status)" >> $OUT/monitor.txt
 # Kill the last rank (SIGKILL, as the OOM killer would): torchrun tears the job down after its
 # monitor interval (5 s); until then the job runs with a rank gone.
 VICTIM=$($PY -c "import json,glob; print([m['pid'] for m in map(lambda f: json.load(open(f)), glob.glob('$W/agents/*.json')) if m.get('rank') == $N - 1][0])")
