@@ -17,21 +17,27 @@ Run from the repository root on a machine with two GPUs or more, torch and trans
 Prints the results as JSON (and writes them to --out); exit status 1 when a check fails.
 """
 import argparse
-import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_report import report  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--seconds", type=float, default=45, help="the job's training time")
 ap.add_argument("--out")
 args = ap.parse_args()
 
-n = int(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.count("GPU "))
+try:
+    n = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.count("GPU ")
+except FileNotFoundError:
+    n = 0
 if n < 2:
     sys.exit("attach_ddp: needs two GPUs or more (nvidia-smi -L lists %d)" % n)
 work = tempfile.mkdtemp(prefix="gpumem-attach-ddp-")
@@ -72,7 +78,7 @@ try:
     t0 = time.time()
     rc, text = cli("attach", str(job.pid), "--no-monitor", "--timeout", "30")
     results.update(attach_status=rc, attach_lines=text.splitlines(), attach_seconds=round(time.time() - t0, 2))
-    ranks = sorted(int(p) for p in __import__("re").findall(r"attached to process (\d+)", text))
+    ranks = sorted(int(p) for p in re.findall(r"attached to process (\d+)", text))
     checks["every rank attached"] = rc == 0 and len(ranks) == n
     # A monitor from right after the attach, as the screens `attach` opens would be.
     stream_path = os.path.join(work, "stream.ndjson")
@@ -130,10 +136,4 @@ finally:
         job.kill()
         job.wait()
     shutil.rmtree(work, ignore_errors=True)
-results["checks"] = checks
-text = json.dumps(results, indent=1)
-print(text)
-if args.out:
-    with open(args.out, "w") as f:
-        f.write(text + "\n")
-sys.exit(0 if checks and all(checks.values()) else 1)
+report(results, checks, args.out)

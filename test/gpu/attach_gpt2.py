@@ -25,6 +25,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_report import report  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--leak", action="store_true")
 ap.add_argument("--before", type=int, default=100, help="steps before the attach")
@@ -169,10 +172,4 @@ finally:
     train.kill()
     train.wait()
     shutil.rmtree(work, ignore_errors=True)
-results["checks"] = checks
-text = json.dumps(results, indent=1)
-print(text)
-if args.out:
-    with open(args.out, "w") as f:
-        f.write(text + "\n")
-sys.exit(0 if checks and all(checks.values()) else 1)
+report(results, checks, args.out)
