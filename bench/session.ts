@@ -6,7 +6,7 @@
 // recorded, the session ticking once a second as every front end does (rings into models, a profile
 // per process), beside the same session with no agent, in one run. Reports the share of one core the
 // session's ticks take.
-//   bun bench/session.ts [OUT_DIR] [SECONDS] [RECORDING]
+//   [GPUMEM_BENCH_AGENTS=N] bun bench/session.ts [OUT_DIR] [SECONDS] [RECORDING]   (N agents, default 8)
 // RECORDING (default test/fixtures/hf-gpt2.ring; a .ring.gz is unpacked first) sets what the writers
 // write and at what rate: e.g. demo/demo.ring.gz, a GPT-2-small-shaped model at batch 16 × 512 on
 // an H100, writes about a third as many records a second as the 45M-parameter fixture at 47 steps/s.
@@ -30,7 +30,7 @@ if (navigator.hardwareConcurrency > 1 && !process.env.GPUMEM_BENCH_CORES && Bun.
 const CORES = Number(process.env.GPUMEM_BENCH_CORES ?? 1);
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 const seconds = Number(process.argv[3] ?? 20);
-const AGENTS = 8;
+const AGENTS = Number(process.env.GPUMEM_BENCH_AGENTS ?? 8);
 const RECORDING = process.argv[4] ?? join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
 /** The plain ring the writers replay (the producer maps a plain file). */
 const FIXTURE = RECORDING.endsWith(".gz") ? unpacked(RECORDING) : RECORDING;
