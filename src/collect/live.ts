@@ -85,7 +85,7 @@ export class LiveModels {
         seedOf(a.manifest, pm.model);
       }
       pm.model.setRanges(a.manifest.ranges);
-      pm.model.segmentPools = a.manifest.segment_pools;
+      pm.model.setSegmentPools(a.manifest.segment_pools);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
       pm.notes = withRingStopped(processNotes(a.manifest), pm.ringStopped ?? null);

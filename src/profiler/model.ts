@@ -56,6 +56,7 @@ export class ProfilerModel {
   /** An attach's seed per device, until the device's records reach its point (seed.ts). */
   private seeds: Map<number, SeedDevice> | null = null;
   private seedTime_us = 0;
+  private _segmentPools = false;
   /** What became of an attach's seed (null: the process was not attached, or has none). */
   seedStatus: SeedStatus | null = null;
 
@@ -364,20 +365,13 @@ export class ProfilerModel {
     }
   }
 
-  /** Range ids → names (the manifest's `ranges`). */
-  private _segmentPools = false;
-
-  /** The records carry each segment's pool (the manifest's `segment_pools`): every device tells
-   *  its private pools apart from them. */
-  get segmentPools(): boolean {
-    return this._segmentPools;
-  }
-
-  set segmentPools(on: boolean) {
+  /** The records carry each segment's pool (the manifest's `segment_pools`): devices tell pools apart. */
+  setSegmentPools(on: boolean): void {
     this._segmentPools = on;
     for (const d of this.devices) d.poolsInRecords = on;
   }
 
+  /** Range ids → names (the manifest's `ranges`). */
   setRanges(ranges: Record<string, string> | Map<number, string>): void {
     const entries = ranges instanceof Map ? [...ranges.entries()] : Object.entries(ranges);
     for (const [id, name] of entries) {

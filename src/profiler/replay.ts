@@ -130,7 +130,7 @@ class Playthrough {
     if (opts.ranges) model.setRanges(opts.ranges);
     if (opts.lines) model.setLines(opts.lines);
     if (opts.stacks) model.stacks = opts.stacks;
-    if (opts.segmentPools) model.segmentPools = true;
+    if (opts.segmentPools) model.setSegmentPools(true);
     model.setHeader(source.header(), { totals: false });
     this.from = new FeedSource(source, opts.batch_size ?? 65_536);
     this.names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));
