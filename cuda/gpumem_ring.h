@@ -141,6 +141,7 @@ enum gpumem_tracker {
 
 /* What a hook records beyond the events (gpumem_hook_features; the manifest's `segment_pools`). */
 #define GPUMEM_FEATURE_SEGMENT_POOLS 1u /* segment records carry their pool in `extra` */
+#define GPUMEM_FEATURE_ALLOC_STACKS 2u  /* alloc records at or above the threshold carry a stack id (cuda/pystack.h) */
 
 /* One event: 64 bytes, one cache line. */
 typedef struct gpumem_record {
@@ -151,7 +152,8 @@ typedef struct gpumem_record {
   uint64_t stream;  /* cudaStream_t as an integer */
   uint64_t extra;   /* oom: bytes free on the device; sync: the hook's event count; segment_*: its
                      * pool (first << 32 | second of torch's MempoolId_t; 0 the default pool) where
-                     * the hook says GPUMEM_FEATURE_SEGMENT_POOLS; otherwise 0 */
+                     * the hook says GPUMEM_FEATURE_SEGMENT_POOLS; alloc: the Python stack's id
+                     * (the manifest's `stacks`; 0 none) where stacks are on; otherwise 0 */
   uint32_t step;    /* training step (optimizer steps completed so far) */
   uint32_t range;   /* innermost record_function range id (manifest's range table); 0 = none */
   uint8_t action;   /* enum gpumem_action */

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gpumem_ring.h"
+#include "pystack.h"
 
 namespace cca = c10::cuda::CUDACachingAllocator;
 
@@ -39,6 +40,7 @@ std::atomic<uint32_t> g_device_lanes{0};
 std::once_flag g_tracker_once;
 std::atomic<bool> g_exact{false};  // read the allocator's own stats at each event (see on_trace)
 std::atomic<bool> g_empty{false};  // benchmark only: a tracker that returns at once (torch's own cost)
+std::atomic<uint64_t> g_stack_min{0};  // allocations this large carry their Python stack (0: none)
 
 template <typename T>
 uint64_t as_u64(T v) {
@@ -91,9 +93,17 @@ inline uint64_t pool_of(const Entry& te) {
   }
 }
 
-// What `extra` carries: for OOM the free bytes (PyTorch stores them in addr_), for a segment its pool.
+// The stack of a large allocation (pystack.h: only where this thread holds the GIL), out of line.
+__attribute__((noinline, cold)) uint64_t stack_of_alloc() { return gpumem_pystack_capture(); }
+
+// What `extra` carries: for OOM the free bytes (PyTorch stores them in addr_), for a segment its
+// pool, for an allocation at or above the stack threshold its stack's id.
 inline uint64_t extra_of(const cca::TraceEntry& te, uint8_t action) {
   if (te.action_ == cca::TraceEntry::OOM) return te.addr_;
+  if (action == GPUMEM_ACTION_ALLOC) {
+    const uint64_t min = g_stack_min.load(std::memory_order_relaxed);
+    return min != 0 && te.size_ >= min ? stack_of_alloc() : 0;
+  }
   return segment_action(action) ? pool_of(te) : 0;
 }
 
@@ -354,8 +364,21 @@ void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
 // What this build of the hook records beyond the events themselves (GPUMEM_FEATURE_* bits of
 // gpumem_ring.h), for the agent's manifest.
 uint32_t gpumem_hook_features(void) {
-  return has_mempool<cca::TraceEntry>::value ? GPUMEM_FEATURE_SEGMENT_POOLS : 0u;
+  return (has_mempool<cca::TraceEntry>::value ? GPUMEM_FEATURE_SEGMENT_POOLS : 0u) |
+         (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u);
 }
+
+// Python stacks for allocations of at least `min_bytes` (0: none), their count and their text
+// (cuda/pystack.h). 0, or -ENOSYS where this build does not know the interpreter's frames.
+int gpumem_hook_stacks(uint64_t min_bytes) {
+  const int rc = gpumem_pystack_enable(min_bytes);
+  if (rc == 0) g_stack_min.store(min_bytes, std::memory_order_relaxed);
+  return rc;
+}
+
+uint32_t gpumem_hook_stack_count(void) { return gpumem_pystack_count(); }
+
+int gpumem_hook_stack_text(uint32_t id, char* buf, int len) { return gpumem_pystack_text(id, buf, len); }
 
 // Range names: count, and name of id (1-based) copied into buf. For the agent's manifest.
 uint32_t gpumem_hook_range_count(void) {

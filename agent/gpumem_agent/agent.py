@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import build, commands, identity, paths, ring, tensor_names, wire
+from . import build, commands, identity, paths, ring, stacks, tensor_names, wire
 from .stats import SETTLE_TRIES, device_stats, settle_totals, totals_from_stats
 from .control import ControlServer
 from .guard import Guard
@@ -102,6 +102,7 @@ class Agent:
         self.history_on = False
         self.range_count = 0
         self.features = 0  # what the hook records beyond the events (wire.FEATURE_*)
+        self.stacks = None  # the Python stacks of large allocations, where asked (stacks.py)
         # What this process runs without, and why, in words ({feature: sentence}): a feature that
         # failed turned itself off, a ring that did not fit was made smaller, a squatted directory
         # was replaced. In the manifest, and on the monitor's screens.
@@ -179,6 +180,7 @@ class Agent:
                     raise OSError(-rc, "attaching the hook: %s" % os.strerror(-rc))
                 self.mode = "hook"
                 self.features = _hook_features(self.hook)
+                self.stacks = stacks.start(self.hook, self.features, os.environ, self.notes)
             except Exception as e:
                 self.hook = None
                 err = "%s: %s" % (type(e).__name__, e)
@@ -248,7 +250,8 @@ class Agent:
                 self.sync()
                 if self.hook:
                     n = self.hook.gpumem_hook_range_count()
-                    if n != self.range_count:
+                    new_stacks = self.stacks is not None and self.stacks.read_new()
+                    if n != self.range_count or new_stacks:
                         self.range_count = n
                         self.write_manifest()
             except Exception as e:
@@ -287,6 +290,7 @@ class Agent:
             "hook_mode": self.mode,
             "hook_error": self.hook_error,
             "segment_pools": bool(self.features & wire.FEATURE_SEGMENT_POOLS),
+            **(self.stacks.manifest() if self.stacks else {"stack_min_bytes": 0, "stacks": {}}),
             "ring": self.ring_path,
             "socket": self.sock_path,
             "ranges": self.ranges(),

@@ -112,14 +112,27 @@ def _include_dirs(torch):
     return dirs
 
 
-def build_command(torch, out, cxx):
+def python_include():
+    """The running interpreter's headers (Python.h) for cuda/pystack.c, or None where they are not
+    installed (the hook is then built without Python stacks)."""
+    import sysconfig
+
+    d = sysconfig.get_paths().get("include")
+    return d if d and os.path.exists(os.path.join(d, "Python.h")) else None
+
+
+def build_command(torch, out, cxx, python=True):
+    """The compiler command; `python`: build cuda/pystack.c against this interpreter's headers
+    (else with GPUMEM_NO_PYTHON_H: no stacks)."""
     src = source_dir()
     torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-w", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-I", src]
     for d in _include_dirs(torch):
         cmd += ["-I", d]
-    cmd += [os.path.join(src, "hook.cpp"), "-o", out, "-L", torch_lib, "-Wl,-rpath," + torch_lib]
+    py = python_include() if python else None
+    cmd += ["-I", py] if py else ["-DGPUMEM_NO_PYTHON_H"]
+    cmd += [os.path.join(src, "hook.cpp"), os.path.join(src, "pystack.c"), "-o", out, "-L", torch_lib, "-Wl,-rpath," + torch_lib]
     cmd += ["-lc10", "-lc10_cuda", "-ltorch_cpu"]
     return cmd
 
@@ -127,10 +140,11 @@ def build_command(torch, out, cxx):
 def cache_key(torch, cxx):
     h = hashlib.sha256()
     src = source_dir()
-    for f in ("hook.cpp", "gpumem_ring.h"):
+    for f in ("hook.cpp", "gpumem_ring.h", "pystack.h", "pystack.c"):
         with open(os.path.join(src, f), "rb") as fh:
             h.update(fh.read())
-    h.update(repr((torch.__version__, getattr(torch.version, "git_version", ""), getattr(torch.version, "cuda", ""), cxx)).encode())
+    h.update(repr((torch.__version__, getattr(torch.version, "git_version", ""), getattr(torch.version, "cuda", ""), cxx,
+                   sys.version, python_include())).encode())
     return h.hexdigest()[:16]
 
 
@@ -153,7 +167,17 @@ def hook_library(torch, env=os.environ, log=None):
         cmd = build_command(torch, tmp, cxx)
         if log:
             log("building the allocator hook: %s" % " ".join(shlex.quote(c) for c in cmd))
-        compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.log" % key))
+        try:
+            compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.log" % key))
+        except BuildError:
+            if "-DGPUMEM_NO_PYTHON_H" in cmd:
+                raise
+            # The Python stacks are what failed to build against these headers, most likely: the
+            # hook without them (its log kept beside for the reason).
+            cmd = build_command(torch, tmp, cxx, python=False)
+            if log:
+                log("building the allocator hook without Python stacks: %s" % " ".join(shlex.quote(c) for c in cmd))
+            compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.nostacks.log" % key))
     finally:
         os.close(lock)
     return out

@@ -25,6 +25,8 @@ MIN_BLOCK_SIZE = 512
 SYNC_UNSURE = 0xFFFFFFFFFFFFFFFF
 # segment records carry their pool in `extra`
 FEATURE_SEGMENT_POOLS = 1
+# alloc records at or above the threshold carry a stack id (cuda/pystack.h)
+FEATURE_ALLOC_STACKS = 2
 PREFETCH_AHEAD = 8
 
 # Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook stores
@@ -107,7 +109,8 @@ RECORD_OFFSET = {
     "stream": 32,  # uint64_t: cudaStream_t as an integer
     # uint64_t: oom: bytes free on the device; sync: the hook's event count; segment_*: its pool
     # (first << 32 | second of torch's MempoolId_t; 0 the default pool) where the hook says
-    # GPUMEM_FEATURE_SEGMENT_POOLS; otherwise 0
+    # GPUMEM_FEATURE_SEGMENT_POOLS; alloc: the Python stack's id (the manifest's `stacks`; 0 none)
+    # where stacks are on; otherwise 0
     "extra": 40,
     "step": 48,  # uint32_t: training step (optimizer steps completed so far)
     "range": 52,  # uint32_t: innermost record_function range id (manifest's range table); 0 = none

@@ -10,6 +10,7 @@ import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import type { Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./name-requests";
+import { ManifestStacks } from "./manifest-stacks";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
 const MAX_EVENTS_PER_TICK = 1 << 20;
@@ -85,7 +86,8 @@ export class LiveModels {
         seedOf(a.manifest, pm.model);
       }
       pm.model.setRanges(a.manifest.ranges);
-      pm.model.setSegmentPools(a.manifest.segment_pools);
+      pm.model.setRecordFields({ segmentPools: a.manifest.segment_pools, allocStacks: a.manifest.stack_min_bytes > 0 });
+      if (a.manifest.stack_min_bytes > 0) pm.model.stacks = ((pm.model.stacks as ManifestStacks | null) ?? new ManifestStacks()).update(a.manifest.stacks);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
       pm.notes = withRingStopped(processNotes(a.manifest), pm.ringStopped ?? null);

@@ -12,6 +12,7 @@ import { readSnapshotFile } from "../snapshot/read";
 import { beforeNote, beforeSummary, blockStacksOf, replayOf } from "../snapshot/view";
 import type { BlockStacks } from "../profiler/user-frame";
 import { formatBytes } from "../words";
+import { manifestStacks } from "./manifest-stacks";
 
 export interface Recording {
   path: string;
@@ -79,7 +80,7 @@ export function openRingRecording(path: string): Recording {
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
   const names = readNames(path.replace(/\.ring$/, ".names.json"));
-  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: null, close: () => ring.close() };
+  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: manifestStacks(manifest), close: () => ring.close() };
 }
 
 /** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */

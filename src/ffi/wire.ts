@@ -28,6 +28,8 @@ export const MIN_BLOCK_SIZE = 512;
 export const SYNC_UNSURE = 0xffffffffffffffffn;
 /** segment records carry their pool in `extra` */
 export const FEATURE_SEGMENT_POOLS = 1;
+/** alloc records at or above the threshold carry a stack id (cuda/pystack.h) */
+export const FEATURE_ALLOC_STACKS = 2;
 export const PREFETCH_AHEAD = 8;
 
 /**
@@ -123,7 +125,8 @@ export const RECORD_OFFSET = {
   /**
    * uint64_t: oom: bytes free on the device; sync: the hook's event count; segment_*: its pool
    * (first << 32 | second of torch's MempoolId_t; 0 the default pool) where the hook says
-   * GPUMEM_FEATURE_SEGMENT_POOLS; otherwise 0
+   * GPUMEM_FEATURE_SEGMENT_POOLS; alloc: the Python stack's id (the manifest's `stacks`; 0 none)
+   * where stacks are on; otherwise 0
    */
   extra: 40,
   step: 48,  // uint32_t: training step (optimizer steps completed so far)

@@ -25,7 +25,7 @@ export function demoDocument(ring = DEMO_RECORDING): Document {
   try {
     const track = readTrack(ring);
     if (!track) throw new Error(`the demo ${ring} ${NO_TRACK}`);
-    const model = replayToEnd(rec.source, { ranges: rec.ranges, lines: rec.manifest?.lines, segmentPools: rec.manifest?.segment_pools, names: rec.names, model: createModel() });
+    const model = replayToEnd(rec.source, { ranges: rec.ranges, lines: rec.manifest?.lines, segmentPools: rec.manifest?.segment_pools, allocStacks: (rec.manifest?.stack_min_bytes ?? 0) > 0, names: rec.names, model: createModel() });
     const pm: ProcessModel = { pid: rec.manifest?.pid ?? 0, model, source: "replay", socket: null, title: rec.path, ended: true };
     return withProfile(new RecordedMachine(track, pm, rec.manifest).tick(), model);
   } finally {

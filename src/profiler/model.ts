@@ -56,7 +56,8 @@ export class ProfilerModel {
   /** An attach's seed per device, until the device's records reach its point (seed.ts). */
   private seeds: Map<number, SeedDevice> | null = null;
   private seedTime_us = 0;
-  private _segmentPools = false;
+  /** What the ring's records carry beyond the events (the manifest says): see setRecordFields. */
+  private fields = { segmentPools: false, allocStacks: false };
   /** What became of an attach's seed (null: the process was not attached, or has none). */
   seedStatus: SeedStatus | null = null;
 
@@ -74,6 +75,7 @@ export class ProfilerModel {
     const rangeCol = batch.range;
     const stack = batch.stack;
     const extra = batch.extra;
+    const allocStacks = this.fields.allocStacks;
     const lineCol = batch.line;
     let lastDev = -1000;
     let d: DeviceState | undefined;
@@ -142,8 +144,8 @@ export class ProfilerModel {
         cr = rg;
       }
       switch (a) {
-        case ACTION.alloc:
-          ds.alloc(t, address[i]!, size[i]!, stream[i]!, stack[i]!);
+        case ACTION.alloc: // a snapshot's trace gives the stack; a ring's alloc carries it in `extra`
+          ds.alloc(t, address[i]!, size[i]!, stream[i]!, stack[i]! || (allocStacks ? extra[i]! : 0));
           break;
         case ACTION.free_requested:
           ds.freeRequested(t, address[i]!, size[i]!);
@@ -250,7 +252,7 @@ export class ProfilerModel {
     if (!d) {
       d = new DeviceState(dev, step, phase, range);
       d.peaks.keep = this.peakSteps;
-      d.poolsInRecords = this._segmentPools;
+      d.poolsInRecords = this.fields.segmentPools;
       this.byIndex[dev] = d;
       this.devices.push(d);
       this.devices.sort((x, y) => x.device - y.device);
@@ -365,10 +367,11 @@ export class ProfilerModel {
     }
   }
 
-  /** The records carry each segment's pool (the manifest's `segment_pools`): devices tell pools apart. */
-  setSegmentPools(on: boolean): void {
-    this._segmentPools = on;
-    for (const d of this.devices) d.poolsInRecords = on;
+  /** What the records carry (the manifest's `segment_pools`, `stack_min_bytes`): each segment's pool
+   *  (devices tell private pools apart), and an alloc's Python stack id in `extra` (model.stacks). */
+  setRecordFields(f: { segmentPools?: boolean; allocStacks?: boolean }): void {
+    this.fields = { segmentPools: f.segmentPools ?? false, allocStacks: f.allocStacks ?? false };
+    for (const d of this.devices) d.poolsInRecords = this.fields.segmentPools;
   }
 
   /** Range ids → names (the manifest's `ranges`). */

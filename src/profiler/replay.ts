@@ -40,6 +40,8 @@ export interface ReplayOptions {
   stacks?: BlockStacks | null;
   /** The manifest's `segment_pools`: the segment records carry their pools. */
   segmentPools?: boolean;
+  /** The manifest's `stack_min_bytes` > 0: alloc records carry stack ids (`stacks` names them). */
+  allocStacks?: boolean;
 }
 
 /** A `names` reply kept beside a recording (`x.names.json`). */
@@ -130,7 +132,7 @@ class Playthrough {
     if (opts.ranges) model.setRanges(opts.ranges);
     if (opts.lines) model.setLines(opts.lines);
     if (opts.stacks) model.stacks = opts.stacks;
-    if (opts.segmentPools) model.setSegmentPools(true);
+    if (opts.segmentPools || opts.allocStacks) model.setRecordFields({ segmentPools: opts.segmentPools, allocStacks: opts.allocStacks });
     model.setHeader(source.header(), { totals: false });
     this.from = new FeedSource(source, opts.batch_size ?? 65_536);
     this.names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));

@@ -40,6 +40,11 @@ export const ManifestSchema = z.looseObject({
   /** The hook writes each segment record's pool in `extra` (GPUMEM_FEATURE_SEGMENT_POOLS): private
    *  pools (CUDA graphs, torch.cuda.MemPool) can be told apart. False in older recordings. */
   segment_pools: z.boolean().default(false),
+  /** Allocations this large carry their Python stack's id in the alloc record's `extra` (0: no
+   *  stacks; GPUMEM_TUI_STACKS, cuda/pystack.h). */
+  stack_min_bytes: z.number().int().nonnegative().default(0),
+  /** The stacks those ids name: id → frames [file, line, function], innermost first. */
+  stacks: z.record(z.string(), z.array(z.tuple([z.string(), z.number(), z.string()]))).default({}),
   ring: z.string(),
   /** null in a saved recording: there is no process to ask. */
   socket: z.string().nullable(),

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "gpumem_ring.h"
+#include "pystack.h" /* cuda/pystack.c, built in with the double: the stacks the hook will capture */
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -107,12 +108,24 @@ void gpumem_double_range_exit(void) {
   push_mark(GPUMEM_ACTION_RANGE_EXIT, left);
 }
 
-/* An allocator event of `device`, stamped with where the loop is, into the device's lane. */
+/* What the hook records beyond the events: the Python stacks of large allocations where this
+ * build knows the interpreter's frames. */
+uint32_t gpumem_hook_features(void) { return gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u; }
+
+/* Stacks for allocations of at least min_bytes (0: off), their count and their text (pystack.h). */
+int gpumem_hook_stacks(uint64_t min_bytes) { return gpumem_pystack_enable(min_bytes); }
+uint32_t gpumem_hook_stack_count(void) { return gpumem_pystack_count(); }
+int gpumem_hook_stack_text(uint32_t id, char *buf, int len) { return gpumem_pystack_text(id, buf, len); }
+
+/* An allocator event of `device`, stamped with where the loop is, into the device's lane. Called as
+ * PyTorch calls its trackers: on the allocating thread, the GIL held where Python allocated. */
 void gpumem_double_event(uint8_t action, int8_t device, uint64_t address, uint64_t size) {
   if (!g_h || device < 0 || (uint32_t)device >= g_h->n_devices) return;
   gpumem_totals_apply(&g_h->totals[device], action, (int64_t)size);
+  const uint64_t min = gpumem_pystack_min_bytes();
+  const uint64_t stack = action == GPUMEM_ACTION_ALLOC && min && size >= min ? gpumem_pystack_capture() : 0;
   if ((uint32_t)device + 1 < g_h->n_lanes) {
-    gpumem_lane_write(g_h, (uint32_t)device, now_ns(), address, size, 0, 0, g_h->cur_step, g_h->cur_range, action, device,
+    gpumem_lane_write(g_h, (uint32_t)device, now_ns(), address, size, 0, stack, g_h->cur_step, g_h->cur_range, action, device,
                       g_h->cur_phase, g_h->cur_line);
     return;
   }
@@ -123,6 +136,7 @@ void gpumem_double_event(uint8_t action, int8_t device, uint64_t address, uint64
   r.size = size;
   r.step = g_h->cur_step;
   r.range = g_h->cur_range;
+  r.extra = stack;
   r.action = action;
   r.device = device;
   r.phase = g_h->cur_phase;

@@ -63,7 +63,7 @@ function profilesOf(specs: RankSpec[]): DetailOf {
   const models = new Map<number, ProfilerModel>();
   for (const s of specs) {
     const rec = openRingRecording(join(FIXTURES, `${s.fixture}.ring`));
-    models.set(rec.manifest!.pid, replayToEnd(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools }));
+    models.set(rec.manifest!.pid, replayToEnd(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools, allocStacks: (rec.manifest?.stack_min_bytes ?? 0) > 0 }));
     rec.close();
   }
   return (pid, cuda) => {

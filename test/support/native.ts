@@ -38,9 +38,19 @@ export function buildLibrary(name: string): string {
   if (cached) return cached;
   const out = join(dir, key);
   const src = join(ROOT, "test", "support", `${name}.c`);
-  const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I", NATIVE_DIR, src, "-o", out], { stderr: "pipe" });
+  // The hook double captures Python stacks with the hook's own walker (cuda/pystack.c), against the
+  // headers of the python3 its tests run.
+  const py = name === "hook_double" ? ["-I", pythonInclude(), join(NATIVE_DIR, "pystack.c")] : [];
+  const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I", NATIVE_DIR, ...py, src, "-o", out], { stderr: "pipe" });
   if (proc.exitCode !== 0) throw new Error(`building ${name}.c failed:\n${proc.stderr}`);
   chmodSync(out, 0o700);
   built.set(key, out);
   return out;
+}
+
+/** The include folder of the python3 on PATH (Python.h), for C built against the interpreter. */
+function pythonInclude(): string {
+  const p = Bun.spawnSync(["python3", "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"], { stdout: "pipe", stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(`python3 did not say where its headers are: ${p.stderr}`);
+  return p.stdout.toString().trim();
 }

@@ -8,7 +8,7 @@ import { replay } from "../../src/profiler/replay";
 export async function replayed(name: string): Promise<ProcessModel & { source: "replay" }> {
   const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
   const model = createModel().keepTrace();
-  for await (const _ of replay(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools, model })) {
+  for await (const _ of replay(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools, allocStacks: (rec.manifest?.stack_min_bytes ?? 0) > 0, model })) {
     // to the end
   }
   rec.close();

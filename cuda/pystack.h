@@ -1,0 +1,49 @@
+/* pystack.h — the Python stack of the thread that allocates, for the blocks that matter.
+ *
+ * Called from an allocator event (the hook's tracker; the hook double's in tests), under the
+ * allocator's lock. It must not call into Python in a way that could run Python code, create an
+ * object or collect garbage (a collection frees tensors, which re-enters the allocator), and must
+ * not allocate on the CUDA allocator. So: only on a thread that holds the GIL (frames are then
+ * stable and nobody else runs Python), the interpreter's own frames are walked as CPython lays them
+ * out for the minor version this was compiled against (3.11, 3.12, 3.13; other versions: not
+ * supported, capture returns 0), and each stack seen for the first time is turned into text then
+ * (file, line, function: the code object's strings and PyCode_Addr2Line, which allocate nothing)
+ * and interned. The tables are allocated once, when stacks are enabled; a record carries the id.
+ *
+ * Readers (the agent's sync thread, without the GIL) read ids below the published count only:
+ * each stack's text is complete before the count that includes it is stored (release).
+ */
+#ifndef GPUMEM_PYSTACK_H
+#define GPUMEM_PYSTACK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUMEM_PYSTACK_FRAMES 16u       /* frames kept per stack, innermost first */
+#define GPUMEM_PYSTACK_MAX_STACKS 16384u /* distinct stacks interned; later new ones get no id */
+
+/* 1 where this build knows the running interpreter's frames (the version it was compiled for). */
+int gpumem_pystack_supported(void);
+/* Capture stacks for allocations of at least `min_bytes` (0: off). Allocates the tables the first
+ * time (never freed: ids stay valid for the process's life). 0, -ENOSYS (unsupported), -ENOMEM. */
+int gpumem_pystack_enable(uint64_t min_bytes);
+/* The threshold (0: off). */
+uint64_t gpumem_pystack_min_bytes(void);
+/* The calling thread's Python stack as an interned id (1-based); 0 where it holds no GIL, has no
+ * Python frames, or the table is full. */
+uint32_t gpumem_pystack_capture(void);
+/* Stacks interned so far (ids 1..count), and how many new ones found the table full. */
+uint32_t gpumem_pystack_count(void);
+uint64_t gpumem_pystack_dropped(void);
+/* Stack `id` as lines "file\tline\tfunction\n", innermost first, into buf (NUL-terminated, cut at
+ * len). Bytes written (without the NUL), or -1 for an id not interned. */
+int gpumem_pystack_text(uint32_t id, char *buf, int len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,46 @@
+// The Python stacks a live agent's hook captured (the manifest's `stacks`, id → frames; the alloc
+// records carry the id) as the BlockStacks the profiler reads: blocks carry their stack id, so
+// stackOf has nothing to add. Ids come in records up to a sync before their frames reach the
+// manifest: until then a stack has no frames, and its user frame is asked again later.
+import { userFrameRuleFromEnv } from "../snapshot/block-stacks";
+import { userFrameIndex, type BlockStacks, type Frame, type UserFrameRule } from "../profiler/user-frame";
+import type { Manifest } from "../system/manifest";
+
+export class ManifestStacks implements BlockStacks {
+  private readonly table = new Map<number, Frame[]>();
+  private readonly users = new Map<number, number>();
+
+  constructor(private readonly rule: UserFrameRule = userFrameRuleFromEnv()) {}
+
+  /** Take the stacks of a manifest (ids already known keep their frames: a stack never changes). */
+  update(stacks: Manifest["stacks"]): this {
+    for (const [id, frames] of Object.entries(stacks)) {
+      const k = Number(id);
+      if (Number.isInteger(k) && k > 0 && !this.table.has(k)) this.table.set(k, frames.map(([file, line, name]) => ({ file, line, name })));
+    }
+    return this;
+  }
+
+  stackOf(): number {
+    return 0;
+  }
+
+  frames(stack: number): readonly Frame[] {
+    return this.table.get(stack) ?? [];
+  }
+
+  userFrame(stack: number): number {
+    let u = this.users.get(stack);
+    if (u === undefined) {
+      const frames = this.table.get(stack);
+      if (!frames) return -1;
+      this.users.set(stack, (u = userFrameIndex(frames, this.rule)));
+    }
+    return u;
+  }
+}
+
+/** The stacks of a manifest whose hook captured some, or null. */
+export function manifestStacks(m: Manifest | null): ManifestStacks | null {
+  return m && m.stack_min_bytes > 0 ? new ManifestStacks().update(m.stacks) : null;
+}

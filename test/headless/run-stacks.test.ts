@@ -1,0 +1,62 @@
+// Python stacks of large allocations, live (GPUMEM_TUI_STACKS): the walker the hook uses
+// (cuda/pystack.c) reads the allocating thread's frames; the agent puts the interned stacks in its
+// manifest; `run --json`'s documents name the user's line of each large tensor. The real agent,
+// CLI and walker on this machine's CPython, with torch and the allocator hook replaced by their
+// doubles (the double calls the walker as the hook does, on the allocating thread with the GIL).
+import { expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DocumentSchema } from "../../src/system/schema";
+import { buildLibrary } from "../support/native";
+
+const ROOT = join(import.meta.dir, "..", "..");
+const SHORT_RUN = join(ROOT, "test", "agent", "short_run.py");
+const DOUBLE = join(ROOT, "test", "agent", "torch_double.py");
+
+/** The line of short_run.py whose text contains `code`. */
+function lineOf(code: string): number {
+  const i = readFileSync(SHORT_RUN, "utf8").split("\n").findIndex((l) => l.includes(code));
+  if (i < 0) throw new Error(`short_run.py has no line with ${code}`);
+  return i + 1;
+}
+
+function run(env: Record<string, string>) {
+  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-stacks-")), "agents");
+  mkdirSync(dir, { mode: 0o700 });
+  const out = join(dir, "..", "run.ndjson");
+  const p = Bun.spawnSync(["bun", join(ROOT, "src", "cli.ts"), "run", "--json", "--interval", "5000", "--output", out, "--", "python3", SHORT_RUN], {
+    // The double stands for torch: its file is library code, as torch's would be.
+    env: { ...process.env, GPUMEM_TUI_DIR: dir, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_RING_CAPACITY: "4096", GPUMEM_TUI_LIBRARY: DOUBLE, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const doc = DocumentSchema.parse(JSON.parse(readFileSync(out, "utf8").trim().split("\n").at(-1)!));
+  const pid = Number(/^pid (\d+)/m.exec(p.stdout.toString())?.[1]);
+  const profile = doc.processes.find((x) => x.pid === pid)?.pytorch?.profile;
+  return { code: p.exitCode, stderr: p.stderr.toString(), tensors: new Map((profile?.largest_tensors ?? []).map((t) => [t.name, t])) };
+}
+
+test("GPUMEM_TUI_STACKS=1M: each tensor of 1 MiB or more is named with the user's line that allocated it; smaller ones with none", () => {
+  const r = run({ GPUMEM_TUI_STACKS: "1M" });
+  expect([r.code, r.stderr]).toEqual([0, ""]);
+  const at = (name: string) => r.tensors.get(name)?.allocated_at;
+  // wte (4 MiB) and its AdamW state, made by the model's constructor and by opt.step()
+  expect(at("wte.weight")).toBe(`${SHORT_RUN}:${lineOf("model = Model()")} <module>`);
+  expect(at("exp_avg of wte.weight")).toBe(`${SHORT_RUN}:${lineOf("opt.step()")} <module>`);
+  expect(at("exp_avg_sq of wte.weight")).toBe(`${SHORT_RUN}:${lineOf("opt.step()")} <module>`);
+  // the parameters of 1 MiB, and none below the threshold
+  const sized = [...r.tensors.values()].filter((t) => t.name !== null);
+  expect(sized.filter((t) => t.size_bytes >= 2 ** 20).every((t) => t.allocated_at)).toBe(true);
+  expect(sized.filter((t) => t.size_bytes < 2 ** 20).every((t) => !t.allocated_at)).toBe(true);
+}, 30_000);
+
+test("without GPUMEM_TUI_STACKS no stack is captured; a value that is not a size is said once and leaves them off", () => {
+  const off = run({});
+  expect(off.code).toBe(0);
+  expect([...off.tensors.values()].some((t) => t.allocated_at)).toBe(false);
+  const bad = run({ GPUMEM_TUI_STACKS: "lots" });
+  expect(bad.code).toBe(0);
+  expect(bad.stderr).toBe("gpumem-agent: GPUMEM_TUI_STACKS=lots is not a size in bytes (such as 1M); stacks are off\n");
+  expect([...bad.tensors.values()].some((t) => t.allocated_at)).toBe(false);
+}, 30_000);
