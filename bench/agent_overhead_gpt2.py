@@ -39,7 +39,9 @@ MODES = ["none", "agent", "history-state", "history-all", "torch-profiler"]
 # every part off again (bench/agent_parts.py) but the tracker, which torch cannot detach:
 # tracker-bare keeps one that returns at once (torch's own cost of having a tracker: it builds an
 # entry per allocator event), hook-bare one that writes the ring (the tracker's whole cost).
-DIAGNOSTIC = ["agent-polling", "tracker-empty", "agent-no-phases", "tracker-bare", "hook-bare"]
+# agent-stacks: the agent with the Python stacks of allocations of 1 MiB or more (GPUMEM_TUI_STACKS=1M),
+# beside history-python, torch's own recorder with Python stacks (_record_memory_history(stacks="python")).
+DIAGNOSTIC = ["agent-polling", "tracker-empty", "agent-no-phases", "tracker-bare", "hook-bare", "agent-stacks", "history-python"]
 WORKLOADS = {"gpu_bound": (16, 256), "launch_bound": (2, 64)}
 TARGETS_PCT = {"gpu_bound": 1.0, "launch_bound": 3.0}
 CHUNKS = 5
@@ -74,9 +76,9 @@ def child(mode, args):
     dev = torch.device("cuda:0")
     torch.zeros(1, device=dev)
     torch.set_float32_matmul_precision("high")
-    if mode in ("agent",) + tuple(DIAGNOSTIC):
+    if mode in ("agent",) + tuple(m for m in DIAGNOSTIC if m != "history-python"):
         os.environ.update({"agent-polling": {"GPUMEM_TUI_POLLING": "1"}, "tracker-empty": {"GPUMEM_TUI_HOOK": "empty"},
-                           "tracker-bare": {"GPUMEM_TUI_HOOK": "empty"}}.get(mode, {}))
+                           "tracker-bare": {"GPUMEM_TUI_HOOK": "empty"}, "agent-stacks": {"GPUMEM_TUI_STACKS": "1M"}}.get(mode, {}))
         import gpumem_agent
         from gpumem_agent import phases
 
@@ -84,6 +86,7 @@ def child(mode, args):
             phases.Phases.install = lambda self, torch: None
         a = gpumem_agent.attach()
         assert a is not None and a.mode == ("polling" if mode == "agent-polling" else "hook"), getattr(a, "hook_error", "the agent did not attach")
+        assert mode != "agent-stacks" or a.stacks is not None, "stacks are off: %s" % a.notes.get("stacks")
         if mode in ("tracker-bare", "hook-bare"):
             import agent_switches  # beside this file
 
@@ -94,6 +97,8 @@ def child(mode, args):
                 switches[name].set(name == "tracker" and mode == "hook-bare")
     elif mode == "history-state":
         torch.cuda.memory._record_memory_history(enabled="state")
+    elif mode == "history-python":
+        torch.cuda.memory._record_memory_history(stacks="python")
     elif mode == "history-all":
         torch.cuda.memory._record_memory_history()
     elif mode == "torch-profiler":

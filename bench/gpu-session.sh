@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: checks | costs | tests | final | attach | jobs | every-gpu | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# PART: checks | costs | tests | final | attach | jobs | every-gpu | stacks | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -66,6 +66,11 @@ every-gpu)  # four GPUs or more: one rank per GPU watched (steady CPU too), atta
   TAIL=30 step ranks 170 env OUT="$r/ranks" BUN=bun PY=python3 bash test/gpu/ranks.sh 50
   TAIL=20 step attach-ddp 120 python3 test/gpu/attach_ddp.py --seconds 35 --out "$r/attach-ddp.json"
   TAIL=40 step zoo 270 bun test/gpu/zoo.ts "$r/zoo" --scale 0.5 --budget 250
+  ;;
+stacks)  # the hook's Python stacks (GPUMEM_TUI_STACKS): the GPU test, the hook's cost per event, the step with stacks against torch's recorder
+  TAIL=20 step stacks-test 240 env GPUMEM_GPU_TESTS=1 bun test test/headless/run-stacks.test.ts test/agent/stacks.test.ts
+  TAIL=14 step hook_cost 200 python3 bench/hook_cost.py "$r/perf" --runs 200 --events 100000
+  TAIL=30 step overhead-stacks 560 python3 bench/agent_overhead_gpt2.py "$r/perf" --reps 6 --modes none,agent,agent-stacks,history-python
   ;;
 late)  # after the last changes to the agent and the NVML loader: those tests, attach with a leak
   TAIL=20 step gpu-ffi-system 90 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_E2E=0 bun test test/ffi test/system

@@ -194,9 +194,27 @@ static int write_text(stack_entry *e) {
   return 1;
 }
 
+static char g_lock; /* the interning's spin lock: held for a lookup, or a new stack's text */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+static void lock(void) {
+  while (__atomic_test_and_set(&g_lock, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(&g_lock, __ATOMIC_RELAXED)) CPU_RELAX();
+}
+
+static void unlock(void) { __atomic_clear(&g_lock, __ATOMIC_RELEASE); }
+
+static uint32_t intern(stack_entry *stacks, const uintptr_t *code, const int32_t *offset, uint32_t depth);
+
 uint32_t gpumem_pystack_capture(void) {
   stack_entry *stacks = __atomic_load_n(&g_stacks, __ATOMIC_ACQUIRE);
-  if (!stacks || !PyGILState_Check()) return 0;
+  if (!stacks) return 0;
+  /* This thread's own state, GIL or not (see pystack.h); none on a thread that never ran Python. */
   PyThreadState *ts = PyGILState_GetThisThreadState();
   if (!ts) return 0;
   uintptr_t code[GPUMEM_PYSTACK_FRAMES];
@@ -215,7 +233,15 @@ uint32_t gpumem_pystack_capture(void) {
     depth++;
   }
   if (depth == 0) return 0;
-  /* The GIL serializes every writer (a capture needs it); readers only look below g_count. */
+  lock();
+  const uint32_t id = intern(stacks, code, offset, depth);
+  unlock();
+  return id;
+}
+
+/* The id of a stack, interning it where it is new; under the lock. Readers of the text look below
+ * g_count only. */
+static uint32_t intern(stack_entry *stacks, const uintptr_t *code, const int32_t *offset, uint32_t depth) {
   const uint64_t h = hash_of(code, offset, depth);
   for (uint32_t probe = 0; probe < SLOTS; probe++) {
     uint32_t *slot = &g_slots[(h + probe) & (SLOTS - 1)];

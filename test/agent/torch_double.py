@@ -18,9 +18,9 @@ _lib = None
 def _hook():
     global _lib
     if _lib is None:
-        # The same library the agent loads (one dlopen); called with the GIL held, as PyTorch calls its
-        # trackers from the Python thread that allocates (the stacks need it).
-        _lib = ctypes.PyDLL(os.environ["GPUMEM_TEST_HOOK_DOUBLE"])
+        # The same library the agent loads (one dlopen). CDLL releases the GIL around each call, as
+        # PyTorch does around its ops: the allocator's trackers run without it.
+        _lib = ctypes.CDLL(os.environ["GPUMEM_TEST_HOOK_DOUBLE"])
         _lib.gpumem_double_event.argtypes = [ctypes.c_uint8, ctypes.c_int8, ctypes.c_uint64, ctypes.c_uint64]
         _lib.gpumem_double_range_enter.argtypes = [ctypes.c_char_p]
     return _lib

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DocumentSchema } from "../../src/system/schema";
+import { gpuTest } from "../support/gpu";
 import { buildLibrary } from "../support/native";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -60,3 +61,27 @@ test("without GPUMEM_TUI_STACKS no stack is captured; a value that is not a size
   expect(bad.stderr).toBe("gpumem-agent: GPUMEM_TUI_STACKS=lots is not a size in bytes (such as 1M); stacks are off\n");
   expect([...bad.tensors.values()].some((t) => t.allocated_at)).toBe(false);
 }, 30_000);
+
+// On a GPU: the hook's own capture, on the interpreter and torch there (3.12 on the device).
+gpuTest("GPUMEM_TUI_STACKS=1M on a transformers GPT-2 under run --json: parameters named with the model's line, AdamW state with opt.step()'s", () => {
+  const script = join(ROOT, "test", "gpu", "hf_gpt2_short.py");
+  const lines = readFileSync(script, "utf8").split("\n");
+  const line = (code: string) => lines.findIndex((l) => l.includes(code)) + 1;
+  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-stacks-gpu-")), "agents");
+  mkdirSync(dir, { mode: 0o700 });
+  const out = join(dir, "..", "run.ndjson");
+  const p = Bun.spawnSync(["bun", join(ROOT, "src", "cli.ts"), "run", "--json", "--interval", "1000", "--output", out, "--", process.env.PYTHON ?? "python3", script, "--steps", "14"], {
+    env: { ...process.env, GPUMEM_TUI_DIR: dir, GPUMEM_TUI_STACKS: "1M" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (p.exitCode !== 0) console.log(p.stdout.toString(), p.stderr.toString());
+  expect(p.exitCode).toBe(0);
+  const doc = DocumentSchema.parse(JSON.parse(readFileSync(out, "utf8").trim().split("\n").at(-1)!));
+  const pid = Number(/^pid (\d+)/m.exec(p.stdout.toString())?.[1]);
+  const pt = doc.processes.find((x) => x.pid === pid)?.pytorch;
+  expect(pt?.notes ?? {}).not.toHaveProperty("stacks");
+  const at = new Map((pt?.profile?.largest_tensors ?? []).map((t) => [t.name, t.allocated_at]));
+  expect(at.get("transformer.wte.weight")).toBe(`${script}:${line("GPT2LMHeadModel(config)")} <module>`);
+  expect(at.get("exp_avg of transformer.wte.weight")).toBe(`${script}:${line("opt.step()")} <module>`);
+}, 300_000);

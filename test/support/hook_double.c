@@ -118,7 +118,7 @@ uint32_t gpumem_hook_stack_count(void) { return gpumem_pystack_count(); }
 int gpumem_hook_stack_text(uint32_t id, char *buf, int len) { return gpumem_pystack_text(id, buf, len); }
 
 /* An allocator event of `device`, stamped with where the loop is, into the device's lane. Called as
- * PyTorch calls its trackers: on the allocating thread, the GIL held where Python allocated. */
+ * PyTorch calls its trackers: on the allocating thread, the GIL released around the op. */
 void gpumem_double_event(uint8_t action, int8_t device, uint64_t address, uint64_t size) {
   if (!g_h || device < 0 || (uint32_t)device >= g_h->n_devices) return;
   gpumem_totals_apply(&g_h->totals[device], action, (int64_t)size);
