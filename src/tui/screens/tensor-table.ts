@@ -58,7 +58,8 @@ export function whereOf(stacks: BlockStacks, device: number): WhereOf {
     // The block's own stack where the model has it (a replayed trace: exact at any moment), else
     // the snapshot's end state at its address.
     const stack = b.stack || stacks.stackOf(device, b.address);
-    if (stack === 0) return NO_FRAMES;
+    // A live stack's frames reach the manifest up to a sync after its first record: none yet.
+    if (stack === 0 || stacks.frames(stack).length === 0) return NO_FRAMES;
     const k = stacks.userFrame(stack);
     return k < 0 ? LIBRARY_ONLY : frameLabel(stacks.frames(stack)[k]!, short);
   };

@@ -182,7 +182,7 @@ export const tensorsScreen = {
     if (isChar(key, "s")) return sortBy(ui, cycle(ctx.sorts(ui), ui.tensorSort)), true;
     if (isChar(key, "I")) return sortBy(ui, ui.tensorSort), true;
     if (isChar(key, "w")) {
-      if (!pm?.model.stacks) return ctx.ctl.say("w: where blocks were allocated is known where stacks were recorded (view a snapshot taken with stacks)"), true;
+      if (!pm?.model.stacks) return ctx.ctl.say("w: where blocks were allocated is known where stacks were recorded (a snapshot taken with stacks, or a program run with GPUMEM_TUI_STACKS=1M)"), true;
       ui.tensorByFrame = !ui.tensorByFrame;
       ui.selected[ui.screen] = 0;
       return true;
