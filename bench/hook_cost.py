@@ -31,7 +31,7 @@ def compile_bench(torch, exe):
     cxx = build._compiler()
     if not cxx:
         raise SystemExit("hook_cost: no C++ compiler (g++, c++ or clang++); install one (e.g. `apt install g++`)")
-    cmd = build.build_command(torch, exe, cxx)
+    cmd = build.build_command(torch, exe, cxx, python=False)  # an executable: no interpreter to take Python symbols from
     hook_src = os.path.join(build.source_dir(), "hook.cpp")
     if "-shared" not in cmd or hook_src not in cmd:
         raise SystemExit("hook_cost: the agent's build command changed shape; adapt bench/hook_cost.py: %s" % cmd)
