@@ -8,6 +8,7 @@
 
 #include "pystack.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,21 @@ static uint32_t g_count;    /* published (release) */
 static uint64_t g_min;      /* 0: off */
 static uint64_t g_dropped;
 
+#ifdef GPUMEM_PYSTACK_KNOWN
+/* The interpreter's own symbols, looked up when stacks are enabled instead of linked: a hook that
+ * names none of them loads in any process (one whose Python exports no symbols just gets none). */
+static PyThreadState *(*p_this_thread_state)(void);
+static int (*p_addr2line)(PyCodeObject *, int);
+static const void *p_code_type;
+
+static int bind_python(void) {
+  p_this_thread_state = (PyThreadState * (*)(void)) dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+  p_addr2line = (int (*)(PyCodeObject *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
+  p_code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+  return p_this_thread_state && p_addr2line && p_code_type;
+}
+#endif
+
 int gpumem_pystack_supported(void) {
 #ifdef GPUMEM_PYSTACK_KNOWN
   return 1;
@@ -90,6 +106,9 @@ int gpumem_pystack_supported(void) {
 
 int gpumem_pystack_enable(uint64_t min_bytes) {
   if (!gpumem_pystack_supported()) return -ENOSYS;
+#ifdef GPUMEM_PYSTACK_KNOWN
+  if (min_bytes && !g_stacks && !bind_python()) return -ENOSYS;
+#endif
   if (min_bytes && !g_stacks) {
     stack_entry *s = (stack_entry *)calloc(GPUMEM_PYSTACK_MAX_STACKS, sizeof *s);
     uint32_t *slots = (uint32_t *)calloc(SLOTS, sizeof *slots);
@@ -179,7 +198,7 @@ static int write_text(stack_entry *e) {
     if (cap - n < 64) return 0;
     n += put_str(co->co_filename, out + n, cap - n - 32);
     out[n++] = '\t';
-    n += put_dec(PyCode_Addr2Line(co, e->offset[i]), out + n, 12);
+    n += put_dec(p_addr2line(co, e->offset[i]), out + n, 12);
     out[n++] = '\t';
 #if PY_VERSION_HEX >= 0x030B0000
     n += put_str(co->co_qualname, out + n, cap - n - 2);
@@ -215,7 +234,7 @@ uint32_t gpumem_pystack_capture(void) {
   stack_entry *stacks = __atomic_load_n(&g_stacks, __ATOMIC_ACQUIRE);
   if (!stacks) return 0;
   /* This thread's own state, GIL or not (see pystack.h); none on a thread that never ran Python. */
-  PyThreadState *ts = PyGILState_GetThisThreadState();
+  PyThreadState *ts = p_this_thread_state();
   if (!ts) return 0;
   uintptr_t code[GPUMEM_PYSTACK_FRAMES];
   int32_t offset[GPUMEM_PYSTACK_FRAMES];
@@ -223,7 +242,7 @@ uint32_t gpumem_pystack_capture(void) {
   int walked = 0;
   for (gpumem_iframe *f = CURRENT_FRAME(ts); f && depth < GPUMEM_PYSTACK_FRAMES && walked < WALK_LIMIT; f = f->previous, walked++) {
     PyObject *c = FRAME_CODE(f);
-    if (f->owner == OWNED_BY_CSTACK || !c || !PyCode_Check(c)) continue;
+    if (f->owner == OWNED_BY_CSTACK || !c || (const void *)Py_TYPE(c) != p_code_type) continue;
     PyCodeObject *co = (PyCodeObject *)c;
     _Py_CODEUNIT *first = _PyCode_CODE(co);
     /* A frame just pushed, before its first traceable instruction, has no line yet. */

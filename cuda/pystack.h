@@ -13,7 +13,8 @@
  * is turned into text then (file, line, function: the code object's strings and PyCode_Addr2Line,
  * which reads the line table and allocates nothing) and interned under a spin lock (threads of
  * several devices may capture at once). The tables are allocated once, when stacks are enabled; a
- * record carries the id.
+ * record carries the id. The interpreter's functions are looked up (dlsym) when stacks are enabled,
+ * not linked: the hook names no Python symbol, so it loads in any process.
  *
  * Readers (the agent's sync thread) read ids below the published count only: each stack's text is
  * complete before the count that includes it is stored (release).

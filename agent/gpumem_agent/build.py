@@ -133,7 +133,7 @@ def build_command(torch, out, cxx, python=True):
     py = python_include() if python else None
     cmd += ["-I", py] if py else ["-DGPUMEM_NO_PYTHON_H"]
     cmd += [os.path.join(src, "hook.cpp"), os.path.join(src, "pystack.c"), "-o", out, "-L", torch_lib, "-Wl,-rpath," + torch_lib]
-    cmd += ["-lc10", "-lc10_cuda", "-ltorch_cpu"]
+    cmd += ["-lc10", "-lc10_cuda", "-ltorch_cpu", "-ldl"]  # -ldl: pystack.c looks the interpreter up (dlsym)
     return cmd
 
 

@@ -41,7 +41,7 @@ export function buildLibrary(name: string): string {
   // The hook double captures Python stacks with the hook's own walker (cuda/pystack.c), against the
   // headers of the python3 its tests run.
   const py = name === "hook_double" ? ["-I", pythonInclude(), join(NATIVE_DIR, "pystack.c")] : [];
-  const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I", NATIVE_DIR, ...py, src, "-o", out], { stderr: "pipe" });
+  const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I", NATIVE_DIR, ...py, src, "-o", out, ...(py.length ? ["-ldl"] : [])], { stderr: "pipe" });
   if (proc.exitCode !== 0) throw new Error(`building ${name}.c failed:\n${proc.stderr}`);
   chmodSync(out, 0o700);
   built.set(key, out);
