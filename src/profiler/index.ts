@@ -27,7 +27,8 @@
 //
 // Every output is a plain JSON-able object: bytes as integers (`*_bytes`), times in µs (`*_us`),
 // null for "not available".
-export { createModel, ProfilerModel, resyncFromSnapshot, type NamedTensor, type SetHeaderOptions } from "./model";
+export { createModel, ProfilerModel, type NamedTensor, type SetHeaderOptions } from "./model";
+export { resyncFromSnapshot } from "./snapshot-resync";
 export type { DeviceState, SnapshotSegment } from "./device";
 // How the caching allocator rounds a request: what a snapshot's trace sizes become (src/snapshot).
 export { blockSize } from "./blocks";

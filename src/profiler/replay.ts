@@ -6,7 +6,8 @@
 import type { BlockStacks } from "./user-frame";
 import { feed, FeedSource, type EventSource, type Fed } from "./feed";
 import { findings, type Finding } from "./findings";
-import { createModel, resyncFromSnapshot, type NamedTensor, type ProfilerModel } from "./model";
+import { createModel, type NamedTensor, type ProfilerModel } from "./model";
+import { resyncFromSnapshot } from "./snapshot-resync";
 import type { SnapshotSegment } from "./device";
 import { breakdown, steps, type StepBreakdown, type StepLine } from "./breakdown";
 import { categories, summary, type Categories, type Summary } from "./queries";
