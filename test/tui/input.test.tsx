@@ -2,6 +2,7 @@
 // the pause and its mark, Home/End/g/G, reverse sort, mouse clicks and wheel, findings whole, kill.
 import { describe, expect, test } from "bun:test";
 import { render } from "ink-testing-library";
+import { processInfo } from "../../src/collect/procfs";
 import { signalProcess } from "../../src/collect/signal";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
@@ -219,9 +220,11 @@ describe("kill", () => {
     ui.unmount();
   });
 
-  test("another user's process is refused with a clear message; a pid now running another program is left alone", () => {
+  test("another user's process is refused with a clear message; a pid now running another program is left alone", async () => {
     const child = own(["sleep", "60"]);
     try {
+      // Until its exec completes the child's command line is bun's, or briefly none at all.
+      for (let i = 0; i < 200 && processInfo(child.pid).command !== "sleep 60"; i++) await Bun.sleep(5);
       // As a user other than the process's owner (uid 12345 owns nothing here).
       const r = signalProcess(child.pid, "SIGKILL", { uid: 12345 });
       expect(r).toEqual({ ok: false, message: expect.stringMatching(new RegExp(`^pid ${child.pid} belongs to user \\S+, not to you: only your own processes can be stopped \\(nothing sent\\)$`)) });
