@@ -1,6 +1,7 @@
 /* The cost of one stack capture (cuda/pystack.c), timed inside one C call from a Python frame at a
  * chosen depth: the capture of a stack already interned (what every large allocation after the
  * first pays) and a loop with nothing in it beside it. Built and driven by bench/pystack_cost.py. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <time.h>
 
