@@ -1,10 +1,10 @@
 // The Python stacks the hook captures (cuda/pystack.c in the hook double) and the agent's
 // threshold: test_stacks.py, Python's own unittest on this machine's CPython.
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
 import { join } from "node:path";
-import { buildLibrary } from "../support/native";
+import { buildLibrary, stacksTest } from "../support/native";
 
-test("stacks: the calling thread's frames, GIL or not, interned once, consistent across threads; the threshold's words (python3 -m unittest)", () => {
+stacksTest("stacks: the calling thread's frames, GIL or not, interned once, consistent across threads; the threshold's words (python3 -m unittest)", () => {
   const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_stacks.py"), "-v"], {
     env: { ...process.env, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double") },
     stdout: "pipe",

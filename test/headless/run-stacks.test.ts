@@ -3,13 +3,13 @@
 // manifest; `run --json`'s documents name the user's line of each large tensor. The real agent,
 // CLI and walker on this machine's CPython, with torch and the allocator hook replaced by their
 // doubles (the double calls the walker as the hook does, on the allocating thread with the GIL).
-import { expect, test } from "bun:test";
+import { expect } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DocumentSchema } from "../../src/system/schema";
 import { gpuTest } from "../support/gpu";
-import { buildLibrary } from "../support/native";
+import { buildLibrary, stacksTest } from "../support/native";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const SHORT_RUN = join(ROOT, "test", "agent", "short_run.py");
@@ -38,7 +38,7 @@ function run(env: Record<string, string>) {
   return { code: p.exitCode, stderr: p.stderr.toString(), tensors: new Map((profile?.largest_tensors ?? []).map((t) => [t.name, t])) };
 }
 
-test("GPUMEM_TUI_STACKS=1M: each tensor of 1 MiB or more is named with the user's line that allocated it; smaller ones with none", () => {
+stacksTest("GPUMEM_TUI_STACKS=1M: each tensor of 1 MiB or more is named with the user's line that allocated it; smaller ones with none", () => {
   const r = run({ GPUMEM_TUI_STACKS: "1M" });
   expect([r.code, r.stderr]).toEqual([0, ""]);
   const at = (name: string) => r.tensors.get(name)?.allocated_at;
@@ -52,7 +52,7 @@ test("GPUMEM_TUI_STACKS=1M: each tensor of 1 MiB or more is named with the user'
   expect(sized.filter((t) => t.size_bytes < 2 ** 20).every((t) => !t.allocated_at)).toBe(true);
 }, 30_000);
 
-test("without GPUMEM_TUI_STACKS no stack is captured; a value that is not a size is said once and leaves them off", () => {
+stacksTest("without GPUMEM_TUI_STACKS no stack is captured; a value that is not a size is said once and leaves them off", () => {
   const off = run({});
   expect(off.code).toBe(0);
   expect([...off.tensors.values()].some((t) => t.allocated_at)).toBe(false);

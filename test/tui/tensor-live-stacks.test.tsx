@@ -2,7 +2,7 @@
 // the Tensors screen says where each large block was allocated (ALLOCATED AT, the user's line), as a
 // snapshot with stacks does. Recorded here by the real agent with torch and the hook replaced by
 // their doubles (test/agent/short_run.py); the frames are this CPython's, read by cuda/pystack.c.
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect } from "bun:test";
 import { render } from "ink-testing-library";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,7 +12,7 @@ import { createModel } from "../../src/profiler";
 import { replayToEnd } from "../../src/profiler/replay";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
-import { buildLibrary } from "../support/native";
+import { buildLibrary, stacksTest } from "../support/native";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const SHORT_RUN = join(ROOT, "test", "agent", "short_run.py");
@@ -27,7 +27,7 @@ afterAll(() => {
   else process.env.GPUMEM_TUI_LIBRARY = before;
 });
 
-test("ALLOCATED AT on a ring with stacks: the user's line of each block of 1 MiB or more, none below", async () => {
+stacksTest("ALLOCATED AT on a ring with stacks: the user's line of each block of 1 MiB or more, none below", async () => {
   const dir = join(mkdtempSync(join(tmpdir(), "gpumem-live-stacks-")), "agents");
   mkdirSync(dir, { mode: 0o700 });
   const p = Bun.spawnSync(["python3", SHORT_RUN, "--steps", "3"], {
