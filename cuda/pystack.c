@@ -76,7 +76,9 @@ typedef struct {
 static stack_entry *g_stacks; /* [MAX_STACKS]; id k is g_stacks[k - 1]; set once (release) */
 static uint32_t *g_slots;     /* id, 0 empty */
 static char *g_text;
+#ifdef GPUMEM_PYSTACK_KNOWN
 static uint32_t g_text_used;
+#endif
 static uint32_t g_count;    /* published (release) */
 static uint64_t g_min;      /* 0: off */
 static uint64_t g_dropped;
