@@ -133,18 +133,26 @@ def build_command(torch, out, cxx, python=True):
     py = python_include() if python else None
     cmd += ["-I", py] if py else ["-DGPUMEM_NO_PYTHON_H"]
     cmd += [os.path.join(src, "hook.cpp"), os.path.join(src, "pystack.c"), "-o", out, "-L", torch_lib, "-Wl,-rpath," + torch_lib]
-    cmd += ["-lc10", "-lc10_cuda", "-ltorch_cpu", "-ldl"]  # -ldl: pystack.c looks the interpreter up (dlsym)
+    cmd += ["-lc10", "-lc10_cuda", "-ltorch_cpu"] + (["-ldl"] if py else [])  # -ldl: the walker looks the interpreter up (dlsym)
     return cmd
 
 
-def cache_key(torch, cxx):
+def wants_stacks(env=os.environ):
+    """Whether this process asks for Python stacks (GPUMEM_TUI_STACKS): only then is the walker built
+    against the interpreter's headers; otherwise its stub is (pystack.c, GPUMEM_NO_PYTHON_H)."""
+    from .stacks import threshold
+
+    return threshold(env, quiet=True) > 0  # the agent says a bad value once, as it starts
+
+
+def cache_key(torch, cxx, python=True):
     h = hashlib.sha256()
     src = source_dir()
     for f in ("hook.cpp", "gpumem_ring.h", "pystack.h", "pystack.c"):
         with open(os.path.join(src, f), "rb") as fh:
             h.update(fh.read())
     h.update(repr((torch.__version__, getattr(torch.version, "git_version", ""), getattr(torch.version, "cuda", ""), cxx,
-                   sys.version, python_include())).encode())
+                   sys.version, python_include() if python else None)).encode())
     return h.hexdigest()[:16]
 
 
@@ -154,7 +162,8 @@ def hook_library(torch, env=os.environ, log=None):
     if not cxx:
         raise BuildError("no C++ compiler (g++, c++ or clang++) to build the hook; install one (e.g. `apt install g++`)")
     d = ensure_cache_dir(cache_dir(env))
-    key = cache_key(torch, cxx)
+    python = wants_stacks(env)
+    key = cache_key(torch, cxx, python)
     out = os.path.join(d, "hook-%s.so" % key)
     if os.path.lexists(out):
         return out  # checked as it is loaded (load_checked)
@@ -164,7 +173,7 @@ def hook_library(torch, env=os.environ, log=None):
         if os.path.lexists(out):
             return out
         tmp = "%s.%d.tmp" % (out, os.getpid())
-        cmd = build_command(torch, tmp, cxx)
+        cmd = build_command(torch, tmp, cxx, python)
         if log:
             log("building the allocator hook: %s" % " ".join(shlex.quote(c) for c in cmd))
         try:

@@ -17,9 +17,9 @@ TEXT_BYTES = 16 * 1024  # a stack's text: at most 16 frames of path, line and na
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
-def threshold(env):
+def threshold(env, quiet=False):
     """The threshold in bytes (0: off). A value that cannot be read is said on stderr (the user
-    set it on purpose) and leaves stacks off: monitoring goes on."""
+    set it on purpose; once: `quiet` elsewhere) and leaves stacks off: monitoring goes on."""
     v = (env.get(ENV) or "").strip()
     if v.lower() in ("", "0", "off"):
         return 0
@@ -29,7 +29,8 @@ def threshold(env):
     except ValueError:
         n = -1
     if n <= 0:
-        sys.stderr.write("gpumem-agent: %s=%s is not a size in bytes (such as 1M); stacks are off\n" % (ENV, v))
+        if not quiet:
+            sys.stderr.write("gpumem-agent: %s=%s is not a size in bytes (such as 1M); stacks are off\n" % (ENV, v))
         return 0
     return n
 

@@ -102,6 +102,10 @@ class Threshold(unittest.TestCase):
             with redirect_stderr(err):
                 self.assertEqual(stacks.threshold({stacks.ENV: v}), 0)
             self.assertEqual(err.getvalue(), "gpumem-agent: GPUMEM_TUI_STACKS=%s is not a size in bytes (such as 1M); stacks are off\n" % v)
+            err = io.StringIO()
+            with redirect_stderr(err):  # the hook's build asks too, quietly: the agent says it once
+                self.assertEqual(stacks.threshold({stacks.ENV: v}, quiet=True), 0)
+            self.assertEqual(err.getvalue(), "")
 
 
 if __name__ == "__main__":
