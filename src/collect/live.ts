@@ -7,7 +7,7 @@ import { RingError, type RingReader } from "../ffi/ring";
 import { createModel, feed, FeedSource, findings, MAX_SEED_BYTES, parseSeed, processProfile, type Finding, type ProfilerModel } from "../profiler";
 import { readSmallText } from "../snapshot/input-file";
 import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
-import type { Manifest } from "../system/manifest";
+import { recordFields, type Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./name-requests";
 import { ManifestStacks } from "./manifest-stacks";
@@ -86,7 +86,7 @@ export class LiveModels {
         seedOf(a.manifest, pm.model);
       }
       pm.model.setRanges(a.manifest.ranges);
-      pm.model.setRecordFields({ segmentPools: a.manifest.segment_pools, allocStacks: a.manifest.stack_min_bytes > 0 });
+      pm.model.setRecordFields(recordFields(a.manifest));
       if (a.manifest.stack_min_bytes > 0) pm.model.stacks = ((pm.model.stacks as ManifestStacks | null) ?? new ManifestStacks()).update(a.manifest.stacks);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;

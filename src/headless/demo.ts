@@ -7,6 +7,7 @@ import { DEMO_RECORDING, readTrack, RecordedMachine, startDemo, type Demo } from
 import type { ProcessModel } from "../collect/live";
 import { createModel, processProfile, replayToEnd, type ProfilerModel } from "../profiler";
 import type { Document } from "../system/schema";
+import { recordFields } from "../system/manifest";
 
 const NO_TRACK = "has no recorded machine beside it (no .nvml.ndjson track): nothing to make a document of";
 
@@ -25,7 +26,7 @@ export function demoDocument(ring = DEMO_RECORDING): Document {
   try {
     const track = readTrack(ring);
     if (!track) throw new Error(`the demo ${ring} ${NO_TRACK}`);
-    const model = replayToEnd(rec.source, { ranges: rec.ranges, lines: rec.manifest?.lines, segmentPools: rec.manifest?.segment_pools, allocStacks: (rec.manifest?.stack_min_bytes ?? 0) > 0, names: rec.names, model: createModel() });
+    const model = replayToEnd(rec.source, { ranges: rec.ranges, lines: rec.manifest?.lines, ...recordFields(rec.manifest), names: rec.names, model: createModel() });
     const pm: ProcessModel = { pid: rec.manifest?.pid ?? 0, model, source: "replay", socket: null, title: rec.path, ended: true };
     return withProfile(new RecordedMachine(track, pm, rec.manifest).tick(), model);
   } finally {

@@ -3,6 +3,7 @@ import type { Recording } from "../collect/recording";
 import { wallClock } from "../collect/playback";
 import { createModel, MAX_STEPS, replay, replayToEnd, type ReplayClock } from "../profiler";
 import { MEMORY_VIZ, writeSnapshotFile, writtenSentence } from "../snapshot/write";
+import { recordFields } from "../system/manifest";
 
 /** `clock`: the wall clock, unless a test gives its own. */
 export async function replayJson(recording: Recording, opts: { speed?: number; clock?: ReplayClock }): Promise<void> {
@@ -11,7 +12,7 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
     throw e;
   });
   for (const note of recording.notes) process.stderr.write(`gpumem-tui: ${note}\n`);
-  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? (opts.clock ?? wallClock) : undefined, ranges: recording.ranges, lines: recording.manifest?.lines, segmentPools: recording.manifest?.segment_pools, allocStacks: (recording.manifest?.stack_min_bytes ?? 0) > 0, names: recording.names, stacks: recording.stacks });
+  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? (opts.clock ?? wallClock) : undefined, ranges: recording.ranges, lines: recording.manifest?.lines, ...recordFields(recording.manifest), names: recording.names, stacks: recording.stacks });
   for await (const line of lines) {
     // A snapshot's final state says how much of it was there before the recording began.
     const out = line.type === "final" && recording.before ? { ...line, before_recording: recording.before } : line;
@@ -25,7 +26,7 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
  * sentence `d` says (snapshot/write.ts), or with `json` its facts as one JSON object.
  */
 export async function replaySnapshot(recording: Recording, out: string, opts: { json?: boolean } = {}): Promise<void> {
-  const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, segmentPools: recording.manifest?.segment_pools, allocStacks: (recording.manifest?.stack_min_bytes ?? 0) > 0, names: recording.names, stacks: recording.stacks, segments: recording.segments, model: createModel().keepTrace().keepPeaks(MAX_STEPS) });
+  const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, ...recordFields(recording.manifest), names: recording.names, stacks: recording.stacks, segments: recording.segments, model: createModel().keepTrace().keepPeaks(MAX_STEPS) });
   const f = writeSnapshotFile(model, out);
   process.stdout.write(opts.json ? `${JSON.stringify(f)}\n` : `${writtenSentence(f, `snapshot of ${recording.path}`)}\n${MEMORY_VIZ}\n`);
 }

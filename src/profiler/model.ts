@@ -14,6 +14,7 @@ export type { NamedTensor } from "./name-blocks";
 import { largestFreeBlock } from "./segment-map";
 import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
+import type { RecordFields } from "../system/manifest";
 
 export interface SetHeaderOptions {
   /** Take the header's totals (default true). Replay of a recorded ring sets false until the end:
@@ -369,7 +370,7 @@ export class ProfilerModel {
 
   /** What the records carry (the manifest's `segment_pools`, `stack_min_bytes`): each segment's pool
    *  (devices tell private pools apart), and an alloc's Python stack id in `extra` (model.stacks). */
-  setRecordFields(f: { segmentPools?: boolean; allocStacks?: boolean }): void {
+  setRecordFields(f: RecordFields): void {
     this.fields = { segmentPools: f.segmentPools ?? false, allocStacks: f.allocStacks ?? false };
     for (const d of this.devices) d.poolsInRecords = this.fields.segmentPools;
   }

@@ -39,9 +39,8 @@ export interface ReplayOptions {
   names?: SavedNames[];
   /** Where the blocks alive at the end were allocated (a snapshot's stacks): findings name lines. */
   stacks?: BlockStacks | null;
-  /** The manifest's `segment_pools`: the segment records carry their pools. */
+  /** What the records carry beyond the events (system/manifest.ts recordFields; `stacks` names the ids). */
   segmentPools?: boolean;
-  /** The manifest's `stack_min_bytes` > 0: alloc records carry stack ids (`stacks` names them). */
   allocStacks?: boolean;
 }
 

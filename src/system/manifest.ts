@@ -85,3 +85,16 @@ export function parseManifest(text: string, path: string): Manifest {
   }
   return parsed.data;
 }
+
+/** What a ring's records carry beyond the events (the model reads `extra` by them: setRecordFields). */
+export interface RecordFields {
+  /** Segment records carry their pool in `extra`. */
+  segmentPools?: boolean;
+  /** Alloc records at or above the stack threshold carry a stack id in `extra`. */
+  allocStacks?: boolean;
+}
+
+/** What a ring's records carry beyond the events, as its manifest says (none without one). */
+export function recordFields(m: Manifest | null | undefined): RecordFields {
+  return { segmentPools: m?.segment_pools ?? false, allocStacks: (m?.stack_min_bytes ?? 0) > 0 };
+}

@@ -15,6 +15,7 @@ import { readAll, snapshotReplayOf } from "../../src/snapshot/trace-source";
 import { snapshotModel } from "../../src/snapshot/view";
 import { ringHeader } from "../support/ring-header";
 import { BWD, FWD, MiB, OPT, Trace } from "./trace";
+import { recordFields } from "../../src/system/manifest";
 
 const GiB = 1024 * MiB;
 const FIX = join(import.meta.dir, "..", "fixtures");
@@ -25,7 +26,7 @@ async function ringModel(path: string): Promise<ProfilerModel> {
   const rec = openRingRecording(path);
   const model = createModel();
   try {
-    for await (const _ of replay(rec.source, { ranges: rec.ranges, names: rec.names, segmentPools: rec.manifest?.segment_pools, model })) {
+    for await (const _ of replay(rec.source, { ranges: rec.ranges, names: rec.names, ...recordFields(rec.manifest), model })) {
       // to the end
     }
   } finally {

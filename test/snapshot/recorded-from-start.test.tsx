@@ -19,6 +19,7 @@ import { snapshotModel, viewJson } from "../../src/snapshot/view";
 import { ProcessScreen } from "../../src/tui/screens/process";
 import { SegmentsScreen } from "../../src/tui/screens/segments";
 import { formatBytes } from "../../src/words";
+import { recordFields } from "../../src/system/manifest";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
 const SNAP = join(FIX, "snapshots");
@@ -142,7 +143,7 @@ describe("compile-graphs ring: a CUDA-graphs run under the agent, replayed", () 
     const rec = openRingRecording(join(FIX, "compile-graphs.ring.gz"));
     try {
       expect(rec.manifest?.segment_pools).toBe(true);
-      for await (const _ of replay(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools, model })) {
+      for await (const _ of replay(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), model })) {
         // to the end
       }
     } finally {

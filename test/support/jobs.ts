@@ -3,7 +3,7 @@
 // recorded run, its manifest given a rank, world size and launcher as torchrun would.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseManifest, type Manifest } from "../../src/system/manifest";
+import { parseManifest, type Manifest, recordFields } from "../../src/system/manifest";
 import type { ProcessInfo } from "../../src/system/process";
 import { openRing } from "../../src/ffi/ring";
 import type { NvmlDeviceSample } from "../../src/ffi/nvml";
@@ -63,7 +63,7 @@ function profilesOf(specs: RankSpec[]): DetailOf {
   const models = new Map<number, ProfilerModel>();
   for (const s of specs) {
     const rec = openRingRecording(join(FIXTURES, `${s.fixture}.ring`));
-    models.set(rec.manifest!.pid, replayToEnd(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools, allocStacks: (rec.manifest?.stack_min_bytes ?? 0) > 0 }));
+    models.set(rec.manifest!.pid, replayToEnd(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest) }));
     rec.close();
   }
   return (pid, cuda) => {

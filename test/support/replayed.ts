@@ -4,11 +4,12 @@ import { openRingRecording } from "../../src/collect/recording";
 import type { ProcessModel } from "../../src/collect/live";
 import { createModel } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
+import { recordFields } from "../../src/system/manifest";
 
 export async function replayed(name: string): Promise<ProcessModel & { source: "replay" }> {
   const rec = openRingRecording(join(import.meta.dir, "..", "fixtures", `${name}.ring`));
   const model = createModel().keepTrace();
-  for await (const _ of replay(rec.source, { ranges: rec.ranges, segmentPools: rec.manifest?.segment_pools, allocStacks: (rec.manifest?.stack_min_bytes ?? 0) > 0, model })) {
+  for await (const _ of replay(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), model })) {
     // to the end
   }
   rec.close();
