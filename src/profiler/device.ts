@@ -254,13 +254,7 @@ export class DeviceState extends TotalsReadout {
   get privatePools(): readonly PrivatePool[] | null {
     if (!this.poolsInRecords) return this.snapshotPools;
     const v = this.version;
-    if (this.poolsCache?.version !== v) {
-      const b = this.blocks;
-      const live = (function* () {
-        for (const slot of b.bySlot.values()) yield [b.address[slot]!, b.size[slot]!] as [number, number];
-      })();
-      this.poolsCache = { version: v, pools: privatePoolsOfSegments(this.segments, live) };
-    }
+    if (this.poolsCache?.version !== v) this.poolsCache = { version: v, pools: privatePoolsOfSegments(this.segments, this.blocks) };
     return this.poolsCache.pools;
   }
 

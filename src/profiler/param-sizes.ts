@@ -2,6 +2,8 @@
 // gradients (a block that is not is a cache the backward pass made: the cuBLAS workspace of
 // autograd's thread, for one). Used by the live lifetimes and by the timeline's bands alike.
 
+import { partitionPoint } from "./partition";
+
 /** The caching allocator keeps a large block whole where a split would leave 1 MiB or less
  *  (kSmallSize): a block can then exceed its request by up to this, a parameter's and its
  *  gradient's alike, so the two need not be the same size (a ResNet50's gradients on an H200). */
@@ -39,13 +41,8 @@ export class ParamSizes {
       this.large.sort((a, b) => a - b);
       this.sorted = true;
     }
-    let lo = 0;
-    let hi = this.large.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.large[mid]! < size - LARGE_SLACK) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < this.large.length && this.large[lo]! <= size + LARGE_SLACK;
+    const large = this.large;
+    const k = partitionPoint(0, large.length, (i) => large[i]! < size - LARGE_SLACK);
+    return k < large.length && large[k]! <= size + LARGE_SLACK;
   }
 }

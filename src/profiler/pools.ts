@@ -10,6 +10,10 @@
 // hook read it from torch's TraceEntry (the manifest's `segment_pools`, GPUMEM_FEATURE_SEGMENT_POOLS);
 // in rings recorded before, a live process's pools cannot be told apart, and the views say so.
 
+import type { BlockTable } from "./blocks";
+import { partitionPoint } from "./partition";
+import type { SegmentTable } from "./segment-table";
+
 /** A snapshot's `segment_pool_id`: a pair of non-negative integers, (0, 0) the default pool. */
 export type PoolId = readonly [number, number];
 
@@ -73,9 +77,13 @@ export function poolTotals(pools: readonly PrivatePool[]): { reserved_bytes: num
 export const poolKey = (id: PoolId): number => id[0] * 2 ** 32 + id[1];
 export const poolIdOfKey = (key: number): PoolId => [Math.floor(key / 2 ** 32), key % 2 ** 32];
 
+/** A segment's `segment_pool_id` (a snapshot's, a seed's) as the records' key; 0 where it is none
+ *  or malformed (the default pool). */
+export const segmentPoolKey = (v: unknown): number => poolKey(poolIdOf(v) ?? [0, 0]);
+
 /** The private pools of one device from its segment table (the pool each segment record carried)
  *  and its live blocks (each counted in the pool of the segment that holds it). */
-export function privatePoolsOfSegments(segments: { addresses(): number[]; size(a: number): number | undefined; pool(a: number): number }, blocks: Iterable<[number, number]>): PrivatePool[] {
+export function privatePoolsOfSegments(segments: SegmentTable, blocks: BlockTable): PrivatePool[] {
   const starts = segments.addresses();
   const pools = new Map<number, PrivatePool>();
   for (const a of starts) {
@@ -86,18 +94,12 @@ export function privatePoolsOfSegments(segments: { addresses(): number[]; size(a
     p.reserved_bytes += segments.size(a) ?? 0;
   }
   if (pools.size === 0) return [];
-  for (const [address, size] of blocks) {
-    let lo = 0;
-    let hi = starts.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (starts[mid]! <= address) lo = mid + 1;
-      else hi = mid;
-    }
-    const start = starts[lo - 1];
+  for (const slot of blocks.bySlot.values()) {
+    const address = blocks.address[slot]!;
+    const start = starts[partitionPoint(0, starts.length, (i) => starts[i]! <= address) - 1];
     if (start === undefined || address >= start + (segments.size(start) ?? 0)) continue;
     const p = pools.get(segments.pool(start));
-    if (p) p.allocated_bytes += size;
+    if (p) p.allocated_bytes += blocks.size[slot]!;
   }
   return [...pools.values()].sort((a, b) => a.pool_id[0] - b.pool_id[0] || a.pool_id[1] - b.pool_id[1]);
 }

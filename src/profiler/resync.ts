@@ -2,7 +2,7 @@
 // dump_snapshot writes): blocks the model holds at the same address and size keep their phase, step
 // and category; blocks the snapshot lacks go; blocks only the snapshot has are added.
 
-import { poolIdOf, poolKey } from "./pools";
+import { segmentPoolKey } from "./pools";
 import type { BlockTable } from "./blocks";
 import { CAT_OTHER } from "./categories";
 import type { SegmentTable } from "./segment-table";
@@ -39,7 +39,7 @@ export function resyncFromSegments(
 ): Resynced {
   const want = new Map<number, number>();
   let active = 0;
-  const reserved = segments.replace(snapshot.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0, pool: poolKey(poolIdOf(g.segment_pool_id) ?? [0, 0]) })));
+  const reserved = segments.replace(snapshot.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0, pool: segmentPoolKey(g.segment_pool_id) })));
   for (const seg of snapshot)
     for (const b of seg.blocks ?? []) {
       if (b.state === "active_allocated") want.set(b.address, b.size);

@@ -6,7 +6,7 @@
 // its records made keep their phase, step and category, the blocks from before the attach come in
 // with their size, address and segment, and nothing is counted twice or lost.
 
-import { poolIdOf, poolKey } from "./pools";
+import { segmentPoolKey } from "./pools";
 import { BEFORE_ATTACH, type BlockTable, RESYNCED_STEP } from "./blocks";
 import { CAT_OTHER } from "./categories";
 import type { SegmentTable } from "./segment-table";
@@ -106,7 +106,7 @@ export interface Seeded {
 
 /** Make `blocks` and `segments` the seed's state. `leaving(slot)` runs for a block that goes. */
 export function seedBlocks(blocks: BlockTable, segments: SegmentTable, seed: readonly SeedSegment[], t: number, leaving: (slot: number) => void): Seeded {
-  const reserved = segments.replace(seed.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0, pool: poolKey(poolIdOf(g.segment_pool_id) ?? [0, 0]) })));
+  const reserved = segments.replace(seed.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0, pool: segmentPoolKey(g.segment_pool_id) })));
   const want = new Map<number, { size: number; stream: number }>();
   let active = 0;
   let requested: number | null = 0;

@@ -9,6 +9,7 @@ import { ACTION, isMark } from "../ffi/events";
 import type { ProfilerModel } from "./model";
 import { N_PHASE } from "./steps";
 import { blockSize } from "./totals";
+import { partitionPoint } from "./partition";
 
 /** A block of the window as the pass over its records finds it. */
 export interface WindowBlock {
@@ -35,12 +36,7 @@ export interface WindowBlock {
 /** The first record number in [lo, hi) whose time is at least `us` (times ascend). */
 function firstAtOrAfter(m: ProfilerModel, lo: number, hi: number, us: number): number {
   const t = m.tail!;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (t.time_us[t.slot(mid)]! < us) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return partitionPoint(lo, hi, (i) => t.time_us[t.slot(i)]! < us);
 }
 
 /** The column of a time: `columns` of equal span over [start, end); outside it, the nearest. */
