@@ -18,21 +18,22 @@ import { formatBytes, inPhase } from "../words";
  */
 export function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: number) {
   const b = d.blocks;
-  const candidate = (slot: number) => b.category[slot] === cat && b.step[slot]! > sinceStep && b.step[slot] !== RESYNCED_STEP;
-  const kindOf = (slot: number) => `${b.phase[slot]}:${b.range[slot]}:${b.stack[slot] ? `s${b.stack[slot]}` : b.size[slot]}`;
-  const firstStep = new Map<string, number>();
-  const recurring = new Set<string>();
+  // The candidates by kind, and the kinds found in more than one step.
+  const kinds = new Map<string, { firstStep: number; recurring: boolean; slots: number[] }>();
   for (const slot of b.bySlot.values()) {
-    if (!candidate(slot)) continue;
-    const kind = kindOf(slot);
-    const first = firstStep.get(kind);
-    if (first === undefined) firstStep.set(kind, b.step[slot]!);
-    else if (first !== b.step[slot]) recurring.add(kind);
+    if (b.category[slot] !== cat || b.step[slot]! <= sinceStep || b.step[slot] === RESYNCED_STEP) continue;
+    const kind = `${b.phase[slot]}:${b.range[slot]}:${b.stack[slot] ? `s${b.stack[slot]}` : b.size[slot]}`;
+    const k = kinds.get(kind);
+    if (!k) kinds.set(kind, { firstStep: b.step[slot]!, recurring: false, slots: [slot] });
+    else {
+      k.slots.push(slot);
+      if (k.firstStep !== b.step[slot]) k.recurring = true;
+    }
   }
-  const held = (slot: number) => candidate(slot) && recurring.has(kindOf(slot));
+  const held = new Set([...kinds.values()].filter((k) => k.recurring).flatMap((k) => k.slots));
   const bytes = new Map<number, { bytes: number; blocks: number }>();
   for (const slot of b.bySlot.values()) {
-    if (!held(slot)) continue;
+    if (!held.has(slot)) continue;
     const key = b.phase[slot]! * 2 ** 32 + b.range[slot]!;
     const e = bytes.get(key) ?? { bytes: 0, blocks: 0 };
     e.bytes += b.size[slot]!;
@@ -45,7 +46,7 @@ export function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, 
   const phase = PHASE_NAMES[Math.floor(top[0] / 2 ** 32)] ?? "other";
   const rangeId = top[0] % 2 ** 32;
   const range = rangeId > 0 ? m.rangeName(rangeId) : null;
-  const frame = siteFrame(m, d, (slot) => held(slot) && b.phase[slot]! * 2 ** 32 + b.range[slot]! === top[0]);
+  const frame = siteFrame(m, d, (slot) => held.has(slot) && b.phase[slot]! * 2 ** 32 + b.range[slot]! === top[0]);
   const at = frame ? `, at ${frame.label}` : "";
   const where = `${inPhase(phase)}, ${range ? `in range ${range}` : "outside every record_function range"}${at}`;
   return { phase, range, frame: frame?.label ?? null, frameShort: frame?.short ?? null, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };
