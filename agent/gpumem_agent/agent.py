@@ -180,7 +180,6 @@ class Agent:
                     raise OSError(-rc, "attaching the hook: %s" % os.strerror(-rc))
                 self.mode = "hook"
                 self.features = _hook_features(self.hook)
-                self.stacks = stacks.start(self.hook, self.features, os.environ, self.notes)
             except Exception as e:
                 self.hook = None
                 err = "%s: %s" % (type(e).__name__, e)
@@ -193,6 +192,10 @@ class Agent:
             # find this agent (the manifest comes later); a failure is the sync loop's.
             self.unsettled = set(range(self.n_devices))
             self.guard.call("sync", self.settle, SETTLE_TRIES)
+            # A failure here turns stacks off, never the hook, which torch already calls.
+            self.stacks = self.guard.call("stacks", stacks.start, self.hook, self.features, os.environ, self.notes)
+            if self.stacks:
+                self.guard.stops("stacks", lambda: self.hook and self.hook.gpumem_hook_stacks(0))
         self.phases = Phases(self._mark, self.guard)
         self.phases.install(torch)
         self.server = ControlServer(self.sock_path, self.handlers(), on_error=lambda e: self.guard.fail("control", e)).start()
@@ -250,7 +253,7 @@ class Agent:
                 self.sync()
                 if self.hook:
                     n = self.hook.gpumem_hook_range_count()
-                    new_stacks = self.stacks is not None and self.stacks.read_new()
+                    new_stacks = self.stacks is not None and self.guard.call("stacks", self.stacks.read_new)
                     if n != self.range_count or new_stacks:
                         self.range_count = n
                         self.write_manifest()
@@ -290,7 +293,7 @@ class Agent:
             "hook_mode": self.mode,
             "hook_error": self.hook_error,
             "segment_pools": bool(self.features & wire.FEATURE_SEGMENT_POOLS),
-            **(self.stacks.manifest() if self.stacks else {"stack_min_bytes": 0, "stacks": {}}),
+            **((self.stacks and self.guard.call("stacks", self.stacks.manifest)) or {"stack_min_bytes": 0, "stacks": {}}),
             "ring": self.ring_path,
             "socket": self.sock_path,
             "ranges": self.ranges(),

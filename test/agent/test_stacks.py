@@ -90,6 +90,32 @@ class Capture(unittest.TestCase):
         self.assertEqual(released.gpumem_hook_stack_count() - before, len({i for ids in seen for i in ids}))
 
 
+class Failure(unittest.TestCase):
+    def test_a_failing_read_turns_stacks_off_in_the_hook_and_says_so(self):
+        # As the agent wires it: start and reads guarded as "stacks", the hook's capture the stop.
+        from gpumem_agent.guard import Guard
+        from gpumem_agent.wire import FEATURE_ALLOC_STACKS
+
+        notes = {}
+        guard = Guard(notes)
+        hook = ctypes.CDLL(LIB)
+        hook.gpumem_pystack_min_bytes.restype = ctypes.c_uint64
+        s = guard.call("stacks", stacks.start, hook, FEATURE_ALLOC_STACKS, {stacks.ENV: "2M"}, notes)
+        self.assertIsNotNone(s)
+        guard.stops("stacks", lambda: hook.gpumem_hook_stacks(0))
+        self.assertEqual(hook.gpumem_pystack_min_bytes(), 2 << 20)
+
+        def broken():
+            raise OSError(5, "the table is gone")
+
+        s.read_new = broken
+        self.assertIsNone(guard.call("stacks", s.read_new))
+        self.assertEqual(notes["stacks"], "off: OSError: [Errno 5] the table is gone")
+        self.assertEqual(hook.gpumem_pystack_min_bytes(), 0)  # the hook captures no more
+        self.assertIsNone(guard.call("stacks", s.manifest))  # and the manifest says none
+        self.assertEqual(released.gpumem_hook_stacks(1), 0)  # on again for the other tests
+
+
 class Threshold(unittest.TestCase):
     def test_sizes_and_off(self):
         self.assertEqual([stacks.threshold({stacks.ENV: v}) for v in ("1M", "512K", "2G", "4096", "0", "off", "")],
