@@ -4,36 +4,15 @@
 // their doubles (test/agent/torch_double.py, test/support/hook_double.c) so that it runs on a CPU;
 // the same on a GPU with a transformers GPT-2 (`bun run test:gpu`).
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DocumentSchema, type Document } from "../../src/system/schema";
+import type { Document } from "../../src/system/schema";
 import { gpuTest } from "../support/gpu";
+import { agentDir, runJson } from "../support/run-json";
 import { buildLibrary } from "../support/native";
 
 const ROOT = join(import.meta.dir, "..", "..");
-const CLI = join(ROOT, "src", "cli.ts");
 const SHORT_RUN = join(ROOT, "test", "agent", "short_run.py");
-
-function agentDir(): string {
-  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-end-")), "agents");
-  mkdirSync(dir, { mode: 0o700 });
-  return dir;
-}
-
-/** `gpumem-tui run --json` on `argv`: its status, the child's output, and the final document. */
-function runJson(dir: string, argv: string[], interval: number, env: Record<string, string> = {}) {
-  const out = join(dir, "..", "run.ndjson");
-  const p = Bun.spawnSync(["bun", CLI, "run", "--json", "--interval", String(interval), "--output", out, "--", ...argv], {
-    env: { ...process.env, GPUMEM_TUI_DIR: dir, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const lines = readFileSync(out, "utf8").trim().split("\n");
-  const last = DocumentSchema.parse(JSON.parse(lines.at(-1)!)) as Document;
-  const pid = Number(/^pid (\d+)/m.exec(p.stdout.toString())?.[1]);
-  return { code: p.exitCode, stdout: p.stdout.toString(), stderr: p.stderr.toString(), last, pid, lines: lines.length };
-}
 
 function shortRun(dir: string, interval: number, ...args: string[]) {
   const env = { GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_RING_CAPACITY: "4096" };

@@ -4,12 +4,11 @@
 // CLI and walker on this machine's CPython, with torch and the allocator hook replaced by their
 // doubles (the double calls the walker as the hook does, on the allocating thread with the GIL).
 import { expect } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DocumentSchema } from "../../src/system/schema";
 import { gpuTest } from "../support/gpu";
 import { buildLibrary, stacksTest } from "../support/native";
+import { agentDir, runJson } from "../support/run-json";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const SHORT_RUN = join(ROOT, "test", "agent", "short_run.py");
@@ -23,19 +22,10 @@ function lineOf(code: string): number {
 }
 
 function run(env: Record<string, string>) {
-  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-stacks-")), "agents");
-  mkdirSync(dir, { mode: 0o700 });
-  const out = join(dir, "..", "run.ndjson");
-  const p = Bun.spawnSync(["bun", join(ROOT, "src", "cli.ts"), "run", "--json", "--interval", "5000", "--output", out, "--", "python3", SHORT_RUN], {
-    // The double stands for torch: its file is library code, as torch's would be.
-    env: { ...process.env, GPUMEM_TUI_DIR: dir, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_RING_CAPACITY: "4096", GPUMEM_TUI_LIBRARY: DOUBLE, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const doc = DocumentSchema.parse(JSON.parse(readFileSync(out, "utf8").trim().split("\n").at(-1)!));
-  const pid = Number(/^pid (\d+)/m.exec(p.stdout.toString())?.[1]);
-  const profile = doc.processes.find((x) => x.pid === pid)?.pytorch?.profile;
-  return { code: p.exitCode, stderr: p.stderr.toString(), tensors: new Map((profile?.largest_tensors ?? []).map((t) => [t.name, t])) };
+  // The double stands for torch: its file is library code, as torch's would be.
+  const r = runJson(agentDir(), ["python3", SHORT_RUN], 5000, { GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_RING_CAPACITY: "4096", GPUMEM_TUI_LIBRARY: DOUBLE, ...env });
+  const profile = r.last.processes.find((x) => x.pid === r.pid)?.pytorch?.profile;
+  return { code: r.code, stderr: r.stderr, tensors: new Map((profile?.largest_tensors ?? []).map((t) => [t.name, t])) };
 }
 
 stacksTest("GPUMEM_TUI_STACKS=1M: each tensor of 1 MiB or more is named with the user's line that allocated it; smaller ones with none", () => {
@@ -67,19 +57,10 @@ gpuTest("GPUMEM_TUI_STACKS=1M on a transformers GPT-2 under run --json: paramete
   const script = join(ROOT, "test", "gpu", "hf_gpt2_short.py");
   const lines = readFileSync(script, "utf8").split("\n");
   const line = (code: string) => lines.findIndex((l) => l.includes(code)) + 1;
-  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-stacks-gpu-")), "agents");
-  mkdirSync(dir, { mode: 0o700 });
-  const out = join(dir, "..", "run.ndjson");
-  const p = Bun.spawnSync(["bun", join(ROOT, "src", "cli.ts"), "run", "--json", "--interval", "1000", "--output", out, "--", process.env.PYTHON ?? "python3", script, "--steps", "14"], {
-    env: { ...process.env, GPUMEM_TUI_DIR: dir, GPUMEM_TUI_STACKS: "1M" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  if (p.exitCode !== 0) console.log(p.stdout.toString(), p.stderr.toString());
-  expect(p.exitCode).toBe(0);
-  const doc = DocumentSchema.parse(JSON.parse(readFileSync(out, "utf8").trim().split("\n").at(-1)!));
-  const pid = Number(/^pid (\d+)/m.exec(p.stdout.toString())?.[1]);
-  const pt = doc.processes.find((x) => x.pid === pid)?.pytorch;
+  const r = runJson(agentDir(), [process.env.PYTHON ?? "python3", script, "--steps", "14"], 1000, { GPUMEM_TUI_STACKS: "1M" });
+  if (r.code !== 0) console.log(r.stdout, r.stderr);
+  expect(r.code).toBe(0);
+  const pt = r.last.processes.find((x) => x.pid === r.pid)?.pytorch;
   expect(pt?.notes ?? {}).not.toHaveProperty("stacks");
   const at = new Map((pt?.profile?.largest_tensors ?? []).map((t) => [t.name, t.allocated_at]));
   expect(at.get("transformer.wte.weight")).toBe(`${script}:${line("GPT2LMHeadModel(config)")} <module>`);
