@@ -1,7 +1,7 @@
 // A real terminal for tests: a private tmux server (-L, no user config) running a shell line in a
 // pane, keys sent to it, and its screen read back. Where tmux cannot open a pane, `cannot` says why
 // (the tests then skip visibly), as in test/tui/terminal.test.ts.
-import { afterAll } from "bun:test";
+import { afterAll, expect } from "bun:test";
 
 const tmux = Bun.which("tmux");
 const socket = `gpumem-t-${process.pid}`;
@@ -54,4 +54,14 @@ export function terminal(name: string, line: string, cols = 120, rows = 40) {
       }
     },
   };
+}
+
+/** `--demo` started in terminal `t`: the Overview is drawn with the demo's banner, and q ends it with
+ *  exit status 0 (the shell line prints "exit status N"). */
+export async function demoDrawnThenQuit(t: ReturnType<typeof terminal>): Promise<void> {
+  const screen = await t.until(/1 Overview|exit status \d+/);
+  expect(screen).not.toContain("exit status");
+  expect(screen).toContain("demo: a training run recorded on");
+  t.keys("q");
+  expect(await t.until(/exit status \d+/)).toContain("exit status 0");
 }
