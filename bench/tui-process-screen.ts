@@ -4,16 +4,16 @@
 // `tmux pipe-pane`). OLD_TREE is another checkout of the monitor (e.g. the last commit:
 // `git archive HEAD | tar -x -C /tmp/old && ln -s $PWD/node_modules /tmp/old/`).
 //   bun bench/tui-process-screen.ts OLD_TREE [OUT_DIR]
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { procUsage } from "./support/proc-usage";
 
 const oldTree = process.argv[2];
 if (!oldTree) throw new Error("usage: bun bench/tui-process-screen.ts OLD_TREE [OUT_DIR]");
 const outDir = process.argv[3] ?? join(import.meta.dir, "results");
 const tmux = Bun.which("tmux");
 if (!tmux) throw new Error("this bench needs tmux (apt install tmux)");
-const TICK = 100; // clock ticks a second on Linux (getconf CLK_TCK)
 const SECONDS = 30;
 const ROUNDS = 2; // old, new, old, new: each measured twice, interleaved
 const work = mkdtempSync(join(tmpdir(), "gpumem-bench-screen-"));
@@ -29,22 +29,9 @@ async function measure(label: string, tree: string) {
   for (let i = 0; i < 2000 && !sh("capture-pane", "-p", "-t", s).includes("gpumem-tui"); i++) await Bun.sleep(5);
   sh("send-keys", "-t", s, "2");
   const pid = Number(sh("list-panes", "-t", s, "-F", "#{pane_pid}").trim());
-  const cpuTicks = () => {
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return Number(f[11]) + Number(f[12]); // utime + stime
-  };
-  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
   await Bun.sleep(3000); // past start-up and the switch to the Process screen
   sh("pipe-pane", "-o", "-t", s, `cat >> ${out}`);
-  const c0 = cpuTicks();
-  const w0 = performance.now();
-  let maxRss = 0;
-  for (let i = 0; i < SECONDS; i++) {
-    await Bun.sleep(1000);
-    maxRss = Math.max(maxRss, rss());
-  }
-  const wallS = (performance.now() - w0) / 1000;
-  const cpuPct = (((cpuTicks() - c0) / TICK) * 100) / wallS;
+  const { cpuPercent: cpuPct, maxRssBytes: maxRss, wallS } = await procUsage(pid, SECONDS);
   sh("pipe-pane", "-t", s);
   const screen = sh("capture-pane", "-p", "-t", s);
   sh("send-keys", "-t", s, "q");

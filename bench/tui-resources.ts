@@ -2,8 +2,9 @@
 // at a 1-second interval: watching the machine, and running the demo (a recording replayed through
 // the model, redrawn at each replayed state: an upper bound).
 //   bun bench/tui-resources.ts [OUT_DIR]
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { procUsage } from "./support/proc-usage";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 const tmux = Bun.which("tmux");
@@ -11,7 +12,6 @@ if (!tmux) throw new Error("this bench needs tmux (apt install tmux)");
 const cli = join(import.meta.dir, "..", "src", "cli.ts");
 const s = `gpumem-bench-${process.pid}`;
 const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).stdout.toString();
-const TICK = 100; // clock ticks a second on Linux (getconf CLK_TCK)
 const SECONDS = 20;
 
 async function measure(args: string, env = "") {
@@ -27,20 +27,8 @@ async function measure(args: string, env = "") {
     await Bun.sleep(5);
   }
   const pid = Number(sh("list-panes", "-t", s, "-F", "#{pane_pid}").trim());
-  const cpuTicks = () => {
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return Number(f[11]) + Number(f[12]); // utime + stime
-  };
-  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
   await Bun.sleep(2000); // past start-up
-  const c0 = cpuTicks();
-  const w0 = performance.now();
-  let maxRss = 0;
-  for (let i = 0; i < SECONDS; i++) {
-    await Bun.sleep(1000);
-    maxRss = Math.max(maxRss, rss());
-  }
-  const cpuPct = (((cpuTicks() - c0) / TICK) * 100_000) / (performance.now() - w0);
+  const { cpuPercent: cpuPct, maxRssBytes: maxRss } = await procUsage(pid, SECONDS);
   sh("send-keys", "-t", s, "q");
   await Bun.sleep(500);
   sh("kill-session", "-t", s);
