@@ -42,12 +42,17 @@ function warmUpOrder(entry: string): { modules: string[]; after: string | undefi
   const log = join(mkdtempSync(join(tmpdir(), "gpumem-strace-")), "trace");
   Bun.spawnSync(["strace", "-f", "-e", "trace=openat,clone,clone3", "-o", log, "bun", entry, "--json", "--once"], { stdout: "pipe", stderr: "pipe" });
   const lines = readFileSync(log, "utf8").split("\n");
-  const nvmlTid = lines.find((l) => l.includes("libnvidia-ml.so"))?.split(/\s+/)[0];
-  const clone = lines.findIndex((l) => /clone3?\(/.test(l) && new RegExp(`(= |\\[)${nvmlTid}\\]?(,|$)`).test(l));
+  // The threads that looked for libnvidia-ml.so: the warm-up's, and the main thread too where the
+  // driver is missing (Nvml.open tries again; on a loaded machine it can try before the warm-up
+  // thread first runs, which once failed CI). The warm-up's is the one a clone made: its clone's
+  // line holds the new thread's id (whole, or resumed after other threads' lines).
+  const nvmlTids = new Set(lines.filter((l) => l.includes("libnvidia-ml.so")).map((l) => l.split(/\s+/)[0]!));
+  const createdTid = (l: string) => (/clone3?\(|<\.\.\. clone3? resumed>/.test(l) ? /(?:= |\[)(\d+)\]?(?:,|$)/.exec(l)?.[1] : undefined);
+  const clone = lines.findIndex((l) => nvmlTids.has(createdTid(l) ?? ""));
   const opened = (l: string) => /openat\(AT_FDCWD, "([^"]+\.(?:js|ts))"/.exec(l)?.[1];
   const modules = lines.slice(0, Math.max(clone, 0)).flatMap((l) => opened(l) ?? []);
   const after = lines.slice(clone + 1).map(opened).find((f) => f !== undefined && !modules.includes(f));
-  return { modules: [...new Set(modules)], after, started: nvmlTid !== undefined && clone >= 0 };
+  return { modules: [...new Set(modules)], after, started: clone >= 0 };
 }
 
 beforeAll(() => {
