@@ -10,15 +10,12 @@
 // RECORDING (default test/fixtures/hf-gpt2.ring; a .ring.gz is unpacked first) sets what the writers
 // write and at what rate: e.g. demo/demo.ring.gz, a GPT-2-small-shaped model at batch 16 × 512 on
 // an H100, writes about a third as many records a second as the 45M-parameter fixture at 47 steps/s.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Session } from "../src/collect/session";
 import { liveModels } from "../src/commands/live-models";
 import { Machine } from "../src/collect/machine";
-import { openRingRecording } from "../src/collect/recording";
-import { ACTION, newEventBatch } from "../src/ffi/events";
-import { buildTool } from "../test/support/native";
+import { agentDir, plainRing, recordedRate, startWriters } from "./support/busy-agents";
 
 // The session on core 0, the writers on the others (see below): re-run this script pinned, told
 // how many cores the machine has (a pinned process sees one).
@@ -32,33 +29,10 @@ const outDir = process.argv[2] ?? join(import.meta.dir, "results");
 const seconds = Number(process.argv[3] ?? 20);
 const AGENTS = Number(process.env.GPUMEM_BENCH_AGENTS ?? 8);
 const RECORDING = process.argv[4] ?? join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
-/** The plain ring the writers replay (the producer maps a plain file). */
-const FIXTURE = RECORDING.endsWith(".gz") ? unpacked(RECORDING) : RECORDING;
-
-function unpacked(gz: string): string {
-  const out = join(mkdtempSync(join(tmpdir(), "gpumem-bench-ring-")), "recording.ring");
-  writeFileSync(out, Bun.gunzipSync(readFileSync(gz)));
-  return out;
-}
-
-/** The recording's own rate: records a second from its first step mark to its last. */
-function recordedRate(): number {
-  const rec = openRingRecording(FIXTURE);
-  const b = newEventBatch(1 << 20);
-  rec.source.read(b);
-  rec.close();
-  let first = -1;
-  let last = -1;
-  for (let i = 0; i < b.count; i++) if (b.action[i] === ACTION.step) (first < 0 ? (first = i) : 0), (last = i);
-  return (last - first) / ((b.time_us[last]! - b.time_us[first]!) / 1e6);
-}
-const RATE = Math.round(recordedRate());
-
-function agentDir(): string {
-  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-bench-session-")), "agents");
-  mkdirSync(dir, { mode: 0o700 });
-  return dir;
-}
+const FIXTURE = plainRing(RECORDING);
+// GPUMEM_BENCH_RATE: records a second per agent, where the recording's own rate is not the one to
+// match (a GPU host's ranks measured faster, say).
+const RATE = Number(process.env.GPUMEM_BENCH_RATE) || Math.round(recordedRate(FIXTURE));
 
 async function follow(dir: string, secs: number) {
   const session = new Session(new Machine({ agentDir: dir }), liveModels({ keepTrace: false }));
@@ -93,21 +67,12 @@ async function follow(dir: string, secs: number) {
 
 const idle = await follow(agentDir(), Math.min(10, seconds));
 const dir = agentDir();
-const producer = buildTool("producer");
-const sleepers = Array.from({ length: AGENTS }, () => Bun.spawn(["sleep", String(seconds + 30)]));
-const writers = sleepers.map((s) => {
-  const ring = join(dir, `${s.pid}.ring`);
-  // On a GPU machine the training processes run on cores of their own: with more than one core
-  // here, the writers are kept off the session's core (the session pins itself to core 0).
-  const pin = CORES > 1 ? ["taskset", "-c", `1-${CORES - 1}`] : [];
-  const w = Bun.spawn([...pin, producer, ring, String(1 << 20), String(RATE * (seconds + 10)), "--replay", FIXTURE, "--rate", String(RATE), "--pid", String(s.pid)], { stdout: "ignore", stderr: "ignore" });
-  const manifest = { version: 1, pid: s.pid, cmdline: ["train.py"], devices: [0], hook_mode: "hook", ring, socket: null };
-  writeFileSync(join(dir, `${s.pid}.json`), JSON.stringify(manifest), { mode: 0o600 });
-  return w;
-});
+// On a GPU machine the training processes run on cores of their own: with more than one core
+// here, the writers are kept off the session's core (the session pins itself to core 0).
+const stopWriters = startWriters(dir, AGENTS, FIXTURE, RATE, seconds, CORES > 1 ? `1-${CORES - 1}` : null);
 await Bun.sleep(300);
 const busy = await follow(dir, seconds);
-for (const p of [...writers, ...sleepers]) p.kill();
+stopWriters();
 
 const result = {
   date: new Date().toISOString().slice(0, 10),

@@ -14,7 +14,8 @@
  * (device -1) on the shared lane, so several threads race for that lane's fetch-add.
  *
  * --replay RING: instead, write a recorded ring's steady state (its records from the first step mark
- * to the last) again and again on device 0, N records a second, times moved to now: a real
+ * to the last) again and again on device 0, N records a second, times moved to now and steps on by
+ * a lap's steps each lap: a real
  * training's mix of allocations, frees, segments and marks at a chosen rate, for benchmarks. Sync
  * records are written as unsure (their counts belong to the recording, not to this ring).
  */
@@ -117,11 +118,15 @@ static int replay(void) {
     return 1;
   }
   uint64_t span = to_ns(src, rec[last].time) - to_ns(src, rec[first].time);
+  /* Each lap goes on from the last one's steps, as a training's next steps do: a reader meets its
+   * step and phase boundaries (steps going back would be records of the past to it). */
+  uint32_t steps = rec[last].step - rec[first].step;
   uint64_t start = now_ns();
   for (long k = 0; k < events; k++) {
     uint64_t lap = (uint64_t)k / (last - first), j = first + (uint64_t)k % (last - first);
     gpumem_record r = rec[j];
     r.device = 0;
+    r.step += (uint32_t)(lap * steps);
     r.time = to_ns(src, r.time) - to_ns(src, rec[first].time) + start + lap * span;
     if (r.action == GPUMEM_ACTION_SYNC) r.extra = GPUMEM_SYNC_UNSURE;
     gpumem_totals_apply(&h->totals[0], r.action, (int64_t)r.size);

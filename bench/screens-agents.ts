@@ -1,0 +1,59 @@
+#!/usr/bin/env bun
+// The screens following busy agents, as a user runs them: `gpumem-tui` in tmux (200×60, the
+// Overview, no key) while N writers replay a real training's ring at a set rate (bench/support/
+// busy-agents.ts), beside the same screens with no agent, in one run. The monitor on core 0, the
+// writers on the others, as ranks run on cores of their own. Reports the monitor's share of one core
+// and its largest resident set, from /proc.
+//   bun bench/screens-agents.ts [OUT_DIR] [SECONDS] [AGENTS] [RATE]
+// RATE: records a second per agent (default: test/fixtures/hf-gpt2.ring's own, ~76k). Four ranks of
+// test/gpu/hf_gpt2.py on four H200s wrote ~165k each (bench/results/gpu-2026-11-26-pm/ranks-4.md).
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { agentDir, recordedRate, startWriters } from "./support/busy-agents";
+import { procUsage } from "./support/proc-usage";
+
+const outDir = process.argv[2] ?? join(import.meta.dir, "results");
+const SECONDS = Number(process.argv[3] ?? 20);
+const AGENTS = Number(process.argv[4] ?? 4);
+const FIXTURE = join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
+const RATE = Number(process.argv[5]) || Math.round(recordedRate(FIXTURE));
+const CORES = navigator.hardwareConcurrency;
+const tmux = Bun.which("tmux");
+if (!tmux) throw new Error("this bench needs tmux (apt install tmux)");
+const cli = join(import.meta.dir, "..", "src", "cli.ts");
+const session = `gpumem-bench-screens-${process.pid}`;
+const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).stdout.toString();
+const pin = CORES > 1 && Bun.which("taskset") ? "taskset -c 0 " : "";
+
+async function screens(dir: string) {
+  sh("kill-session", "-t", session);
+  sh("new-session", "-d", "-s", session, "-x", "200", "-y", "60", `exec env GPUMEM_TUI_DIR=${dir} NO_COLOR=1 ${pin}${process.execPath} ${cli} --interval 1000`);
+  const pid = Number(sh("list-panes", "-t", session, "-F", "#{pane_pid}").trim());
+  await Bun.sleep(4000); // past start-up and the first reads of the rings
+  const pane = sh("capture-pane", "-p", "-t", session);
+  const usage = await procUsage(pid, SECONDS);
+  sh("send-keys", "-t", session, "q");
+  await Bun.sleep(500);
+  sh("kill-session", "-t", session);
+  if (process.env.GPUMEM_BENCH_PANE) console.error(pane);
+  return { cpu_percent_of_a_core: +usage.cpuPercent.toFixed(2), max_rss_mb: +(usage.maxRssBytes / 2 ** 20).toFixed(1), agents_on_screen: (pane.match(/train\.py/g) ?? []).length };
+}
+
+const idle = await screens(agentDir());
+const dir = agentDir();
+const stop = startWriters(dir, AGENTS, FIXTURE, RATE, SECONDS + 10, CORES > 1 ? `1-${CORES - 1}` : null);
+const busy = await screens(dir);
+stop();
+
+const result = {
+  date: new Date().toISOString(),
+  machine: `${CORES} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
+  command: `bun bench/screens-agents.ts OUT ${SECONDS} ${AGENTS} ${RATE}`,
+  agents: AGENTS,
+  records_per_second_per_agent: RATE,
+  idle,
+  busy,
+};
+mkdirSync(outDir, { recursive: true });
+writeFileSync(join(outDir, `screens-agents-${AGENTS}.json`), `${JSON.stringify(result, null, 1)}\n`);
+console.log(JSON.stringify(result));
