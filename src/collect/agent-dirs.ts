@@ -3,7 +3,7 @@
 // directory (a link is never followed), the monitor's own, closed to other users. A name another
 // user took sends the agent to a private sibling `<name>.<random>`, which is found here by listing
 // the parent.
-import { existsSync, lstatSync, readdirSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join } from "node:path";
 
 function ownUid(): number {
@@ -53,21 +53,57 @@ export interface DirScan {
   problems: string[];
 }
 
-/** Each base and its private fallbacks, those that pass privateReason. */
-export function scanAgentDirs(bases: string[], uid = ownUid()): DirScan {
-  const dirs: string[] = [];
-  const problems: string[] = [];
-  for (const base of bases) {
+/** A listing is trusted again only while its directory is unchanged and for at most this long. */
+const LISTING_MAX_AGE_MS = 10_000;
+/** A directory changed this recently may change again within its clock's granularity without its
+ *  mtime moving: its listing is not kept. */
+const LISTING_SETTLED_MS = 1_000;
+
+/**
+ * The names in a parent directory that are a base or its fallbacks, listed again only when the
+ * directory changed (its mtime moved) or LISTING_MAX_AGE_MS passed. The parent is /dev/shm or the
+ * runtime directory, which a training's DataLoader can fill with thousands of files, and the
+ * monitor scans once a tick: a stat instead of a listing of them all.
+ */
+export class ParentListings {
+  private readonly byBase = new Map<string, { mtimeMs: number; at: number; names: string[] }>();
+
+  /** The names in `dirname(base)` that are `base` or its fallbacks, sorted; null: no such directory. */
+  names(base: string, now = Date.now()): string[] | null {
     const parent = dirname(base);
     const name = basename(base);
+    let mtimeMs: number;
+    try {
+      mtimeMs = statSync(parent).mtimeMs;
+    } catch {
+      this.byBase.delete(base);
+      return null;
+    }
+    const kept = this.byBase.get(base);
+    if (kept && kept.mtimeMs === mtimeMs && now - kept.at < LISTING_MAX_AGE_MS) return kept.names;
     let entries: string[];
     try {
       entries = readdirSync(parent);
     } catch {
-      continue; // no parent: no agent there
+      return null;
     }
-    for (const entry of entries.sort()) {
-      if (entry !== name && !isFallback(entry, name)) continue;
+    const names = entries.filter((e) => e === name || isFallback(e, name)).sort();
+    if (now - mtimeMs >= LISTING_SETTLED_MS) this.byBase.set(base, { mtimeMs, at: now, names });
+    else this.byBase.delete(base);
+    return names;
+  }
+}
+
+/** Each base and its private fallbacks, those that pass privateReason. `listings`: the parents'
+ *  listings kept from the last scan (a watcher scanning once a tick); without, each is listed. */
+export function scanAgentDirs(bases: string[], uid = ownUid(), listings = new ParentListings()): DirScan {
+  const dirs: string[] = [];
+  const problems: string[] = [];
+  for (const base of bases) {
+    const parent = dirname(base);
+    const entries = listings.names(base);
+    if (entries === null) continue; // no parent: no agent there
+    for (const entry of entries) {
       const path = join(parent, entry);
       const why = privateReason(path, uid);
       if (why === null) dirs.push(path);

@@ -6,7 +6,7 @@ import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
 import { readSmallText } from "../snapshot/input-file";
 import { MAX_MANIFEST_BYTES, parseManifest, type Manifest } from "../system/manifest";
-import { agentDirBases, privateReason, scanAgentDirs } from "./agent-dirs";
+import { agentDirBases, ParentListings, privateReason, scanAgentDirs } from "./agent-dirs";
 import { inOtherPidNamespace, pidAlive } from "./procfs";
 
 export interface Agent {
@@ -60,6 +60,9 @@ export class AgentWatcher {
   /** The agents' directories asked for (agent-dirs.ts); each is read with its private fallbacks. */
   readonly bases: string[];
 
+  /** The bases' parents as last listed (a scan a tick lists them only when they changed). */
+  private readonly listings = new ParentListings();
+
   /** `dir`: one directory to read (and its fallbacks) instead of the user's usual ones. */
   constructor(dir?: string) {
     this.bases = dir === undefined ? agentDirBases() : [dir];
@@ -67,7 +70,7 @@ export class AgentWatcher {
 
   /** Re-scan the directories and refresh every agent's header. Cheap: no event reading here. */
   refresh(): Agent[] {
-    const scan = scanAgentDirs(this.bases);
+    const scan = scanAgentDirs(this.bases, undefined, this.listings);
     this.problems = scan.problems;
     const files: [string, string][] = [];
     for (const dir of scan.dirs) {

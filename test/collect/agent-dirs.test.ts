@@ -3,10 +3,10 @@
 // agent takes (agent/gpumem_agent/paths.py, run here for real) is found. Another user is a spare
 // uid under setpriv, so those cases need root: skipped, and said, otherwise.
 import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentDirBases, scanAgentDirs } from "../../src/collect/agent-dirs";
+import { agentDirBases, ParentListings, scanAgentDirs } from "../../src/collect/agent-dirs";
 import { AgentWatcher } from "../../src/collect/agents";
 import { openRing } from "../../src/ffi/ring";
 
@@ -146,5 +146,36 @@ describe("the agents' directory, from the monitor", () => {
     } finally {
       Bun.spawnSync(["umount", "-l", fs]);
     }
+  });
+  test("the parent is listed again only when it changed or its listing aged: a base made after a listing is found at the next scan", () => {
+    const parent = sharedDir();
+    const base = join(parent, "agents");
+    for (let i = 0; i < 2000; i++) writeFileSync(join(parent, `torch_${i}`), ""); // a DataLoader's files
+    const listings = new ParentListings();
+    const minuteAgo = new Date(Date.now() - 60_000);
+    const settle = () => utimesSync(parent, minuteAgo, minuteAgo);
+    settle();
+    expect(listings.names(base)).toEqual([]);
+    // Made since: the parent's mtime moved, so it is listed again at once.
+    mkdirSync(base, { mode: 0o700 });
+    expect(listings.names(base)).toEqual(["agents"]);
+    expect(scanAgentDirs([base], undefined, listings).dirs).toEqual([base]);
+    // Settled and listed: a name that appears while the mtime stays put (a coarse clock) is found
+    // once the listing ages, not before; the listing kept is the one used.
+    settle();
+    expect(listings.names(base)).toEqual(["agents"]);
+    mkdirSync(`${base}.abcdefgh`, { mode: 0o700 });
+    settle();
+    expect(listings.names(base)).toEqual(["agents"]);
+    expect(listings.names(base, Date.now() + 10_001)).toEqual(["agents", "agents.abcdefgh"]);
+    // A parent changed within the last second is not kept: a name made within its clock's step,
+    // the mtime left as the listing saw it, is found by the next call.
+    const now = new Date();
+    utimesSync(parent, now, now);
+    expect(listings.names(base)).toEqual(["agents", "agents.abcdefgh"]);
+    mkdirSync(`${base}.ijklmnop`, { mode: 0o700 });
+    utimesSync(parent, now, now);
+    expect(listings.names(base)).toEqual(["agents", "agents.abcdefgh", "agents.ijklmnop"]);
+    expect(new ParentListings().names(join(parent, "gone", "agents"))).toBeNull();
   });
 });
