@@ -13,8 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if !defined(GPUMEM_NO_PYTHON_H) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+/* 3.11 to 3.13 with the GIL: a free-threaded build (Py_GIL_DISABLED) lays its frames out otherwise. */
+#if !defined(GPUMEM_NO_PYTHON_H) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED)
 #define GPUMEM_PYSTACK_KNOWN 1
+
+/* A bytecode unit, and where a code object's units begin (co_code_adaptive, public in 3.11-3.13,
+ * where 3.13 made CPython's own unit type and macro internal). */
+typedef uint16_t gpumem_codeunit;
+#define CODE_START(co) ((gpumem_codeunit *)(co)->co_code_adaptive)
 
 /* CPython's _PyInterpreterFrame (Include/internal/pycore_frame.h) for this minor version, as far
  * as the fields read here; nothing is ever written. */
@@ -28,7 +34,7 @@ struct gpumem_iframe {
   PyCodeObject *f_code;
   PyObject *frame_obj;
   gpumem_iframe *previous;
-  _Py_CODEUNIT *instr; /* prev_instr */
+  gpumem_codeunit *instr; /* prev_instr */
   int stacktop;
   char is_entry;
   char owner;
@@ -44,7 +50,7 @@ struct gpumem_iframe {
   PyObject *f_builtins;
   PyObject *f_locals;
   PyObject *frame_obj;
-  _Py_CODEUNIT *instr; /* 3.12: prev_instr; 3.13: instr_ptr */
+  gpumem_codeunit *instr; /* 3.12: prev_instr; 3.13: instr_ptr */
   int stacktop;
   uint16_t return_offset;
   char owner;
@@ -246,7 +252,7 @@ uint32_t gpumem_pystack_capture(void) {
     PyObject *c = FRAME_CODE(f);
     if (f->owner == OWNED_BY_CSTACK || !c || (const void *)Py_TYPE(c) != p_code_type) continue;
     PyCodeObject *co = (PyCodeObject *)c;
-    _Py_CODEUNIT *first = _PyCode_CODE(co);
+    gpumem_codeunit *first = CODE_START(co);
     /* A frame just pushed, before its first traceable instruction, has no line yet. */
     if (f->owner != OWNED_BY_GENERATOR && f->instr < first + co->_co_firsttraceable) continue;
     code[depth] = (uintptr_t)co;

@@ -1,8 +1,8 @@
 // Builds the test-only C programs (the ring producer) once per test run.
 import { test } from "bun:test";
-import { chmodSync, existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { chmodSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { NATIVE_DIR, ROOT } from "../../src/ffi/build";
 
 const dir = mkdtempSync(join(tmpdir(), "gpumem-test-"));
@@ -33,15 +33,15 @@ export function produce(path: string, capacity: number, events: number, ...extra
 
 /** Compile test/support/<name>.c as a shared library (in this run's private folder, 0700: the agent
  *  loads a hook only from a folder and file no other user can write) and return its path. */
-export function buildLibrary(name: string): string {
-  const key = `${name}.so`;
+export function buildLibrary(name: string, python = "python3"): string {
+  const key = python === "python3" ? `${name}.so` : `${name}-${basename(python)}.so`;
   const cached = built.get(key);
   if (cached) return cached;
   const out = join(dir, key);
   const src = join(ROOT, "test", "support", `${name}.c`);
   // The hook double captures Python stacks with the hook's own walker (cuda/pystack.c), against the
-  // headers of the python3 its tests run.
-  const inc = name === "hook_double" ? pythonHeaders() : null;
+  // headers of the python its tests run (python3, unless told).
+  const inc = name === "hook_double" ? pythonHeaders(python) : null;
   const py = name === "hook_double" ? [...(inc ? ["-I", inc] : ["-DGPUMEM_NO_PYTHON_H"]), join(NATIVE_DIR, "pystack.c")] : [];
   const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I", NATIVE_DIR, ...py, src, "-o", out, ...(py.length ? ["-ldl"] : [])], { stderr: "pipe" });
   if (proc.exitCode !== 0) throw new Error(`building ${name}.c failed:\n${proc.stderr}`);
@@ -52,8 +52,8 @@ export function buildLibrary(name: string): string {
 
 /** The include folder of the python3 on PATH where it holds Python.h (the headers the hook's stack
  *  walker is built against), else null: the double then captures no stacks, and their tests skip. */
-export function pythonHeaders(): string | null {
-  const p = Bun.spawnSync(["python3", "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"], { stdout: "pipe", stderr: "pipe" });
+export function pythonHeaders(python = "python3"): string | null {
+  const p = Bun.spawnSync([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"], { stdout: "pipe", stderr: "pipe" });
   const dir = p.exitCode === 0 ? p.stdout.toString().trim() : "";
   return dir && existsSync(join(dir, "Python.h")) ? dir : null;
 }
@@ -66,4 +66,24 @@ export const STACKS_SKIP = pythonHeaders() ? null : "(needs python3's headers, P
 export function stacksTest(name: string, fn: () => void | Promise<unknown>, timeout?: number) {
   if (STACKS_SKIP) test.skip(`${name} ${STACKS_SKIP}`, fn);
   else test(name, fn, timeout);
+}
+
+/** A CPython 3.`minor` that runs here: `python3.<minor>` on PATH, else one pyenv installed (its
+ *  shims run only the versions selected); null where there is none. */
+export function cpython(minor: number): string | null {
+  const runs = (p: string) => Bun.spawnSync([p, "-c", "pass"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+  const name = `python3.${minor}`;
+  if (Bun.which(name) && runs(name)) return name;
+  const versions = join(process.env.PYENV_ROOT ?? join(homedir(), ".pyenv"), "versions");
+  let found: string[] = [];
+  try {
+    found = readdirSync(versions).filter((v) => v.startsWith(`3.${minor}.`) && /^3\.\d+\.\d+$/.test(v)).sort();
+  } catch {
+    // no pyenv
+  }
+  for (const v of found.reverse()) {
+    const p = join(versions, v, "bin", name);
+    if (existsSync(p) && runs(p)) return p;
+  }
+  return null;
 }
