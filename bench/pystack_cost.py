@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import sysconfig
 import tempfile
 
@@ -54,7 +55,7 @@ def main():
         rows.append({"depth": depth, "capture_ns": round(min(cap), 1), "empty_ns": round(min(empty), 1), "added_ns": round(min(cap) - min(empty), 1)})
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "python": platform.python_version(),
               "machine": "%s, %d cores" % (platform.machine(), os.cpu_count()), "runs": args.runs, "n": args.n,
-              "command": "python3 bench/pystack_cost.py %s --runs %d --n %d" % (args.out, args.runs, args.n), "build": " ".join(cmd), "rows": rows}
+              "command": "%s bench/pystack_cost.py %s --runs %d --n %d" % (os.path.basename(sys.executable), args.out, args.runs, args.n), "build": " ".join(cmd), "rows": rows}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "pystack_cost.json"), "w") as f:
         json.dump(result, f, indent=1)
