@@ -36,7 +36,7 @@ async function screens(dir: string) {
   await Bun.sleep(500);
   sh("kill-session", "-t", session);
   if (process.env.GPUMEM_BENCH_PANE) console.error(pane);
-  return { cpu_percent_of_a_core: +usage.cpuPercent.toFixed(2), max_rss_mb: +(usage.maxRssBytes / 2 ** 20).toFixed(1), agents_on_screen: (pane.match(/train\.py/g) ?? []).length };
+  return { cpu_percent_of_a_core: +usage.cpuPercent.toFixed(2), max_rss_mb: +(usage.maxRssBytes / 2 ** 20).toFixed(1), agents_on_screen: (pane.match(/ sleep \d+/g) ?? []).length };
 }
 
 const idle = await screens(agentDir());
