@@ -8,6 +8,7 @@ suffix ("1M"); unset, 0 or "off": none.
 """
 import ctypes
 import sys
+import sysconfig
 import threading
 
 from .wire import FEATURE_ALLOC_STACKS
@@ -80,8 +81,9 @@ def start(hook, features, env, notes):
     if not min_bytes:
         return None
     if not hook or not features & FEATURE_ALLOC_STACKS:
+        here = "Python %d.%d%s" % (sys.version_info[:2] + (", free-threaded" if sysconfig.get_config_var("Py_GIL_DISABLED") else "",))
         notes["stacks"] = ("off: this build of the hook captures no Python stacks (it needs this interpreter's "
-                           "headers, Python.h, and Python 3.11 to 3.13; Python %d.%d here)" % sys.version_info[:2])
+                           "headers, Python.h, and Python 3.11 to 3.13 with the GIL; %s here)" % here)
         return None
     hook.gpumem_hook_stacks.argtypes = [ctypes.c_uint64]
     rc = hook.gpumem_hook_stacks(min_bytes)

@@ -17,6 +17,6 @@ for (const minor of [11, 12, 13]) {
     const log = p.stderr.toString();
     if (p.exitCode !== 0) console.log(log);
     expect(p.exitCode).toBe(0);
-    expect(log).toMatch(/Ran 6 tests/);
+    expect(log).toMatch(/Ran 7 tests/);
   });
 }

@@ -133,6 +133,16 @@ class Threshold(unittest.TestCase):
                 self.assertEqual(stacks.threshold({stacks.ENV: v}, quiet=True), 0)
             self.assertEqual(err.getvalue(), "")
 
+    def test_a_hook_without_the_walker_leaves_stacks_off_and_says_which_python(self):
+        for hook, features in ((None, 0), (released, 0)):
+            notes = {}
+            self.assertIsNone(stacks.start(hook, features, {stacks.ENV: "1M"}, notes))
+            self.assertEqual(notes["stacks"], "off: this build of the hook captures no Python stacks (it needs this interpreter's headers, "
+                             "Python.h, and Python 3.11 to 3.13 with the GIL; Python %d.%d here)" % sys.version_info[:2])
+        notes = {}
+        self.assertIsNone(stacks.start(released, 0, {}, notes))  # not asked for: nothing said
+        self.assertEqual(notes, {})
+
 
 if __name__ == "__main__":
     unittest.main()
