@@ -10,6 +10,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { agentDir, recordedRate, startWriters } from "./support/busy-agents";
+import { monitorPane } from "./support/monitor-pane";
 import { procUsage } from "./support/proc-usage";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
@@ -18,23 +19,15 @@ const AGENTS = Number(process.argv[4] ?? 4);
 const FIXTURE = join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
 const RATE = Number(process.argv[5]) || Math.round(recordedRate(FIXTURE));
 const CORES = navigator.hardwareConcurrency;
-const tmux = Bun.which("tmux");
-if (!tmux) throw new Error("this bench needs tmux (apt install tmux)");
 const cli = join(import.meta.dir, "..", "src", "cli.ts");
-const session = `gpumem-bench-screens-${process.pid}`;
-const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).stdout.toString();
 const pin = CORES > 1 && Bun.which("taskset") ? "taskset -c 0 " : "";
 
 async function screens(dir: string) {
-  sh("kill-session", "-t", session);
-  sh("new-session", "-d", "-s", session, "-x", "200", "-y", "60", `exec env GPUMEM_TUI_DIR=${dir} NO_COLOR=1 ${pin}${process.execPath} ${cli} --interval 1000`);
-  const pid = Number(sh("list-panes", "-t", session, "-F", "#{pane_pid}").trim());
+  const m = monitorPane(`env GPUMEM_TUI_DIR=${dir} NO_COLOR=1 ${pin}${process.execPath} ${cli} --interval 1000`, 200, 60);
   await Bun.sleep(4000); // past start-up and the first reads of the rings
-  const pane = sh("capture-pane", "-p", "-t", session);
-  const usage = await procUsage(pid, SECONDS);
-  sh("send-keys", "-t", session, "q");
-  await Bun.sleep(500);
-  sh("kill-session", "-t", session);
+  const pane = m.pane();
+  const usage = await procUsage(m.pid, SECONDS);
+  await m.quit();
   if (process.env.GPUMEM_BENCH_PANE) console.error(pane);
   return { cpu_percent_of_a_core: +usage.cpuPercent.toFixed(2), max_rss_mb: +(usage.maxRssBytes / 2 ** 20).toFixed(1), agents_on_screen: (pane.match(/ sleep \d+/g) ?? []).length };
 }

@@ -7,36 +7,29 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { monitorPane } from "./support/monitor-pane";
 import { procUsage } from "./support/proc-usage";
 
 const oldTree = process.argv[2];
 if (!oldTree) throw new Error("usage: bun bench/tui-process-screen.ts OLD_TREE [OUT_DIR]");
 const outDir = process.argv[3] ?? join(import.meta.dir, "results");
-const tmux = Bun.which("tmux");
-if (!tmux) throw new Error("this bench needs tmux (apt install tmux)");
 const SECONDS = 30;
 const ROUNDS = 2; // old, new, old, new: each measured twice, interleaved
 const work = mkdtempSync(join(tmpdir(), "gpumem-bench-screen-"));
-const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).stdout.toString();
 
 async function measure(label: string, tree: string) {
-  const s = `gpumem-bench-${process.pid}`;
   const out = join(work, `${label}.out`);
   writeFileSync(out, "");
-  sh("kill-session", "-t", s);
   // Started in its tree, as the terminal tests start it (no key here writes a file).
-  sh("new-session", "-d", "-s", s, "-x", "120", "-y", "40", "-c", resolve(tree), `exec bun ${join(resolve(tree), "src", "cli.ts")} --demo`);
-  for (let i = 0; i < 2000 && !sh("capture-pane", "-p", "-t", s).includes("gpumem-tui"); i++) await Bun.sleep(5);
-  sh("send-keys", "-t", s, "2");
-  const pid = Number(sh("list-panes", "-t", s, "-F", "#{pane_pid}").trim());
+  const m = monitorPane(`bun ${join(resolve(tree), "src", "cli.ts")} --demo`, 120, 40, resolve(tree));
+  await m.firstFrame(performance.now());
+  m.keys("2");
   await Bun.sleep(3000); // past start-up and the switch to the Process screen
-  sh("pipe-pane", "-o", "-t", s, `cat >> ${out}`);
-  const { cpuPercent: cpuPct, maxRssBytes: maxRss, wallS } = await procUsage(pid, SECONDS);
-  sh("pipe-pane", "-t", s);
-  const screen = sh("capture-pane", "-p", "-t", s);
-  sh("send-keys", "-t", s, "q");
-  await Bun.sleep(500);
-  sh("kill-session", "-t", s);
+  m.pipe(out);
+  const { cpuPercent: cpuPct, maxRssBytes: maxRss, wallS } = await procUsage(m.pid, SECONDS);
+  m.pipe();
+  const screen = m.pane();
+  await m.quit();
   return {
     run: label,
     cpu_percent_of_a_core: +cpuPct.toFixed(2),

@@ -4,34 +4,20 @@
 //   bun bench/tui-resources.ts [OUT_DIR]
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { monitorPane } from "./support/monitor-pane";
 import { procUsage } from "./support/proc-usage";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
-const tmux = Bun.which("tmux");
-if (!tmux) throw new Error("this bench needs tmux (apt install tmux)");
 const cli = join(import.meta.dir, "..", "src", "cli.ts");
-const s = `gpumem-bench-${process.pid}`;
-const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).stdout.toString();
 const SECONDS = 20;
 
 async function measure(args: string, env = "") {
-  sh("kill-session", "-t", s);
   const t0 = performance.now();
-  sh("new-session", "-d", "-s", s, "-x", "200", "-y", "60", `exec env ${env} bun ${cli} ${args}`);
-  let firstFrameMs = NaN;
-  while (performance.now() - t0 < 10_000) {
-    if (sh("capture-pane", "-p", "-t", s).includes("gpumem-tui")) {
-      firstFrameMs = performance.now() - t0;
-      break;
-    }
-    await Bun.sleep(5);
-  }
-  const pid = Number(sh("list-panes", "-t", s, "-F", "#{pane_pid}").trim());
+  const m = monitorPane(`env ${env} bun ${cli} ${args}`, 200, 60);
+  const firstFrameMs = await m.firstFrame(t0);
   await Bun.sleep(2000); // past start-up
-  const { cpuPercent: cpuPct, maxRssBytes: maxRss } = await procUsage(pid, SECONDS);
-  sh("send-keys", "-t", s, "q");
-  await Bun.sleep(500);
-  sh("kill-session", "-t", s);
+  const { cpuPercent: cpuPct, maxRssBytes: maxRss } = await procUsage(m.pid, SECONDS);
+  await m.quit();
 
   return { args, env, first_frame_ms: Math.round(firstFrameMs), cpu_percent_of_a_core: +cpuPct.toFixed(2), max_rss_mb: +(maxRss / 2 ** 20).toFixed(1) };
 }

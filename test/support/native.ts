@@ -77,11 +77,13 @@ export function cpython(minor: number): string | null {
   const versions = join(process.env.PYENV_ROOT ?? join(homedir(), ".pyenv"), "versions");
   let found: string[] = [];
   try {
-    found = readdirSync(versions).filter((v) => v.startsWith(`3.${minor}.`) && /^3\.\d+\.\d+$/.test(v)).sort();
+    found = readdirSync(versions).filter((v) => v.startsWith(`3.${minor}.`) && /^3\.\d+\.\d+$/.test(v));
   } catch {
     // no pyenv
   }
-  for (const v of found.reverse()) {
+  // The newest patch release first (3.12.10 before 3.12.9).
+  found.sort((a, b) => Number(b.split(".")[2]) - Number(a.split(".")[2]));
+  for (const v of found) {
     const p = join(versions, v, "bin", name);
     if (existsSync(p) && runs(p)) return p;
   }
