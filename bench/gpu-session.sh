@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: checks | costs | tests | final | attach | jobs | every-gpu | stacks | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# PART: checks | costs | tests | final | attach | jobs | every-gpu | screens | stacks | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -66,6 +66,11 @@ every-gpu)  # four GPUs or more: one rank per GPU watched (steady CPU too), atta
   TAIL=30 step ranks 170 env OUT="$r/ranks" BUN=bun PY=python3 bash test/gpu/ranks.sh 50
   TAIL=20 step attach-ddp 120 python3 test/gpu/attach_ddp.py --seconds 35 --out "$r/attach-ddp.json"
   TAIL=40 step zoo 270 bun test/gpu/zoo.ts "$r/zoo" --scale 0.5 --budget 250
+  ;;
+screens)  # the screens' own CPU following busy ranks (issue 27): a rank per GPU watched (MON_PROF=1: the monitor profiled), the simulated four ranks on this host's CPU
+  TAIL=30 step ranks 170 env OUT="$r/ranks" BUN=bun PY=python3 ${MON_PROF:+MON_PROF=$out/prof} bash test/gpu/ranks.sh 50
+  TAIL=4 step screens-agents 120 bun bench/screens-agents.ts "$r/screens-agents" 20 4 165000
+  cp "$r"/ranks/ranks.md "$r"/ranks/monitor.txt "$r"/screens-agents/*.json "$out/" 2>/dev/null
   ;;
 stacks)  # the hook's Python stacks (GPUMEM_TUI_STACKS): the GPU test, the hook's cost per event, the step with stacks against torch's recorder
   TAIL=20 step stacks-test 240 env GPUMEM_GPU_TESTS=1 bun test test/headless/run-stacks.test.ts test/agent/stacks.test.ts

@@ -3,6 +3,7 @@
 # then 80×24), a rank killed mid-run, the monitor's own CPU and memory (steady, then with keys), and `--json --once` beside
 # `nvidia-smi --query-gpu`. On a GPU machine, from the repository root:
 #   OUT=DIR BUN=bun PY=python3 bash test/gpu/ranks.sh [SECONDS]
+# MON_PROF=DIR: the monitor runs under Bun's sampling profiler (--cpu-prof, written to DIR when it quits).
 # Writes DIR/screens.txt, DIR/docs.ndjson (`--json --once` before and after the kill), DIR/facts.tar.xz
 # (torch's own figures per rank and step), DIR/monitor.txt, DIR/nvml.md; then
 # python3 test/gpu/ranks_check.py DIR writes DIR/ranks.md and DIR/ranks.json (the checks).
@@ -20,7 +21,8 @@ BATCH=$(seq -s, 8 2 $((8 + 2 * (N - 1))))   # 8,10,12…: the last rank peaks ab
 # on): build it first, so every rank attaches before its first allocation.
 $PY -c "import sys, torch; sys.path.insert(0, 'agent'); from gpumem_agent import build; print(build.hook_library(torch))" > $W/hook.txt 2>&1
 export GPUMEM_TUI_DIR=$W/agents PYTHONUNBUFFERED=1 NO_COLOR=1 CUDA_DEVICE_ORDER=PCI_BUS_ID
-$T new-session -d -s r -x 200 -y 60 "cd $PWD; $BUN src/cli.ts run -- $PYBIN/torchrun --standalone --nproc_per_node $N --monitor-interval 5 test/gpu/hf_gpt2.py --ddp --seconds $SECONDS_RUN --batch-per-rank $BATCH --facts $W/f.jsonl 2> $W/monitor.err; echo exit status \$?; sleep 600"
+PROF=${MON_PROF:+--cpu-prof --cpu-prof-md --cpu-prof-dir=$MON_PROF}
+$T new-session -d -s r -x 200 -y 60 "cd $PWD; $BUN $PROF src/cli.ts run -- $PYBIN/torchrun --standalone --nproc_per_node $N --monitor-interval 5 test/gpu/hf_gpt2.py --ddp --seconds $SECONDS_RUN --batch-per-rank $BATCH --facts $W/f.jsonl 2> $W/monitor.err; echo exit status \$?; sleep 600"
 # A monitor watching from the start, as the screens do (a `--json --once` that comes later meets rings
 # that lapped since: its detail is partial, honestly): its documents for the step totals.
 (timeout $((SECONDS_RUN + 90)) $BUN src/cli.ts --json --interval 1000 > $W/stream.ndjson 2>/dev/null &)
@@ -52,6 +54,8 @@ kill -9 $VICTIM; sleep 1.5; cap after-kill; once after-kill
 sleep 20; cap end
 $T capture-pane -p -S -400 -t r | grep -v '⠀⠀⠀⠀' | tail -40 > $W/scroll.txt; cat $W/scroll.txt >> $OUT/screens.txt
 cat $W/monitor.err >> $OUT/monitor.txt 2>/dev/null
+# q quits the monitor (its profile is written then); the job ended after the kill.
+$T send-keys -t r q; sleep 3
 $T kill-server
 (cd $W && tar cJf $OUT/facts.tar.xz f.jsonl.rank* hook.txt 2>/dev/null)
 timeout 120 $BUN bench/nvml.ts $W/nvml > /dev/null 2>&1; cp $W/nvml/nvml.md $OUT/nvml.md 2>/dev/null
