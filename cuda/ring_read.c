@@ -65,9 +65,20 @@ static int fill_head(gpumem_reader *r, uint32_t l, uint64_t *lost) {
   return 0;
 }
 
-static int64_t read_records(gpumem_reader *r, uint32_t max, double *time_us, uint8_t *action, int8_t *device,
-                            uint8_t *phase, double *address, double *size, double *stream, double *extra,
-                            uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost) {
+/* The records read, as columns (the caller's typed arrays). */
+typedef struct columns {
+  double *time_us;
+  uint8_t *action;
+  int8_t *device;
+  uint8_t *phase;
+  double *address, *size, *stream, *extra;
+  uint32_t *step, *range, *line;
+} columns;
+
+/* Up to `max` records consumed into `c`; returns the records written. With `fold`, a free_completed
+ * that follows its own free_requested at once (same block, size and device) is written into that
+ * record as it is read (ring_fold.c says why), so the columns are written once and never moved. */
+static int64_t read_records(gpumem_reader *r, uint32_t max, int fold, const columns *c, uint64_t *lost) {
   const gpumem_header *h = r->h;
   /* A live header may be rewritten: what a batch relies on is checked at every read. */
   const calibration cal = {h->clock_base_ticks, h->clock_base_ns, h->clock_ns_per_tick};
@@ -91,8 +102,9 @@ static int64_t read_records(gpumem_reader *r, uint32_t max, double *time_us, uin
     }
     if (max > 0 && fill_head(r, l, &lost_now)) live[n_live++] = l;
   }
+  uint32_t consumed = 0;
   uint32_t n = 0;
-  while (n < max && n_live > 0) {
+  while (consumed < max && n_live > 0) {
     /* The smallest head first (ties: the lower lane, so the shared lane's marks lead). */
     uint32_t k = 0;
     for (uint32_t j = 1; j < n_live; j++) {
@@ -100,35 +112,50 @@ static int64_t read_records(gpumem_reader *r, uint32_t max, double *time_us, uin
       if (tj < tk || (tj == tk && live[j] < live[k])) k = j;
     }
     lane_state *s = &r->lane[live[k]];
-    const gpumem_record copy = s->head;
+    const gpumem_record *rec = &s->head;
+    const double t = to_us(&cal, rec->time);
+    if (fold && rec->action == GPUMEM_ACTION_FREE_COMPLETED && n > 0 && c->action[n - 1] == GPUMEM_ACTION_FREE_REQUESTED &&
+        c->address[n - 1] == (double)rec->address && c->size[n - 1] == (double)rec->size && c->device[n - 1] == rec->device) {
+      c->action[n - 1] = GPUMEM_ACTION_FREE;
+      c->extra[n - 1] = t; /* when the free completed: nothing of the pair is lost */
+    } else {
+      c->time_us[n] = t;
+      c->action[n] = rec->action;
+      c->device[n] = rec->device;
+      c->phase[n] = rec->phase;
+      c->address[n] = (double)rec->address;
+      c->size[n] = (double)rec->size;
+      c->stream[n] = (double)rec->stream;
+      c->extra[n] = (double)rec->extra;
+      c->step[n] = rec->step;
+      c->range[n] = rec->range;
+      c->line[n] = rec->line;
+      n++;
+    }
     s->next++;
+    consumed++;
     /* The lane's next head only if this batch goes on: what lies past a full batch (laps
      * included) is the next read's, as with one lane. */
-    if (n + 1 < max && !fill_head(r, live[k], &lost_now)) live[k] = live[--n_live];
-    time_us[n] = to_us(&cal, copy.time);
-    action[n] = copy.action;
-    device[n] = copy.device;
-    phase[n] = copy.phase;
-    address[n] = (double)copy.address;
-    size[n] = (double)copy.size;
-    stream[n] = (double)copy.stream;
-    extra[n] = (double)copy.extra;
-    step[n] = copy.step;
-    range[n] = copy.range;
-    line[n] = copy.line;
-    n++;
+    if (consumed < max && !fill_head(r, live[k], &lost_now)) live[k] = live[--n_live];
   }
   *lost = lost_now;
+  return n;
+}
+
+/* read_records under the SIGBUS guard of a live ring. */
+int64_t gpumem_read_columns(gpumem_reader *r, uint32_t max, int fold, double *time_us, uint8_t *action, int8_t *device,
+                            uint8_t *phase, double *address, double *size, double *stream, double *extra, uint32_t *step,
+                            uint32_t *range, uint32_t *line, uint64_t *lost) {
+  const columns c = {time_us, action, device, phase, address, size, stream, extra, step, range, line};
+  *lost = 0;
+  GUARD_BEGIN(r, GPUMEM_RING_E_TRUNCATED);
+  const int64_t n = read_records(r, max, fold, &c, lost);
+  GUARD_END();
   return n;
 }
 
 int64_t gpumem_ring_read(gpumem_reader *r, uint32_t max, double *time_us, uint8_t *action, int8_t *device,
                          uint8_t *phase, double *address, double *size, double *stream, double *extra,
                          uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost) {
-  *lost = 0;
-  GUARD_BEGIN(r, GPUMEM_RING_E_TRUNCATED);
-  const int64_t n = read_records(r, max, time_us, action, device, phase, address, size, stream, extra, step, range,
-                                 line, lost);
-  GUARD_END();
-  return n;
+  return gpumem_read_columns(r, max, 0, time_us, action, device, phase, address, size, stream, extra, step, range, line, lost);
 }

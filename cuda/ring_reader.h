@@ -3,7 +3,7 @@
  *
  * The reader is split by job: ring_open.c opens and validates a ring, ring_guard.c keeps reads of a
  * live mapping from dying of SIGBUS (and copies the header under it), ring_read.c reads records in
- * batches, ring_fold.c reads up to a position with the frees folded. Names declared here are
+ * batches (the frees folded on the way where asked), ring_fold.c reads up to a position. Names declared here are
  * hidden: the library exports only what ring.h declares.
  */
 #ifndef GPUMEM_RING_READER_INTERNAL_H
@@ -61,6 +61,11 @@ static inline uint64_t lane_write_index(const gpumem_header *h, uint32_t l) {
 static inline int holds(const lane_state *s, uint64_t w) {
   return s->held == UINT64_MAX || w <= s->held + GPUMEM_STALL_LIMIT;
 }
+
+/* gpumem_ring_read's body (ring_read.c), with the frees folded as they are read where `fold` is set. */
+GPUMEM_HIDDEN int64_t gpumem_read_columns(gpumem_reader *r, uint32_t max, int fold, double *time_us, uint8_t *action,
+                                          int8_t *device, uint8_t *phase, double *address, double *size, double *stream,
+                                          double *extra, uint32_t *step, uint32_t *range, uint32_t *line, uint64_t *lost);
 
 /* Records the file holds from lane l's start to its first hole (ring_open.c). */
 GPUMEM_HIDDEN uint64_t gpumem_held_records(int fd, uint64_t capacity, uint32_t l);
