@@ -67,7 +67,7 @@ every-gpu)  # four GPUs or more: one rank per GPU watched (steady CPU too), atta
   TAIL=20 step attach-ddp 120 python3 test/gpu/attach_ddp.py --seconds 35 --out "$r/attach-ddp.json"
   TAIL=40 step zoo 270 bun test/gpu/zoo.ts "$r/zoo" --scale 0.5 --budget 250
   ;;
-screens)  # the screens' own CPU following busy ranks (issue 27): a rank per GPU watched (MON_PROF=1: the monitor profiled), the simulated four ranks on this host's CPU; BASE_TREE=DIR: the same, in turn, for the tree in DIR (its node_modules in it)
+screens)  # the screens' own CPU following busy ranks (issue 27): a rank per GPU watched (MON_PROF=1: the monitor profiled; SCREENS_PROF=1: the simulated ranks again, profiled), the simulated four ranks on this host's CPU; BASE_TREE=DIR: the same, in turn, for the tree in DIR (its node_modules in it)
   for tree in "$PWD" ${BASE_TREE:-}; do
     label=head; [ "$tree" = "$PWD" ] || label=base
     (cd "$tree" && bun cuda/build.ts --install > "$r/build-$label.log" 2>&1)
@@ -77,6 +77,8 @@ screens)  # the screens' own CPU following busy ranks (issue 27): a rank per GPU
     cp "$r/ranks-$label/ranks.md" "$out/ranks-$label.md"; cp "$r/ranks-$label/monitor.txt" "$out/monitor-$label.txt"
     cp "$r/screens-agents-$label/screens-agents-4.json" "$out/screens-agents-4-$label.json"
   done
+  # Where the busy screens' time goes on this host: the simulated ranks again, the monitor profiled.
+  [ -z "${SCREENS_PROF:-}" ] || TAIL=2 step screens-agents-prof 120 env GPUMEM_BENCH_PROF="$out/prof-screens" bun bench/screens-agents.ts "$r/screens-agents-prof" 20 4 165000
   ;;
 stacks)  # the hook's Python stacks (GPUMEM_TUI_STACKS): the GPU test, the hook's cost per event, the step with stacks against torch's recorder
   TAIL=20 step stacks-test 240 env GPUMEM_GPU_TESTS=1 bun test test/headless/run-stacks.test.ts test/agent/stacks.test.ts

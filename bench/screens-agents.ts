@@ -5,6 +5,7 @@
 // writers on the others, as ranks run on cores of their own. Reports the monitor's share of one core
 // and its largest resident set, from /proc.
 //   bun bench/screens-agents.ts [OUT_DIR] [SECONDS] [AGENTS] [RATE]
+// GPUMEM_BENCH_PROF=DIR: the busy monitor runs under Bun's sampling profiler (written to DIR at q).
 // RATE: records a second per agent (default: test/fixtures/hf-gpt2.ring's own, ~76k). Four ranks of
 // test/gpu/hf_gpt2.py on four H200s wrote ~165k each (bench/results/gpu-2026-11-26-pm/ranks-4.md).
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -22,12 +23,13 @@ const CORES = navigator.hardwareConcurrency;
 const cli = join(import.meta.dir, "..", "src", "cli.ts");
 const pin = CORES > 1 && Bun.which("taskset") ? "taskset -c 0 " : "";
 
-async function screens(dir: string) {
-  const m = monitorPane(`env GPUMEM_TUI_DIR=${dir} NO_COLOR=1 ${pin}${process.execPath} ${cli} --interval 1000`, 200, 60);
+async function screens(dir: string, prof = "") {
+  const m = monitorPane(`env GPUMEM_TUI_DIR=${dir} NO_COLOR=1 ${pin}${process.execPath} ${prof} ${cli} --interval 1000`, 200, 60);
   await Bun.sleep(4000); // past start-up and the first reads of the rings
   const pane = m.pane();
   const usage = await procUsage(m.pid, SECONDS);
   await m.quit();
+  if (prof) await Bun.sleep(1500); // the profile is written as it quits
   if (process.env.GPUMEM_BENCH_PANE) console.error(pane);
   return { cpu_percent_of_a_core: +usage.cpuPercent.toFixed(2), max_rss_mb: +(usage.maxRssBytes / 2 ** 20).toFixed(1), agents_on_screen: (pane.match(/ sleep \d+/g) ?? []).length };
 }
@@ -35,7 +37,8 @@ async function screens(dir: string) {
 const idle = await screens(agentDir());
 const dir = agentDir();
 const stop = startWriters(dir, AGENTS, FIXTURE, RATE, SECONDS + 10, CORES > 1 ? `1-${CORES - 1}` : null);
-const busy = await screens(dir);
+const profDir = process.env.GPUMEM_BENCH_PROF;
+const busy = await screens(dir, profDir ? `--cpu-prof --cpu-prof-md --cpu-prof-dir=${profDir}` : "");
 stop();
 
 const result = {
