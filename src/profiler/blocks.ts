@@ -133,7 +133,7 @@ export class BlockTable {
     if (flags === RESYNCED) this.resynced++;
     this.bytesByCat[category]! += size;
     this.countByCat[category]!++;
-    if (range >= this.bytesByRange.length) this.bytesByRange = grownToHold(this.bytesByRange, range);
+    this.holdRange(range);
     this.bytesByRange[range]! += size;
     return slot;
   }
@@ -209,16 +209,21 @@ export class BlockTable {
   }
 
 
-  /** A slot for a new block (its columns are the caller's to fill). */
-  private take(): number {
+  /** bytesByRange has room for range id `range`. */
+  holdRange(range: number): void {
+    if (range >= this.bytesByRange.length) this.bytesByRange = grownToHold(this.bytesByRange, range);
+  }
+
+  /** A slot for a new block (its columns are the caller's to fill; they may have grown). */
+  take(): number {
     this.changes++;
     if (this.nFree > 0) return this.freeSlots[--this.nFree]!;
     if (this.used === this.capacity) this.grow();
     return this.used++;
   }
 
-  /** Give a slot back once its block is gone. */
-  private release(slot: number): void {
+  /** Give a slot back once its block is gone (out of the sums already). */
+  release(slot: number): void {
     this.changes++;
     // Most blocks were never named: a store into these sparse arrays only where there is something.
     if (this.names[slot] !== undefined) this.names[slot] = undefined;

@@ -144,20 +144,21 @@ export class ProfilerModel {
         cp = ph;
         cr = rg;
       }
+      if (a <= ACTION.free_completed || a === ACTION.free) {
+        // The allocator's records, this one and those after it that the same stamps cover, in one
+        // run (DeviceState.allocatorRecords). An attach's seed goes in right after its device's
+        // counted record of its point: while one waits, a run is one record.
+        const seeding = this.seeds !== null;
+        const next = ds.allocatorRecords(batch, i, end, cs, cp, cr, MAX_RANGE_ID, allocStacks, seeding);
+        this.eventsIngested += ds.foldedFrees; // a folded free is two events, as the writer recorded them
+        const last = next - 1;
+        const ln = lineCol[last]!;
+        if (ln !== 0) this.lines.record(ln, dev, action[last]!, size[last]!, ds.active, ds.reserved);
+        if (seeding && a !== ACTION.free_completed) this.seedDue(ds, t);
+        i = last;
+        continue;
+      }
       switch (a) {
-        case ACTION.alloc: // a snapshot's trace gives the stack; a ring's alloc carries it in `extra`
-          ds.alloc(t, address[i]!, size[i]!, stream[i]!, stack[i]! || (allocStacks ? extra[i]! : 0));
-          break;
-        case ACTION.free_requested:
-          ds.freeRequested(t, address[i]!, size[i]!);
-          break;
-        case ACTION.free_completed:
-          ds.freeCompleted(t, size[i]!);
-          break;
-        case ACTION.free: // the reader's fold of a free_requested and its free_completed (at `extra`)
-          ds.free(t, extra[i]!, address[i]!, size[i]!);
-          this.eventsIngested++; // two events, as the writer recorded them
-          break;
         case ACTION.segment_alloc: // `extra`: the segment's pool, where the hook carries it
           ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true, extra[i]!);
           break;
@@ -182,8 +183,6 @@ export class ProfilerModel {
       }
       const ln = lineCol[i]!;
       if (ln !== 0) this.lines.record(ln, dev, a, size[i]!, ds.active, ds.reserved);
-      // An attach's seed goes in right after its device's counted record of its point.
-      if (this.seeds !== null && (a === ACTION.alloc || a === ACTION.free_requested || a === ACTION.free)) this.seedDue(ds, t);
     }
     this.eventsIngested += end - start;
     if (this.tail) this.tail.push(batch, start, end);

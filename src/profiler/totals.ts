@@ -29,6 +29,11 @@ for (const [name, row] of Object.entries(TOTALS_RULE)) {
 }
 Object.freeze(ROWS); // constant: the compiler may fold a call site's row
 
+/** The rule's row for one action (what a loop that moves the totals itself applies). */
+export function ruleRow(action: number): Readonly<Row> {
+  return ROWS[action & 255]!;
+}
+
 /**
  * The block the caching allocator gives a request: at least MIN_BLOCK_SIZE bytes, a multiple of it.
  * Trace entries (the hook's records, a snapshot's device_traces) carry the size the program asked

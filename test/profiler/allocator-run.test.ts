@@ -1,0 +1,115 @@
+// The allocator's records are accounted in runs (DeviceState.allocatorRecords: one loop over the
+// records the same stamps cover, the block table's sums kept on columns read once a run). Two
+// things must hold on every committed recording, frees folded as the live reader gives them and
+// not folded as a replay of a snapshot's trace gives them:
+// - the running sums equal the sums over the live blocks (bytes and blocks by category, bytes by
+//   range, blocks above 1 MiB), so the run and BlockTable's own add/discard keep them alike;
+// - a model fed one record at a time (every run one record long) ends exactly where a model fed
+//   in big batches ends: totals, counts, steps and their figures, blocks.
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { isMark, newEventBatch, type EventBatch } from "../../src/ffi/events";
+import { openRingBuffer } from "../../src/ffi/ring";
+import { ROOT } from "../../src/ffi/build";
+import { createModel, type DeviceState, type ProfilerModel } from "../../src/profiler";
+import { LARGE } from "../../src/profiler/blocks";
+import { N_CAT } from "../../src/profiler/categories";
+
+const RINGS = [
+  ...["normal.ring", "hf-gpt2.ring", "oom.ring", "kept-loss-graph.ring", "no-zero-grad.ring", "normal-history.ring", "hf-gpt2-leak.ring.gz", "compile-graphs.ring.gz"].map((f) => join(ROOT, "test", "fixtures", f)),
+  ...["expandable.ring", "lapped.ring", "names.ring"].map((f) => join(ROOT, "test", "profiler", "fixtures", "rings", f)),
+];
+
+function records(path: string, fold: boolean): EventBatch {
+  const bytes = readFileSync(path);
+  const ring = openRingBuffer(path.endsWith(".gz") ? Bun.gunzipSync(bytes) : bytes, path, { fold });
+  const all = newEventBatch(1 << 21);
+  ring.read(all);
+  ring.close();
+  return all;
+}
+
+/** `all` without its marks: the records' own stamps then change inside runs of allocator records
+ *  (as when the marks' writer lags the allocator's), which a run must stop at. */
+function withoutMarks(all: EventBatch): EventBatch {
+  const out = newEventBatch(all.count);
+  let n = 0;
+  for (let i = 0; i < all.count; i++) {
+    if (isMark(all.action[i]!)) continue;
+    for (const k of Object.keys(all) as (keyof EventBatch)[]) {
+      const col = all[k];
+      if (typeof col !== "number") (out[k] as Float64Array)[n] = (col as Float64Array)[i]!;
+    }
+    n++;
+  }
+  out.count = n;
+  return out;
+}
+
+/** Feed `all` in batches of `n` records. */
+function fed(all: EventBatch, n: number): ProfilerModel {
+  const model = createModel();
+  for (let s = 0; s < all.count; s += n) model.ingest(all, 0, s, Math.min(all.count, s + n));
+  return model;
+}
+
+/** The block table's sums, recomputed from its live blocks. */
+function recomputed(d: DeviceState) {
+  const b = d.blocks;
+  const bytes = new Float64Array(N_CAT);
+  const count = new Float64Array(N_CAT);
+  const byRange = new Map<number, number>();
+  let large = 0;
+  for (const slot of b.bySlot.values()) {
+    bytes[b.category[slot]!]! += b.size[slot]!;
+    count[b.category[slot]!]!++;
+    byRange.set(b.range[slot]!, (byRange.get(b.range[slot]!) ?? 0) + b.size[slot]!);
+    if (b.size[slot]! > LARGE) large++;
+  }
+  return { bytes: [...bytes], count: [...count], byRange, large };
+}
+
+function kept(d: DeviceState) {
+  const byRange = new Map<number, number>();
+  d.blocks.bytesByRange.forEach((v, r) => v !== 0 && byRange.set(r, v));
+  return { bytes: [...d.blocks.bytesByCat], count: [...d.blocks.countByCat], byRange, large: d.blocks.large };
+}
+
+/** What a device ends with, as plain numbers. */
+function end(d: DeviceState) {
+  return {
+    totals: [d.allocated, d.requested, d.active, d.reserved, d.peakAllocated, d.peakActive, d.peakReserved, d.nAlloc, d.nFree],
+    blocks: d.blocks.count,
+    unknownFrees: [d.unknownFrees, d.unknownFreeBytes, d.replacedBlocks],
+    lastTime: d.lastTime_us,
+    steps: d.steps.map((s) => [s.step, s.alloc_bytes, s.freed_bytes, s.n_alloc, s.n_free, s.peak_allocated, s.peak_time_us, s.largest_alloc_bytes, s.peakTemp, [...s.peakComp], [...s.phAlloc], [...s.phFreed], [...s.phFreedWithin], [...s.phPeak], [...s.liveByCatAtEnd], s.partial, [...s.ranges].map(([r, x]) => [r, { ...x }])]),
+  };
+}
+
+describe("the allocator's records in runs", () => {
+  for (const path of RINGS) {
+    for (const fold of [true, false]) {
+      const name = `${path.split("/").pop()}, frees ${fold ? "folded" : "as written"}`;
+      test(`${name}: the running sums are the live blocks' sums`, () => {
+        const model = fed(records(path, fold), 65_536);
+        expect(model.devices.length).toBeGreaterThan(0);
+        for (const d of model.devices) expect(kept(d)).toEqual(recomputed(d));
+      });
+      test(`${name}: one record at a time ends where big batches end`, () => {
+        const all = records(path, fold);
+        const big = fed(all, 65_536);
+        const single = fed(all, 1);
+        expect(single.eventsIngested).toBe(big.eventsIngested);
+        expect(single.devices.map(end)).toEqual(big.devices.map(end));
+      });
+      test(`${name}, marks taken out: one record at a time ends where big batches end`, () => {
+        const all = withoutMarks(records(path, fold));
+        const big = fed(all, 65_536);
+        const single = fed(all, 1);
+        expect(big.devices.flatMap((d) => d.steps).length).toBeGreaterThan(0);
+        expect(single.devices.map(end)).toEqual(big.devices.map(end));
+      });
+    }
+  }
+});
