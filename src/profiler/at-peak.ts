@@ -177,10 +177,15 @@ export class PeakWitness {
     return s;
   }
 
-  /** Live block `slot` is about to be freed while `cur` runs (`serial`: the last allocation's now). */
+  /** Whether live block `slot` was allocated by the running step's peak (`cur`'s): one allocated
+   *  after it is freed before any later peak, alive at no peak kept, and its free is not logged. */
+  bornByPeak(slot: number, cur: StepRecord): boolean {
+    return this.blocks.serial[slot]! <= this.peakSerial(cur);
+  }
+
+  /** Live block `slot`, born by the running step's peak (bornByPeak), is about to be freed while
+   *  `cur` runs (`serial`: the last allocation's now): its free is logged. */
   freeing(slot: number, serial: number, cur: StepRecord): void {
-    // Allocated after the running step's peak: freed before any later peak, alive at no peak kept.
-    if (this.blocks.serial[slot]! > this.peakSerial(cur)) return;
     const log = this.log;
     // Full: before it grows, drop what no kept or running peak needs (a run without step marks
     // would otherwise log every free it ever made).

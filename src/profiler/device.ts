@@ -339,7 +339,7 @@ export class DeviceState extends TotalsReadout {
         reserved += RF.rs * rq;
         counts[RF.count]!++;
         if (slot >= 0) {
-          peaks.freeing(slot, serial, acc.cur);
+          if (peaks.bornByPeak(slot, acc.cur)) peaks.freeing(slot, serial, acc.cur);
           acc.freeBlock(size, phase, slot, step);
           // BlockTable.discard, on the columns read once a run (a resynced block's own way apart).
           if (cFlags[slot] === RESYNCED) blocks.discard(slot);
