@@ -214,7 +214,13 @@ export class BlockTable {
     if (range >= this.bytesByRange.length) this.bytesByRange = grownToHold(this.bytesByRange, range);
   }
 
-  /** A slot for a new block (its columns are the caller's to fill; they may have grown). */
+  /** Room for `n` more blocks without the columns growing (they grow now where they must): whoever
+   *  then takes at most `n` slots may keep the columns it read. */
+  makeRoom(n: number): void {
+    while (this.nFree + this.capacity - this.used < n) this.grow();
+  }
+
+  /** A slot for a new block (its columns are the caller's to fill; they grow when full). */
   take(): number {
     this.changes++;
     if (this.nFree > 0) return this.freeSlots[--this.nFree]!;

@@ -26,6 +26,10 @@ import { blockSize, ruleRow } from "./totals";
 
 export type { SnapshotSegment } from "./resync";
 
+/** New blocks one run of allocator records may make (allocatorRecords): the block table makes room
+ *  for them first, so the run keeps the columns it read; a run that needs more stops there. */
+const RUN_ROOM = 1024;
+
 export class DeviceState extends TotalsReadout {
   readonly blocks = new BlockTable();
   readonly segments = new SegmentTable();
@@ -236,18 +240,20 @@ export class DeviceState extends TotalsReadout {
     const bytesByCat = blocks.bytesByCat;
     const countByCat = blocks.countByCat;
     const bytesByRange = blocks.bytesByRange;
-    let capacity = blocks.capacity;
-    let cAddress = blocks.address;
-    let cSize = blocks.size;
-    let cStream = blocks.stream;
-    let cTime = blocks.time_us;
-    let cSerial = blocks.serial;
-    let cStep = blocks.step;
-    let cRange = blocks.range;
-    let cPhase = blocks.phase;
-    let cCat = blocks.category;
-    let cFlags = blocks.flags;
-    let cStack = blocks.stack;
+    // The columns are read once: the run takes at most `room` new slots, which they hold already.
+    let room = RUN_ROOM;
+    blocks.makeRoom(room);
+    const cAddress = blocks.address;
+    const cSize = blocks.size;
+    const cStream = blocks.stream;
+    const cTime = blocks.time_us;
+    const cSerial = blocks.serial;
+    const cStep = blocks.step;
+    const cRange = blocks.range;
+    const cPhase = blocks.phase;
+    const cCat = blocks.category;
+    const cFlags = blocks.flags;
+    const cStack = blocks.stack;
     let requested = tt.requested;
     let allocated = tt.allocated;
     let active = tt.active;
@@ -268,23 +274,10 @@ export class DeviceState extends TotalsReadout {
       const rq = sizeCol[i]!;
       const rounded = blockSize(rq);
       if (a === ACTION.alloc) {
+        if (room === 0) break; // not the first record: room is at least one
+        room--;
         const ser = ++serial;
         const slot = blocks.take();
-        if (blocks.capacity !== capacity) {
-          // The columns grew (more blocks alive at once than ever before): read them again.
-          capacity = blocks.capacity;
-          cAddress = blocks.address;
-          cSize = blocks.size;
-          cStream = blocks.stream;
-          cTime = blocks.time_us;
-          cSerial = blocks.serial;
-          cStep = blocks.step;
-          cRange = blocks.range;
-          cPhase = blocks.phase;
-          cCat = blocks.category;
-          cFlags = blocks.flags;
-          cStack = blocks.stack;
-        }
         const old = map.put(address[i]!, slot);
         // BlockTable.add's columns and sums, on the columns read once a run.
         cAddress[slot] = address[i]!;
