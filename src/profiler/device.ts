@@ -2,9 +2,10 @@
 // active, peaks, counts), where the training loop is, and the parts that keep the detail: the
 // block table, the segment table, step accounting, category inference (lifetimes), OOM incidents and
 // consistency against torch's own figures. Everything per event is arithmetic on numbers and typed
-// arrays plus one Map operation keyed by address; work that walks many blocks happens at phase and
-// step boundaries (amortized over the events of the phase) or in queries. Readers use the getters
-// (the totals' own in device-totals.ts, which this extends).
+// arrays plus one probe of the address map; the allocator's records come in runs (allocatorRecords:
+// one loop for the records one set of stamps covers). Work that walks many blocks happens at phase
+// and step boundaries (amortized over the events of the phase) or in queries. Readers use the
+// getters (the totals' own in device-totals.ts, which this extends).
 
 import { ACTION, PHASE, type EventBatch } from "../ffi/events";
 import { BlockTable, LARGE, RESYNCED } from "./blocks";

@@ -1,7 +1,7 @@
 // Step accounting of one device: the running step's record (per phase and per range: allocated,
 // freed, temporaries, peaks; the step's peak and what made it up), the finished steps kept, and
-// what outlives a step (gradients held into the next). Fed by DeviceState per allocator event and
-// at the loop's boundaries; queries read `cur` and `kept`.
+// what outlives a step (gradients held into the next). Fed by DeviceState's runs of allocator
+// records and at the loop's boundaries; queries read `cur` and `kept`.
 
 import { grownToHold, type BlockTable } from "./blocks";
 import { CAT_GRADIENT, CAT_OTHER, CAT_TEMPORARY, CAT_UNRESOLVED, N_CAT } from "./categories";
