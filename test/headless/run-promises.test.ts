@@ -267,7 +267,9 @@ describe("other files the monitor writes", () => {
   for (const sig of ["SIGTERM", "SIGINT"] as const) {
     test(`${sig} to replay x.ring.gz --json leaves no temporary file`, async () => {
       const d = fresh();
-      const ring = join(ROOT, "test", "fixtures", "hf-gpt2-leak.ring.gz");
+      // The demo's recording: at its own pace it plays for minutes, so the signal lands while it
+      // runs (a recording of a second could end first on a loaded machine: exit 0, no signal).
+      const ring = join(ROOT, "demo", "demo.ring.gz");
       const p = Bun.spawn([BUN, CLI, "replay", ring, "--json", "--speed", "1"], { env: { ...process.env, TMPDIR: d }, stdout: "pipe", stderr: "pipe" });
       await p.stdout.getReader().read(); // replaying
       p.kill(sig);
