@@ -9,7 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { isMark, newEventBatch, type EventBatch } from "../../src/ffi/events";
+import { ACTION, isMark, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { openRingBuffer } from "../../src/ffi/ring";
 import { ROOT } from "../../src/ffi/build";
 import { createModel, type DeviceState, type ProfilerModel } from "../../src/profiler";
@@ -45,6 +45,18 @@ function withoutMarks(all: EventBatch): EventBatch {
   }
   out.count = n;
   return out;
+}
+
+/** `all` with every third allocator record stamped with one of four profiler lines (the committed
+ *  rings were recorded without the line profiler): a run stops after each, and the line's row takes
+ *  the totals after its record. */
+function withLines(all: EventBatch): EventBatch {
+  let k = 0;
+  for (let i = 0; i < all.count; i++) {
+    const a = all.action[i]!;
+    if (a <= ACTION.free_completed || a === ACTION.free) all.line[i] = k++ % 3 === 0 ? 1 + (k % 4) : 0;
+  }
+  return all;
 }
 
 /** Feed `all` in batches of `n` records. */
@@ -101,6 +113,15 @@ describe("the allocator's records in runs", () => {
         const big = fed(all, 65_536);
         const single = fed(all, 1);
         expect(single.eventsIngested).toBe(big.eventsIngested);
+        expect(single.devices.map(end)).toEqual(big.devices.map(end));
+      });
+      test(`${name}, profiler lines stamped: each line's row is the same fed a record at a time or in big batches`, () => {
+        const all = withLines(records(path, fold));
+        const big = fed(all, 65_536);
+        const single = fed(all, 1);
+        const rows = (m: ProfilerModel) => m.lines.rows(new Map()).map((r) => ({ ...r }));
+        expect(rows(big).length).toBe(4);
+        expect(rows(single)).toEqual(rows(big));
         expect(single.devices.map(end)).toEqual(big.devices.map(end));
       });
       test(`${name}, marks taken out: one record at a time ends where big batches end`, () => {
