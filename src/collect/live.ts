@@ -55,8 +55,8 @@ export function seedOf(m: Manifest, model: ProfilerModel): void {
 export class LiveModels {
   readonly byPid = new Map<number, ProcessModel>();
   /** 8,192 records: the batch's columns (~550 KB) stay in the core's cache between the native read
-   *  that writes them and the ingest that reads them. At 65,536 (4.4 MB) both went to memory, and
-   *  a live ring's read cost 46-54 ns a record against 28-32 (four writers at 165k records/s). */
+   *  that writes them and the ingest that reads them. At 65,536 (4.4 MB) both went to memory: four
+   *  writers at 165k records/s read 50-72 ns a record against 41-61 (bench/results/ring-read). */
   private readonly batch: EventBatch = newEventBatch(8192);
 
   /** `keepTrace`: each model keeps its newest records, for the screens' phase bands and for `d`

@@ -74,7 +74,6 @@ export class ProfilerModel {
     const stream = batch.stream;
     const stepCol = batch.step;
     const rangeCol = batch.range;
-    const stack = batch.stack;
     const extra = batch.extra;
     const allocStacks = this.fields.allocStacks;
     const lineCol = batch.line;
@@ -146,43 +145,40 @@ export class ProfilerModel {
       }
       if (a <= ACTION.free_completed || a === ACTION.free) {
         // The allocator's records, this one and those after it that the same stamps cover, in one
-        // run (DeviceState.allocatorRecords). An attach's seed goes in right after its device's
+        // run (DeviceState.allocatorRecords); `i` moves to the run's last record, after which a
+        // line it is stamped with is recorded. An attach's seed goes in right after its device's
         // counted record of its point: while one waits, a run is one record.
         const seeding = this.seeds !== null;
-        const next = ds.allocatorRecords(batch, i, end, cs, cp, cr, MAX_RANGE_ID, allocStacks, seeding);
+        i = ds.allocatorRecords(batch, i, end, cs, cp, cr, MAX_RANGE_ID, allocStacks, seeding) - 1;
         this.eventsIngested += ds.foldedFrees; // a folded free is two events, as the writer recorded them
-        const last = next - 1;
-        const ln = lineCol[last]!;
-        if (ln !== 0) this.lines.record(ln, dev, action[last]!, size[last]!, ds.active, ds.reserved);
         if (seeding && a !== ACTION.free_completed) this.seedDue(ds, t);
-        i = last;
-        continue;
-      }
-      switch (a) {
-        case ACTION.segment_alloc: // `extra`: the segment's pool, where the hook carries it
-          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true, extra[i]!);
-          break;
-        case ACTION.segment_free:
-          ds.segmentFree(t, address[i]!, size[i]!, true);
-          break;
-        case ACTION.segment_map:
-          ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, false, extra[i]!);
-          break;
-        case ACTION.segment_unmap:
-          ds.segmentFree(t, address[i]!, size[i]!, false);
-          break;
-        case ACTION.oom:
-          ds.oom(t, size[i]!, extra[i]!, largestFreeBlock);
-          break;
-        case ACTION.snapshot: // nothing to account
-          ds.touch(t);
-          break;
-        default: // an allocator action this model does not know (a newer writer): counted, not guessed at
-          ds.touch(t);
-          this.invalidRecords++;
+      } else {
+        switch (a) {
+          case ACTION.segment_alloc: // `extra`: the segment's pool, where the hook carries it
+            ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, true, extra[i]!);
+            break;
+          case ACTION.segment_free:
+            ds.segmentFree(t, address[i]!, size[i]!, true);
+            break;
+          case ACTION.segment_map:
+            ds.segmentAlloc(t, address[i]!, size[i]!, stream[i]!, false, extra[i]!);
+            break;
+          case ACTION.segment_unmap:
+            ds.segmentFree(t, address[i]!, size[i]!, false);
+            break;
+          case ACTION.oom:
+            ds.oom(t, size[i]!, extra[i]!, largestFreeBlock);
+            break;
+          case ACTION.snapshot: // nothing to account
+            ds.touch(t);
+            break;
+          default: // an allocator action this model does not know (a newer writer): counted, not guessed at
+            ds.touch(t);
+            this.invalidRecords++;
+        }
       }
       const ln = lineCol[i]!;
-      if (ln !== 0) this.lines.record(ln, dev, a, size[i]!, ds.active, ds.reserved);
+      if (ln !== 0) this.lines.record(ln, dev, action[i]!, size[i]!, ds.active, ds.reserved);
     }
     this.eventsIngested += end - start;
     if (this.tail) this.tail.push(batch, start, end);
