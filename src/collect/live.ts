@@ -130,8 +130,8 @@ export class LiveModels {
     // for the final document.
     const limit = a.exited ? Infinity : MAX_EVENTS_PER_TICK;
     // Every process's feed shares one batch: a live feed never stops at a moment, so no record is
-    // left in it for the next.
-    const from = new FeedSource(ring, this.batch);
+    // left in it for the next. A model that keeps a trace is read into it in place.
+    const from = new FeedSource(ring, this.batch, pm.model.tail);
     let n = 0;
     for (;;) {
       // Names taken at a known stream position are applied between the records of their

@@ -244,6 +244,7 @@ export class DeviceState extends TotalsReadout {
     // The columns are read once: the run takes at most `room` new slots, which they hold already.
     let room = RUN_ROOM;
     blocks.makeRoom(room);
+    acc.openRun(phase, range);
     const cAddress = blocks.address;
     const cSize = blocks.size;
     const cStream = blocks.stream;
@@ -280,6 +281,17 @@ export class DeviceState extends TotalsReadout {
         const ser = ++serial;
         const slot = blocks.take();
         const old = map.put(address[i]!, slot);
+        if (old >= 0) {
+          // Its free was lost (ring lapped): it was freed, or the allocator could not hand the
+          // address out again. Not a record: the rule does not count it as a free. Out of the
+          // sums before the new block is in them (a peak's sums may be copied as it leaves).
+          const oldSize = cSize[old]!;
+          allocated -= oldSize;
+          active -= oldSize;
+          acc.drop(old, step);
+          blocks.discard(old);
+          this._replacedBlocks++;
+        }
         // BlockTable.add's columns and sums, on the columns read once a run.
         cAddress[slot] = address[i]!;
         cSize[slot] = rounded;
@@ -297,16 +309,6 @@ export class DeviceState extends TotalsReadout {
         bytesByCat[CAT_UNRESOLVED]! += rounded;
         countByCat[CAT_UNRESOLVED]!++;
         bytesByRange[range]! += rounded;
-        if (old >= 0) {
-          // Its free was lost (ring lapped): it was freed, or the allocator could not hand the
-          // address out again. Not a record: the rule does not count it as a free.
-          const oldSize = cSize[old]!;
-          allocated -= oldSize;
-          active -= oldSize;
-          acc.drop(old, step);
-          blocks.discard(old);
-          this._replacedBlocks++;
-        }
         lifetimes.pend(slot, ser);
         requested += RA.rq * rq;
         allocated += RA.al * rounded;
@@ -315,7 +317,7 @@ export class DeviceState extends TotalsReadout {
         if (allocated > tt.peakAllocated) tt.peakAllocated = allocated;
         if (active > tt.peakActive) tt.peakActive = active;
         counts[RA.count]!++;
-        acc.alloc(t, rounded, allocated, ser, phase, range, reserved);
+        acc.alloc(t, rounded, allocated, ser, reserved);
         timeline.observe(t, allocated, reserved);
         lastTime = t;
       } else if (a === ACTION.free_completed) {
@@ -334,7 +336,7 @@ export class DeviceState extends TotalsReadout {
         counts[RF.count]!++;
         if (slot >= 0) {
           if (peaks.bornByPeak(slot, acc.cur)) peaks.freeing(slot, serial, acc.cur);
-          acc.freeBlock(size, phase, slot, step);
+          acc.freeBlock(size, slot, step);
           // BlockTable.discard, on the columns read once a run (a resynced block's own way apart).
           if (cFlags[slot] === RESYNCED) blocks.discard(slot);
           else {
@@ -346,7 +348,7 @@ export class DeviceState extends TotalsReadout {
             blocks.release(slot);
           }
         } else {
-          acc.freeUnknown(size, phase);
+          acc.freeUnknown(size);
           this._unknownFrees++;
           this._unknownFreeBytes += size;
         }
@@ -362,6 +364,7 @@ export class DeviceState extends TotalsReadout {
         break;
       }
     }
+    acc.closeRun();
     tt.requested = requested;
     tt.allocated = allocated;
     tt.active = active;

@@ -5,6 +5,7 @@
 
 import { newEventBatch, type EventBatch, type RingHeader } from "../ffi/events";
 import type { ProfilerModel } from "./model";
+import type { EventTail } from "./tail";
 
 /** What a model is fed from: the ring reader (src/ffi/ring.ts), a snapshot's trace
  *  (src/snapshot/trace-source.ts) or batches in memory (batchSource). */
@@ -38,21 +39,28 @@ export interface Fed {
 /** A source as feed reads it: its batch, the records read but not fed yet (a feed stopped at a
  *  moment inside a batch), and the stream position read up to. */
 export class FeedSource {
-  readonly batch: EventBatch;
+  /** The batch the last fill read into. */
+  batch: EventBatch;
   /** The first record of `batch` not fed yet (== batch.count: none waits). */
   private at = 0;
   private lost = 0;
   private read_ = 0;
 
   /** `batch`: a batch of its own (a capacity), or one shared by feeds that never stop at a moment
-   *  (nothing is left in it between them). */
+   *  (nothing is left in it between them). `into`: the trace of the model this source feeds, where
+   *  it keeps one: each fill reads into the trace's window, as many records as `batch` holds, so
+   *  the records are written once, in place (EventTail.openWindow), not copied there after. */
   constructor(
     readonly source: EventSource,
     batch: EventBatch | number = 65_536,
+    private readonly into: EventTail | null = null,
   ) {
     this.batch = typeof batch === "number" ? newEventBatch(batch) : batch;
+    this.capacity = this.batch.action.length;
     this.batch.count = 0;
   }
+
+  private readonly capacity: number;
 
   /** The stream position read up to: records read (fed or waiting) and lost. */
   get position(): number {
@@ -72,6 +80,7 @@ export class FeedSource {
   /** Reads a batch where none waits; false when the source had nothing up to `until`. */
   fill(until: number): boolean {
     if (this.waiting) return true;
+    if (this.into) this.batch = this.into.openWindow(this.capacity);
     const { count, lost } = this.source.read(this.batch, until);
     this.batch.count = count;
     this.at = 0;

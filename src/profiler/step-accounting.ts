@@ -59,82 +59,155 @@ export class StepAccounting {
     if (this.curRange) this.curRange.entries++;
   }
 
-  /** A block of `size` was allocated (`allocated`, `reserved`: the device's bytes now, the
-   *  block's segment already counted in `reserved`: torch traces a segment's alloc before the
-   *  block's). Plain numbers only: this runs per allocator event. */
-  alloc(t: number, size: number, allocated: number, serial: number, phase: number, range: number, reserved: number): void {
+  // The open run's sums (DeviceState.allocatorRecords: records that one step, phase and range
+  // cover). What each record adds to the step's figures for that phase and range is summed in these
+  // fields and added to the step record once, at closeRun: a field of this object is one load and
+  // one store, where the step record's per-phase arrays cost a chain of loads per record (the
+  // accounting was about a third of a busy model's ingest; bench/ingest-ring.ts).
+  private runAlloc = 0;
+  private runNAlloc = 0;
+  private runLargest = 0;
+  /** The most allocated bytes after an alloc of the run (the phase's and the range's peak). */
+  private runPeak = -1;
+  private runFreed = 0;
+  private runNFree = 0;
+  private runFreedWithin = 0;
+  private runRangeFreedWithin = 0;
+  /** Bytes the run allocated, not yet in liveByPhase / liveByRange (newPeak adds them first). */
+  private runLive = 0;
+  private runPhase = 0;
+  private runRange = 0;
+  /** A peak's sums (peakComp, peakByPhase, peakByRange) not yet copied: until allocated next
+   *  drops (a free, known or not, or a replaced block), nothing but allocs that rise above it
+   *  changes them, so they are copied once, there (or at the run's end), instead of at every alloc
+   *  that rises. */
+  private peakOpen = false;
+
+  /** A run of allocator records begins in `phase` and `range`. */
+  openRun(phase: number, range: number): void {
+    this.runPhase = phase;
+    this.runRange = range;
     if (range >= this.rangeEnd) {
       this.rangeEnd = range + 1;
       if (range >= this.liveByRange.length) this.liveByRange = grownToHold(this.liveByRange, range);
     }
-    this.liveByRange[range]! += size;
-    this.liveByPhase[phase]! += size;
-    const cur = this.cur;
-    cur.alloc_bytes += size;
-    cur.n_alloc++;
-    cur.phAlloc[phase]! += size;
-    cur.phNAlloc[phase]!++;
-    if (size > cur.largest_alloc_bytes) cur.largest_alloc_bytes = size;
-    if (allocated > cur.phPeak[phase]!) cur.phPeak[phase] = allocated;
-    if (allocated > cur.peak_allocated) this.newPeak(t, allocated, reserved, serial, phase, range);
-    const rs = this.curRange;
-    if (rs !== null) {
-      rs.alloc_bytes += size;
-      rs.n_alloc++;
-      if (allocated > rs.peak_allocated_bytes) rs.peak_allocated_bytes = allocated;
+  }
+
+  /** A block of `size` was allocated in the open run (`allocated`, `reserved`: the device's bytes
+   *  now, the block's segment already counted in `reserved`: torch traces a segment's alloc before
+   *  the block's). Plain numbers only: this runs per allocator event. */
+  alloc(t: number, size: number, allocated: number, serial: number, reserved: number): void {
+    this.runLive += size;
+    this.runAlloc += size;
+    this.runNAlloc++;
+    if (size > this.runLargest) this.runLargest = size;
+    if (allocated > this.runPeak) {
+      this.runPeak = allocated;
+      if (allocated > this.cur.peak_allocated) this.newPeak(t, allocated, reserved, serial);
     }
   }
 
-  private newPeak(t: number, allocated: number, reserved: number, serial: number, phase: number, range: number): void {
+  /** The open run ends: its sums join the step record (and a peak's sums are copied). */
+  closeRun(): void {
+    if (this.peakOpen) this.copyPeak();
+    const cur = this.cur;
+    const phase = this.runPhase;
+    this.flushLive();
+    if (this.runNAlloc > 0) {
+      cur.alloc_bytes += this.runAlloc;
+      cur.n_alloc += this.runNAlloc;
+      cur.phAlloc[phase]! += this.runAlloc;
+      cur.phNAlloc[phase]! += this.runNAlloc;
+      if (this.runLargest > cur.largest_alloc_bytes) cur.largest_alloc_bytes = this.runLargest;
+      if (this.runPeak > cur.phPeak[phase]!) cur.phPeak[phase] = this.runPeak;
+    }
+    if (this.runNFree > 0) {
+      cur.freed_bytes += this.runFreed;
+      cur.n_free += this.runNFree;
+      cur.phFreed[phase]! += this.runFreed;
+      cur.phFreedWithin[phase]! += this.runFreedWithin;
+    }
+    const rs = this.curRange;
+    if (rs !== null) {
+      rs.alloc_bytes += this.runAlloc;
+      rs.n_alloc += this.runNAlloc;
+      if (this.runPeak > rs.peak_allocated_bytes) rs.peak_allocated_bytes = this.runPeak;
+      rs.freed_bytes += this.runFreed;
+      rs.freed_within_bytes += this.runRangeFreedWithin;
+    }
+    this.runAlloc = 0;
+    this.runNAlloc = 0;
+    this.runLargest = 0;
+    this.runPeak = -1;
+    this.runFreed = 0;
+    this.runNFree = 0;
+    this.runFreedWithin = 0;
+    this.runRangeFreedWithin = 0;
+  }
+
+  private flushLive(): void {
+    if (this.runLive === 0) return;
+    this.liveByPhase[this.runPhase]! += this.runLive;
+    this.liveByRange[this.runRange]! += this.runLive;
+    this.runLive = 0;
+  }
+
+  private newPeak(t: number, allocated: number, reserved: number, serial: number): void {
     const cur = this.cur;
     cur.peak_allocated = allocated;
     cur.reserved_at_peak = reserved;
     cur.peak_time_us = t;
-    cur.peak_phase = phase;
-    cur.peak_range = range;
+    cur.peak_phase = this.runPhase;
+    cur.peak_range = this.runRange;
+    cur.peakPhaseInst = this.phaseInst;
+    cur.peakSerial = serial;
+    cur.peakTemp = 0;
+    cur.peakResolved = false;
+    this.peakOpen = true;
+  }
+
+  /** The sums at the peak (see peakOpen): the blocks' bytes by category as they stand, the step's
+   *  by phase and range with the run's allocs in. */
+  private copyPeak(): void {
+    this.peakOpen = false;
+    this.flushLive();
+    const cur = this.cur;
     copyInto(cur.peakComp, this.blocks.bytesByCat, N_CAT);
     copyInto(cur.peakByPhase, this.liveByPhase, N_PHASE);
     // A fresh array is zero throughout; one reused within the step is zero from rangeEnd on.
     if (cur.peakByRange.length !== this.liveByRange.length) cur.peakByRange = new Float64Array(this.liveByRange.length);
     copyInto(cur.peakByRange, this.liveByRange, this.rangeEnd);
-    cur.peakPhaseInst = this.phaseInst;
-    cur.peakSerial = serial;
-    cur.peakTemp = 0;
-    cur.peakResolved = false;
   }
 
-  /** A live block of `size` (`slot`) freed in `phase` while `step` runs: the step's frees, then the
-   *  block leaves the live sums (drop). */
-  freeBlock(size: number, phase: number, slot: number, step: number): void {
-    const cur = this.count(size, phase);
+  /** A live block of `size` (`slot`) freed in the open run while `step` runs: the step's frees,
+   *  then the block leaves the live sums (drop). Before the caller takes it out of the blocks' sums. */
+  freeBlock(size: number, slot: number, step: number): void {
+    if (this.peakOpen) this.copyPeak();
+    this.runFreed += size;
+    this.runNFree++;
     const b = this.blocks;
     const serial = b.serial[slot]!;
     if (serial > this.phaseStartSerial) {
-      cur.phFreedWithin[phase]! += size;
+      this.runFreedWithin += size;
+      const cur = this.cur;
       if (cur.peakPhaseInst === this.phaseInst && b.category[slot] === CAT_UNRESOLVED && serial <= cur.peakSerial) cur.peakTemp += size;
     }
-    const rs = this.curRange;
-    if (rs !== null && serial > this.rangeStartSerial) rs.freed_within_bytes += size;
+    if (serial > this.rangeStartSerial) this.runRangeFreedWithin += size;
     this.drop(slot, step);
   }
 
-  /** `size` bytes freed of a block never seen allocated: the step's figures are partial. */
-  freeUnknown(size: number, phase: number): void {
-    this.count(size, phase).partial = true;
+  /** `size` bytes freed in the open run of a block never seen allocated: the step's figures are partial. */
+  freeUnknown(size: number): void {
+    if (this.peakOpen) this.copyPeak(); // allocated drops: an alloc after it may not rise above the peak
+    this.runFreed += size;
+    this.runNFree++;
+    this.cur.partial = true;
   }
 
-  private count(size: number, phase: number): StepRecord {
-    const cur = this.cur;
-    cur.freed_bytes += size;
-    cur.n_free++;
-    cur.phFreed[phase]! += size;
-    const rs = this.curRange;
-    if (rs !== null) rs.freed_bytes += size;
-    return cur;
-  }
-
-  /** A live block leaves (freed, replaced or dropped by a resync) while `step` runs. */
+  /** A live block leaves (freed, replaced or dropped by a resync) while `step` runs. Before the
+   *  caller takes it out of the blocks' sums. */
   drop(slot: number, step: number): void {
+    if (this.peakOpen) this.copyPeak();
     const b = this.blocks;
     const size = b.size[slot]!;
     if (b.step[slot] === step) {

@@ -1,6 +1,8 @@
 // The last N records a model ingested, kept as columns: what a snapshot's `device_traces` needs
-// when the process itself records no memory history. Bounded like PyTorch's own history
-// (max_entries), copied a batch at a time with TypedArray.set: no work per event.
+// when the process itself records no memory history, and what the screens' phase bands and
+// timeline draw. Bounded like PyTorch's own history (max_entries). A source reads straight into it
+// where it can (window: a live ring's reader writes the columns in place, and the model's ingest
+// reads them from there); other batches are copied in with TypedArray.set. No work per event.
 
 import type { EventBatch } from "../ffi/events";
 
@@ -25,6 +27,10 @@ export class EventTail {
   total = 0;
   /** The first record after the last loss: a trace that crossed a gap would not add up. */
   validFrom = 0;
+  /** The batch a source reads into in place (openWindow): views of the columns from the next slot. */
+  readonly window: EventBatch;
+  /** The record number of the window's first row. */
+  private windowAt = -1;
 
   constructor(capacity = DEFAULT_TRACE_ENTRIES) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`trace capacity must be a positive integer, got ${capacity}`);
@@ -41,6 +47,41 @@ export class EventTail {
     this.step = new Uint32Array(capacity);
     this.line = new Uint32Array(capacity);
     this.stack = new Uint32Array(capacity);
+    this.window = this.views(0, 0);
+  }
+
+  private views(at: number, n: number): EventBatch {
+    const v = <T extends { subarray(a: number, b: number): T }>(c: T) => c.subarray(at, at + n);
+    return {
+      count: 0,
+      time_us: v(this.time_us),
+      action: v(this.action),
+      device: v(this.device),
+      phase: v(this.phase),
+      address: v(this.address),
+      size: v(this.size),
+      stream: v(this.stream),
+      extra: v(this.extra),
+      step: v(this.step),
+      range: v(this.range),
+      line: v(this.line),
+      stack: v(this.stack),
+    };
+  }
+
+  /**
+   * `window` made the next `max` slots (fewer where the ring of slots wraps first), for a source to
+   * read into; pushing its rows then only counts them (they are in place). The records are then
+   * written once, by the read, where a copy wrote them again: a session's tick following four busy
+   * agents took 1.05-1.13x less (bench/session-ab.ts, bench/results/session-ab/). Its stack column is zero, as a ring's records carry none.
+   */
+  openWindow(max: number): EventBatch {
+    const at = this.total % this.capacity;
+    const n = Math.min(max, this.capacity - at);
+    Object.assign(this.window, this.views(at, n));
+    this.window.stack.fill(0);
+    this.windowAt = this.total;
+    return this.window;
   }
 
   /** Records were lost before the next push: the trace restarts after them. */
@@ -48,8 +89,12 @@ export class EventTail {
     this.validFrom = this.total;
   }
 
-  /** Copy records [start, end) of a batch. */
+  /** Copy records [start, end) of a batch (the window's, read in place: counted). */
   push(batch: EventBatch, start = 0, end = batch.count): void {
+    if (batch === this.window && this.windowAt + start === this.total) {
+      this.total += end - start;
+      return;
+    }
     // More than the capacity at once: only the newest fit.
     if (end - start > this.capacity) {
       this.total += end - start - this.capacity;

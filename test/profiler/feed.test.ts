@@ -32,13 +32,14 @@ async function lastOf(lines: AsyncGenerator<ReplayLine>): Promise<void> {
   }
 }
 
-/** A live monitor's way: a bounded feed per tick from one shared batch, the header read each tick. */
+/** A live monitor's way: a bounded feed per tick from one shared batch, read into the model's
+ *  trace in place (src/collect/live.ts), the header read each tick. */
 function fedLive(source: EventSource, ranges: Record<string, string>): ProfilerModel {
   const m = createModel().keepTrace(1_000_000);
   m.setRanges(ranges);
   const batch = newEventBatch(4096);
   for (;;) {
-    const fed = feed(m, new FeedSource(source, batch), { records: 10_000 });
+    const fed = feed(m, new FeedSource(source, batch, m.tail), { records: 10_000 });
     m.setHeader(source.header(), { totals: false });
     if (fed.stop === "end") break;
   }
@@ -61,6 +62,57 @@ describe("every committed recording ends the same, however it is fed", () => {
       expect(document(atOnce)).toEqual(want);
       expect(document(live)).toEqual(want);
       for (const r of [a, b, c]) r.close();
+    });
+  }
+});
+
+describe("a trace read into in place holds the records read, in order", () => {
+  const TAIL_COLUMNS = ["time_us", "action", "device", "phase", "address", "size", "stream", "extra", "step", "range", "line", "stack"] as const;
+  // A trace of 5,000 records read 4,096 at a time wraps inside a window (its window is cut at the
+  // wrap), as does the small lapped ring's (300, read 128 at a time); the feeds stop at recorded
+  // moments, so a window is pushed in several pieces. Every record the source
+  // gave is copied aside as it is read: the trace must hold the newest of them, each where its
+  // number says, and the model must end where a model fed by copying ends.
+  for (const [name, path, capacity, batchSize] of [
+    ["hf-gpt2.ring", join(FIXTURES, "hf-gpt2.ring"), 5_000, 4096],
+    ["lapped.ring", join(FIXTURES, "..", "profiler", "fixtures", "rings", "lapped.ring"), 300, 128],
+  ] as const) {
+    test(name, () => {
+      const fedBy = (inPlace: boolean) => {
+        const r = openRingRecording(path);
+        const read: Record<string, number>[] = [];
+        const source: EventSource = {
+          header: () => r.source.header(),
+          read(batch, until) {
+            const got = r.source.read(batch, until);
+            for (let i = 0; i < got.count; i++) read.push(Object.fromEntries(TAIL_COLUMNS.map((c) => [c, batch[c][i]!])));
+            return got;
+          },
+        };
+        const m = createModel().keepTrace(capacity);
+        m.setRanges(r.ranges);
+        const from = new FeedSource(source, newEventBatch(batchSize), inPlace ? m.tail : null);
+        let t = -Infinity;
+        for (;;) {
+          const fed = feed(m, from, { time_us: t });
+          if (fed.stop === "end") break;
+          t = from.waiting ? from.nextTime + 2_000 : Infinity;
+        }
+        r.close();
+        return { m, read };
+      };
+      const { m, read } = fedBy(true);
+      const tail = m.tail!;
+      expect(tail.total).toBe(read.length);
+      expect(tail.total).toBeGreaterThan(tail.capacity * 2);
+      expect(tail.total - tail.first).toBeGreaterThan(tail.capacity / 2);
+      for (let k = tail.first; k < tail.total; k++) {
+        const s = tail.slot(k);
+        const row = Object.fromEntries(TAIL_COLUMNS.map((c) => [c, tail[c][s]!]));
+        if (JSON.stringify(row) !== JSON.stringify(read[k])) expect({ k, row }).toEqual({ k, row: read[k]! });
+      }
+      const copied = fedBy(false).m;
+      expect(m.devices.map((d) => processProfile(m, { device: d.device }))).toEqual(copied.devices.map((d) => processProfile(copied, { device: d.device })));
     });
   }
 });
