@@ -263,6 +263,16 @@ export class DeviceState extends TotalsReadout {
     let serial = this.serial;
     let lastTime = this._lastTime_us;
     let folded = 0;
+    // The timeline's open finest bucket, as the run goes: the allocated and reserved bytes after
+    // the records that fell in it, handed over once (Timeline.extend) rather than observed one
+    // record at a time (about a tenth of a busy model's ingest on the GPU host's profile).
+    let fineEnd = timeline.fineEnd;
+    let aMin = Infinity;
+    let aMax = -Infinity;
+    let rMin = Infinity;
+    let rMax = -Infinity;
+    let lastA = 0;
+    let lastR = 0;
     let i = from;
     for (; i < end; i++) {
       const a = action[i]!;
@@ -318,7 +328,6 @@ export class DeviceState extends TotalsReadout {
         if (active > tt.peakActive) tt.peakActive = active;
         counts[RA.count]!++;
         acc.alloc(t, rounded, allocated, ser, reserved);
-        timeline.observe(t, allocated, reserved);
         lastTime = t;
       } else if (a === ACTION.free_completed) {
         // a free_completed carries no block the model could look up: active drops by the request's block
@@ -352,18 +361,35 @@ export class DeviceState extends TotalsReadout {
           this._unknownFrees++;
           this._unknownFreeBytes += size;
         }
-        timeline.observe(t, allocated, reserved);
         if (a === ACTION.free) {
           active += RC.ac * rounded;
           lastTime = extra[i]!;
           folded++;
         } else lastTime = t;
       }
+      if (a !== ACTION.free_completed) {
+        // The timeline's open finest bucket: a record that falls in it moves only these locals.
+        if (t < fineEnd) {
+          if (allocated < aMin) aMin = allocated;
+          if (allocated > aMax) aMax = allocated;
+          if (reserved < rMin) rMin = reserved;
+          if (reserved > rMax) rMax = reserved;
+          lastA = allocated;
+          lastR = reserved;
+        } else {
+          if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, rMin, rMax, lastR);
+          timeline.observe(t, allocated, reserved);
+          fineEnd = timeline.fineEnd;
+          aMin = rMin = Infinity;
+          aMax = rMax = -Infinity;
+        }
+      }
       if (one || lineCol[i] !== 0) {
         i++;
         break;
       }
     }
+    if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, rMin, rMax, lastR);
     acc.closeRun();
     tt.requested = requested;
     tt.allocated = allocated;

@@ -31,6 +31,8 @@ export class EventTail {
   readonly window: EventBatch;
   /** The record number of the window's first row. */
   private windowAt = -1;
+  /** A batch was copied in (push): its stack ids may sit in slots a window reuses. */
+  private copied = false;
 
   constructor(capacity = DEFAULT_TRACE_ENTRIES) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`trace capacity must be a positive integer, got ${capacity}`);
@@ -51,22 +53,26 @@ export class EventTail {
   }
 
   private views(at: number, n: number): EventBatch {
-    const v = <T extends { subarray(a: number, b: number): T }>(c: T) => c.subarray(at, at + n);
-    return {
-      count: 0,
-      time_us: v(this.time_us),
-      action: v(this.action),
-      device: v(this.device),
-      phase: v(this.phase),
-      address: v(this.address),
-      size: v(this.size),
-      stream: v(this.stream),
-      extra: v(this.extra),
-      step: v(this.step),
-      range: v(this.range),
-      line: v(this.line),
-      stack: v(this.stack),
-    };
+    const w = { count: 0 } as EventBatch;
+    this.point(w, at, n);
+    return w;
+  }
+
+  /** `w`'s columns made views of slots [at, at + n). */
+  private point(w: EventBatch, at: number, n: number): void {
+    const end = at + n;
+    w.time_us = this.time_us.subarray(at, end);
+    w.action = this.action.subarray(at, end);
+    w.device = this.device.subarray(at, end);
+    w.phase = this.phase.subarray(at, end);
+    w.address = this.address.subarray(at, end);
+    w.size = this.size.subarray(at, end);
+    w.stream = this.stream.subarray(at, end);
+    w.extra = this.extra.subarray(at, end);
+    w.step = this.step.subarray(at, end);
+    w.range = this.range.subarray(at, end);
+    w.line = this.line.subarray(at, end);
+    w.stack = this.stack.subarray(at, end);
   }
 
   /**
@@ -79,8 +85,10 @@ export class EventTail {
   openWindow(max: number): EventBatch {
     const at = this.total % this.capacity;
     const n = Math.min(max, this.capacity - at);
-    Object.assign(this.window, this.views(at, n));
-    this.window.stack.fill(0);
+    this.point(this.window, at, n);
+    this.window.count = 0;
+    // Only a copied batch (a snapshot's trace) can have left a stack id in these slots.
+    if (this.copied) this.window.stack.fill(0);
     this.windowAt = this.total;
     return this.window;
   }
@@ -96,6 +104,7 @@ export class EventTail {
       this.total += end - start;
       return;
     }
+    this.copied = true;
     // More than the capacity at once: only the newest fit.
     if (end - start > this.capacity) {
       this.total += end - start - this.capacity;

@@ -115,6 +115,24 @@ export class Timeline {
     this.openFine(t, allocated, reserved);
   }
 
+  /** Where the open finest bucket ends (NaN before the first): a record before it falls in it. */
+  get fineEnd(): number {
+    return this.fine[FINE_END]!;
+  }
+
+  /** Records that fell in the open finest bucket (each before fineEnd), taken at once: the
+   *  allocated bytes after them from aMin to aMax, aLast after the last; reserved likewise. What
+   *  observe does for each, for a run of them (DeviceState.allocatorRecords). */
+  extend(aMin: number, aMax: number, aLast: number, rMin: number, rMax: number, rLast: number): void {
+    const f = this.fine;
+    if (aMin < f[A_MIN]!) f[A_MIN] = aMin;
+    if (aMax > f[A_MAX]!) f[A_MAX] = aMax;
+    if (rMin < f[R_MIN]!) f[R_MIN] = rMin;
+    if (rMax > f[R_MAX]!) f[R_MAX] = rMax;
+    f[A_LAST] = aLast;
+    f[R_LAST] = rLast;
+  }
+
   /** An NVML sample of this process's used memory on the device. */
   observeNvml(t: number, used: number, allocated: number, reserved: number): void {
     const f = this.fine;

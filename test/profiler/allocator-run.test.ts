@@ -5,7 +5,7 @@
 // - the running sums equal the sums over the live blocks (bytes and blocks by category, bytes by
 //   range, blocks above 1 MiB), so the run and BlockTable's own add/discard keep them alike;
 // - a model fed one record at a time (every run one record long) ends exactly where a model fed
-//   in big batches ends: totals, counts, steps and their figures, blocks.
+//   in big batches ends: totals, counts, steps and their figures, blocks, the timeline.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { ROOT } from "../../src/ffi/build";
 import { createModel, type DeviceState, type ProfilerModel } from "../../src/profiler";
 import { LARGE } from "../../src/profiler/blocks";
 import { N_CAT } from "../../src/profiler/categories";
+import { Timeline } from "../../src/profiler/timeline";
 
 const RINGS = [
   ...["normal.ring", "hf-gpt2.ring", "oom.ring", "kept-loss-graph.ring", "no-zero-grad.ring", "normal-history.ring", "hf-gpt2-leak.ring.gz", "compile-graphs.ring.gz"].map((f) => join(ROOT, "test", "fixtures", f)),
@@ -95,6 +96,8 @@ function end(d: DeviceState) {
     blocks: d.blocks.count,
     unknownFrees: [d.unknownFrees, d.unknownFreeBytes, d.replacedBlocks],
     lastTime: d.lastTime_us,
+    // every bucket at every resolution: a run keeps its open finest bucket in locals (Timeline.extend)
+    timeline: [0, 1e6, 6e7].map((r) => d.timeline.view(r).buckets),
     steps: d.steps.map((s) => [s.step, s.alloc_bytes, s.freed_bytes, s.n_alloc, s.n_free, s.peak_allocated, s.peak_time_us, s.largest_alloc_bytes, s.peakTemp, [...s.peakComp], [...s.phAlloc], [...s.phFreed], [...s.phFreedWithin], [...s.phPeak], [...s.liveByCatAtEnd], s.partial, [...s.ranges].map(([r, x]) => [r, { ...x }])]),
   };
 }
@@ -103,6 +106,26 @@ describe("the allocator's records in runs", () => {
   for (const path of RINGS) {
     for (const fold of [true, false]) {
       const name = `${path.split("/").pop()}, frees ${fold ? "folded" : "as written"}`;
+      test(`${name}: the timeline holds what observing the totals after every record gives`, () => {
+        // The reference: a plain Timeline fed, record by record, the device's allocated and
+        // reserved bytes after each record that moves them (the allocator's and the segments';
+        // a free_completed, a mark, a sync or an OOM observes nothing), one Timeline.observe each.
+        const all = records(path, fold);
+        const model = createModel();
+        const refs = new Map<number, Timeline>();
+        const observes = new Set<number>([ACTION.alloc, ACTION.free_requested, ACTION.free, ACTION.segment_alloc, ACTION.segment_free, ACTION.segment_map, ACTION.segment_unmap]);
+        for (let i = 0; i < all.count; i++) {
+          model.ingest(all, 0, i, i + 1);
+          const dev = all.device[i]!;
+          const d = model.device(dev);
+          if (!d || !observes.has(all.action[i]!)) continue;
+          if (!refs.has(dev)) refs.set(dev, new Timeline());
+          refs.get(dev)!.observe(all.time_us[i]!, d.allocated, d.reserved);
+        }
+        const big = fed(all, 65_536);
+        expect(big.devices.length).toBeGreaterThan(0);
+        for (const d of big.devices) for (const r of [0, 1e6, 6e7]) expect(d.timeline.view(r)).toEqual(refs.get(d.device)!.view(r));
+      });
       test(`${name}: the running sums are the live blocks' sums`, () => {
         const model = fed(records(path, fold), 65_536);
         expect(model.devices.length).toBeGreaterThan(0);
