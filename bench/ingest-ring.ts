@@ -5,8 +5,11 @@
 // batches of 8,192, each lap's steps and times moved on, the trace kept as the screens keep it).
 // Each tree's model takes LAPS laps in turns of ten; the first WARM laps of each are the JIT's.
 // Reports ns a record (median and quartiles over the laps after warm-up) and the ratio.
-//   bun bench/ingest-ring.ts [OUT_DIR] [OLD_TREE]     (LAPS, WARM, FIX: the recording)
-import { mkdirSync, writeFileSync } from "node:fs";
+// NAMES=FILE (e.g. test/fixtures/hf-gpt2.names.json, the agent's names of that run): each model
+// takes them after its first lap, as a live model takes a running agent's answer, and carries
+// them to the tensors made again in every later step.
+//   bun bench/ingest-ring.ts [OUT_DIR] [OLD_TREE]     (LAPS, WARM, FIX: the recording; NAMES)
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const outDir = process.argv[2] ?? join(import.meta.dir, "results");
@@ -20,7 +23,7 @@ const BATCH = 8192;
 type Batch = Record<string, Float64Array | Uint8Array | Int8Array | Uint32Array | number> & { count: number; step: Uint32Array; time_us: Float64Array };
 interface Side {
   label: string;
-  model: { ingest(b: Batch, lost: number, start: number, end: number): void };
+  model: { ingest(b: Batch, lost: number, start: number, end: number): void; setNames(t: unknown[]): unknown };
   newBatch: (n: number) => Batch;
   times: number[];
 }
@@ -44,6 +47,7 @@ const span = all.time_us[N - 1]! - all.time_us[0]! + 1;
 const columns = Object.keys(all).filter((k) => typeof all[k] !== "number");
 
 const sides = [await side("new", here), ...(oldTree ? [await side("old", oldTree)] : [])];
+const names: unknown[] | null = process.env.NAMES ? JSON.parse(readFileSync(process.env.NAMES, "utf8")).names : null;
 const chunks = new Map(sides.map((s) => [s, s.newBatch(BATCH)]));
 function lap(s: Side, k: number): void {
   const chunk = chunks.get(s)!;
@@ -61,6 +65,7 @@ function lap(s: Side, k: number): void {
     ms += performance.now() - t;
   }
   s.times.push((ms * 1e6) / N);
+  if (k === 0 && names) s.model.setNames(names);
 }
 for (let k = 0; k < LAPS; k += 10) for (const s of sides) for (let j = k; j < Math.min(LAPS, k + 10); j++) lap(s, j);
 
@@ -72,7 +77,7 @@ const rows = sides.map((s) => {
 const result = {
   date: new Date().toISOString(),
   machine: `${navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
-  command: `bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
+  command: `${process.env.NAMES ? `NAMES=${process.env.NAMES} ` : ""}bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
   records_per_lap: N,
   rows,
   old_over_new: rows.length === 2 ? +(rows[1]!.median_ns / rows[0]!.median_ns).toFixed(2) : null,

@@ -38,8 +38,10 @@ export class PeakBlocks {
   phase = new Uint8Array(256);
   /** Category code; a block freed within the phase that made it is a temporary. */
   category = new Uint8Array(256);
-  /** Names by row, only where there is one (most blocks have none). */
-  names = new Map<number, string>();
+  /** Names by row, only where there is one (most blocks have none). An array by row rather than a
+   *  map: a gradient freed every step keeps its carried name, and the log of a named model's frees
+   *  set and rebuilt a map entry for each of them. */
+  readonly names: (string | undefined)[] = [];
 
   /** Copy slot `s` of `b` (its category `cat`, freed at `freedAt`). */
   push(b: BlockTable, s: number, cat: number, freedAt: number): void {
@@ -56,7 +58,7 @@ export class PeakBlocks {
     this.phase[i] = b.phase[s]!;
     this.category[i] = cat;
     const name = b.names[s];
-    if (name !== undefined) this.names.set(i, name);
+    if (name !== undefined || this.names[i] !== undefined) this.names[i] = name;
   }
 
   /** Copy row `i` of `from`. */
@@ -73,8 +75,8 @@ export class PeakBlocks {
     this.stack[j] = from.stack[i]!;
     this.phase[j] = from.phase[i]!;
     this.category[j] = from.category[i]!;
-    const name = from.names.get(i);
-    if (name !== undefined) this.names.set(j, name);
+    const name = from.names[i];
+    if (name !== undefined || this.names[j] !== undefined) this.names[j] = name;
   }
 
   /** Drop the first `k` held rows: moved down only once half the room is dropped, so each row
@@ -92,9 +94,10 @@ export class PeakBlocks {
     this.stack.copyWithin(0, k, n);
     this.phase.copyWithin(0, k, n);
     this.category.copyWithin(0, k, n);
-    const names = new Map<number, string>();
-    for (const [i, name] of this.names) if (i >= k) names.set(i - k, name);
-    this.names = names;
+    const names = this.names;
+    const len = Math.min(names.length, n);
+    for (let r = k; r < len; r++) names[r - k] = names[r];
+    names.length = Math.max(0, len - k);
     this.n = n - k;
   }
 

@@ -68,7 +68,7 @@ export function userFrameLabel(m: ProfilerModel, stack: number): string | null {
 function known(d: DeviceState, b: PeakBlocks, i: number): { cat: number; name: string | undefined; tensor?: TensorInfo } {
   const slot = d.blocks.bySlot.get(b.address[i]!);
   if (slot !== undefined && d.blocks.serial[slot] === b.serial[i]) return { cat: d.categoryCode(slot), name: d.blocks.names[slot], tensor: d.blocks.tensors[slot] };
-  return { cat: b.category[i]!, name: b.names.get(i) };
+  return { cat: b.category[i]!, name: b.names[i] };
 }
 
 function keyOf(m: ProfilerModel, b: PeakBlocks, i: number, by: PeakGrouping, k: { cat: number; name: string | undefined }): string {
