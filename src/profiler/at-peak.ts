@@ -24,24 +24,40 @@ export class PeakBlocks {
   /** Rows moved out below index 0 by compactions: row number = base + index, for good. */
   base = 0;
   n = 0;
-  size = new Float64Array(256);
-  address = new Float64Array(256);
-  time_us = new Float64Array(256);
+  size: Float64Array;
+  address: Float64Array;
+  time_us: Float64Array;
   /** The allocation's serial: tells the same block, still alive later, from a reuse of its address. */
-  serial = new Float64Array(256);
+  serial: Float64Array;
   /** In the log: the last allocation's serial when the block was freed. */
-  freedAt = new Float64Array(256);
-  step = new Uint32Array(256);
-  range = new Uint32Array(256);
+  freedAt: Float64Array;
+  step: Uint32Array;
+  range: Uint32Array;
   /** The stack that allocated it (model.stacks' id; 0: unknown). */
-  stack = new Uint32Array(256);
-  phase = new Uint8Array(256);
+  stack: Uint32Array;
+  phase: Uint8Array;
   /** Category code; a block freed within the phase that made it is a temporary. */
-  category = new Uint8Array(256);
+  category: Uint8Array;
   /** Names by row, only where there is one (most blocks have none). An array by row rather than a
    *  map: a gradient freed every step keeps its carried name, and the log of a named model's frees
    *  set and rebuilt a map entry for each of them. */
   readonly names: (string | undefined)[] = [];
+
+  /** Room for `rows` rows (it grows as rows come): a picture is made with room for the blocks it
+   *  may hold, not grown to them from a few hundred each time a view asks for one. */
+  constructor(rows = 256) {
+    const n = Math.max(16, rows);
+    this.size = new Float64Array(n);
+    this.address = new Float64Array(n);
+    this.time_us = new Float64Array(n);
+    this.serial = new Float64Array(n);
+    this.freedAt = new Float64Array(n);
+    this.step = new Uint32Array(n);
+    this.range = new Uint32Array(n);
+    this.stack = new Uint32Array(n);
+    this.phase = new Uint8Array(n);
+    this.category = new Uint8Array(n);
+  }
 
   /** Copy slot `s` of `b` (its category `cat`, freed at `freedAt`). */
   push(b: BlockTable, s: number, cat: number, freedAt: number): void {
@@ -232,10 +248,10 @@ export class PeakWitness {
 
   /** The blocks alive at a moment: live ones allocated by then, and those freed since. */
   private put({ rec, at, row }: Moment, categoryOf: (slot: number) => number, end = false): PeakPicture {
-    const out = new PeakBlocks();
+    const log = this.log;
+    const out = new PeakBlocks(this.blocks.count + log.n - Math.max(log.head, row - log.base));
     const b = this.blocks;
     for (const s of b.bySlot.values()) if (b.serial[s]! <= at) out.push(b, s, categoryOf(s), NaN);
-    const log = this.log;
     for (let i = Math.max(log.head, row - log.base); i < log.n; i++) if (log.serial[i]! <= at && log.freedAt[i]! >= at) out.copy(log, i);
     return end
       ? { step: rec.step, peak_bytes: rec.allocated_at_end, time_us: rec.end_us, reserved_bytes: rec.reserved_at_end, blocks: out, partial: rec.partial }
