@@ -38,10 +38,10 @@ export class PeakBlocks {
   phase: Uint8Array;
   /** Category code; a block freed within the phase that made it is a temporary. */
   category: Uint8Array;
-  /** Names by row, only where there is one (most blocks have none). An array by row rather than a
-   *  map: a gradient freed every step keeps its carried name, and the log of a named model's frees
-   *  set and rebuilt a map entry for each of them. */
-  readonly names: (string | undefined)[] = [];
+  /** Names by row (undefined for most: most blocks have none). An array as long as the columns,
+   *  filled with undefined, not a map: a gradient freed every step keeps its carried name, and a
+   *  map took a set for each and a rebuild at each compaction; nor a sparse array (BlockTable.names). */
+  readonly names: (string | undefined)[];
 
   /** Room for `rows` rows (it grows as rows come): a picture is made with room for the blocks it
    *  may hold, not grown to them from a few hundred each time a view asks for one. */
@@ -57,6 +57,7 @@ export class PeakBlocks {
     this.stack = new Uint32Array(n);
     this.phase = new Uint8Array(n);
     this.category = new Uint8Array(n);
+    this.names = new Array<string | undefined>(n).fill(undefined);
   }
 
   /** Copy slot `s` of `b` (its category `cat`, freed at `freedAt`). */
@@ -73,8 +74,7 @@ export class PeakBlocks {
     this.stack[i] = b.stack[s]!;
     this.phase[i] = b.phase[s]!;
     this.category[i] = cat;
-    const name = b.names[s];
-    if (name !== undefined || this.names[i] !== undefined) this.names[i] = name;
+    this.names[i] = b.names[s];
   }
 
   /** Copy row `i` of `from`. */
@@ -91,8 +91,7 @@ export class PeakBlocks {
     this.stack[j] = from.stack[i]!;
     this.phase[j] = from.phase[i]!;
     this.category[j] = from.category[i]!;
-    const name = from.names[i];
-    if (name !== undefined || this.names[j] !== undefined) this.names[j] = name;
+    this.names[j] = from.names[i];
   }
 
   /** Drop the first `k` held rows: moved down only once half the room is dropped, so each row
@@ -111,9 +110,8 @@ export class PeakBlocks {
     this.phase.copyWithin(0, k, n);
     this.category.copyWithin(0, k, n);
     const names = this.names;
-    const len = Math.min(names.length, n);
-    for (let r = k; r < len; r++) names[r - k] = names[r];
-    names.length = Math.max(0, len - k);
+    for (let r = k; r < n; r++) names[r - k] = names[r];
+    names.fill(undefined, n - k, n);
     this.n = n - k;
   }
 
@@ -137,6 +135,7 @@ export class PeakBlocks {
     this.stack = u(this.stack);
     this.phase = b(this.phase);
     this.category = b(this.category);
+    for (let i = this.names.length; i < n; i++) this.names.push(undefined);
   }
 }
 

@@ -56,10 +56,13 @@ export class BlockTable {
   stack: Uint32Array;
   /** FROM_NAMES, RESYNCED, BEFORE_ATTACH, or 0. */
   flags: Uint8Array;
-  /** Tensor names from the agent, by slot (undefined where unknown). */
-  names: (string | undefined)[] = [];
+  /** Tensor names from the agent, by slot (undefined where unknown). As long as the columns and
+   *  filled with undefined: a JS array given a few names at far slots turns sparse, and then every
+   *  free's read of it was a lookup in a map (24 ns against 0.8, a real job's named model: its
+   *  release, its free's log at the peak). */
+  names: (string | undefined)[];
   /** The named tensor's shape and dtype, and whether the name was carried from an earlier step. */
-  tensors: (TensorInfo | undefined)[] = [];
+  tensors: (TensorInfo | undefined)[];
   /** Counts every block added or removed: queries that sort blocks reuse their work while it stands still. */
   changes = 0;
   /** Live bytes and blocks by category code. */
@@ -96,6 +99,8 @@ export class BlockTable {
     this.stack = new Uint32Array(initial);
     this.flags = new Uint8Array(initial);
     this.freeSlots = new Int32Array(initial);
+    this.names = new Array<string | undefined>(initial).fill(undefined);
+    this.tensors = new Array<TensorInfo | undefined>(initial).fill(undefined);
   }
 
   get count(): number {
@@ -270,6 +275,10 @@ export class BlockTable {
     const fs = new Int32Array(n);
     fs.set(this.freeSlots);
     this.freeSlots = fs;
+    for (let i = this.capacity; i < n; i++) {
+      this.names.push(undefined);
+      this.tensors.push(undefined);
+    }
     this.capacity = n;
   }
 
