@@ -79,7 +79,7 @@ export class EventTail {
    * `window` made the next `max` slots (fewer where the ring of slots wraps first), for a source to
    * read into; pushing its rows then only counts them (they are in place). The records are then
    * written once, by the read, where a copy wrote them again (a session's tick following four
-   * busy rings, beside the same tree copying: 1.24 and 0.97 of its time in two runs,
+   * busy rings: the same tree copying took 1.24 and 0.97 times as long in two runs,
    * bench/results/session-ab/in-place-*, inside this machine's noise). Its stack column is zero,
    * as a ring's records carry none.
    */
