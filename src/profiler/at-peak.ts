@@ -77,44 +77,6 @@ export class PeakBlocks {
     this.names[i] = b.names[s];
   }
 
-  /** Copy row `i` of `from`. */
-  copy(from: PeakBlocks, i: number): void {
-    if (this.n === this.size.length) this.grow(this.n * 2);
-    const j = this.n++;
-    this.size[j] = from.size[i]!;
-    this.address[j] = from.address[i]!;
-    this.time_us[j] = from.time_us[i]!;
-    this.serial[j] = from.serial[i]!;
-    this.freedAt[j] = from.freedAt[i]!;
-    this.step[j] = from.step[i]!;
-    this.range[j] = from.range[i]!;
-    this.stack[j] = from.stack[i]!;
-    this.phase[j] = from.phase[i]!;
-    this.category[j] = from.category[i]!;
-    this.names[j] = from.names[i];
-  }
-
-  /** Drop the first `k` held rows: moved down only once half the room is dropped, so each row
-   *  moves at most once on average. */
-  dropFirst(k: number): void {
-    this.head += k;
-    if (this.head * 2 < this.size.length) return;
-    k = this.head;
-    this.head = 0;
-    this.base += k;
-    const n = this.n;
-    for (const a of [this.size, this.address, this.time_us, this.serial, this.freedAt]) a.copyWithin(0, k, n);
-    this.step.copyWithin(0, k, n);
-    this.range.copyWithin(0, k, n);
-    this.stack.copyWithin(0, k, n);
-    this.phase.copyWithin(0, k, n);
-    this.category.copyWithin(0, k, n);
-    const names = this.names;
-    for (let r = k; r < n; r++) names[r - k] = names[r];
-    names.fill(undefined, n - k, n);
-    this.n = n - k;
-  }
-
   bytes(): number {
     let sum = 0;
     for (let i = this.head; i < this.n; i++) sum += this.size[i]!;
@@ -136,6 +98,49 @@ export class PeakBlocks {
     this.phase = b(this.phase);
     this.category = b(this.category);
     for (let i = this.names.length; i < n; i++) this.names.push(undefined);
+  }
+}
+
+/**
+ * The frees since the oldest kept step's peak, in order: each row the freed block's slot and the
+ * last allocation's serial when it was freed. The block's columns stay in the block table, its
+ * slot held back from reuse (BlockTable.release waits for the row to be dropped): a logged free
+ * writes two numbers where copying the block's ten columns read them from all over the table,
+ * which following real ranks took a fifth of the monitor's samples (its blocks are many, and a
+ * free's columns far from each other in memory).
+ */
+class FreeLog {
+  /** Rows [head, n) are held; row number = base + index, for good. */
+  head = 0;
+  base = 0;
+  n = 0;
+  slot = new Int32Array(256);
+  freedAt = new Float64Array(256);
+
+  push(slot: number, freedAt: number): void {
+    if (this.n === this.slot.length) {
+      const s = new Int32Array(this.n * 2);
+      s.set(this.slot);
+      const f = new Float64Array(this.n * 2);
+      f.set(this.freedAt);
+      this.slot = s;
+      this.freedAt = f;
+    }
+    this.slot[this.n] = slot;
+    this.freedAt[this.n++] = freedAt;
+  }
+
+  /** Drop the first `k` held rows (their slots already given back): moved down only once half the
+   *  room is dropped, so each row moves at most once on average. */
+  dropFirst(k: number): void {
+    this.head += k;
+    if (this.head * 2 < this.slot.length) return;
+    k = this.head;
+    this.head = 0;
+    this.base += k;
+    this.slot.copyWithin(0, k, this.n);
+    this.freedAt.copyWithin(0, k, this.n);
+    this.n -= k;
   }
 }
 
@@ -167,7 +172,7 @@ interface Kept extends Moment {
 
 export class PeakWitness {
   /** Frees since the oldest kept step's peak, in order (so `freedAt` never decreases). */
-  private readonly log = new PeakBlocks();
+  private readonly log = new FreeLog();
   /** The last allocation's serial when the running step began (its peak until one rises above),
    *  and the log's row count then. */
   private startSerial = 0;
@@ -182,10 +187,11 @@ export class PeakWitness {
 
   constructor(private readonly blocks: BlockTable) {}
 
-  /** What the log of frees holds now: its rows and their bytes (the columns' room; names apart). */
+  /** What the log of frees holds now: its rows, and their bytes (the log's room, and the block
+   *  table's rows its slots hold back; names apart). */
   held(): { rows: number; bytes: number } {
     const log = this.log;
-    return { rows: log.n - log.head, bytes: log.size.length * BYTES_PER_ROW };
+    return { rows: log.n - log.head, bytes: log.slot.length * 12 + (log.n - log.head) * BYTES_PER_ROW };
   }
 
   /** The steps whose picture can be had, oldest first (the run's highest included). */
@@ -201,22 +207,27 @@ export class PeakWitness {
     return this.blocks.serial[slot]! <= this.peakSerial(cur);
   }
 
-  /** Live block `slot`, born by the running step's peak (bornByPeak), is about to be freed while
-   *  `cur` runs (`serial`: the last allocation's now): its free is logged. */
-  freeing(slot: number, serial: number, cur: StepRecord): void {
+  /** Block `slot`, born by the running step's peak (bornByPeak), was freed while `cur` runs
+   *  (`serial`: the last allocation's now), out of the sums and the address map: its free is
+   *  logged, and its slot is kept, the category it had (a temporary where none was decided), until
+   *  no kept peak needs it. */
+  retire(slot: number, serial: number, cur: StepRecord): void {
     const log = this.log;
     // Full: before it grows, drop what no kept or running peak needs (a run without step marks
     // would otherwise log every free it ever made).
-    if (log.n === log.size.length) this.trim(this.kept.length ? this.kept[0]!.at : this.peakSerial(cur));
-    const cat = this.blocks.category[slot]!;
-    log.push(this.blocks, slot, cat === CAT_UNRESOLVED ? CAT_TEMPORARY : cat, serial);
+    if (log.n === log.slot.length) this.trim(this.kept.length ? this.kept[0]!.at : this.peakSerial(cur));
+    const cat = this.blocks.category;
+    if (cat[slot] === CAT_UNRESOLVED) cat[slot] = CAT_TEMPORARY;
+    log.push(slot, serial);
   }
 
-  /** Drop the frees made before allocation `from`: alive at no peak from there on. */
+  /** Drop the frees made before allocation `from` (alive at no peak from there on): their slots go
+   *  back to the block table. */
   private trim(from: number): void {
     const log = this.log;
+    const b = this.blocks;
     let i = log.head;
-    while (i < log.n && log.freedAt[i]! < from) i++;
+    while (i < log.n && log.freedAt[i]! < from) b.release(log.slot[i++]!);
     log.dropFirst(i - log.head);
   }
 
@@ -251,7 +262,10 @@ export class PeakWitness {
     const out = new PeakBlocks(this.blocks.count + log.n - Math.max(log.head, row - log.base));
     const b = this.blocks;
     for (const s of b.bySlot.values()) if (b.serial[s]! <= at) out.push(b, s, categoryOf(s), NaN);
-    for (let i = Math.max(log.head, row - log.base); i < log.n; i++) if (log.serial[i]! <= at && log.freedAt[i]! >= at) out.copy(log, i);
+    for (let i = Math.max(log.head, row - log.base); i < log.n; i++) {
+      const s = log.slot[i]!;
+      if (b.serial[s]! <= at && log.freedAt[i]! >= at) out.push(b, s, b.category[s]!, log.freedAt[i]!);
+    }
     return end
       ? { step: rec.step, peak_bytes: rec.allocated_at_end, time_us: rec.end_us, reserved_bytes: rec.reserved_at_end, blocks: out, partial: rec.partial }
       : { step: rec.step, peak_bytes: rec.peak_allocated, time_us: rec.peak_time_us, reserved_bytes: rec.reserved_at_peak, blocks: out, partial: rec.partial };

@@ -107,6 +107,12 @@ export class BlockTable {
     return this.bySlot.size;
   }
 
+  /** Slots handed out and not given back: the live blocks, and the freed ones the log of frees at
+   *  the peak still holds (at-peak.ts). */
+  get taken(): number {
+    return this.used - this.nFree;
+  }
+
   /** Inserted by a resync: when and where it was allocated is unknown. */
   isResynced(slot: number): boolean {
     return this.flags[slot] === RESYNCED;
@@ -157,8 +163,9 @@ export class BlockTable {
     return this.bySlot.remove(address);
   }
 
-  /** Take a block out of the sums and give its slot back (the address map no longer points at it). */
-  discard(slot: number): void {
+  /** Take a block out of the sums and give its slot back (the address map no longer points at it);
+   *  with `keep`, the slot stays taken (the log of frees at the peak holds it, at-peak.ts). */
+  discard(slot: number, keep = false): void {
     const size = this.size[slot]!;
     const cat = this.category[slot]!;
     this.bytesByCat[cat]! -= size;
@@ -166,7 +173,8 @@ export class BlockTable {
     if (size > LARGE) this.large--;
     if (this.flags[slot] === RESYNCED && !this.settled.delete(slot)) this.resynced--;
     this.bytesByRange[this.range[slot]!]! -= size;
-    this.release(slot);
+    if (keep) this.changes++;
+    else this.release(slot);
   }
 
   /** Remove a live block entirely. */

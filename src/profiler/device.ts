@@ -344,18 +344,21 @@ export class DeviceState extends TotalsReadout {
         reserved += RF.rs * rq;
         counts[RF.count]!++;
         if (slot >= 0) {
-          if (peaks.bornByPeak(slot, acc.cur)) peaks.freeing(slot, serial, acc.cur);
+          // A block born by the running step's peak keeps its slot for the log of frees (retire).
+          const logged = peaks.bornByPeak(slot, acc.cur);
           acc.freeBlock(size, slot, step);
           // BlockTable.discard, on the columns read once a run (a resynced block's own way apart).
-          if (cFlags[slot] === RESYNCED) blocks.discard(slot);
+          if (cFlags[slot] === RESYNCED) blocks.discard(slot, logged);
           else {
             const cat = cCat[slot]!;
             bytesByCat[cat]! -= size;
             countByCat[cat]!--;
             if (size > LARGE) blocks.large--;
             bytesByRange[cRange[slot]!]! -= size;
-            blocks.release(slot);
+            if (logged) blocks.changes++;
+            else blocks.release(slot);
           }
+          if (logged) peaks.retire(slot, serial, acc.cur);
         } else {
           acc.freeUnknown(size);
           this._unknownFrees++;

@@ -8,8 +8,7 @@ import { openRingRecording } from "../../src/collect/recording";
 import { createModel, feed, FeedSource, replay } from "../../src/profiler";
 import type { StepRecord } from "../../src/profiler/steps";
 import { atPeak, PEAK_GROUPINGS, segmentsAt } from "../../src/profiler/peak-groups";
-import { PEAK_STEPS_KEPT, PeakBlocks } from "../../src/profiler/at-peak";
-import { BlockTable } from "../../src/profiler/blocks";
+import { PEAK_STEPS_KEPT } from "../../src/profiler/at-peak";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
 
@@ -140,34 +139,5 @@ describe("the blocks alive at a step's peak", () => {
     const byCat = atPeak(m, { device: 0, which: "run", by: "category" })!;
     expect(byCat.groups.map((g) => g.key)).toContain("optimizer_state");
     expect(atPeak(m, { device: 0, which: 12345 })).toBeNull();
-  });
-});
-
-describe("the log of frees keeps each row's name through its compactions", () => {
-  test("rows pushed with and without names, dropped from the front many times, keep their own names", () => {
-    const b = new BlockTable();
-    const slots: number[] = [];
-    for (let k = 0; k < 64; k++) {
-      const s = b.add(0x1000_0000 + k * 512, 512, 0, k, k + 1, 0, 0, 0, 0, 0);
-      if (k % 3 === 0) b.names[s] = `tensor ${k}`;
-      slots.push(s);
-    }
-    const log = new PeakBlocks();
-    const want: (string | undefined)[] = [];
-    let dropped = 0;
-    for (let round = 0; round < 200; round++) {
-      for (let j = 0; j < 7; j++) {
-        const s = slots[(round * 7 + j) % slots.length]!;
-        log.push(b, s, 0, round);
-        want.push(b.names[s]);
-      }
-      const k = (round % 3) + 5; // a little fewer than it pushes: the log grows slowly, and compacts whenever half is dropped
-      log.dropFirst(k);
-      dropped += k;
-      const got = [];
-      for (let i = log.head; i < log.n; i++) got.push(log.names[i]);
-      expect(got).toEqual(want.slice(dropped));
-    }
-    expect(log.base).toBeGreaterThan(0); // compacted at least once
   });
 });
