@@ -14,15 +14,12 @@ import type { StepRecord } from "./steps";
  *  the frees of this many steps: some 50 bytes a free. */
 export const PEAK_STEPS_KEPT = 8;
 
-/** Bytes of one row of PeakBlocks' columns: five of 8 bytes, three of 4, two of 1. */
+/** Bytes of one block's row: five columns of 8 bytes, three of 4, two of 1 (a picture's, and the
+ *  block table's that the log of frees holds back). */
 const BYTES_PER_ROW = 5 * 8 + 3 * 4 + 2;
 
-/** Blocks as columns: a moment's picture, or the log of frees. */
+/** Blocks as columns: a moment's picture, rows [0, n). */
 export class PeakBlocks {
-  /** Rows [head, n) are held (the log drops from its front; a picture's head stays 0). */
-  head = 0;
-  /** Rows moved out below index 0 by compactions: row number = base + index, for good. */
-  base = 0;
   n = 0;
   size: Float64Array;
   address: Float64Array;
@@ -79,7 +76,7 @@ export class PeakBlocks {
 
   bytes(): number {
     let sum = 0;
-    for (let i = this.head; i < this.n; i++) sum += this.size[i]!;
+    for (let i = 0; i < this.n; i++) sum += this.size[i]!;
     return sum;
   }
 

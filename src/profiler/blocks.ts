@@ -244,7 +244,7 @@ export class BlockTable {
   /** Give a slot back once its block is gone (out of the sums already). */
   release(slot: number): void {
     this.changes++;
-    // Most blocks were never named: a store into these sparse arrays only where there is something.
+    // Most blocks were never named: a store only where there is something.
     if (this.names[slot] !== undefined) this.names[slot] = undefined;
     if (this.tensors[slot] !== undefined) this.tensors[slot] = undefined;
     this.flags[slot] = 0;

@@ -45,6 +45,8 @@ export class FeedSource {
   private at = 0;
   private lost = 0;
   private read_ = 0;
+  /** Records a fill reads at most (the batch's room). */
+  private readonly capacity: number;
 
   /** `batch`: a batch of its own (a capacity), or one shared by feeds that never stop at a moment
    *  (nothing is left in it between them). `into`: the trace of the model this source feeds, where
@@ -59,8 +61,6 @@ export class FeedSource {
     this.capacity = this.batch.action.length;
     this.batch.count = 0;
   }
-
-  private readonly capacity: number;
 
   /** The stream position read up to: records read (fed or waiting) and lost. */
   get position(): number {

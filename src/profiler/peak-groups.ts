@@ -136,7 +136,7 @@ export function peakBlockLines(m: ProfilerModel, opts: { device: number; which: 
   if (!d || !view || !got) return null;
   const b = got.pic.blocks;
   const lines: BlockLine[] = [];
-  for (let i = b.head; i < b.n; i++) {
+  for (let i = 0; i < b.n; i++) {
     const k = known(d, b, i);
     const tensor = k.tensor;
     const category = CATEGORIES[k.cat] ?? "other";

@@ -195,7 +195,7 @@ export function segmentMapAt(
 ): SegmentMap & { released_since_bytes: number } {
   const b = pic.blocks;
   const order: number[] = [];
-  for (let i = b.head; i < b.n; i++) order.push(i);
+  for (let i = 0; i < b.n; i++) order.push(i);
   order.sort((x, y) => b.address[x]! - b.address[y]!);
   const sorted: Sorted = {
     n: order.length,
