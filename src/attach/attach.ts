@@ -2,7 +2,7 @@
 // the bootstrap to claim the attach at a safe point (docs/protocol.md, "Attaching to a running
 // process"). A target that reaches no safe point in time is left as it was: the token is withdrawn,
 // so the bootstrap still queued in it does nothing when it finally runs.
-import { pidAlive, startTicks } from "../collect/procfs";
+import { pidAlive, pidEnding, startTicks } from "../collect/procfs";
 import { pageText, payload, scriptText } from "./bootstrap";
 import { HELPER_EXIT, runHelper, usesRemoteExec } from "./helper";
 import { alreadyAttached, checkProcess, checkTorch, checkYama, noSuchProcess, notPython, ptraceContext, type Check } from "./preflight";
@@ -36,12 +36,26 @@ function refuse(pid: number, reason: string): AttachResult {
   return { ok: false, pid, line: `attach ${pid} refused: ${reason}` };
 }
 
-/** What the helper's exit status means, in the preflight's words. */
-function helperRefusal(pid: number, code: number, error: string): string {
+/** How long a failed helper's target is watched for its exit: a program finalizing its interpreter
+ *  (after sys.exit) is not yet exiting for the kernel, and a call into it may fault. */
+const EXIT_GRACE_MS = 300;
+
+/** Whether the process is ending now or within the grace: a failure then was that exit. */
+async function endingSoon(pid: number): Promise<boolean> {
+  for (const until = Date.now() + EXIT_GRACE_MS; ; await sleep(10)) {
+    if (pidEnding(pid)) return true;
+    if (Date.now() >= until) return false;
+  }
+}
+
+/** What the helper's exit status means, in the preflight's words. A process that began to exit
+ *  while the helper read or stopped it fails in many ways (its maps gone, a call faulting, ptrace
+ *  answering ESRCH): all of them are that exit, said as such. */
+async function helperRefusal(pid: number, code: number, error: string): Promise<string> {
+  if (code === HELPER_EXIT.exited || (await endingSoon(pid))) return `process ${pid} exited during the attach`;
   if (code === HELPER_EXIT.noProcess) return noSuchProcess(pid, false);
   if (code === HELPER_EXIT.notPython) return notPython(pid, error.replace(/^process \d+ is not a CPython process \((.*)\)$/, "$1"));
   if (code === HELPER_EXIT.ptrace) return ptraceContext(pid, error);
-  if (code === HELPER_EXIT.exited) return `process ${pid} exited during the attach`;
   return error || `the helper failed (status ${code})`;
 }
 
@@ -55,7 +69,7 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
   const yama = checkYama(pid);
   if (!yama.ok) return refuse(pid, yama.reason);
   const probe = runHelper(["probe", String(pid)]);
-  if (probe.code !== 0) return refuse(pid, helperRefusal(pid, probe.code, probe.error));
+  if (probe.code !== 0) return refuse(pid, await helperRefusal(pid, probe.code, probe.error));
   const python = probe.fields.python ?? "?";
   let torch: Check = checkTorch(pid, env);
   if (!torch.ok && torch.waitable && opts.wait) {
@@ -89,7 +103,7 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
   if (inj.code !== 0) {
     withdrawToken(token);
     if (script) removeScript(script);
-    return refuse(pid, helperRefusal(pid, inj.code, inj.error));
+    return refuse(pid, await helperRefusal(pid, inj.code, inj.error));
   }
   const stoppedUs = Number(inj.fields.stopped_us ?? NaN);
   const stopped = `its threads were stopped ${(stoppedUs / 1000).toFixed(1)} ms`;

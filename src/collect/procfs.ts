@@ -122,6 +122,27 @@ export function pidAlive(pid: number, procRoot = "/proc"): boolean {
   return state !== "Z" && state !== "X";
 }
 
+/** PF_EXITING in the flags of /proc/PID/stat (field 9): set when the process begins to exit, before
+ *  its memory map is torn down, so it tells an exiting process from one whose maps are just odd. */
+const PF_EXITING = 0x4;
+
+export function parseStatExiting(stat: string): boolean {
+  const close = stat.lastIndexOf(")");
+  if (close < 0) return false;
+  const flags = Number(stat.slice(close + 1).trim().split(/\s+/)[6]);
+  return Number.isInteger(flags) && (flags & PF_EXITING) !== 0;
+}
+
+/** Whether the process has exited or is exiting: what a failure to read or stop it then means. */
+export function pidEnding(pid: number, procRoot = "/proc"): boolean {
+  if (!pidAlive(pid, procRoot)) return true;
+  try {
+    return parseStatExiting(readFileSync(`${procRoot}/${pid}/stat`, "latin1"));
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
 /** The pids of the NSpid line of /proc/PID/status's text; null where there is none. */
 export function parseNsPid(status: string): number[] | null {
   const m = /^NSpid:[ \t]*([\d \t]+)$/m.exec(status);

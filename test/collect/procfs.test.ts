@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { inOtherPidNamespace, ownPidNamespace, parseNsLink, parseNsPid, parseStatState, pidAlive, pidNsInfo, readPidNamespace } from "../../src/collect/procfs";
+import { inOtherPidNamespace, ownPidNamespace, parseNsLink, parseNsPid, parseStatExiting, parseStatState, pidAlive, pidEnding, pidNsInfo, readPidNamespace } from "../../src/collect/procfs";
 
 describe("pid namespace readers", () => {
   test("NSpid: the reader's pid first, the process's own namespace's last", () => {
@@ -96,11 +96,23 @@ test("pidAlive: a running process is alive; a zombie and a pid gone are not", as
     expect(pidAlive(child)).toBe(false);
     expect(pidAlive(p.pid)).toBe(true);
     expect(pidAlive(process.pid)).toBe(true);
+    // The kernel's PF_EXITING stays set on the zombie: exiting, as an attach that raced it says.
+    expect(parseStatExiting(readFileSync(`/proc/${child}/stat`, "latin1"))).toBe(true);
+    expect(parseStatExiting(readFileSync(`/proc/${p.pid}/stat`, "latin1"))).toBe(false);
+    expect(pidEnding(child)).toBe(true);
+    expect(pidEnding(p.pid)).toBe(false);
   } finally {
     p.kill();
     await p.exited;
   }
   expect(pidAlive(p.pid)).toBe(false);
+});
+
+test("parseStatExiting: bit 0x4 of the flags (field 9), whatever the command holds", () => {
+  expect(parseStatExiting("42 (py) S 1 42 42 0 -1 4194560 0")).toBe(false);
+  expect(parseStatExiting("42 (a) 4 (b)) Z 1 42 42 0 -1 4227084 0")).toBe(true);
+  expect(parseStatExiting("42 (python3) S 1")).toBe(false);
+  expect(parseStatExiting("")).toBe(false);
 });
 
 test("parseStatState: the letter after the command, whatever the command holds", () => {
