@@ -2,7 +2,7 @@
 // "Attaching to a running process"). Each refusal is one line: what is wrong, then what to do. The
 // message functions are pure (tested without the conditions they describe); the reads are below.
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { readPidNamespace } from "../collect/procfs";
+import { parseStatPpid, parseStatState, readPidNamespace } from "../collect/procfs";
 
 export type Refusal = { ok: false; reason: string; /** --wait may see it change */ waitable?: boolean };
 export type Check = { ok: true } | Refusal;
@@ -88,16 +88,12 @@ export function inContainer(): boolean {
 
 export function ppidOf(pid: number): number | null {
   const stat = readText(`/proc/${pid}/stat`);
-  const rp = stat?.lastIndexOf(")") ?? -1;
-  if (!stat || rp < 0) return null;
-  const ppid = Number(stat.slice(rp + 2).split(" ")[1]);
-  return Number.isInteger(ppid) ? ppid : null;
+  return stat === null ? null : parseStatPpid(stat);
 }
 
 export function processState(pid: number): string | null {
   const stat = readText(`/proc/${pid}/stat`);
-  const rp = stat?.lastIndexOf(")") ?? -1;
-  return stat && rp >= 0 ? stat.charAt(rp + 2) : null;
+  return stat === null ? null : parseStatState(stat);
 }
 
 export function isDescendant(pid: number, of = process.pid): boolean {

@@ -30,14 +30,19 @@ function read(path: string): string | null {
 }
 
 /**
- * The parent pid from the text of /proc/PID/stat: `pid (comm) state ppid …`. The command name may
- * hold spaces and parentheses, so the fields are counted from the last ')'. null where the text is
- * not of that form.
+ * The fields of /proc/PID/stat's text after the command name (`pid (comm) state ppid …`: the state,
+ * field 3, at index 0). The command name may hold spaces and parentheses, so the fields are counted
+ * from the last ')'. null where the text is not of that form.
  */
-export function parseStatPpid(stat: string): number | null {
+function statFields(stat: string): string[] | null {
   const close = stat.lastIndexOf(")");
-  if (close < 0) return null;
-  const fields = stat.slice(close + 1).trim().split(/\s+/);
+  return close < 0 ? null : stat.slice(close + 1).trim().split(/\s+/);
+}
+
+/** The parent pid from the text of /proc/PID/stat; null where the text is not of that form. */
+export function parseStatPpid(stat: string): number | null {
+  const fields = statFields(stat);
+  if (!fields) return null;
   const ppid = Number(fields[1]);
   return fields.length >= 2 && Number.isInteger(ppid) && ppid >= 0 ? ppid : null;
 }
@@ -48,10 +53,9 @@ const USER_HZ = 100;
 /** From /proc/PID/stat's text: CPU seconds (utime + stime) and the start time in seconds after
  *  boot; null where the text is not of that form. */
 export function parseStatTimes(stat: string): { cpu_seconds: number; start_seconds: number } | null {
-  const close = stat.lastIndexOf(")");
-  if (close < 0) return null;
   // Fields after "(comm)": state is field 3, utime 14, stime 15, starttime 22.
-  const f = stat.slice(close + 1).trim().split(/\s+/);
+  const f = statFields(stat);
+  if (!f) return null;
   const utime = Number(f[11]);
   const stime = Number(f[12]);
   const start = Number(f[19]);
@@ -127,20 +131,21 @@ export function pidAlive(pid: number, procRoot = "/proc"): boolean {
 const PF_EXITING = 0x4;
 
 export function parseStatExiting(stat: string): boolean {
-  const close = stat.lastIndexOf(")");
-  if (close < 0) return false;
-  const flags = Number(stat.slice(close + 1).trim().split(/\s+/)[6]);
+  const flags = Number(statFields(stat)?.[6]);
   return Number.isInteger(flags) && (flags & PF_EXITING) !== 0;
 }
 
-/** Whether the process has exited or is exiting: what a failure to read or stop it then means. */
+/** Whether the process has exited or is exiting (gone, a zombie, or flagged exiting), from one read
+ *  of its stat: what a failure to read or stop it then means. */
 export function pidEnding(pid: number, procRoot = "/proc"): boolean {
-  if (!pidAlive(pid, procRoot)) return true;
+  let stat: string;
   try {
-    return parseStatExiting(readFileSync(`${procRoot}/${pid}/stat`, "latin1"));
+    stat = readFileSync(`${procRoot}/${pid}/stat`, "latin1");
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "ENOENT";
+    return (e as NodeJS.ErrnoException).code === "ENOENT"; // gone; else not ours to read
   }
+  const state = parseStatState(stat);
+  return state === "Z" || state === "X" || parseStatExiting(stat);
 }
 
 /** The pids of the NSpid line of /proc/PID/status's text; null where there is none. */

@@ -18,6 +18,9 @@ export const PEAK_STEPS_KEPT = 8;
  *  block table's that the log of frees holds back). */
 const BYTES_PER_ROW = 5 * 8 + 3 * 4 + 2;
 
+/** Bytes of one row of the log of frees: its slot (4) and when it was freed (8). */
+const FREE_LOG_ROW_BYTES = 4 + 8;
+
 /** Blocks as columns: a moment's picture, rows [0, n). */
 export class PeakBlocks {
   n = 0;
@@ -188,7 +191,7 @@ export class PeakWitness {
    *  table's rows its slots hold back; names apart). */
   held(): { rows: number; bytes: number } {
     const log = this.log;
-    return { rows: log.n - log.head, bytes: log.slot.length * 12 + (log.n - log.head) * BYTES_PER_ROW };
+    return { rows: log.n - log.head, bytes: log.slot.length * FREE_LOG_ROW_BYTES + (log.n - log.head) * BYTES_PER_ROW };
   }
 
   /** The steps whose picture can be had, oldest first (the run's highest included). */

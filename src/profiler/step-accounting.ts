@@ -182,7 +182,7 @@ export class StepAccounting {
   /** A live block of `size` (`slot`) freed in the open run while `step` runs: the step's frees,
    *  then the block leaves the live sums (drop). Before the caller takes it out of the blocks' sums. */
   freeBlock(size: number, slot: number, step: number): void {
-    if (this.peakOpen) this.copyPeak();
+    // A peak's open sums are copied by drop, first: nothing before it here changes what they copy.
     this.runFreed += size;
     this.runNFree++;
     const b = this.blocks;
