@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: checks | costs | tests | final | attach | jobs | every-gpu | screens | screens-ab | stacks | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# PART: harden | checks | costs | tests | final | attach | jobs | every-gpu | screens | screens-ab | stacks | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -107,6 +107,14 @@ late)  # after the last changes to the agent and the NVML loader: those tests, a
   ;;
 e2e)  # the end-to-end checkers on a real training (tmux, d, e, kill -9, OOM; a transformers GPT-2)
   TAIL=30 step e2e 580 env GPUMEM_GPU_TESTS=1 GPUMEM_GPU_REPORTS="$r/e2e" bun test test/gpu/e2e-gpu.test.ts test/gpu/e2e-hf.test.ts
+  ;;
+harden)  # issue 35 on the GPU: a hook built by the tree before (.carry/base.tar.xz) rebuilt once by this one, the agent's GPU tests and files, attach to a leaking training
+  rm -rf /tmp/base && mkdir -p /tmp/base && tar -xJf .carry/base.tar.xz -C /tmp/base && ln -s "$PWD/node_modules" /tmp/base/node_modules
+  (cd /tmp/base && bun cuda/build.ts --install > "$r/build-base.log" 2>&1)
+  TAIL=12 step rekey 300 bash bench/hook-rekey.sh /tmp/base "$r/rekey"
+  step files 90 env PYTHONPATH=agent python3 test/agent/gpu_files.py
+  TAIL=30 step agent-tests 240 env GPUMEM_GPU_TESTS=1 bun test test/agent/gpu.test.ts test/headless/run-final-names.test.ts
+  TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   ;;
 zoo)  # every set-up of the zoo, plain and under the agent
   TAIL=40 step zoo 540 bun test/gpu/zoo.ts "$r/zoo" ${ZOO_ARGS:-}
