@@ -59,22 +59,15 @@ def current():
 
 
 def save_ring(path):
-    """A compact copy of this process's ring (and its manifest as path.json) for replay."""
-    import json
-
+    """A compact copy of this process's ring (and its manifest as path.json) for replay, both
+    0600 and never through a link (ring.save_recording: OSError says why a name is refused)."""
     from . import ring
 
     a = _agent
     if a is None or a.ring is None:
         raise RuntimeError("gpumem_agent is not attached to CUDA in this process")
     a.sync()
-    n = ring.save_compact(a.ring_path, path)
-    base = path[:-5] if path.endswith(".ring") else path
-    with open(base + ".json", "w") as f:
-        m = a.manifest()
-        m["ring"] = os.path.basename(path)
-        json.dump(m, f, indent=1)
-    return n
+    return ring.save_recording(a.ring_path, path, a.manifest())
 
 
 def _lines():

@@ -27,6 +27,7 @@ import struct
 import sys
 import threading
 
+from . import paths
 from .ring import write_index_offset
 from .totals import Totals, block_size
 from .wire import ACTION as A, HEADER_OFFSET, RECORD_FIELDS
@@ -156,6 +157,24 @@ class Profiler:
         self._mon = None
         self._printed = False
         atexit.register(self._at_exit)
+        self._check_json()
+
+    def _check_json(self):
+        """Said once, as the first function is decorated, where GPUMEM_PROFILE_JSON cannot be
+        written (a link or FIFO planted there): the user can move it before the run ends. The
+        same line is not said again at exit (_say), where the name is checked once more."""
+        path = os.environ.get("GPUMEM_PROFILE_JSON")
+        try:
+            if path:
+                paths.check_replaceable(path)
+        except paths.UnsafeFile as e:
+            self._say(self._json_refusal(path, e))
+        except Exception:
+            pass
+
+    @staticmethod
+    def _json_refusal(path, e):
+        return str(e).replace("not writing %s" % path, "not writing GPUMEM_PROFILE_JSON=%s" % path, 1)
 
     # -- decorating ----------------------------------------------------------------------------
 
@@ -363,18 +382,30 @@ class Profiler:
         return self._call(fp, exec, (code, globals_, globals_ if locals_ is None else locals_), {})
 
     def _at_exit(self):
-        if self._printed or not any(f.profiled_calls for f in self.functions.values()):
-            return
-        self._printed = True
-        path = os.environ.get("GPUMEM_PROFILE_JSON")
-        if path:
-            try:
-                with open(path, "w") as fh:
-                    json.dump(self.stats(), fh, indent=1)
-            except Exception as e:  # at exit: said, never a traceback over the program's last lines
-                self._say("could not write GPUMEM_PROFILE_JSON=%s: %s: %s" % (path, type(e).__name__, e))
-        if os.environ.get("GPUMEM_PROFILE_QUIET") != "1":
-            sys.stderr.write(self.format())
+        # At exit: whatever fails is said in one line, never a traceback over the program's last
+        # lines, never a change to its exit status, never a wait (paths.publish opens nothing
+        # planted: a FIFO at the path cannot hold the exit).
+        try:
+            if self._printed or not any(f.profiled_calls for f in self.functions.values()):
+                return
+            self._printed = True
+            path = os.environ.get("GPUMEM_PROFILE_JSON")
+            if path:
+                self._write_json(path)
+            if os.environ.get("GPUMEM_PROFILE_QUIET") != "1":
+                sys.stderr.write(self.format())
+        except Exception:
+            pass  # stderr closed: nowhere left to say it
+
+    def _write_json(self, path):
+        """GPUMEM_PROFILE_JSON, written as the monitor writes --output: 0600, created exclusively
+        beside `path` and renamed onto it only over nothing or a regular file of ours."""
+        try:
+            paths.publish(path, lambda f: f.write(json.dumps(self.stats(), indent=1).encode()))
+        except paths.UnsafeFile as e:
+            self._say(self._json_refusal(path, e))
+        except Exception as e:
+            self._say("could not write GPUMEM_PROFILE_JSON=%s: %s: %s" % (path, type(e).__name__, e))
 
 
 def _format_function(f):

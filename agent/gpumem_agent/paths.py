@@ -7,8 +7,9 @@ The rules, mirrored by the monitor in src/collect/agent-dirs.ts:
 - a directory is trusted only if lstat says: a real directory (no symlink), ours, mode & 0o077 == 0;
 - where that name is taken (another user's, a symlink, open mode, a file), the agent uses a private
   sibling `<name>.<random>` (ours, 0700) that the monitor finds by listing the parent;
-- files are created exclusively (O_CREAT|O_EXCL|O_NOFOLLOW, 0600) under unpredictable names and
-  renamed into place: a link planted at a name is never followed.
+- files are created exclusively (O_CREAT|O_EXCL|O_NOFOLLOW|O_NONBLOCK, 0600) under unpredictable
+  names and renamed into place only over nothing or a regular file of ours: a link, FIFO or
+  another user's file planted at a name is refused (UnsafeFile), never followed or replaced.
 """
 import os
 import secrets
@@ -93,10 +94,11 @@ def open_agent_dir(path):
 
 
 def create_exclusive(path):
-    """Open a new file beside `path` for writing: an unpredictable name, O_EXCL|O_NOFOLLOW, 0600.
-    Returns (fd, tmp_path); publish it with os.replace(tmp_path, path)."""
+    """Open a new file beside `path` for writing: an unpredictable name, O_EXCL|O_NOFOLLOW, 0600,
+    non-blocking (nothing planted can hold the open). Returns (fd, tmp_path); publish it with
+    os.replace(tmp_path, path) once `check_replaceable(path)` allows."""
     d, base = os.path.split(path)
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = os.path.join(d, ".%s.%s.tmp" % (base, secrets.token_hex(8)))
         try:
@@ -106,14 +108,49 @@ def create_exclusive(path):
     raise FileExistsError("no free temporary name beside %s" % path)
 
 
+class UnsafeFile(OSError):
+    """A name the agent will not write over, in words: "not writing PATH: why"."""
+
+
+def _kind(mode):
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def check_replaceable(path):
+    """Raise UnsafeFile unless `path` is free or a regular file of ours (lstat: a link is never
+    followed). The rules of the monitor's --output (src/system/private-file.ts): a link, a FIFO
+    or anything not a regular file, and another user's file are refused, never replaced: the
+    name was planted, or is someone else's to keep."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        why = "it is a symbolic link (never followed)"
+    elif not stat.S_ISREG(st.st_mode):
+        why = "not a regular file (%s)" % _kind(st.st_mode)
+    elif st.st_uid != os.geteuid():
+        why = "it belongs to another user (uid %d)" % st.st_uid
+    else:
+        return
+    raise UnsafeFile("not writing %s: %s" % (path, why))
+
+
 def publish(path, write):
     """Write a file 0600 atomically through `write(binary file object)`: created exclusively beside
-    `path` and renamed onto it (a link planted at `path` is replaced, not followed); the temporary
-    file is removed on any error."""
+    `path` and renamed onto it where check_replaceable allows (a link, FIFO or another user's file
+    at `path` raises UnsafeFile and stays as it was); the temporary file is removed on any error.
+    Between the check and the rename a name planted is replaced, never followed or opened."""
+    check_replaceable(path)
     fd, tmp = create_exclusive(path)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
+        check_replaceable(path)
         os.replace(tmp, path)
     except BaseException:
         try:

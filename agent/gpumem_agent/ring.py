@@ -21,7 +21,7 @@ import os
 import struct
 import time
 
-from .paths import create_exclusive
+from .paths import check_replaceable, create_exclusive, publish
 
 from .wire import (HEADER_OFFSET, HEADER_SIZE, LANE_OFFSET, LANE_SIZEOF, MAX_DEVICES, MAX_LANES, MODE, RECORD_FIELDS,
                    RECORD_FORMAT, RECORD_SIZE, RING_ABI_VERSION, RING_MAGIC, TOTALS_FIELDS, TOTALS_FORMAT, TOTALS_OFFSET,
@@ -158,6 +158,7 @@ class Ring:
             # Records carry unix ns until a hook with its own clock calibrates (ns_per_tick 0).
             struct.pack_into("<qqd", p, HEADER_OFFSET["clock_base_ticks"], 0, 0, 0.0)
             try:
+                check_replaceable(path)
                 os.replace(tmp, path)  # published only once backed and its header whole
             except BaseException:
                 p.close()
@@ -258,8 +259,11 @@ def save_compact(src_path, dst_path):
     of one lane (the lanes merged by time).
 
     The copy is a valid ring (header, totals and calibration as they were): what tests and
-    `gpumem-tui replay` read as a recording.
+    `gpumem-tui replay` read as a recording. Written as every file of the agent (paths.publish):
+    0600, created beside `dst_path` and renamed onto it; a link, FIFO or another user's file at
+    `dst_path` raises paths.UnsafeFile and is left as it was.
     """
+    check_replaceable(dst_path)  # before reading the ring: a refusal costs nothing
     src = Ring(src_path, create=False)
     try:
         recs = src.records()
@@ -278,12 +282,24 @@ def save_compact(src_path, dst_path):
     body = bytearray(cap * RECORD_SIZE)
     for j, rec in enumerate(recs):
         RECORD.pack_into(body, j * RECORD_SIZE, j + 1, *rec[1:])
-    fd = os.open(dst_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, bytes(header) + bytes(body))
-    finally:
-        os.close(fd)
+    publish(dst_path, lambda f: (f.write(header), f.write(body)))
     return len(recs)
+
+
+def save_recording(src_path, path, manifest):
+    """gpumem_agent.save_ring: the compact copy of a ring at `path` and `manifest` (with the copy's
+    name) beside it as `path` less ".ring", plus ".json". Both names are checked before either is
+    written: a refused one (paths.UnsafeFile) leaves neither."""
+    import json
+
+    base = path[:-5] if path.endswith(".ring") else path
+    meta = base + ".json"
+    check_replaceable(path)
+    check_replaceable(meta)
+    n = save_compact(src_path, path)
+    m = dict(manifest, ring=os.path.basename(path))
+    publish(meta, lambda f: f.write(json.dumps(m, indent=1).encode()))
+    return n
 
 
 def main(argv=None):

@@ -5,6 +5,7 @@ a spare uid (setpriv, chown) and small filesystems with tmpfs mounts: both need 
 test is skipped, saying why, where the tests do not run as root.
 """
 import ctypes
+import json
 import os
 import pickle
 import shutil
@@ -297,20 +298,187 @@ class Dump(unittest.TestCase):
             self.assertEqual(pickle.load(f), {"segments": [], "device_traces": []})
         self.assertEqual(stat.S_IMODE(os.lstat(path).st_mode), 0o600)
 
-    def test_a_link_at_the_dump_name_itself_is_replaced_not_followed(self):
+    def test_a_link_at_the_dump_name_itself_is_refused_not_followed(self):
+        # The monitor names the dump (its working directory, --dump-dir): a link there is
+        # refused as --output refuses one, and left as it was.
         d, v = shared_dir(), victim()
         path = os.path.join(d, "1-snapshot.pickle")
         os.symlink(v, path)
-        self.dump(path)
+        with self.assertRaises(paths.UnsafeFile) as e:
+            self.dump(path)
+        self.assertEqual(str(e.exception), "not writing %s: it is a symbolic link (never followed)" % path)
         with open(v, "rb") as f:
             self.assertEqual(f.read(), b"precious")
-        self.assertTrue(stat.S_ISREG(os.lstat(path).st_mode))
+        self.assertEqual((os.readlink(path), os.listdir(d)), (v, ["1-snapshot.pickle"]))
 
     def test_a_failed_dump_leaves_nothing(self):
         d = mkdtemp()
         with self.assertRaises(Exception):
             self.dump(os.path.join(d, "1-snapshot.pickle"), snapshot=lambda: {"x": lambda: 0})  # not picklable
         self.assertEqual(os.listdir(d), [])
+
+
+# -- issue 35, item 4: every file the agent writes, as --output is written --------------------------
+
+# A program with the line profiler on (a real ring, a stand-in agent: no torch here), that profiles
+# one call, prints, and exits with status 3: what it prints and its status must not change whatever
+# is planted at GPUMEM_PROFILE_JSON.
+PROFILED_PROGRAM = """
+import os, sys, tempfile, types
+sys.path.insert(0, %r)
+from gpumem_agent import ring
+from gpumem_agent.lines import Profiler
+cuda = types.SimpleNamespace(current_device=lambda: 0, init=lambda: None,
+                             memory_stats=lambda d: {"active_bytes.all.current": 0, "reserved_bytes.all.current": 0})
+r = ring.Ring(os.path.join(tempfile.mkdtemp(), "t.ring"), capacity=1024)
+agent = types.SimpleNamespace(ring=r, mode="hook", started=True, active=True, hook_error=None, torch=types.SimpleNamespace(cuda=cuda))
+os.environ["GPUMEM_PROFILE_QUIET"] = "1"
+profiler = Profiler(lambda: agent)
+secret_api_key = "sk-123"
+print(profiler.wrap(lambda: secret_api_key + "!")())
+sys.exit(3)
+""" % os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agent")
+
+
+def profiled_program(lines_json):
+    """Runs PROFILED_PROGRAM with GPUMEM_PROFILE_JSON=`lines_json` (bounded: a hang is a failure)."""
+    env = dict(os.environ, GPUMEM_PROFILE_JSON=lines_json)
+    return subprocess.run([sys.executable, "-c", PROFILED_PROGRAM], env=env, capture_output=True, text=True, timeout=5)
+
+
+def fifo_at(path):
+    os.mkfifo(path, 0o666)
+    return path
+
+
+def planted_by_other(path, what):
+    """Another user plants `what` ("link:TARGET", "fifo", "file") at `path` in a shared directory."""
+    if what.startswith("link:"):
+        as_other("ln", "-s", what[5:], path)
+    elif what == "fifo":
+        as_other("mkfifo", "-m", "0666", path)
+    else:
+        as_other("sh", "-c", "echo theirs > %s; chmod 666 %s" % (path, path))
+
+
+class LinesJson(unittest.TestCase):
+    def assert_unchanged_program(self, p):
+        self.assertEqual((p.returncode, p.stdout), (3, "sk-123!\n"))
+
+    def refused(self, path, why):
+        p = profiled_program(path)
+        self.assert_unchanged_program(p)
+        self.assertEqual(p.stderr, "gpumem_agent.profile: not writing GPUMEM_PROFILE_JSON=%s: %s\n" % (path, why))
+        self.assertEqual([n for n in os.listdir(os.path.dirname(path)) if n.endswith(".tmp")], [])  # no temporary left
+        return p
+
+    def test_written_0600_where_nothing_is_there_and_over_a_file_of_ours(self):
+        d = mkdtemp()
+        path = os.path.join(d, "run.lines.json")
+        for _ in range(2):  # the second run replaces the first's file
+            p = profiled_program(path)
+            self.assert_unchanged_program(p)
+            self.assertEqual(p.stderr, "")
+            with open(path) as f:
+                self.assertEqual(json.load(f)[0]["profiled_calls"], 1)
+            self.assertEqual(stat.S_IMODE(os.lstat(path).st_mode), 0o600)
+        self.assertEqual(os.listdir(d), ["run.lines.json"])
+
+    def test_a_link_planted_at_the_path_is_not_followed(self):
+        d, v = shared_dir(), victim()
+        path = os.path.join(d, "run.lines.json")
+        os.symlink(v, path)
+        self.refused(path, "it is a symbolic link (never followed)")
+        with open(v, "rb") as f:
+            self.assertEqual(f.read(), b"precious")
+        self.assertEqual(os.readlink(path), v)
+
+    @needs_root
+    def test_a_link_another_user_planted_is_not_followed(self):
+        d, v = shared_dir(), victim()
+        path = os.path.join(d, "run.lines.json")
+        planted_by_other(path, "link:" + v)
+        self.refused(path, "it is a symbolic link (never followed)")
+        with open(v, "rb") as f:
+            self.assertEqual(f.read(), b"precious")
+
+    def test_a_fifo_at_the_path_does_not_hang_the_exit(self):
+        d = shared_dir()
+        path = fifo_at(os.path.join(d, "run.lines.json"))
+        self.refused(path, "not a regular file (a FIFO)")
+        self.assertTrue(stat.S_ISFIFO(os.lstat(path).st_mode))
+
+    @needs_root
+    def test_another_users_file_at_the_path_is_left_alone(self):
+        d = shared_dir()
+        path = os.path.join(d, "run.lines.json")
+        planted_by_other(path, "file")
+        self.refused(path, "it belongs to another user (uid %d)" % OTHER)
+        with open(path) as f:
+            self.assertEqual(f.read(), "theirs\n")
+
+
+class SavedRing(unittest.TestCase):
+    """gpumem_agent.save_ring(path): the ring's copy and its manifest path.json."""
+
+    def save(self, path):
+        import gpumem_agent
+
+        src = ring.Ring(os.path.join(mkdtemp(), "src.ring"), capacity=1024)
+        old = gpumem_agent._agent
+        gpumem_agent._agent = types.SimpleNamespace(ring=src, ring_path=src.path, sync=lambda: None, manifest=lambda: {"pid": 1})
+        try:
+            return gpumem_agent.save_ring(path)
+        finally:
+            gpumem_agent._agent = old
+            src.close()
+
+    def test_both_files_0600(self):
+        d = mkdtemp()
+        self.assertEqual(self.save(os.path.join(d, "x.ring")), 0)
+        with open(os.path.join(d, "x.json")) as f:
+            self.assertEqual(json.load(f), {"pid": 1, "ring": "x.ring"})
+        for name in ("x.ring", "x.json"):
+            self.assertEqual(stat.S_IMODE(os.lstat(os.path.join(d, name)).st_mode), 0o600)
+        self.assertEqual(sorted(os.listdir(d)), ["x.json", "x.ring"])
+
+    def check_refused(self, plant, why):
+        for target in ("x.ring", "x.json"):
+            d = shared_dir()
+            planted = os.path.join(d, target)
+            plant(planted)
+            with self.assertRaises(OSError) as e:
+                self.save(os.path.join(d, "x.ring"))
+            self.assertEqual(str(e.exception), "not writing %s: %s" % (planted, why))
+            self.assertEqual(os.listdir(d), [target])  # neither file written, no temporary left
+
+    def test_a_link_at_either_name_is_refused_not_followed(self):
+        v = victim()
+        self.check_refused(lambda p: os.symlink(v, p), "it is a symbolic link (never followed)")
+        with open(v, "rb") as f:
+            self.assertEqual(f.read(), b"precious")
+
+    def test_a_fifo_at_either_name_is_refused_at_once(self):
+        # In a child with a bound: the copy opened a FIFO for writing and waited for a reader.
+        code = "import sys; sys.argv = ['x']; import unittest; sys.path.insert(0, %r); import test_files as t; " \
+               "t.SavedRing('test_both_files_0600').check_refused(t.fifo_at, 'not a regular file (a FIFO)')" % os.path.dirname(os.path.abspath(__file__))
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=5)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+
+    @needs_root
+    def test_another_users_file_at_either_name_is_refused(self):
+        self.check_refused(lambda p: planted_by_other(p, "file"), "it belongs to another user (uid %d)" % OTHER)
+
+    def test_the_compact_tool_says_why_in_one_line(self):
+        d, v = shared_dir(), victim()
+        src = ring.Ring(os.path.join(mkdtemp(), "src.ring"), capacity=1024)
+        src.close()
+        os.symlink(v, os.path.join(d, "c.ring"))
+        err = subprocess.run([sys.executable, "-m", "gpumem_agent.ring", "compact", src.path, os.path.join(d, "c.ring")], capture_output=True, text=True,
+                             timeout=5, cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agent"))
+        self.assertEqual((err.returncode, err.stderr), (2, "gpumem_agent.ring: not writing %s: it is a symbolic link (never followed)\n" % os.path.join(d, "c.ring")))
+        with open(v, "rb") as f:
+            self.assertEqual(f.read(), b"precious")
 
 
 HOOK_C = r"""
