@@ -13,14 +13,15 @@ export async function command(opts: Options): Promise<number> {
     // The program keeps the terminal (stdin, stdout, stderr untouched); samples go to a file.
     const { Machine } = await import("../collect/machine");
     const { runJson } = await import("../headless/run");
-    // The line profiler's results (gpumem_agent.profile) land beside the samples at exit.
+    // The line profiler's results (gpumem_agent.profile) land beside the samples at exit; the
+    // name is checked before the program starts, as the output's is (runJson).
     const output = opts.output ?? "gpumem-tui-run.ndjson";
     const lines = process.env.GPUMEM_PROFILE_JSON ?? `${output.replace(/\.ndjson$/, "")}.lines.json`;
     const start = () => startChild(opts.rest, { stdin: "inherit", stdout: "inherit", stderr: "inherit" }, { GPUMEM_PROFILE_JSON: lines });
     const { Session } = await import("../collect/session");
     const machine = new Machine();
     try {
-      return await runJson(new Session(machine, liveModels({ keepTrace: false })), start, { output, intervalMs: opts.intervalMs });
+      return await runJson(new Session(machine, liveModels({ keepTrace: false })), start, { output, intervalMs: opts.intervalMs, lines });
     } finally {
       machine.close();
     }

@@ -1,5 +1,6 @@
 // `run --json`: NDJSON documents into a file while the program runs; a last one after it exits.
-import { closeSync, writeSync } from "node:fs";
+import { closeSync, lstatSync, statSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
 import type { Child } from "../collect/child";
 import type { Session } from "../collect/session";
 import type { Document } from "../system/schema";
@@ -11,7 +12,11 @@ import { serialize } from "./stream";
  * and one that is not ours to write (a link, another user's file) is refused (system/private-file).
  * Once the program runs, its exit status is what we return, whatever happens to the output.
  */
-export async function runJson(session: Session, start: () => Child, opts: { output: string; intervalMs: number }): Promise<number> {
+export async function runJson(session: Session, start: () => Child, opts: { output: string; intervalMs: number; lines?: string }): Promise<number> {
+  if (opts.lines !== undefined) {
+    const refused = linesRefusal(opts.lines);
+    if (refused) throw new Error(`cannot write the line profile (GPUMEM_PROFILE_JSON) to ${opts.lines}: ${refused}; the program was not started`);
+  }
   let out: { fd: number; created: boolean };
   try {
     out = openOutput(opts.output);
@@ -58,4 +63,28 @@ export async function runJson(session: Session, start: () => Child, opts: { outp
     if (fd !== null) closeSync(fd);
   }
   return code;
+}
+
+/**
+ * Why the agent would refuse to write its line profile at `path` (GPUMEM_PROFILE_JSON), or null:
+ * the rules of agent/gpumem_agent/paths.py check_replaceable, which renames its file onto the name
+ * only over nothing or a regular file of the user's own. Checked here before the program starts,
+ * as --output is, so a link or FIFO planted there costs no run; the agent checks again at exit.
+ */
+export function linesRefusal(path: string): string | null {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") return why(e);
+    try {
+      return statSync(dirname(path)).isDirectory() ? null : why({ code: "ENOENT" });
+    } catch (e2) {
+      return why(e2);
+    }
+  }
+  if (st.isSymbolicLink()) return why({ code: "ELOOP" });
+  if (!st.isFile()) return st.isFIFO() ? "not a regular file (a FIFO)" : "not a regular file";
+  if (st.uid !== process.geteuid!()) return `it belongs to another user (uid ${st.uid})`;
+  return null;
 }
