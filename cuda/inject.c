@@ -3,8 +3,9 @@
 // threads and signals are simple, and Bun's are neither.
 //
 //   gpumem-inject probe PID                 what the target is: python version and the symbols used
-//   gpumem-inject inject PID FILE [--timeout-ms N] [--call-tid TID]
+//   gpumem-inject inject PID FILE [--timeout-ms N] [--call-tid TID] [--test-stall-ms N]
 //                                           3.9–3.13: queue FILE's text (Python source) as a pending call
+//                                           (--call-tid and --test-stall-ms are for the tests)
 //   gpumem-inject remote-exec PID SCRIPT    3.14+: PEP 768, the interpreter runs the file SCRIPT
 //
 // remote-exec (PEP 768) makes no call in the target: it finds CPython's _Py_DebugOffsets at the start
@@ -50,15 +51,17 @@ int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "probe") == 0) return probe(parse_pid(argv[2]));
   if (argc >= 4 && strcmp(argv[1], "inject") == 0) {
     uint64_t timeout_us = 2000000;
+    uint64_t stall_us = 0;
     int call_tid = 0;
     for (int i = 4; i + 1 < argc; i += 2) {
       if (strcmp(argv[i], "--timeout-ms") == 0) timeout_us = (uint64_t)strtoull(argv[i + 1], NULL, 10) * 1000u;
       else if (strcmp(argv[i], "--call-tid") == 0) call_tid = parse_pid(argv[i + 1]);
+      else if (strcmp(argv[i], "--test-stall-ms") == 0) stall_us = (uint64_t)strtoull(argv[i + 1], NULL, 10) * 1000u;
       else die(EXIT_USAGE, "unknown option %s", argv[i]);
     }
-    return inject(parse_pid(argv[2]), argv[3], timeout_us, call_tid);
+    return inject(parse_pid(argv[2]), argv[3], timeout_us, call_tid, stall_us);
   }
   if (argc == 4 && strcmp(argv[1], "remote-exec") == 0) return remote_exec(parse_pid(argv[2]), argv[3]);
-  die(EXIT_USAGE, "usage: gpumem-inject probe PID | inject PID FILE [--timeout-ms N] [--call-tid TID] | remote-exec PID SCRIPT");
+  die(EXIT_USAGE, "usage: gpumem-inject probe PID | inject PID FILE [--timeout-ms N] [--call-tid TID] [--test-stall-ms N] | remote-exec PID SCRIPT");
 }
 #endif

@@ -158,7 +158,7 @@ static int pick_call_thread(int pid, int wanted) {
 // 18 characters, like "0x" and 16 hex digits (src/attach/bootstrap.ts writes it).
 #define PAGE_PLACEHOLDER "__GPUMEM_PAGE_ADDR"
 
-int inject(int pid, const char *file, uint64_t timeout_us, int call_tid) {
+int inject(int pid, const char *file, uint64_t timeout_us, int call_tid, uint64_t stall_us) {
   struct target t;
   find_target(pid, &t);
   char ver[32];
@@ -177,6 +177,13 @@ int inject(int pid, const char *file, uint64_t timeout_us, int call_tid) {
   size_t page_len = ((size_t)len + 1 + 4095) & ~(size_t)4095;
 
   uint64_t started = stop_all_or_die(pid, &chld_set);
+  // Test-only (--test-stall-ms): a helper that stalls holding every thread stopped, before any call,
+  // as one blocked by something unforeseen would; the monitor must kill it and the target go on.
+  if (stall_us) {
+    if (stall_us > 10000000) stall_us = 10000000;
+    struct timespec ts = {(time_t)(stall_us / 1000000), (long)(stall_us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+  }
   int at = pick_call_thread(pid, call_tid);
   if (at < 0) {
     release_threads(0);

@@ -39,6 +39,7 @@ enum {
   EXIT_ARCH = 9,
   EXIT_REMOTE_OFF = 10,  // 3.14+: remote debugging disabled in the target
   EXIT_BUSY = 11,        // 3.14+: a script queued earlier has not run yet
+  EXIT_UNREADABLE = 12,  // the interpreter's or C library's file cannot be read safely (cuda/inject_target.c open_mapped)
 };
 
 // An error: one line on stderr, and the exit status that says which (the monitor's words for it:
@@ -75,6 +76,7 @@ int read_target(int pid, uint64_t addr, void *buf, size_t len);
 int write_target(int pid, uint64_t addr, const void *buf, size_t len);
 
 #define MAX_THREADS 4096
+#define STOP_LIMIT_US 3000000  // stopping every thread, at most (inject_threads.c stop_all)
 
 enum { T_RUNNING, T_STOPPED, T_SIGNAL_STOP, T_GROUP_STOP, T_GONE };
 
@@ -93,7 +95,7 @@ int stop_all(int pid, uint64_t *started_us, char *why, size_t why_len);
 uint64_t stop_all_or_die(int pid, sigset_t *chld_set);
 int release_threads(int except_tid);
 
-int inject(int pid, const char *file, uint64_t timeout_us, int call_tid);
+int inject(int pid, const char *file, uint64_t timeout_us, int call_tid, uint64_t stall_us);
 int remote_exec(int pid, const char *script);
 #endif
 #endif

@@ -4,12 +4,22 @@
 #include "inject_common.h"
 
 #if defined(__x86_64__)
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
 
 #define MAX_OBJECTS 2048
 
 struct object {
   char path[4096];
-  uint64_t base_map;  // start of the mapping at file offset 0
+  uint64_t base_map, end_map;  // the mapping at file offset 0
+  unsigned dev_major, dev_minor;  // the mapped file's device and inode, as the maps say them
+  unsigned long ino;
 };
 
 static struct object objects[MAX_OBJECTS];
@@ -22,10 +32,11 @@ static int read_maps(int pid) {
   if (!f) return -1;
   char line[4096 + 256];
   while (fgets(line, sizeof line, f)) {
-    unsigned long start, end, off;
+    unsigned long start, end, off, ino;
+    unsigned maj, min;
     char perms[8];
     int path_at = 0;
-    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &start, &end, perms, &off, &path_at) < 4 || path_at == 0) continue;
+    if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms, &off, &maj, &min, &ino, &path_at) < 7 || path_at == 0) continue;
     char *path = line + path_at;
     path[strcspn(path, "\n")] = 0;
     if (path[0] != '/' || off != 0) continue;
@@ -33,7 +44,11 @@ static int read_maps(int pid) {
     for (int i = 0; i < n_objects; i++) seen |= strcmp(objects[i].path, path) == 0;
     if (seen || n_objects == MAX_OBJECTS) continue;
     snprintf(objects[n_objects].path, sizeof objects[n_objects].path, "%s", path);
-    objects[n_objects++].base_map = start;
+    objects[n_objects].base_map = start;
+    objects[n_objects].end_map = end;
+    objects[n_objects].dev_major = maj;
+    objects[n_objects].dev_minor = min;
+    objects[n_objects++].ino = ino;
   }
   fclose(f);
   return 0;
@@ -49,21 +64,113 @@ static int in_file(const struct elf *e, uint64_t off, uint64_t len) {
   return off <= e->size && len <= e->size - off;
 }
 
-static int elf_open(int pid, const char *path, struct elf *e) {
-  // The path as the target sees it (another mount namespace: a container).
+// What kind of file st is, in words, for a refusal.
+static const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+// Whether st is the file the maps line o names: same inode, same device. Overlayfs (containers'
+// usual root) is the exception for the device: a mapping there shows its layer's device and inode,
+// a stat through the overlay the overlay's own device with the layer's inode number.
+static int is_mapped_file(int fd, const struct stat *st, const struct object *o) {
+  if ((unsigned long)st->st_ino != o->ino) return 0;
+  if (major(st->st_dev) == o->dev_major && minor(st->st_dev) == o->dev_minor) return 1;
+  struct statfs fs;
+  return fstatfs(fd, &fs) == 0 && fs.f_type == OVERLAYFS_SUPER_MAGIC;
+}
+
+// openat2(2) (Linux 5.6+): glibc has no wrapper before 2.40.
+static int open_in_root(int root, const char *path) {
+  struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+  return (int)syscall(SYS_openat2, root, path, &how, sizeof how);
+}
+
+// The file behind the target's mapping o, opened to read: never by a name resolved outside the
+// target's root, never blocking, and never anything but the regular file that is mapped. A name
+// in the maps is only a hint that another user may have planted something at (a FIFO, where an
+// open blocks for ever, in place of a deleted `python3 (deleted)`; a symbolic link to a host file;
+// a device), so the file is reached, in this order:
+//  1. /proc/PID/map_files/START-END: the mapped file itself, deleted or renamed or not. Following
+//     these links needs CAP_SYS_ADMIN (CAP_CHECKPOINT_RESTORE since Linux 5.9) in the initial user
+//     namespace: root has it, a same-uid attacher gets EPERM (seen on 6.x as a setpriv'd uid).
+//  2. /proc/PID/exe for the executable: as exact, with ptrace access only (same uid).
+//  3. The name inside the target's root: openat2 from /proc/PID/root with RESOLVE_IN_ROOT (an
+//     absolute link or ".." stays inside that root) and RESOLVE_NO_MAGICLINKS, O_NOFOLLOW on the
+//     last part; where the kernel has no openat2, /proc/PID/root/NAME, the identity check below
+//     then refusing whatever a link led to.
+// Each is opened O_PATH first (a FIFO or a device is never opened at all), must be a regular file
+// (and, by 2 and 3, the very inode the maps name), and only then is opened read-only through
+// /proc/self/fd (O_NONBLOCK all the same). No way falls back to the name in the helper's own root:
+// for a container that would be the host's file. -1 with the reason in why.
+static int open_mapped(int pid, const struct object *o, const char *exe, char *why, size_t why_len) {
   char p[4200];
-  snprintf(p, sizeof p, "/proc/%d/root%.4000s", pid, path);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);
+  snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)o->base_map, (unsigned long long)o->end_map);
+  int fd = open(p, O_PATH | O_CLOEXEC), exact = fd >= 0;
+  if (fd < 0 && strcmp(o->path, exe) == 0) {
+    snprintf(p, sizeof p, "/proc/%d/exe", pid);
+    fd = open(p, O_PATH | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    snprintf(p, sizeof p, "/proc/%d/root", pid);
+    int root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) {
+      snprintf(why, why_len, "cannot open its root (%s)", strerror(errno));
+      return -1;
+    }
+    fd = open_in_root(root, o->path);
+    if (fd < 0 && errno == ENOSYS) fd = openat(root, o->path + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    close(root);
+    if (fd < 0) {
+      size_t n = strlen(o->path), d = strlen(" (deleted)");
+      if (err == ENOENT && n > d && strcmp(o->path + n - d, " (deleted)") == 0)
+        snprintf(why, why_len, "it was deleted since it was loaded, and reading a deleted mapping needs CAP_SYS_ADMIN");
+      else
+        snprintf(why, why_len, "%s in its root", strerror(err));
+      return -1;
+    }
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int failed = errno;
+    if (exact && fstat(fd, &st) != 0) snprintf(why, why_len, "cannot stat it: %s", strerror(failed));
+    else snprintf(why, why_len, "%s at that name, not the mapped file", file_kind(st.st_mode));
+    close(fd);
+    return -1;
+  }
+  if (!exact && !is_mapped_file(fd, &st, o)) {
+    snprintf(why, why_len, "the file at that name is not the one it mapped (replaced since it was loaded)");
+    close(fd);
+    return -1;
+  }
+  snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+  int rd = open(p, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (rd < 0) snprintf(why, why_len, "cannot read it: %s", strerror(errno));
+  close(fd);
+  return rd;
+}
+
+// The ELF file of the mapping o, mapped read-only; every offset taken from it is checked against its size.
+static int elf_open(int pid, const struct object *o, const char *exe, struct elf *e, char *why, size_t why_len) {
+  int fd = open_mapped(pid, o, exe, why, why_len);
   if (fd < 0) return -1;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+    snprintf(why, why_len, "not an ELF file");
     close(fd);
     return -1;
   }
   void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (m == MAP_FAILED) return -1;
+  if (m == MAP_FAILED) {
+    snprintf(why, why_len, "cannot map it: %s", strerror(errno));
+    return -1;
+  }
   e->data = m;
   e->size = (size_t)st.st_size;
   const Elf64_Ehdr *h = (const Elf64_Ehdr *)e->data;
@@ -71,6 +178,7 @@ static int elf_open(int pid, const char *path, struct elf *e) {
       h->e_shentsize != sizeof(Elf64_Shdr) || h->e_phentsize != sizeof(Elf64_Phdr) ||
       !in_file(e, h->e_shoff, (uint64_t)h->e_shnum * sizeof(Elf64_Shdr)) || !in_file(e, h->e_phoff, (uint64_t)h->e_phnum * sizeof(Elf64_Phdr))) {
     munmap((void *)e->data, e->size);
+    snprintf(why, why_len, "not an x86-64 ELF file");
     return -1;
   }
   return 0;
@@ -210,13 +318,26 @@ void find_target(int pid, struct target *t) {
   snprintf(p, sizeof p, "/proc/%d/exe", pid);
   ssize_t n = readlink(p, exe, sizeof exe - 1);
   if (n > 0) exe[n] = 0;
+  // Why an interpreter or C library file could not be read, the first of each: said where none was.
+  char interp_why[512] = "", interp_path[4096] = "", libc_why[512] = "", libc_path[4096] = "";
   for (int i = 0; i < n_objects; i++) {
     const char *path = objects[i].path;
-    int interp = strcmp(path, exe) == 0 || strstr(base_name(path), "libpython") == base_name(path);
-    int libc = is_libc(path);
-    if (!interp && !libc) continue;
+    int interp = (strcmp(path, exe) == 0 || strstr(base_name(path), "libpython") == base_name(path)) && !t->pending_call;
+    int libc = is_libc(path) && !t->libc_mmap;
+    if (!interp && !libc) continue;  // only what is still looked for is opened
     struct elf e = {0};
-    if (elf_open(pid, path, &e) != 0) continue;
+    char why[512];
+    if (elf_open(pid, &objects[i], exe, &e, why, sizeof why) != 0) {
+      if (interp && !interp_why[0]) {
+        snprintf(interp_why, sizeof interp_why, "%s", why);
+        snprintf(interp_path, sizeof interp_path, "%.4000s", path);
+      }
+      if (libc && !libc_why[0]) {
+        snprintf(libc_why, sizeof libc_why, "%s", why);
+        snprintf(libc_path, sizeof libc_path, "%.4000s", path);
+      }
+      continue;
+    }
     uint64_t bias = objects[i].base_map - elf_min_vaddr(&e);
     if (interp && !t->pending_call) {
       uint64_t pc = elf_dynsym(&e, "Py_AddPendingCall", NULL), rs = elf_dynsym(&e, "PyRun_SimpleString", NULL);
@@ -241,6 +362,8 @@ void find_target(int pid, struct target *t) {
     }
     elf_close(&e);
   }
+  if (!t->pending_call && interp_why[0]) die(EXIT_UNREADABLE, "cannot read process %d's interpreter %s: %s; nothing was done to it", pid, interp_path, interp_why);
+  if (!t->libc_mmap && libc_why[0]) die(EXIT_UNREADABLE, "cannot read process %d's C library %s: %s; nothing was done to it", pid, libc_path, libc_why);
   if (!t->pending_call) die(EXIT_NOT_PYTHON, "process %d is not a CPython process (no Py_AddPendingCall in its executable or a libpython)", pid);
   if (!t->libc_mmap) die(EXIT_NOT_PYTHON, "process %d: no C library with mmap found among its mappings", pid);
   if (t->py_version_addr) {
@@ -251,9 +374,9 @@ void find_target(int pid, struct target *t) {
     t->minor = (int)(hex >> 16) & 0xff;
     t->micro = (int)(hex >> 8) & 0xff;
   } else if (version_from_name(t->python_object, &t->major, &t->minor) != 0) {
-    char real[4096];
-    snprintf(p, sizeof p, "/proc/%d/exe", pid);
-    if (realpath(p, real) == NULL || version_from_name(real, &t->major, &t->minor) != 0)
+    // The executable's name as /proc/PID/exe says it: a name only, never resolved here (in the
+    // helper's root it could be another file, or none).
+    if (version_from_name(exe, &t->major, &t->minor) != 0)
       die(EXIT_VERSION, "cannot tell which Python process %d runs (no Py_Version, no version in %s)", pid, t->python_object);
     t->micro = -1;
   } else {

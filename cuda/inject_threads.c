@@ -86,10 +86,13 @@ static int process_alive(int pid) {
 }
 
 // Seize and interrupt every thread, again until no new one appeared (a thread may start one while
-// the others are being stopped). Returns 0, or an EXIT_* code after letting every thread go.
+// the others are being stopped), all within STOP_LIMIT_US: the monitor kills a helper that runs past
+// its own bounds (src/attach/helper.ts), so every wait here adds up to a known most. Returns 0, or
+// an EXIT_* code after letting every thread go.
 int stop_all(int pid, uint64_t *started_us, char *why, size_t why_len) {
   static int tids[MAX_THREADS];
   *started_us = 0;
+  uint64_t deadline = now_us() + STOP_LIMIT_US;
   for (int round = 0; round < 100; round++) {
     int n = list_tasks(pid, tids, MAX_THREADS);
     if (n < 0) {
@@ -121,11 +124,12 @@ int stop_all(int pid, uint64_t *started_us, char *why, size_t why_len) {
       struct thread *th = &threads[i];
       if (th->state != T_RUNNING) continue;
       int status;
-      int r = wait_tid(th->tid, &status, 1000000);
+      uint64_t now = now_us();
+      int r = now >= deadline ? 0 : wait_tid(th->tid, &status, deadline - now < 1000000 ? deadline - now : 1000000);
       if (r == 1) note_stop(th, status);
       else if (r < 0) th->state = T_GONE;  // ECHILD: not ours any more (it exited)
       else {
-        snprintf(why, why_len, "thread %d did not stop within 1 s", th->tid);
+        snprintf(why, why_len, "thread %d did not stop within %s", th->tid, now >= deadline ? "the time allowed" : "1 s");
         return EXIT_OTHER;
       }
     }
@@ -134,6 +138,7 @@ int stop_all(int pid, uint64_t *started_us, char *why, size_t why_len) {
       return EXIT_EXITED;
     }
     if (!added) return 0;
+    if (now_us() >= deadline) break;
   }
   snprintf(why, why_len, "process %d keeps starting threads", pid);
   return EXIT_OTHER;

@@ -68,7 +68,7 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
   if (existing) return refuse(pid, alreadyAttached(pid, existing));
   const yama = checkYama(pid);
   if (!yama.ok) return refuse(pid, yama.reason);
-  const probe = runHelper(["probe", String(pid)]);
+  const probe = await runHelper(["probe", String(pid)]);
   if (probe.code !== 0) return refuse(pid, await helperRefusal(pid, probe.code, probe.error));
   const python = probe.fields.python ?? "?";
   let torch: Check = checkTorch(pid, env);
@@ -94,11 +94,11 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
   let inj;
   if (script) {
     createScript(script, scriptText(boot, script));
-    inj = runHelper(["remote-exec", String(pid), script]);
+    inj = await runHelper(["remote-exec", String(pid), script]);
   } else {
     const args = ["inject", String(pid), "/dev/stdin", "--timeout-ms", String(Math.min(2000, Math.max(100, opts.timeoutS * 1000)))];
     if (opts.callTid) args.push("--call-tid", String(opts.callTid));
-    inj = runHelper(args, pageText(boot));
+    inj = await runHelper(args, pageText(boot));
   }
   if (inj.code !== 0) {
     withdrawToken(token);

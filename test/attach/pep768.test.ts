@@ -62,7 +62,7 @@ const SCRIPT = "/tmp/gpumem-agents/attach-1-0123456789ab.py";
 describe("PEP 768 remote-exec against 3.14's documented layout", () => {
   test("writes the script path (NUL-ended), the pending flag and the stop bit in the main thread state, nothing else", async () => {
     const img = await startImage("ok");
-    const r = runHelper(["remote-exec", String(img.pid), SCRIPT]);
+    const r = await runHelper(["remote-exec", String(img.pid), SCRIPT]);
     expect(r.error).toBe("");
     expect(r.code).toBe(0);
     expect(r.fields).toMatchObject({ pid: String(img.pid), python: "3.14.0", tid: String(img.pid), via: "pep768", script: SCRIPT });
@@ -106,7 +106,7 @@ describe("PEP 768 remote-exec against 3.14's documented layout", () => {
   test("a Python before 3.14 is refused for remote-exec (it takes the pending call)", async () => {
     const t = await startTarget("serve", 0, "/nonexistent/never");
     try {
-      const r = runHelper(["remote-exec", String(t.pid), SCRIPT]);
+      const r = await runHelper(["remote-exec", String(t.pid), SCRIPT]);
       expect(r.code).toBe(HELPER_EXIT.version);
       expect(r.error).toMatch(/^process \d+ runs Python 3\.\d+\.\d+: PEP 768 \(remote-exec\) needs 3\.14 or newer$/);
     } finally {
