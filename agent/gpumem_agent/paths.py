@@ -68,6 +68,9 @@ def _fallback_suffix(name):
     return len(name) > 1 and name[0] == "." and all(c.isalnum() or c == "_" for c in name[1:])
 
 
+MAX_FALLBACK_CHECKS = 256
+
+
 def open_agent_dir(path):
     """The directory to use for `path`: `path` itself when it is (or can be made) private; else a
     private sibling `<path>.<random>`, one of ours already there or a new one, and a note that says
@@ -82,8 +85,11 @@ def open_agent_dir(path):
     parent, base = os.path.split(os.path.abspath(path))
     found = None
     try:
-        for name in sorted(os.listdir(parent)):
-            if name.startswith(base) and _fallback_suffix(name[len(base):]) and _private_reason(os.path.join(parent, name), uid) is None:
+        # At most MAX_FALLBACK_CHECKS names are looked at: another user can plant thousands shaped
+        # like ours, and this runs as the program starts. Past them, a new fallback of our own.
+        candidates = (n for n in sorted(os.listdir(parent)) if n.startswith(base) and _fallback_suffix(n[len(base):]))
+        for _, name in zip(range(MAX_FALLBACK_CHECKS), candidates):
+            if _private_reason(os.path.join(parent, name), uid) is None:
                 found = os.path.join(parent, name)
                 break
     except OSError:

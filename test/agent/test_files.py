@@ -205,6 +205,32 @@ class AgentDirectory(unittest.TestCase):
         as_other("mkdir", "-m", "0700", base)
         self.check_fallback(base, "owned by uid %d, not by us (%d)" % (OTHER, os.getuid()))
 
+    @needs_root
+    def test_a_name_squatted_open_to_all_by_another_user(self):
+        base = os.path.join(shared_dir(), "agents")
+        as_other("mkdir", "-m", "0777", base)
+        self.check_fallback(base, "owned by uid %d, not by us (%d)" % (OTHER, os.getuid()))
+
+    @needs_root
+    def test_thousands_of_fallback_shaped_names_of_another_user_are_not_all_checked(self):
+        # Another user squats the name and floods its parent: the agent looks at a bounded number
+        # of them (strace counts its lstat calls) and makes a fallback of its own.
+        parent = shared_dir()
+        base = os.path.join(parent, "agents")
+        as_other("/usr/bin/python3", "-c", "import os\nos.mkdir(%r, 0o777)\nfor i in range(5000): os.mkdir(%r + '.x%%05d' %% i, 0o700)" % (base, base))
+        code = "import sys; sys.path.insert(0, %r); from gpumem_agent import paths; print(paths.open_agent_dir(%r)[0])" % (
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agent"), base)
+        trace = os.path.join(mkdtemp(), "trace")
+        p = subprocess.run(["strace", "-f", "-e", "trace=lstat,newfstatat,statx", "-o", trace, sys.executable, "-c", code],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = p.stdout.strip()
+        st = os.lstat(d)
+        self.assertEqual((os.path.dirname(d), st.st_uid, stat.S_IMODE(st.st_mode)), (parent, os.getuid(), 0o700))
+        with open(trace) as f:
+            looked = sum(1 for line in f if ".x0" in line)
+        self.assertLessEqual(looked, paths.MAX_FALLBACK_CHECKS)
+
     def test_a_name_that_is_a_link(self):
         base = os.path.join(shared_dir(), "agents")
         target = mkdtemp()  # private and ours: a link to it is still not taken

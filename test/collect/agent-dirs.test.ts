@@ -6,8 +6,11 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentDirBases, ParentListings, scanAgentDirs } from "../../src/collect/agent-dirs";
+import { agentDirBases, MAX_SIBLINGS, ParentListings, scanAgentDirs } from "../../src/collect/agent-dirs";
 import { AgentWatcher } from "../../src/collect/agents";
+import { Machine } from "../../src/collect/machine";
+import { Session } from "../../src/collect/session";
+import { liveModels } from "../../src/commands/live-models";
 import { openRing } from "../../src/ffi/ring";
 
 const AGENT = join(import.meta.dir, "..", "..", "agent");
@@ -78,6 +81,7 @@ describe("the agents' directory, from the monitor", () => {
 
   const squats: [string, (base: string) => void, string][] = [
     ["taken by another user", (base) => asOther("mkdir", "-m", "0700", base), `owned by uid ${OTHER}, not by you`],
+    ["taken by another user open to all (mkdir -m 777)", (base) => asOther("mkdir", "-m", "0777", base), `owned by uid ${OTHER}, not by you`],
     ["a link", (base) => symlinkSync(mkdtempSync(join(tmpdir(), "gpumem-elsewhere-")), base), "a symbolic link"],
     ["open to everyone", (base) => (mkdirSync(base), chmodSync(base, 0o777)), "open to other users (mode 777)"],
   ];
@@ -177,5 +181,61 @@ describe("the agents' directory, from the monitor", () => {
     utimesSync(parent, now, now);
     expect(listings.names(base)).toEqual(["agents", "agents.abcdefgh", "agents.ijklmnop"]);
     expect(new ParentListings().names(join(parent, "gone", "agents"))).toBeNull();
+  });
+  // Another user floods the parent with names shaped like our fallbacks, and squats the base: the
+  // agent still takes a fallback of its own that the monitor finds, and every document says so in
+  // two lines (the base, and the count of the rest), not one line a planted name.
+  asRoot("20,000 fallback-shaped names of another user: one warning, the agent still found, each tick cheap", async () => {
+    const base = join(sharedDir(), "agents");
+    const plant = `import os\nos.mkdir(${JSON.stringify(base)}, 0o777)\nfor i in range(20000): os.mkdir(${JSON.stringify(base)} + ".x%05d" % i, 0o700)`;
+    asOther("/usr/bin/python3", "-c", plant);
+    const agent = await startAgent(base);
+    try {
+      const session = new Session(new Machine({ agentDir: base }), liveModels({ keepTrace: false }));
+      const t0 = performance.now();
+      let doc = session.tick();
+      const first = performance.now() - t0;
+      const parent = join(base, "..");
+      const mine = doc.warnings.filter((w) => w.includes(parent));
+      expect(mine).toEqual([
+        `agent directory ${base} is owned by uid ${OTHER}, not by you (0): ignored`,
+        `20000 directories named like agents.* in ${parent} are not private directories of yours (owned by uid ${OTHER}: 20000): ignored`,
+      ]);
+      expect(doc.processes.some((p) => p.pid === agent.p.pid || p.agent_pid === agent.p.pid)).toBe(true);
+      expect(JSON.stringify(doc).length).toBeLessThan(64 << 10);
+      // The parent listed again (it changed): the planted names' owners are known, not asked again.
+      const old = new Date(Date.now() - 60_000);
+      utimesSync(parent, old, old);
+      const t1 = performance.now();
+      doc = session.tick();
+      const relisted = performance.now() - t1;
+      expect(doc.warnings.filter((w) => w.includes(parent))).toEqual(mine);
+      // The parent unchanged: neither listed nor looked at again.
+      const t2 = performance.now();
+      for (let i = 0; i < 5; i++) doc = session.tick();
+      const later = (performance.now() - t2) / 5;
+      expect(doc.warnings.filter((w) => w.includes(parent))).toEqual(mine);
+      console.log(`20,000 planted names: first tick ${first.toFixed(0)} ms, relisted ${relisted.toFixed(0)} ms, later ticks ${later.toFixed(1)} ms each`);
+      expect(first).toBeLessThan(3000);
+      expect(relisted).toBeLessThan(first);
+      expect(later).toBeLessThan(50);
+    } finally {
+      agent.p.kill();
+    }
+  }, 60_000);
+
+  test("one line for many fallback-shaped names not ours; past the cap the rest are counted, not read", () => {
+    const parent = sharedDir();
+    const base = join(parent, "agents");
+    for (const x of ["aaaa", "bbbb", "cccc"]) chmodSync((mkdirSync(`${base}.${x}`), `${base}.${x}`), 0o777);
+    expect(scanAgentDirs([base]).problems).toEqual([
+      `3 directories named like agents.* in ${parent} are not private directories of yours (open to other users (mode 777): 3): ignored`,
+    ]);
+    const capped = new ParentListings(2);
+    expect(capped.listing(base)!.beyond).toBe(1);
+    expect(scanAgentDirs([base], undefined, capped).problems).toEqual([
+      `at least 2 directories named like agents.* in ${parent} are not private directories of yours (open to other users (mode 777): 2; 1 more such names past the first 2 not read): ignored`,
+    ]);
+    expect(MAX_SIBLINGS).toBeGreaterThanOrEqual(20_000);
   });
 });
