@@ -5,7 +5,7 @@
 import { pidAlive, pidEnding, startTicks } from "../collect/procfs";
 import { pageText, payload, scriptText } from "./bootstrap";
 import { HELPER_EXIT, runHelper, usesRemoteExec } from "./helper";
-import { alreadyAttached, checkProcess, checkTorch, checkYama, noSuchProcess, notPython, ptraceContext, type Check } from "./preflight";
+import { alreadyAttached, checkProcess, checkTorch, checkYama, lostProcess, noSuchProcess, notPython, notSameProcess, ptraceContext, type Check } from "./preflight";
 import { createScript, createToken, findManifest, removeScript, scriptPath, takeAgentError, tokenClaimed, tokenDir, withdrawToken } from "./token";
 
 export interface AttachOptions {
@@ -59,15 +59,28 @@ async function helperRefusal(pid: number, code: number, error: string): Promise<
   return error || `the helper failed (status ${code})`;
 }
 
+/** Why the process asked for is not there any more, `when` said after "exited"; null where it is
+ *  (the same pid and start time, not a zombie). */
+function gone(pid: number, start: number | null, when = ""): string | null {
+  const lost = lostProcess(pid, start);
+  if (lost === "reused") return notSameProcess(pid);
+  return lost === "exited" || !pidAlive(pid) ? `process ${pid} exited${when && ` ${when}`}` : null;
+}
+
 export async function attachProcess(pid: number, opts: AttachOptions): Promise<AttachResult> {
   const env = opts.env ?? process.env;
   const say = opts.say ?? (() => {});
+  // The process asked for is this pid with this start time: a pid given to a later process since
+  // (the first exited) is not it, checked before each step that acts on the pid.
+  const start = startTicks(pid);
   const first = checkProcess(pid);
   if (!first.ok) return refuse(pid, first.reason);
   const existing = findManifest(pid, env);
   if (existing) return refuse(pid, alreadyAttached(pid, existing));
   const yama = checkYama(pid);
   if (!yama.ok) return refuse(pid, yama.reason);
+  const before = gone(pid, start, "before the attach");
+  if (before) return refuse(pid, before);
   const probe = await runHelper(["probe", String(pid)]);
   if (probe.code !== 0) return refuse(pid, await helperRefusal(pid, probe.code, probe.error));
   const python = probe.fields.python ?? "?";
@@ -76,7 +89,8 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
     say(`waiting for process ${pid}: ${torch.reason.split(":")[0]}`);
     while (!torch.ok && torch.waitable) {
       await sleep(1000);
-      if (!pidAlive(pid)) return refuse(pid, `process ${pid} exited while attach waited for it`);
+      const lost = gone(pid, start, "while attach waited for it");
+      if (lost) return refuse(pid, lost);
       torch = checkTorch(pid, env);
     }
   }
@@ -84,6 +98,12 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
 
   const dir = tokenDir(env);
   if ("error" in dir) return refuse(pid, dir.error);
+  if (dir.note) say(dir.note);
+  // Checked again right before anything is written: the wait may have been long, and an exec keeps
+  // the pid and its start time but may have made it setuid, traced, or another namespace's.
+  const again = checkProcess(pid);
+  const last = gone(pid, start, "before the attach") ?? (again.ok ? null : again.reason);
+  if (last) return refuse(pid, last);
   const token = createToken(dir.dir, pid, Date.now() + opts.timeoutS * 1000);
   const target = payload(env);
   const monitor = opts.owned ? { pid: process.pid, start: startTicks("self") } : null;
@@ -110,7 +130,7 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
 
   // The bootstrap runs at the main thread's next safe point: it claims the token by removing it.
   while (!tokenClaimed(token)) {
-    const dead = !pidAlive(pid);
+    const dead = gone(pid, start) !== null;
     if (dead || Date.now() >= token.deadlineMs) {
       if (withdrawToken(token)) {
         if (dead) {
@@ -139,7 +159,7 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
       // Steps count from the attach (the agent cannot know the program's own count): said once here.
       return { ok: true, pid, python, stoppedUs, manifest, line: `attached to process ${pid} (Python ${python}); steps count from here; ${stopped}` };
     }
-    if (!pidAlive(pid)) return { ok: false, pid, line: `attach ${pid}: the process exited while its agent started` };
+    if (gone(pid, start) !== null) return { ok: false, pid, line: `attach ${pid}: the process exited while its agent started` };
     if (Date.now() >= until) return { ok: true, pid, python, stoppedUs, manifest: null, line: `attach ${pid}: the bootstrap ran (${stopped}), but no agent appeared within ${opts.agentWaitS ?? 30} s` };
     if (!said && Date.now() > until - (opts.agentWaitS ?? 30) * 1000 + 2000) {
       say(`process ${pid}: the agent is starting (building its hook may take a while the first time)`);

@@ -1,8 +1,9 @@
 // The one-time token of an attach (docs/protocol.md, "Attaching to a running process"). The
 // bootstrap queued in the target cannot be taken back, so it runs only against this file: created
-// here 0600 in the private agents' directory, holding a secret and a deadline; the bootstrap claims
+// here exclusively (O_EXCL|O_NOFOLLOW), 0600, in the private agents' directory (or its private
+// sibling where the name is taken), holding a secret and a deadline; the bootstrap claims
 // the attach by removing it, and the monitor gives up by removing it. Whoever removes it first wins.
-import { existsSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, unlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { agentDirBases, privateReason, scanAgentDirs } from "../collect/agent-dirs";
@@ -14,16 +15,36 @@ export interface Token {
   deadlineMs: number;
 }
 
-/** The agents' directory this monitor writes into, made 0700 where missing; an error in words. */
-export function tokenDir(env: NodeJS.ProcessEnv = process.env): { dir: string } | { error: string } {
-  const dir = agentDirBases(env)[0]!;
+/**
+ * The agents' directory this monitor writes the token into, made 0700 where missing. Where its name
+ * is taken (another user's directory, a link, a file, a directory open to others) the token goes
+ * where the agent goes (agent/gpumem_agent/paths.py open_agent_dir): a private sibling
+ * `<name>.<random>`, one of ours already there (found as the monitor finds the agents': agent-dirs.ts
+ * scanAgentDirs) or a new one from mkdtemp (0700, a name no one can take ahead). `note` says why.
+ * An error in words where neither can be had.
+ */
+export function tokenDir(env: NodeJS.ProcessEnv = process.env): { dir: string; note?: string } | { error: string } {
+  const base = agentDirBases(env)[0]!;
+  let why: string | null;
   try {
-    mkdirSync(dir, { mode: 0o700 });
+    mkdirSync(base, { mode: 0o700 });
+    why = privateReason(base);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return { error: `cannot create the agents' directory ${dir}: ${(e as Error).message}` };
+    const code = (e as NodeJS.ErrnoException).code;
+    why = code === "EEXIST" ? privateReason(base) : `not to be made (${(e as Error).message})`;
   }
-  const why = privateReason(dir);
-  return why === null ? { dir } : { error: `the agents' directory ${dir} is ${why}: remove it, or set GPUMEM_TUI_DIR to a private directory` };
+  if (why === null) return { dir: base };
+  let dir = scanAgentDirs([base]).dirs.find((d) => d !== base) ?? null;
+  if (dir === null) {
+    try {
+      dir = mkdtempSync(`${base}.`);
+    } catch (e) {
+      return { error: `the agents' directory ${base} is ${why}, and no private directory beside it could be made (${(e as Error).message}): set GPUMEM_TUI_DIR to a private directory` };
+    }
+    const made = privateReason(dir);
+    if (made !== null) return { error: `the agents' directory ${base} is ${why}, and ${dir} made beside it is ${made}: set GPUMEM_TUI_DIR to a private directory` };
+  }
+  return { dir, note: `the agents' directory ${base} is ${why}; using ${dir} instead (the agent and the monitor find it too)` };
 }
 
 export function createToken(dir: string, pid: number, deadlineMs: number): Token {

@@ -72,6 +72,44 @@ export function startTicks(pid: number | "self", procRoot = "/proc"): number | n
   return times === null ? null : Math.round(times.start_seconds * USER_HZ);
 }
 
+/** Whether `pid` is still the process that had start time `start` (startTicks) when first read:
+ *  a pid the kernel gave to a later process since (the first exited) has another start time. An
+ *  exec keeps both: what it changed (setuid, capabilities) is the preflight's to check again. */
+export function sameProcess(pid: number, start: number | null, procRoot = "/proc"): boolean {
+  return start !== null && startTicks(pid, procRoot) === start;
+}
+
+/** The Uid: and Gid: lines of /proc/PID/status's text: [real, effective, saved, filesystem] each;
+ *  null where either is missing or not four ids. */
+export function parseStatusIds(status: string): { uid: number[]; gid: number[] } | null {
+  const ids = (key: string) => {
+    const m = new RegExp(`^${key}:\\s+(\\d+)\\s+(\\d+)\\s+(\\d+)\\s+(\\d+)\\s*$`, "m").exec(status);
+    return m ? m.slice(1, 5).map(Number) : null;
+  };
+  const uid = ids("Uid");
+  const gid = ids("Gid");
+  return uid && gid ? { uid, gid } : null;
+}
+
+/** The permitted and effective capability sets (CapPrm:, CapEff:) of /proc/PID/status's text, as
+ *  bit masks; null where either is missing. */
+export function parseStatusCaps(status: string): { permitted: bigint; effective: bigint } | null {
+  const mask = (key: string) => {
+    const m = new RegExp(`^${key}:\\s*([0-9a-f]+)\\s*$`, "m").exec(status);
+    return m ? BigInt(`0x${m[1]}`) : null;
+  };
+  const permitted = mask("CapPrm");
+  const effective = mask("CapEff");
+  return permitted === null || effective === null ? null : { permitted, effective };
+}
+
+/** TracerPid: of /proc/PID/status's text: the pid tracing it (a debugger, strace, py-spy), 0 for
+ *  none; null where missing. */
+export function parseTracerPid(status: string): number | null {
+  const m = /^TracerPid:\s*(\d+)\s*$/m.exec(status);
+  return m ? Number(m[1]) : null;
+}
+
 /** VmRSS of /proc/PID/status's text, in bytes; null where absent (a kernel thread, a zombie). */
 export function parseRss(status: string): number | null {
   const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
@@ -156,19 +194,30 @@ export function parseNsPid(status: string): number[] | null {
   return pids.length && pids.every((p) => Number.isInteger(p) && p > 0) ? pids : null;
 }
 
-/** The inode of a pid namespace from its link's text ("pid:[4026531836]"); null otherwise. */
-export function parseNsLink(link: string): number | null {
-  const m = /^pid:\[(\d+)\]$/.exec(link.trim());
-  return m ? Number(m[1]) : null;
+/** The namespaces compared by the monitor: pid (a container's pids), and for attach mnt (whose
+ *  /tmp and /dev/shm) and user (whose uids). */
+export type NamespaceKind = "pid" | "mnt" | "user";
+
+/** The inode of a namespace from its link's text ("pid:[4026531836]"), where it is of that kind;
+ *  null otherwise. */
+export function parseNsLink(link: string, kind: NamespaceKind = "pid"): number | null {
+  const m = /^([a-z_]+):\[(\d+)\]$/.exec(link.trim());
+  return m && m[1] === kind ? Number(m[2]) : null;
+}
+
+/** The inode of `pid`'s namespace of that kind ("self": the monitor's own); null where it cannot
+ *  be read (gone, or another user's: the link needs ptrace-read access). */
+export function readNamespace(pid: number | "self", kind: NamespaceKind, procRoot = "/proc"): number | null {
+  try {
+    return parseNsLink(readlinkSync(`${procRoot}/${pid}/ns/${kind}`), kind);
+  } catch {
+    return null;
+  }
 }
 
 /** The pid namespace inode of `pid` ("self": the monitor's own); null where it cannot be read. */
 export function readPidNamespace(pid: number | "self", procRoot = "/proc"): number | null {
-  try {
-    return parseNsLink(readlinkSync(`${procRoot}/${pid}/ns/pid`));
-  } catch {
-    return null;
-  }
+  return readNamespace(pid, "pid", procRoot);
 }
 
 export function pidNsInfo(pid: number, procRoot = "/proc"): PidNsInfo {

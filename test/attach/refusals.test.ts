@@ -1,16 +1,10 @@
 // attach's refusals, through the command line: one line each, with its remedy, exit status 1, and
-// nothing written into the target. Yama cannot be set here: its messages are tested as functions.
+// nothing written into the target. Privilege, tracers, namespaces and Yama's messages:
+// privilege.test.ts.
 import { describe, expect, test } from "bun:test";
-import { ROOT } from "../../src/root";
-import { ptraceRefused } from "../../src/attach/preflight";
 import { isLauncher } from "../../src/attach/ranks";
-import { attach, startTarget, testEnv } from "./support";
+import { asUid, attach, cli, startSleeper, startTarget, testEnv } from "./support";
 import { detachProcess } from "../../src/commands/detach";
-
-function cli(args: string[], env: NodeJS.ProcessEnv): { code: number; err: string } {
-  const p = Bun.spawnSync(["bun", `${ROOT}/src/cli.ts`, ...args], { env, stdout: "pipe", stderr: "pipe" });
-  return { code: p.exitCode ?? -1, err: p.stderr.toString() };
-}
 
 describe("attach refuses, in one line with its remedy", () => {
   test("no such process", () => {
@@ -42,15 +36,22 @@ describe("attach refuses, in one line with its remedy", () => {
     }
   });
 
-  test.skipIf(process.getuid?.() !== 0)("another user's process (setpriv, as root)", async () => {
-    const p = Bun.spawn(["setpriv", "--reuid", "4242", "--regid", "4242", "--clear-groups", "/usr/bin/python3", "-c", "import time; time.sleep(30)"]);
-    await Bun.sleep(300);
+  test.skipIf(process.getuid?.() !== 0)("another user's process, either way round (setpriv, as root): no sudo offered, none at all for root's", async () => {
+    // Before: "attach as its owner: sudo -u NAME gpumem-tui attach PID", "sudo -u root" for root's.
+    const theirs = await startSleeper([...asUid(5000), "/usr/bin/python3"]);
+    const ours = await startSleeper(["python3"]);
     try {
-      const r = cli(["attach", String(p.pid), "--no-monitor"], testEnv());
-      expect(r.code).toBe(1);
-      expect(r.err).toMatch(new RegExp(`^gpumem-tui: attach ${p.pid} refused: process ${p.pid} belongs to (\\S+ \\()?uid 4242\\)?, not to you \\(uid 0\\): attach as its owner: .*\\n$`));
+      expect(cli(["attach", String(theirs.pid), "--no-monitor"], testEnv())).toEqual({
+        code: 1,
+        err: `gpumem-tui: attach ${theirs.pid} refused: process ${theirs.pid} belongs to uid 5000, not to you (uid 0): attach reaches your own processes only; its owner can (\`gpumem-tui attach ${theirs.pid}\` run as uid 5000)\n`,
+      });
+      expect(cli(["attach", String(ours.pid), "--no-monitor"], testEnv(), 5000)).toEqual({
+        code: 1,
+        err: `gpumem-tui: attach ${ours.pid} refused: process ${ours.pid} belongs to root (uid 0), not to you (uid 5000): attach reaches your own processes only\n`,
+      });
     } finally {
-      p.kill();
+      await theirs.end();
+      await ours.end();
     }
   });
 
@@ -75,23 +76,6 @@ describe("attach refuses, in one line with its remedy", () => {
     expect(cli(["detach", "x"], env).err).toBe("gpumem-tui: detach takes one PID (a process id)\nRun 'gpumem-tui --help' for the usage.\n");
     expect(cli(["attach", "1", "--timeout", "0"], env).err).toMatch(/^gpumem-tui: --timeout takes seconds/);
     expect(cli(["--wait"], env).err).toMatch(/^gpumem-tui: --wait, --timeout and --no-monitor go with attach/);
-  });
-});
-
-describe("ptrace refusals say the exact fix", () => {
-  const base = { hasCapPtrace: false, inContainer: false, isDescendant: false };
-  test("Yama scope 1: the sysctl, or CAP_SYS_PTRACE", () => {
-    expect(ptraceRefused(7, { ...base, yamaScope: 1 })).toMatch(/ptrace_scope is 1 .*`sudo sysctl kernel\.yama\.ptrace_scope=0`, or run attach as the same user with CAP_SYS_PTRACE/);
-  });
-  test("Yama scope 2 and 3", () => {
-    expect(ptraceRefused(7, { ...base, yamaScope: 2 })).toMatch(/ptrace_scope is 2 \(admin only\): run attach with CAP_SYS_PTRACE/);
-    expect(ptraceRefused(7, { ...base, yamaScope: 3 })).toMatch(/ptrace_scope is 3 .*`gpumem-tui run`/);
-  });
-  test("a container without the capability", () => {
-    expect(ptraceRefused(7, { ...base, yamaScope: 0, inContainer: true })).toMatch(/`--cap-add SYS_PTRACE`/);
-  });
-  test("scope 1 with the capability or a child: not Yama's doing", () => {
-    expect(ptraceRefused(7, { ...base, yamaScope: 1, hasCapPtrace: true })).toMatch(/traced already/);
   });
 });
 

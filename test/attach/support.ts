@@ -1,6 +1,6 @@
 // Targets to attach to (test/attach/target.py) and the attach under test, with a private agents'
 // directory per test and the test-only switches (any python3, the probe payload) set.
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { chownSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { attachProcess, type AttachOptions } from "../../src/attach/attach";
@@ -75,5 +75,48 @@ export function counts(pid: number): { maps: number; fds: number; threads: numbe
     maps: readFileSync(`/proc/${pid}/maps`, "utf8").trim().split("\n").length,
     fds: readdirSync(`/proc/${pid}/fd`).length,
     threads: readdirSync(`/proc/${pid}/task`).length,
+  };
+}
+
+/** `gpumem-tui ARGS` through the command line, as this process's user or, with `uid`, as that one
+ *  (setpriv; its HOME a directory of its own, for bun's cache). */
+export function cli(args: string[], env: NodeJS.ProcessEnv, uid?: number): { code: number; err: string } {
+  let cmd = ["bun", `${ROOT}/src/cli.ts`, ...args];
+  if (uid !== undefined) {
+    const home = mkdtempSync(join(tmpdir(), "gpumem-home-"));
+    chownSync(home, uid, uid);
+    env = { ...env, HOME: home };
+    cmd = [...asUid(uid), ...cmd];
+  }
+  const p = Bun.spawnSync(cmd, { env, stdout: "pipe", stderr: "pipe" });
+  return { code: p.exitCode ?? -1, err: p.stderr.toString() };
+}
+
+/** The command prefix that runs a command as `uid` (and its gid), no other groups. */
+export function asUid(uid: number): string[] {
+  return ["setpriv", "--reuid", String(uid), "--regid", String(uid), "--clear-groups", "--"];
+}
+
+/** A Python that sleeps: `python` is the interpreter's command, with what runs it first (setpriv,
+ *  unshare, a copy of the interpreter). Returned once it said it runs: its pid is then the
+ *  interpreter's (the commands before it exec'd it). */
+export async function startSleeper(python: string[]): Promise<{ pid: number; proc: ReturnType<typeof Bun.spawn>; end: () => Promise<void> }> {
+  const argv = python;
+  const proc = Bun.spawn([...argv, "-c", "import time; print('ready', flush=True); time.sleep(120)"], { stdout: "pipe", stderr: "pipe" });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  while (!text.includes("ready\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`${argv.join(" ")} ended before it was ready: ${await new Response(proc.stderr).text()}`);
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return {
+    pid: proc.pid,
+    proc,
+    async end() {
+      proc.kill(9);
+      await proc.exited;
+    },
   };
 }
