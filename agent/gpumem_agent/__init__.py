@@ -4,8 +4,13 @@
 
 or, with no change to the program: `gpumem-tui run -- python train.py`. Idempotent, safe before or
 after CUDA is initialized; GPUMEM_TUI_DISABLE=1 turns it off.
+
+What it reads of its environment, where it imports from, and the processes it refuses to start in
+(setuid, setgid): trust.py.
 """
 import os
+
+from . import trust
 
 __all__ = ["attach", "attach_running", "current", "save_ring", "profile", "profile_every", "profile_stats", "print_profile", "report", "courtesy"]
 
@@ -18,13 +23,16 @@ def attach(directory=None):
     global _agent
     if _agent is not None:
         return _agent
-    if os.environ.get("GPUMEM_TUI_DISABLE") == "1":
+    env = trust.environ()
+    if env.get("GPUMEM_TUI_DISABLE") == "1":
+        return None
+    if _refused():
         return None
     import torch
 
-    from .agent import Agent
-
     try:
+        with trust.only_trusted(trust.agent_root()):
+            from .agent import Agent
         _agent = Agent(torch, directory)
         if torch.cuda.is_initialized():
             _agent.start()
@@ -32,12 +40,27 @@ def attach(directory=None):
             # Runs inside CUDA's lazy initialization; Agent.start never raises.
             torch.cuda._lazy_call(_agent.start)
     except Exception as e:  # the program runs on without us: never an exception from attach()
-        if os.environ.get("GPUMEM_TUI_VERBOSE") == "1":
+        if env.get("GPUMEM_TUI_VERBOSE") == "1":
             import sys
 
             sys.stderr.write("gpumem-agent: not attached: %s: %s\n" % (type(e).__name__, e))
         _agent = None
     return _agent
+
+
+_said_refusal = False
+
+
+def _refused():
+    """Whether this process is one the agent does not start in (trust.refusal), said once on stderr."""
+    global _said_refusal
+    why = trust.refusal()
+    if why and not _said_refusal:
+        _said_refusal = True
+        import sys
+
+        sys.stderr.write("gpumem-agent: not attached: %s\n" % why)
+    return why is not None
 
 
 def attach_running(token, monitor_pid=None, monitor_start=None):
@@ -47,7 +70,8 @@ def attach_running(token, monitor_pid=None, monitor_start=None):
     (docs/protocol.md, "Attaching to a running process"). `monitor_pid`: the monitor that owns
     the attach; the agent detaches when it exits. Never raises."""
     try:
-        from .attaching import attach_running as _attach_running
+        with trust.only_trusted(trust.agent_root()):
+            from .attaching import attach_running as _attach_running
     except Exception:  # a broken install: the program runs on without us
         return None
     return _attach_running(token, monitor_pid, monitor_start)

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import build, commands, identity, paths, ring, stacks, tensor_names, wire
+from . import build, commands, identity, paths, ring, stacks, tensor_names, trust, wire
 from .stats import SETTLE_TRIES, device_stats, settle_totals, totals_from_stats
 from .control import ControlServer
 from .guard import Guard
@@ -23,14 +23,14 @@ SYNC_SECONDS = 0.25
 
 
 def _log(msg):
-    if os.environ.get("GPUMEM_TUI_VERBOSE") == "1":
+    if trust.environ().get("GPUMEM_TUI_VERBOSE") == "1":
         sys.stderr.write("gpumem-agent: %s\n" % msg)
 
 
 def _env_int(*names):
     """The first of `names` set to an integer (torchrun's names first, then Open MPI's and Slurm's)."""
     for name in names:
-        v = os.environ.get(name)
+        v = trust.environ().get(name)
         try:
             if v is not None:
                 return int(v)
@@ -59,9 +59,10 @@ def ring_capacity(env):
     return ring.DEFAULT_CAPACITY
 
 
-def job_id(env=os.environ):
+def job_id(env=None):
     """What the ranks of one job share and another job's do not: torchrun's run id (unless the
     default "none"), else the rendezvous address, else Slurm's job id; None where nothing says."""
+    env = trust.environ() if env is None else env
     run = env.get("TORCHELASTIC_RUN_ID")
     if run and run != "none":
         return "torchelastic:" + run
@@ -86,7 +87,7 @@ class Agent:
     def __init__(self, torch, directory=None):
         self.torch = torch
         self.pid = os.getpid()
-        self.dir = directory or paths.agent_dir()
+        self.dir = directory or paths.agent_dir(trust.environ())
         self.ring = None
         self.hook = None
         self.hook_error = None
@@ -121,7 +122,7 @@ class Agent:
     # -- start-up -------------------------------------------------------------------------------
 
     def _build(self):
-        if os.environ.get("GPUMEM_TUI_POLLING") == "1":
+        if trust.environ().get("GPUMEM_TUI_POLLING") == "1":
             self._built = (None, "the hook is turned off (GPUMEM_TUI_POLLING=1)")
             return
         try:
@@ -151,7 +152,7 @@ class Agent:
         self.ring_path = os.path.join(self.dir, "%d.ring" % self.pid)
         self.sock_path = os.path.join(self.dir, "%d.sock" % self.pid)
         self.manifest_path = os.path.join(self.dir, "%d.json" % self.pid)
-        capacity = ring_capacity(os.environ)
+        capacity = ring_capacity(trust.environ())
         # Every page backed, sized to the free space: smaller, or totals only, where it must (ring.py).
         self.ring, note = ring.create_backed(self.ring_path, capacity, n, ranks=_env_int("LOCAL_WORLD_SIZE") or 1)
         if note:
@@ -174,7 +175,7 @@ class Agent:
                 self.ring.set_calibration(ticks.value, ns.value, ratio.value)
                 # GPUMEM_TUI_HOOK: "exact" copies the allocator's stats at every event; "empty"
                 # registers a tracker that does nothing (benchmarks: torch's own cost of one).
-                tracker = wire.TRACKER.get(os.environ.get("GPUMEM_TUI_HOOK", ""), wire.TRACKER["events"])
+                tracker = wire.TRACKER.get(trust.environ().get("GPUMEM_TUI_HOOK", ""), wire.TRACKER["events"])
                 rc = self.hook.gpumem_hook_attach(self.ring_path.encode(), tracker)
                 if rc != 0:
                     raise OSError(-rc, "attaching the hook: %s" % os.strerror(-rc))
@@ -193,7 +194,7 @@ class Agent:
             self.unsettled = set(range(self.n_devices))
             self.guard.call("sync", self.settle, SETTLE_TRIES)
             # A failure here turns stacks off, never the hook, which torch already calls.
-            self.stacks = self.guard.call("stacks", stacks.start, self.hook, self.features, os.environ, self.notes)
+            self.stacks = self.guard.call("stacks", stacks.start, self.hook, self.features, trust.environ(), self.notes)
             if self.stacks:
                 self.guard.stops("stacks", lambda: self.hook and self.hook.gpumem_hook_stacks(0))
         self.phases = Phases(self._mark, self.guard)
@@ -286,7 +287,7 @@ class Agent:
             "job": job_id(),
             "devices": list(range(self.n_devices)),
             "device_uuids": identity.device_uuids(self.torch, range(self.n_devices)),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "cuda_visible_devices": trust.environ().get("CUDA_VISIBLE_DEVICES"),
             "pid_namespace": identity.pid_namespace(),
             "host_pid": None,  # the monitor finds it (NSpid of the pids NVML lists)
             "torch_version": self.torch.__version__,
@@ -375,10 +376,10 @@ class Agent:
             self.sync()
         except Exception:
             pass
-        keep = os.environ.get("GPUMEM_TUI_KEEP") == "1"
+        keep = trust.environ().get("GPUMEM_TUI_KEEP") == "1"
         if not keep:
             try:
-                monitor = int(os.environ.get("GPUMEM_TUI_MONITOR_PID") or 0)
+                monitor = int(trust.environ().get("GPUMEM_TUI_MONITOR_PID") or 0)
                 if monitor > 0:
                     os.kill(monitor, 0)  # it runs, and is ours (another user's answers EPERM)
                     keep = True

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from . import commands, paths
+from . import commands, paths, trust
 from .seed import SeedError, take_seed
 from .agent import Agent, _log
 
@@ -167,7 +167,7 @@ class AttachedAgent(Agent):
         if os.getpid() != self.pid:
             return  # a forked child: the files are the parent's
         super().close()
-        if self.seed_path and os.environ.get("GPUMEM_TUI_KEEP") != "1":
+        if self.seed_path and trust.environ().get("GPUMEM_TUI_KEEP") != "1":
             try:
                 os.unlink(self.seed_path)
             except OSError:
@@ -321,7 +321,11 @@ def _attach(token, options):
     global _attached
     import gpumem_agent
 
-    if os.environ.get("GPUMEM_TUI_DISABLE") == "1":
+    refused = trust.refusal()
+    if refused:
+        write_error(token, refused)
+        return None
+    if trust.environ().get("GPUMEM_TUI_DISABLE") == "1":
         write_error(token, "GPUMEM_TUI_DISABLE=1 is set in this process")
         return None
     why = _refusal(sys.modules.get("torch"), gpumem_agent._agent or _attached)

@@ -7,6 +7,14 @@ its command and the compiler's words, and the agent falls back to polling.
 The library runs inside the training, so only the user may have written it: the cache is 0700 (an
 existing one must be ours and closed to writers other than us), the compiler runs under umask 077,
 and the library is checked again as it is loaded (load_checked).
+
+And only the user or root may have written what goes into it: the directories the compiler searches
+come from torch's own include_paths, the site-packages torch lives in (pip's CUDA headers) and
+sysconfig (Python.h), never from a sys.path entry; each, and every directory above it, is ours or
+root's and closed to other writers (trust.unsafe_dir), and is named resolved. Torch's own come
+first (-I: its c10 must win over another torch's headers the system may have); the others come
+after the system's (-idirafter: a stdlib.h beside cuda_runtime.h is never the one compiled in). The
+directories and the compiler's identity are in the cache key: a changed set builds again, once.
 """
 import fcntl
 import hashlib
@@ -16,6 +24,9 @@ import shutil
 import stat
 import subprocess
 import sys
+import sysconfig
+
+from . import trust
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIRS = [os.path.join(HERE, "..", "..", "cuda"), os.path.join(HERE, "cuda")]
@@ -32,8 +43,9 @@ class BuildError(Exception):
     pass
 
 
-def cache_dir(env=os.environ):
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+def cache_dir(env=None):
+    env = trust.environ() if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(trust.home(), ".cache")
     return os.path.join(base, "gpumem-tui")
 
 
@@ -90,80 +102,146 @@ def load_checked(path):
         os.close(fd)
 
 
-def _compiler(env=os.environ):
+def _compiler(env=None):
+    """The compiler to build with, as a path: GPUMEM_HOOK_CXX, CXX (read only where the interpreter
+    reads its environment: trust.environ), else g++, c++ or clang++ on PATH (the system's default
+    path where PATH is not read)."""
+    env = trust.environ() if env is None else env
+    search = env.get("PATH") or os.defpath
     for cxx in [env.get("GPUMEM_HOOK_CXX"), env.get("CXX"), "g++", "c++", "clang++"]:
-        if cxx and (os.path.isabs(cxx) and os.access(cxx, os.X_OK) or shutil.which(cxx)):
-            return cxx
+        if not cxx:
+            continue
+        found = cxx if os.path.isabs(cxx) and os.access(cxx, os.X_OK) else shutil.which(cxx, path=search)
+        if found:
+            return found
     return None
 
 
-def _include_dirs(torch):
-    from torch.utils import cpp_extension
+def compiler_identity(cxx):
+    """What names the compiler in the cache key: its resolved path, size and time (an upgrade, or
+    another compiler at the same name, builds again)."""
+    real = os.path.realpath(cxx)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return (cxx, real)
+    return (cxx, real, st.st_size, st.st_mtime_ns)
+
+
+def _trusted(d, what):
+    """`d` resolved, where it and the directories above it are ours or root's and closed to other
+    writers (trust.unsafe_dir); else BuildError naming it."""
+    why = trust.unsafe_dir(d)
+    if why:
+        raise BuildError("not building the hook against %s %s: %s" % (what, d, why))
+    return os.path.realpath(d)
+
+
+def torch_dir(torch):
+    return os.path.realpath(os.path.dirname(torch.__file__))
+
+
+def _torch_include_paths(torch):
+    # torch.utils.cpp_extension imports setuptools and more: from the interpreter's own
+    # directories, not the program's script directory (trust.only_trusted).
+    with trust.only_trusted():
+        from torch.utils import cpp_extension
 
     try:
-        dirs = list(cpp_extension.include_paths("cuda"))
+        return list(cpp_extension.include_paths("cuda"))
     except TypeError:  # older signature
-        dirs = list(cpp_extension.include_paths(cuda=True))
-    # pip-installed CUDA headers, for a machine with no CUDA toolkit
-    for site in sys.path:
-        d = os.path.join(site, "nvidia", "cuda_runtime", "include")
+        return list(cpp_extension.include_paths(cuda=True))
+
+
+def include_flags(torch, python=True):
+    """The compiler's search directories, as flags: torch's include_paths (those inside torch's own
+    directory with -I, the CUDA toolkit's with -idirafter), pip's CUDA headers only from the
+    site-packages torch itself lives in (for a machine with no CUDA toolkit), and, where `python`,
+    this interpreter's Python.h directory. Each checked (_trusted); a missing one is left out.
+    Raises BuildError naming a directory that is not safe."""
+    own = torch_dir(torch)
+    flags = []
+    for d in _torch_include_paths(torch):
         if os.path.isdir(d):
-            dirs.append(d)
-    return dirs
+            real = _trusted(d, "torch's include directory")
+            flags += ["-I" if real == own or real.startswith(own + os.sep) else "-idirafter", real]
+    pip_cuda = os.path.join(os.path.dirname(own), "nvidia", "cuda_runtime", "include")
+    if os.path.isdir(pip_cuda):
+        flags += ["-idirafter", _trusted(pip_cuda, "pip's CUDA headers")]
+    py = python_include() if python else None
+    if py:
+        flags += ["-idirafter", _trusted(py, "this interpreter's headers")]
+    return flags
 
 
 def python_include():
     """The running interpreter's headers (Python.h) for cuda/pystack.c, or None where they are not
     installed (the hook is then built without Python stacks)."""
-    import sysconfig
-
     d = sysconfig.get_paths().get("include")
     return d if d and os.path.exists(os.path.join(d, "Python.h")) else None
 
 
-def build_command(torch, out, cxx, python=True):
-    """The compiler command; `python`: build cuda/pystack.c against this interpreter's headers
-    (else with GPUMEM_NO_PYTHON_H: no stacks)."""
-    src = source_dir()
-    torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+def build_command(torch, out, cxx, python=True, flags=None):
+    """The compiler command (nothing is run); `python`: build cuda/pystack.c against this
+    interpreter's headers (else with GPUMEM_NO_PYTHON_H: no stacks). `flags`: include_flags(torch,
+    python), where the caller has them already. Raises BuildError naming a directory not safe to
+    build from or link against."""
+    src = _trusted(source_dir(), "the hook's source")
+    torch_lib = _trusted(os.path.join(torch_dir(torch), "lib"), "torch's libraries")
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
-    cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-w", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-I", src]
-    for d in _include_dirs(torch):
-        cmd += ["-I", d]
-    py = python_include() if python else None
-    cmd += ["-I", py] if py else ["-DGPUMEM_NO_PYTHON_H"]
+    flags = include_flags(torch, python) if flags is None else flags
+    py = bool(python) and python_include() is not None
+    cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-w", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-I", src] + flags
+    cmd += [] if py else ["-DGPUMEM_NO_PYTHON_H"]
+    # -L and the rpath: torch's own lib directory, checked as the headers are (the linker searches
+    # it for every library, the C++ runtime's too).
     cmd += [os.path.join(src, "hook.cpp"), os.path.join(src, "pystack.c"), "-o", out, "-L", torch_lib, "-Wl,-rpath," + torch_lib]
     cmd += ["-lc10", "-lc10_cuda", "-ltorch_cpu"] + (["-ldl"] if py else [])  # -ldl: the walker looks the interpreter up (dlsym)
     return cmd
 
 
-def wants_stacks(env=os.environ):
+def wants_stacks(env=None):
     """Whether this process asks for Python stacks (GPUMEM_TUI_STACKS): only then is the walker built
     against the interpreter's headers; otherwise its stub is (pystack.c, GPUMEM_NO_PYTHON_H)."""
     from .stacks import threshold
 
-    return threshold(env, quiet=True) > 0  # the agent says a bad value once, as it starts
+    return threshold(trust.environ() if env is None else env, quiet=True) > 0  # the agent says a bad value once, as it starts
 
 
-def cache_key(torch, cxx, python=True):
+def cache_key(torch, cxx, python=True, flags=None):
+    """The built hook's name: its sources, the torch and interpreter, the compiler's identity and
+    every directory the compiler searches (include_flags)."""
     h = hashlib.sha256()
     src = source_dir()
     for f in ("hook.cpp", "gpumem_ring.h", "pystack.h", "pystack.c"):
         with open(os.path.join(src, f), "rb") as fh:
             h.update(fh.read())
-    h.update(repr((torch.__version__, getattr(torch.version, "git_version", ""), getattr(torch.version, "cuda", ""), cxx,
-                   sys.version, python_include() if python else None)).encode())
+    flags = include_flags(torch, python) if flags is None else flags
+    h.update(repr((torch.__version__, getattr(torch.version, "git_version", ""), getattr(torch.version, "cuda", ""),
+                   compiler_identity(cxx), sys.version, python, flags)).encode())
     return h.hexdigest()[:16]
 
 
-def hook_library(torch, env=os.environ, log=None):
+def compiler_env(env):
+    """The compiler's environment: the process's own, or where the interpreter reads none
+    (trust.isolated) only what trust.environ() gives and the system's default PATH."""
+    if env is os.environ:
+        return None
+    out = dict(env)
+    out.setdefault("PATH", os.defpath)
+    return out
+
+
+def hook_library(torch, env=None, log=None):
     """Path of the built hook, building it if needed. Raises BuildError with the command and error."""
+    env = trust.environ() if env is None else env
     cxx = _compiler(env)
     if not cxx:
         raise BuildError("no C++ compiler (g++, c++ or clang++) to build the hook; install one (e.g. `apt install g++`)")
     d = ensure_cache_dir(cache_dir(env))
     python = wants_stacks(env)
-    key = cache_key(torch, cxx, python)
+    flags = include_flags(torch, python)
+    key = cache_key(torch, cxx, python, flags)
     out = os.path.join(d, "hook-%s.so" % key)
     if os.path.lexists(out):
         return out  # checked as it is loaded (load_checked)
@@ -173,11 +251,11 @@ def hook_library(torch, env=os.environ, log=None):
         if os.path.lexists(out):
             return out
         tmp = "%s.%d.tmp" % (out, os.getpid())
-        cmd = build_command(torch, tmp, cxx, python)
+        cmd = build_command(torch, tmp, cxx, python, flags)
         if log:
             log("building the allocator hook: %s" % " ".join(shlex.quote(c) for c in cmd))
         try:
-            compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.log" % key))
+            compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.log" % key), compiler_env(env))
         except BuildError:
             if "-DGPUMEM_NO_PYTHON_H" in cmd:
                 raise
@@ -186,20 +264,21 @@ def hook_library(torch, env=os.environ, log=None):
             cmd = build_command(torch, tmp, cxx, python=False)
             if log:
                 log("building the allocator hook without Python stacks: %s" % " ".join(shlex.quote(c) for c in cmd))
-            compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.nostacks.log" % key))
+            compile_to(cmd, tmp, out, os.path.join(d, "hook-%s.nostacks.log" % key), compiler_env(env))
     finally:
         os.close(lock)
     return out
 
 
-def compile_to(cmd, tmp, out, log_path):
-    """Run the compiler command `cmd` (which writes `tmp`) and publish `tmp` as `out`. On failure:
+def compile_to(cmd, tmp, out, log_path, env=None):
+    """Run the compiler command `cmd` (which writes `tmp`; in environment `env`, None: ours) and
+    publish `tmp` as `out`. On failure:
     the command and the compiler's whole output go to `log_path`, and BuildError says the command,
     the last lines, and where the log is."""
     line = " ".join(shlex.quote(c) for c in cmd)
     try:
         # umask 077 in the compiler only: the process's own umask is shared by the training's threads.
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", umask=0o077)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", umask=0o077, env=env)
         output, code = p.stdout, p.returncode
     except OSError as e:  # the compiler itself cannot be started
         output, code = str(e), -1

@@ -10,10 +10,11 @@ a try costs nothing when nothing is raised (Python 3.11+) or a few ns (before), 
 is made. Cold paths use Guard.call. Only Exception is caught: a KeyboardInterrupt that lands in our
 code is the user's, and goes on to the program as it would have anyway.
 """
-import os
 import sys
 import threading
 import traceback
+
+from . import trust
 
 MAX_MESSAGE = 300  # a sentence in the manifest, not a traceback
 
@@ -61,7 +62,7 @@ class Guard:
             except Exception:
                 step = None
             self.notes[feature] = sentence(exc, step)
-            if os.environ.get("GPUMEM_TUI_VERBOSE") == "1":
+            if trust.environ().get("GPUMEM_TUI_VERBOSE") == "1":
                 sys.stderr.write("gpumem-agent: %s %s\n%s" % (feature, self.notes[feature], "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
             stop = self._stops.get(feature)
             if stop is not None:

@@ -27,7 +27,7 @@ import struct
 import sys
 import threading
 
-from . import paths
+from . import paths, trust
 from .ring import write_index_offset
 from .totals import Totals, block_size
 from .wire import ACTION as A, HEADER_OFFSET, RECORD_FIELDS
@@ -163,7 +163,7 @@ class Profiler:
         """Said once, as the first function is decorated, where GPUMEM_PROFILE_JSON cannot be
         written (a link or FIFO planted there): the user can move it before the run ends. The
         same line is not said again at exit (_say), where the name is checked once more."""
-        path = os.environ.get("GPUMEM_PROFILE_JSON")
+        path = trust.environ().get("GPUMEM_PROFILE_JSON")
         try:
             if path:
                 paths.check_replaceable(path)
@@ -389,10 +389,10 @@ class Profiler:
             if self._printed or not any(f.profiled_calls for f in self.functions.values()):
                 return
             self._printed = True
-            path = os.environ.get("GPUMEM_PROFILE_JSON")
+            path = trust.environ().get("GPUMEM_PROFILE_JSON")
             if path:
                 self._write_json(path)
-            if os.environ.get("GPUMEM_PROFILE_QUIET") != "1":
+            if trust.environ().get("GPUMEM_PROFILE_QUIET") != "1":
                 sys.stderr.write(self.format())
         except Exception:
             pass  # stderr closed: nowhere left to say it

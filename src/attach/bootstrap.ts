@@ -5,6 +5,8 @@ import { readFileSync } from "node:fs";
 import { ROOT } from "../root";
 
 export const BOOTSTRAP_PY = `${ROOT}/agent/gpumem_agent/_inject/bootstrap.py`;
+/** Sent ahead of the bootstrap: what it imports comes from trusted directories only, by location. */
+export const TRUST_PY = `${ROOT}/agent/gpumem_agent/trust.py`;
 export const AGENT_PATH = `${ROOT}/agent`;
 
 /** Test-only: `DIR/MODULE.py` to import instead of gpumem_agent (its attach_running is called). */
@@ -13,7 +15,8 @@ export const PAYLOAD_ENV = "GPUMEM_TUI_ATTACH_PAYLOAD";
 export interface BootArgs {
   token: string;
   secret: string;
-  /** Added to sys.path by the agent's thread, and the module whose attach_running it calls. */
+  /** The directory the agent's thread loads `module` from (by location, never through sys.path),
+   *  and the module whose attach_running it calls. */
   path: string;
   module: string;
   /** The monitor that owns this attach: its pid and /proc start time (field 22, clock ticks). The
@@ -41,10 +44,10 @@ export function payload(env: NodeJS.ProcessEnv = process.env): { path: string; m
 /** JSON strings are Python string literals (escapes \\" \\\\ \\n \\uXXXX all mean the same); null is None. */
 const py = (v: string | number | null) => (v === null ? "None" : JSON.stringify(v));
 
-/** bootstrap.py and its one call of boot(), run in a dict of its own, every exception swallowed. */
+/** trust.py, bootstrap.py and its one call of boot(), run in a dict of its own, every exception swallowed. */
 function bootText(a: BootArgs, page: string, len: number): string {
   const owner = a.monitor ? `, ${py(a.monitor.pid)}, ${py(a.monitor.start)}` : "";
-  const source = `${readFileSync(BOOTSTRAP_PY, "utf8")}\nboot(${py(a.token)}, ${py(a.secret)}, ${page}, ${len}, ${py(a.path)}, ${py(a.module)}${owner})\n`;
+  const source = `${readFileSync(TRUST_PY, "utf8")}\n${readFileSync(BOOTSTRAP_PY, "utf8")}\nboot(${py(a.token)}, ${py(a.secret)}, ${page}, ${len}, ${py(a.path)}, ${py(a.module)}${owner})\n`;
   return `try:\n exec(compile(${py(source)}, "<gpumem-bootstrap>", "exec"), {"__name__": "__gpumem_bootstrap__"})\nexcept BaseException:\n pass\n`;
 }
 

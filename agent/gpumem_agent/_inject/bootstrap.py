@@ -16,6 +16,11 @@ __main__, and ends it with one call of `boot(...)`. Its whole job, in this order
    `attach` verb opening the screens, the `a` key): the agent detaches when that monitor exits.
 
 It never raises: a pending call that fails becomes a SystemError in the program.
+
+The monitor sends agent/gpumem_agent/trust.py's text ahead of this one (src/attach/bootstrap.ts):
+every module this bootstrap and the agent import comes from the interpreter's own directories or the
+agent's (only_trusted, load_agent), never from the program's script directory or working
+directory, which sys.path names first; a setuid or setgid process is refused (Refused).
 """
 
 
@@ -24,7 +29,8 @@ BOOTSTRAP_NAME = "<gpumem-bootstrap>"  # the name the monitor compiles this text
 
 def _unmap(page, page_len):
     try:
-        import ctypes
+        with only_trusted():  # noqa: F821 (trust.py's, sent ahead of this text)
+            import ctypes
 
         munmap = ctypes.CDLL(None).munmap
         munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
@@ -62,20 +68,19 @@ def _claim(token, secret):
 
 
 def _start(token, path, module, monitor_pid, monitor_start):
-    import importlib
     import os
-    import sys
 
     try:
-        if path not in sys.path:
-            sys.path.insert(0, path)
+        # By its location in `path`, not through sys.path (trust.py); the agent imports its own
+        # modules the same way.
+        agent = load_agent(path, module)  # noqa: F821
         owner = {} if monitor_pid is None else {"monitor_pid": monitor_pid, "monitor_start": monitor_start}
-        importlib.import_module(module).attach_running(token=token, **owner)
+        agent.attach_running(token=token, **owner)
     except BaseException as e:  # said to the monitor, never to the program
         try:
             fd = os.open(token + ".error", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w") as f:
-                f.write("%s: %s\n" % (type(e).__name__, e))
+                f.write("%s\n" % e if isinstance(e, Refused) else "%s: %s\n" % (type(e).__name__, e))  # noqa: F821
         except OSError:
             pass
 
@@ -86,7 +91,9 @@ def boot(token, secret, page, page_len, path, module, monitor_pid=None, monitor_
         if not _claim(token, secret):
             return
         import sys
-        import threading
+
+        with only_trusted():  # noqa: F821
+            import threading
 
         # The program's frame the pending call interrupted, past our own two ("<string>", this).
         user = sys._getframe(1)
