@@ -91,6 +91,10 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
       await sleep(1000);
       const lost = gone(pid, start, "while attach waited for it");
       if (lost) return refuse(pid, lost);
+      // What may change while it waits (an exec into a setuid program, a tracer come since) is said
+      // as itself, not as the torch check's failure to read the maps.
+      const still = checkProcess(pid);
+      if (!still.ok) return refuse(pid, still.reason);
       torch = checkTorch(pid, env);
     }
   }

@@ -8,6 +8,7 @@ import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, readlin
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { lostProcess, privilegeRefused, ptraceRefused } from "../../src/attach/preflight";
+import { buildInject } from "../../src/attach/helper";
 import { startTicks } from "../../src/collect/procfs";
 import { asUid, cli, startSleeper, testEnv } from "./support";
 
@@ -178,6 +179,29 @@ describe("ptrace refusals: the cause, and a remedy the user can take", () => {
 });
 
 describe("the process asked for is the one attached (pid and start time)", () => {
+  test.skipIf("skip" in setuid)("--wait: a program that execs a setuid interpreter while attach waits (same pid, same start) is refused as such", async () => {
+    const python = (setuid as { path: string }).path;
+    const after = "import time; time.sleep(60)";
+    const before = `import os, sys, time; print('ready', flush=True); time.sleep(2.5); os.execv(${JSON.stringify(python)}, [${JSON.stringify(python)}, '-c', ${JSON.stringify(after)}])`;
+    // The attacher is the program's own user: its helper must be built already (it cannot write it).
+    expect(buildInject().ok).toBe(true);
+    const t = Bun.spawn([...asUid(OTHER), "/usr/bin/python3", "-c", before], { stdout: "pipe", stderr: "pipe" });
+    try {
+      const reader = t.stdout.getReader();
+      await reader.read(); // "ready"
+      const r = cli(["attach", String(t.pid), "--wait", "--no-monitor"], { ...testEnv(), GPUMEM_TUI_ATTACH_ANY_PYTHON: "0" }, OTHER);
+      // Before: "no process PID: check the pid" (its maps, not dumpable now, unreadable by the wait).
+      expect(r).toEqual({
+        code: 1,
+        err: `gpumem-tui: waiting for process ${t.pid}: process ${t.pid} has not imported torch yet\n${refusedLine(t.pid, `process ${t.pid} runs setuid (real uid ${OTHER}, effective uid 0): attach does not reach into a program more privileged than the user who started it (the agent would act on that user's settings with its privileges); to look inside, start it from an interpreter without the setuid bit`)}`,
+      });
+    } finally {
+      t.kill(9);
+      await t.exited;
+    }
+  }, 30_000);
+
+
   test("a live process is itself; a start time not its own is another process; gone, it exited", async () => {
     const p = Bun.spawn(["sleep", "30"]);
     const start = startTicks(p.pid);
