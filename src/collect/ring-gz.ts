@@ -3,24 +3,10 @@
 // expand past what its header promises, and that may not pass the gzip cap (src/snapshot/gunzip.ts).
 // Nothing is written to disk, so nothing is left behind on an error or a signal.
 import { closeSync, readSync } from "node:fs";
-import { constants, gunzipSync } from "node:zlib";
 import { RING_MAGIC } from "../ffi/events";
 import { HEADER_OFFSET, HEADER_SIZE, RECORD_SIZE } from "../ffi/wire";
-import { expandCap, expandRefusal, gzipProblem } from "../snapshot/gunzip";
+import { expandCap, expandRefusal, gunzipBounded, gunzipHead } from "../snapshot/gunzip";
 import { openRegular } from "../snapshot/input-file";
-
-/** The expanded bytes at the start of a gzip stream: what its first `prefix` compressed bytes give. */
-function expandedHead(data: Uint8Array, want: number): Uint8Array {
-  for (let prefix = 1024; ; prefix *= 4) {
-    let head: Uint8Array;
-    try {
-      head = gunzipSync(data.subarray(0, prefix), { finishFlush: constants.Z_SYNC_FLUSH });
-    } catch (e) {
-      throw new Error(data[0] === 0x1f && data[1] === 0x8b ? gzipProblem(e) : `not a gzip file (${(e as Error).message})`);
-    }
-    if (head.length >= want || prefix >= data.length) return head;
-  }
-}
 
 /** The ring's bytes, decompressed; a one-line Error (naming `path`) for anything else. */
 export function readRingGz(path: string): Uint8Array {
@@ -37,7 +23,7 @@ export function readRingGz(path: string): Uint8Array {
     closeSync(fd);
   }
   try {
-    const head = expandedHead(data, HEADER_SIZE);
+    const head = gunzipHead(data, HEADER_SIZE);
     if (head.length < 8 || new TextDecoder("latin1").decode(head.subarray(0, 8)) !== RING_MAGIC) {
       throw new Error("not a gpumem-tui ring recording (its first bytes are not the ring magic)");
     }
@@ -48,13 +34,7 @@ export function readRingGz(path: string): Uint8Array {
     const promised = HEADER_SIZE + lanes * Number(v.getBigUint64(HEADER_OFFSET.capacity, true)) * RECORD_SIZE;
     const cap = expandCap(size);
     if (promised > cap) throw new Error(`its header promises ${promised} bytes: ${expandRefusal(size, cap)}`);
-    let ring: Uint8Array;
-    try {
-      ring = gunzipSync(data, { maxOutputLength: promised });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw new Error(`it expands past the ${promised} bytes its header promises; refusing`);
-      throw new Error(gzipProblem(e));
-    }
+    const ring = gunzipBounded(data, promised, `it expands past the ${promised} bytes its header promises; refusing`);
     return ring;
   } catch (e) {
     throw new Error(`${path}: ${(e as Error).message}`);

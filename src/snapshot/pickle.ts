@@ -14,7 +14,7 @@
 // only what is left (segments, annotations, settings) and memory stays below the file's size.
 
 import { Memo, TAKEN } from "./memo";
-import { DEFAULT_LIMITS, SnapshotError, type PickleHooks, type PickleLimits, type PickleMachine, type PickleValue } from "./pickle-contract";
+import { DEFAULT_LIMITS, SnapshotError, tooManyObjects, type PickleHooks, type PickleLimits, type PickleMachine, type PickleValue } from "./pickle-contract";
 
 export { SnapshotError, type PickleHooks, type PickleLimits, type PickleMachine, type PickleValue };
 
@@ -43,8 +43,11 @@ const REFUSED: Record<number, string> = {
   0x98: "READONLY_BUFFER",
 };
 
-/** The longest string or byte string accepted: a snapshot's longest is a file name or a frame. */
-const MAX_ITEM_BYTES = 256 * 1024 ** 2;
+/** The longest string or byte string accepted. A snapshot's longest is a file name or a frame's
+ *  name: 1,960 bytes in test/fixtures/snapshots (a C++ frame), 2,000 times less. An item is held
+ *  whole before it is decoded, so this is also what one item can cost: a gzip'd file of one
+ *  string of 255 MiB took 25 s and 1.4 GB to refuse when items of 256 MiB were accepted. */
+export const MAX_ITEM_BYTES = 4 * 1024 ** 2;
 
 export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: PickleHooks): PickleMachine {
   let data: Uint8Array = new Uint8Array(0);
@@ -65,13 +68,23 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
   const internBytes: (Uint8Array | undefined)[] = new Array(4096);
   const internText: string[] = new Array(4096);
 
+  // An opcode cut by a chunk's end that needs `wanted` bytes (a file offset) before it can run: the
+  // chunks until then wait here and are joined once, not the waiting bytes copied again for every
+  // chunk (quadratic in the item's length).
+  let wanted = 0;
+  let waiting: Uint8Array[] = [];
+  let waitingBytes = 0;
+
   const fail = (why: string): never => {
     throw new SnapshotError(`not a readable snapshot pickle: ${why} (at byte ${base + pos}${last ? ` of ${base + data.length}` : ""})`);
   };
   const need = (n: number) => {
     if (pos + n <= data.length) return;
-    if (n > MAX_ITEM_BYTES) fail(`an item of ${n} bytes: a length past any real file`);
-    if (!last) throw MORE;
+    if (n > MAX_ITEM_BYTES) fail(`an item of ${n} bytes: a length past any real file (a string or bytes of ${MAX_ITEM_BYTES} at most)`);
+    if (!last) {
+      wanted = base + pos + n;
+      throw MORE;
+    }
     fail(`truncated: ${n} more bytes needed, ${data.length - pos} left`);
   };
   const u8 = () => (need(1), data[pos++]!);
@@ -92,7 +105,7 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
   };
   const push = (v: StackItem) => {
     if (stack.length >= limits.maxStack) fail(`more than ${limits.maxStack} items on the stack`);
-    if (++objects > limits.maxObjects) fail(`more than ${limits.maxObjects} objects`);
+    if (++objects > limits.maxObjects) fail(tooManyObjects(limits));
     stack.push(v);
   };
   const pop = (): PickleValue => {
@@ -167,17 +180,33 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
     }
     if (taken.size) forgetTaken();
   };
-  // Little-endian two's complement. Addresses and sizes (under 2^53) come out exact; the
-  // arithmetic stays in doubles because BigInt per integer is most of a large file's parse time.
+  // Little-endian two's complement, exact wherever the value is a safe integer (|v| < 2^53);
+  // past that it is the nearest double, itself past 2^53, which the readers of addresses and sizes
+  // refuse (segments-check.ts). The arithmetic stays in doubles up to 8 bytes because BigInt per
+  // integer is most of a large file's parse time (every time_us takes 7 bytes).
   const long = (n: number): number => {
     need(n);
     const at = pos;
     pos += n;
     if (n === 0) return 0;
-    let v = 0;
-    for (let i = at + n - 1; i >= at; i--) v = v * 256 + data[i]!;
-    if (data[at + n - 1]! & 0x80) v -= 2 ** (8 * n);
-    return v;
+    const negative = (data[at + n - 1]! & 0x80) !== 0;
+    if (n <= 6) {
+      let v = 0; // under 2^48: exact
+      for (let i = at + n - 1; i >= at; i--) v = v * 256 + data[i]!;
+      return negative ? v - 2 ** (8 * n) : v;
+    }
+    if (n <= 8) {
+      // Two halves, each exact; their sum is exact whenever the value is a safe integer (a sum
+      // of one unsigned 48-bit loop above would round -(2^52 + 1) to -2^52).
+      const lo = (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0;
+      let hi = 0;
+      for (let i = at + n - 1; i >= at + 4; i--) hi = hi * 256 + data[i]!;
+      if (negative) hi -= 2 ** (8 * (n - 4));
+      return hi * 2 ** 32 + lo;
+    }
+    let v = 0n; // longer than any field a snapshot holds (2^64 - 1, an unknown line, takes 9): rare
+    for (let i = at + n - 1; i >= at; i--) v = (v << 8n) | BigInt(data[i]!);
+    return Number(BigInt.asIntN(8 * n, v));
   };
   // A string of the next n bytes, read where it lies (no view made for it: one a string is most of
   // a large file's garbage).
@@ -298,7 +327,8 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
       case 0x8b: {
         // LONG4
         const n = i32();
-        if (n > 8) fail(`an integer of ${n} bytes: no snapshot holds one`);
+        // (a negative length would step back onto this opcode, again and again)
+        if (n < 0 || n > 8) fail(`an integer of ${n} bytes: no snapshot holds one`);
         push(long(n));
         break;
       }
@@ -398,10 +428,23 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
   return {
     feed(chunk: Uint8Array, isLast: boolean): PickleValue | undefined {
       if (done) return result;
+      if (pos < data.length && !isLast && base + data.length + waitingBytes + chunk.length < wanted) {
+        // Still short of the cut opcode's bytes: kept (copied: a caller may reuse its buffer).
+        waiting.push(chunk.slice());
+        waitingBytes += chunk.length;
+        return undefined;
+      }
       if (pos < data.length) {
-        const joined = new Uint8Array(data.length - pos + chunk.length);
+        const joined = new Uint8Array(data.length - pos + waitingBytes + chunk.length);
         joined.set(data.subarray(pos));
-        joined.set(chunk, data.length - pos);
+        let at = data.length - pos;
+        for (const w of waiting) {
+          joined.set(w, at);
+          at += w.length;
+        }
+        joined.set(chunk, at);
+        waiting = [];
+        waitingBytes = 0;
         base += pos;
         data = joined;
       } else {
@@ -416,6 +459,9 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
     },
     get offset() {
       return base + pos;
+    },
+    get objects() {
+      return objects;
     },
   };
 }

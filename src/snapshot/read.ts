@@ -4,11 +4,12 @@
 // allocator settings.
 
 import { closeSync, readSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
 import { RING_MAGIC } from "../ffi/events";
-import { ExpandError, expandCap, expandRefusal, gunzipChunks, gzipProblem } from "./gunzip";
+import { ExpandError, expandCap, expandRefusal, gunzipBounded, gunzipChunks, gzipProblem } from "./gunzip";
 import { openRegular, readHead } from "./input-file";
 import { pickleMachine, SnapshotError, type PickleMachine, type PickleValue } from "./pickle";
+import { objectLimits } from "./pickle-contract";
+import { checkSegments } from "./segments-check";
 import { TraceColumns } from "./trace-columns";
 
 /** Files above this are refused before reading (a snapshot of 16 GB is not one `max_entries` makes). */
@@ -42,6 +43,7 @@ function finish(value: PickleValue | undefined, trace: TraceColumns): ParsedSnap
   if (value === null || typeof value !== "object" || Array.isArray(value) || value instanceof Uint8Array || !Array.isArray(value.segments)) {
     throw new SnapshotError("not a PyTorch memory snapshot: no `segments` list (a pickle of something else)");
   }
+  checkSegments(value.segments);
   trace.assignDevices(value.device_traces);
   return { root: value, trace };
 }
@@ -52,14 +54,13 @@ export function parseSnapshotBytes(data: Uint8Array): ParsedSnapshot {
   if (kind(data) === "gzip") {
     const cap = expandCap(data.length, MAX_EXPANDED_BYTES);
     try {
-      bytes = gunzipSync(data, { maxOutputLength: cap });
+      bytes = gunzipBounded(data, cap, expandRefusal(data.length, cap));
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw new SnapshotError(expandRefusal(data.length, cap));
-      throw new SnapshotError(gzipProblem(e));
+      throw new SnapshotError((e as Error).message);
     }
   }
   const trace = new TraceColumns();
-  return finish(pickleMachine(undefined, trace).feed(bytes, true), trace);
+  return finish(pickleMachine(objectLimits(data.length), trace).feed(bytes, true), trace);
 }
 
 /**
@@ -115,7 +116,8 @@ async function feedGzip(fd: number, m: PickleMachine, size: number, progress?: P
 export async function readSnapshotFile(path: string, progress?: Progress): Promise<ParsedSnapshot> {
   const { fd, size } = openRegular(path, "snapshot");
   const trace = new TraceColumns();
-  const m = pickleMachine({ maxObjects: 50_000_000, maxStack: 10_000_000 }, trace);
+  // Objects bounded by the bytes on disk (compressed, for gzip): pickle-contract.ts says why.
+  const m = pickleMachine(objectLimits(size), trace);
   let open = true;
   try {
     if (size > MAX_SNAPSHOT_BYTES) throw new SnapshotError(`${path} is ${size} bytes: larger than the ${MAX_SNAPSHOT_BYTES}-byte limit`);

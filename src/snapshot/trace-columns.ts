@@ -6,6 +6,7 @@
 import { ACTION } from "../ffi/events";
 import { StackTable } from "./stack-table";
 import { SnapshotError, type PickleValue } from "./pickle";
+import { badBytes, bytesRefusal } from "./segments-check";
 
 /** PyTorch's trace actions (TraceEntry::Action) → the model's action codes. */
 export const TRACE_ACTIONS: Record<string, number> = {
@@ -24,6 +25,13 @@ const num = (v: unknown, what: string, where: () => string): number => {
   if (v === undefined || v === null) return 0;
   if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new SnapshotError(`${where()}: ${what} must be a non-negative number, got ${JSON.stringify(v)}`);
   return v;
+};
+
+/** An entry's address or size: a whole number of bytes under 2^53 (segments-check.ts says why). */
+const bytes = (v: unknown, what: string, where: () => string): number => {
+  const n = num(v, what, where);
+  if (badBytes(n) !== null) throw new SnapshotError(`${where()}: ${bytesRefusal(what, n)}`);
+  return n;
 };
 
 /** Entries a trace may hold (torch's `max_entries` is set by the user; 2^28 is far past any). */
@@ -122,8 +130,8 @@ export class TraceColumns {
     const i = this.count++;
     this.action[i] = code;
     this.device[i] = list;
-    this.address[i] = num(e.addr, "addr", where);
-    this.size[i] = num(e.size, "size", where);
+    this.address[i] = bytes(e.addr, "addr", where);
+    this.size[i] = bytes(e.size, "size", where);
     this.stream[i] = typeof e.stream === "number" ? e.stream : 0;
     this.time_us[i] = e.time_us === undefined || e.time_us === null ? NaN : num(e.time_us, "time_us", where);
     const stack = this.stacks.of(e.frames);
