@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { lostProcess, privilegeRefused, ptraceRefused } from "../../src/attach/preflight";
 import { buildInject } from "../../src/attach/helper";
-import { startTicks } from "../../src/collect/procfs";
+import { parseNsLink, parseStatusCaps, parseStatusIds, parseTracerPid, startTicks } from "../../src/collect/procfs";
 import { asUid, cli, startSleeper, testEnv } from "./support";
 
 const root = process.getuid?.() === 0;
@@ -214,4 +214,18 @@ describe("the process asked for is the one attached (pid and start time)", () =>
     expect(lostProcess(p.pid, start)).toBe("exited");
     expect(lostProcess(p.pid, null)).toBe("exited");
   });
+});
+
+test("/proc/PID/status's ids, capability sets and tracer, and a namespace link of each kind", () => {
+  const status = "Name:\tpython3\nTracerPid:\t812\nUid:\t5000\t0\t0\t0\nGid:\t5000\t5000\t5000\t5000\nCapPrm:\t0000000000000400\nCapEff:\t0000000000000400\n";
+  expect(parseStatusIds(status)).toEqual({ uid: [5000, 0, 0, 0], gid: [5000, 5000, 5000, 5000] });
+  expect(parseStatusCaps(status)).toEqual({ permitted: 0x400n, effective: 0x400n });
+  expect(parseTracerPid(status)).toBe(812);
+  // A line cut short or missing: unknown, not zero.
+  expect(parseStatusIds("Uid:\t5000\t0\nGid:\t1\t1\t1\t1\n")).toBeNull();
+  expect(parseStatusCaps("CapPrm:\t0\n")).toBeNull();
+  expect(parseTracerPid("Name:\tx\n")).toBeNull();
+  expect(parseNsLink("mnt:[4026531841]", "mnt")).toBe(4026531841);
+  expect(parseNsLink("mnt:[4026531841]")).toBeNull(); // a pid namespace was asked for
+  expect(parseNsLink("user:[4026531837]", "user")).toBe(4026531837);
 });
