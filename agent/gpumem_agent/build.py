@@ -45,7 +45,13 @@ class BuildError(Exception):
 
 def cache_dir(env=None):
     env = trust.environ() if env is None else env
-    base = env.get("XDG_CACHE_HOME") or os.path.join(trust.home(), ".cache")
+    base = env.get("XDG_CACHE_HOME")
+    if not base:
+        home = trust.home()
+        if not home:
+            raise BuildError("no home directory for uid %d to keep the hook in (no password entry%s)"
+                             % (os.getuid(), "; the interpreter ignores $HOME and $XDG_CACHE_HOME: -E or -I" if trust.isolated() else ""))
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "gpumem-tui")
 
 

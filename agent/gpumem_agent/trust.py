@@ -47,12 +47,17 @@ def environ():
 
 
 def home():
-    """Our home directory: $HOME where the environment is read, else the password database's."""
-    if not isolated():
-        return os.path.expanduser("~")
+    """Our home directory: $HOME where the environment is read, else the password database's; None
+    where neither says (a uid with no entry)."""
+    d = os.path.expanduser("~") if not isolated() else None
+    if d and d != "~":
+        return d
     import pwd  # built into CPython on Linux: no file is looked up
 
-    return pwd.getpwuid(os.getuid()).pw_dir
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir or None
+    except KeyError:
+        return None
 
 
 def refusal():
