@@ -1,4 +1,4 @@
-"""What the agent trusts, in one place (docs/protocol.md, "What the agent trusts").
+"""What the agent trusts, in one place (README, "No change to the program"; docs/protocol.md, the bootstrap).
 
 - environ(): the environment the agent reads. Where the interpreter was started not to read its
   own (`python -E`, `-I`), the agent reads none of its settings either (GPUMEM_*, CXX, HOME, XDG_*,
