@@ -88,7 +88,8 @@ export class TraceColumns {
       if (id > 0xfffe) throw new SnapshotError("trace entries in more than 65,534 lists: not a snapshot's device_traces");
       this.lists.set(list, id);
     }
-    this.add(e, id, () => `trace entry ${this.count} (${e.action})`);
+    const entry = this.count; // (add counts it before its checks can fail)
+    this.add(e, id, () => `trace entry ${entry} (${e.action})`);
     if (Array.isArray(e.frames)) this.recentFrames.set(e.frames, this.stack[this.count - 1]!);
     // The objects it made leave with it: itself, its keys and values, its frames list's items.
     let objects = 1;
