@@ -35,7 +35,7 @@ SOURCE_DIRS = [os.path.join(HERE, "..", "..", "cuda"), os.path.join(HERE, "cuda"
 def source_dir():
     for d in SOURCE_DIRS:
         if os.path.exists(os.path.join(d, "hook.cpp")):
-            return os.path.abspath(d)
+            return os.path.realpath(d)  # resolved, as build_command names it (_trusted)
     raise BuildError("the hook's source (cuda/hook.cpp) is not next to the agent")
 
 
@@ -132,6 +132,22 @@ def compiler_identity(cxx):
     except OSError:
         return (cxx, real)
     return (cxx, real, st.st_size, st.st_mtime_ns)
+
+
+def _trusted_compiler(cxx):
+    """Raise BuildError where the compiler (resolved) or its directory could be another user's."""
+    real = os.path.realpath(cxx)
+    try:
+        st = os.stat(real)
+    except OSError as e:
+        raise BuildError("the compiler %s cannot be read (%s)" % (cxx, e.strerror or e))
+    why = trust.unsafe_dir(os.path.dirname(real))
+    if not why and st.st_uid not in (os.getuid(), 0):
+        why = "%s belongs to uid %d, neither to us (%d) nor to root" % (real, st.st_uid, os.getuid())
+    if not why and st.st_mode & 0o022:
+        why = "%s is writable by other users (mode %o)" % (real, stat.S_IMODE(st.st_mode))
+    if why:
+        raise BuildError("not building the hook with the compiler %s: %s" % (cxx, why))
 
 
 def _trusted(d, what):
@@ -244,6 +260,7 @@ def hook_library(torch, env=None, log=None):
     cxx = _compiler(env)
     if not cxx:
         raise BuildError("no C++ compiler (g++, c++ or clang++) to build the hook; install one (e.g. `apt install g++`)")
+    _trusted_compiler(cxx)
     d = ensure_cache_dir(cache_dir(env))
     python = wants_stacks(env)
     flags = include_flags(torch, python)

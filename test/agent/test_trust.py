@@ -186,6 +186,15 @@ class HookBuild(unittest.TestCase):
         other = write(os.path.join(self.root, "bin", "g++"), "#!/bin/sh\nexec g++ \"$@\"\n", 0o755)
         self.assertNotEqual(build.cache_key(self.torch, "/usr/bin/g++"), build.cache_key(self.torch, other))
 
+    def test_a_compiler_others_can_write_is_not_run(self):
+        marker = os.path.join(self.root, "cc-ran")
+        cc = write(os.path.join(self.root, "bin", "cc"), EVIL_CC % marker, 0o777)
+        os.chmod(cc, 0o777)
+        env = {"GPUMEM_HOOK_CXX": cc, "XDG_CACHE_HOME": os.path.join(self.root, "cache")}
+        with self.assertRaisesRegex(build.BuildError, r"not building the hook with the compiler %s: %s is writable by other users \(mode 777\)" % (cc, cc)):
+            build.hook_library(self.torch, env)
+        self.assertFalse(os.path.exists(marker))
+
     def test_an_include_directory_others_can_write_is_refused(self):
         inc = os.path.join(self.site, "torch", "include")
         os.chmod(inc, 0o777)
