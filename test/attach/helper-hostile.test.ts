@@ -7,16 +7,17 @@
 // The cases with another uid or a mount namespace need root (setpriv, unshare, mount): skipped, and
 // said, otherwise.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { buildInject, HELPER_EXIT, runHelper } from "../../src/attach/helper";
+import { asUid, expectRunsOn, running, startSleeper } from "./support";
 
 const OTHER = 5000;
 const root = process.getuid?.() === 0;
 const asRoot = root ? test : test.skip;
 if (!root) console.log("skipped: the cases with another uid or a mount namespace need root (setpriv, unshare, mount)");
-const AS_OTHER = ["setpriv", "--reuid", String(OTHER), "--regid", String(OTHER), "--clear-groups", "--"];
+const AS_OTHER = asUid(OTHER);
 /** The statically linked python3 (its interpreter inside the executable), where there is one. */
 const STATIC_PYTHON = "/usr/bin/python3.11";
 /** The most a probe may take here, hostile names or not (issue 35: "attach ends within 5 s"). */
@@ -26,15 +27,12 @@ const helper = buildInject();
 if (!helper.ok) throw new Error(helper.error);
 const INJECT = helper.path;
 
-const started: { kill: (signal?: number) => void; exited: Promise<number> }[] = [];
+const started: (() => Promise<void>)[] = [];
 /** Directories made for one test, and for the whole file (the launcher). */
 const made: string[] = [];
 const lasting: string[] = [];
 afterEach(async () => {
-  for (const p of started.splice(0)) {
-    p.kill(9);
-    await p.exited;
-  }
+  for (const end of started.splice(0)) await end();
   for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 afterAll(() => {
@@ -50,21 +48,11 @@ function dirOf(uid: number, list = made): string {
   return d;
 }
 
-const SLEEP = "import time; print('ready', flush=True); time.sleep(120)";
-
-/** `argv -c code` started (a python), once it said it runs; killed after the test. */
-async function sleeper(argv: string[], env: Record<string, string> = {}, code = SLEEP): Promise<number> {
-  const proc = Bun.spawn([...argv, "-c", code], { stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
-  started.push(proc);
-  const reader = proc.stdout.getReader();
-  let text = "";
-  while (!text.includes("ready\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`${argv.join(" ")} ended before it was ready: ${await new Response(proc.stderr).text()}`);
-    text += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
-  return proc.pid;
+/** A python started (startSleeper), ended after the test. */
+async function sleeper(argv: string[], env: Record<string, string> = {}, code?: string): Promise<number> {
+  const t = await startSleeper(argv, { env, code });
+  started.push(t.end);
+  return t.pid;
 }
 
 /** The helper's probe run straight, as this user or (setpriv) as OTHER, killed by the test past
@@ -76,23 +64,6 @@ async function probe(pid: number, as: "self" | "other"): Promise<{ code: number 
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   clearTimeout(timer);
   return { code: p.signalCode ? null : code, out: out.trim(), err: err.trim(), ms: performance.now() - t0 };
-}
-
-/** Every thread's state letter (/proc/PID/task/TID/stat) and the tracer: a target the helper let go
- *  runs on (no `t` or `T`, no tracer). */
-function running(pid: number): { states: string[]; tracer: string } {
-  const states = readdirSync(`/proc/${pid}/task`).map((tid) => {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  });
-  const tracer = /TracerPid:\s*(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? "?";
-  return { states, tracer };
-}
-
-function expectRunsOn(pid: number): void {
-  const r = running(pid);
-  expect(r.tracer).toBe("0");
-  expect(r.states.filter((s) => s === "t" || s === "T")).toEqual([]);
 }
 
 /** A copy of the static python3 at dir/python3 started as `uid`, then the copy deleted: the maps
@@ -254,6 +225,6 @@ describe("a helper that runs past its limit is killed, said in one line, and its
     expectRunsOn(pid);
     // Nothing was queued in it: the text (which would end it with status 3) never runs.
     await Bun.sleep(300);
-    expect(running(pid).tracer).toBe("0");
+    expect(running(pid).tracer).toBe(0);
   });
 });

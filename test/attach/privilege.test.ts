@@ -115,7 +115,7 @@ describe("the true cause, not a capability the container lacks", () => {
     const t = await startSleeper(["python3"]);
     const strace = Bun.spawn(["strace", "-p", String(t.pid), "-o", "/dev/null"], { stderr: "ignore" });
     try {
-      for (let i = 0; i < 100 && !/^TracerPid:\s*[1-9]/m.test(readFileSync(`/proc/${t.pid}/status`, "utf8")); i++) await Bun.sleep(50);
+      for (let i = 0; i < 100 && !parseTracerPid(readFileSync(`/proc/${t.pid}/status`, "utf8")); i++) await Bun.sleep(50);
       const r = cli(["attach", String(t.pid), "--no-monitor"], testEnv());
       // Before: "ptrace … refused …: this container has no CAP_SYS_PTRACE" (or "may be traced already").
       expect(r).toEqual({ code: 1, err: refusedLine(t.pid, `process ${t.pid} is already traced by process ${strace.pid} (strace): a process has one tracer at a time; attach once that one has let go of it (end it, or detach it)`) });

@@ -1,11 +1,13 @@
 // Targets to attach to (test/attach/target.py) and the attach under test, with a private agents'
 // directory per test and the test-only switches (any python3, the probe payload) set.
+import { expect } from "bun:test";
 import { chownSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { attachProcess, type AttachOptions } from "../../src/attach/attach";
 import { PAYLOAD_ENV } from "../../src/attach/bootstrap";
 import { ANY_PYTHON_ENV } from "../../src/attach/preflight";
+import { parseStatState, parseTracerPid } from "../../src/collect/procfs";
 import { ROOT } from "../../src/root";
 
 export const TARGET = join(ROOT, "test/attach/target.py");
@@ -97,12 +99,16 @@ export function asUid(uid: number): string[] {
   return ["setpriv", "--reuid", String(uid), "--regid", String(uid), "--clear-groups", "--"];
 }
 
+/** What startSleeper's python runs unless told: it says it runs, then sleeps. */
+export const SLEEP = "import time; print('ready', flush=True); time.sleep(120)";
+
 /** A Python that sleeps: `python` is the interpreter's command, with what runs it first (setpriv,
  *  unshare, a copy of the interpreter). Returned once it said it runs: its pid is then the
- *  interpreter's (the commands before it exec'd it). */
-export async function startSleeper(python: string[]): Promise<{ pid: number; proc: ReturnType<typeof Bun.spawn>; end: () => Promise<void> }> {
+ *  interpreter's (the commands before it exec'd it). `code` is what it runs instead (it must print
+ *  `ready`), `env` added to this process's environment. */
+export async function startSleeper(python: string[], opts: { env?: Record<string, string>; code?: string } = {}): Promise<{ pid: number; proc: ReturnType<typeof Bun.spawn>; end: () => Promise<void> }> {
   const argv = python;
-  const proc = Bun.spawn([...argv, "-c", "import time; print('ready', flush=True); time.sleep(120)"], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([...argv, "-c", opts.code ?? SLEEP], { stdout: "pipe", stderr: "pipe", env: { ...process.env, ...opts.env } });
   const reader = proc.stdout.getReader();
   let text = "";
   while (!text.includes("ready\n")) {
@@ -119,4 +125,17 @@ export async function startSleeper(python: string[]): Promise<{ pid: number; pro
       await proc.exited;
     },
   };
+}
+
+/** Every thread's state letter (/proc/PID/task/TID/stat) and the tracer (TracerPid:): a target a
+ *  helper let go runs on (no `t` or `T`, no tracer). */
+export function running(pid: number): { states: (string | null)[]; tracer: number | null } {
+  const states = readdirSync(`/proc/${pid}/task`).map((tid) => parseStatState(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")));
+  return { states, tracer: parseTracerPid(readFileSync(`/proc/${pid}/status`, "utf8")) };
+}
+
+export function expectRunsOn(pid: number): void {
+  const r = running(pid);
+  expect(r.tracer).toBe(0);
+  expect(r.states.filter((s) => s === "t" || s === "T")).toEqual([]);
 }
