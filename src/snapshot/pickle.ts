@@ -429,7 +429,13 @@ export function pickleMachine(limits: PickleLimits = DEFAULT_LIMITS, hooks?: Pic
     feed(chunk: Uint8Array, isLast: boolean): PickleValue | undefined {
       if (done) return result;
       if (pos < data.length && !isLast && base + data.length + waitingBytes + chunk.length < wanted) {
-        // Still short of the cut opcode's bytes: kept (copied: a caller may reuse its buffer).
+        // Still short of the cut opcode's bytes: kept, copied (a caller may reuse its buffers,
+        // the one the opcode began in too).
+        if (waiting.length === 0) {
+          base += pos;
+          data = data.slice(pos);
+          pos = 0;
+        }
         waiting.push(chunk.slice());
         waitingBytes += chunk.length;
         return undefined;

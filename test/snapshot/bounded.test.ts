@@ -131,6 +131,26 @@ describe("memo and object growth", () => {
     expect(m.grewMiB).toBeLessThan(128); // 46 MiB here; 10 million of them held 280 MB
   }, 30_000);
 
+  test("a 4 MiB string fed 256 bytes at a time through two buffers in turn is read whole, in linear time", () => {
+    // Each chunk used to be joined to all the string's bytes before it: 16,384 copies of 2 MiB.
+    // Two buffers in turn, as feedPlain reads a file: the one the string began in is overwritten
+    // two chunks later, while the string still waits for its end.
+    const text = "x".repeat(4 * MiB - 64) + "the end";
+    const file = pickle({ s: text });
+    const m = pickleMachine();
+    const bufs = [new Uint8Array(256), new Uint8Array(256)];
+    let value: unknown;
+    const t0 = performance.now();
+    for (let at = 0, k = 0; at < file.length; at += 256, k ^= 1) {
+      const buf = bufs[k]!;
+      const n = Math.min(buf.length, file.length - at);
+      buf.set(file.subarray(at, at + n));
+      value = m.feed(buf.subarray(0, n), at + n >= file.length);
+    }
+    expect((performance.now() - t0) / 1000).toBeLessThan(1);
+    expect((value as { s: string }).s === text).toBe(true);
+  });
+
   test("LONG4 of a negative length is refused, not read again and again", () => {
     const p = new Uint8Array([0x80, 2, 0x8b, 0xfb, 0xff, 0xff, 0xff, 0x2e]);
     expect(() => unpickle(p)).toThrow(/an integer of -5 bytes: no snapshot holds one/);
