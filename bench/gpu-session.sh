@@ -111,9 +111,11 @@ e2e)  # the end-to-end checkers on a real training (tmux, d, e, kill -9, OOM; a 
 harden)  # issue 35 on the GPU: a hook built by the tree before (.carry/base.tar.xz) rebuilt once by this one, the agent's GPU tests and files, attach to a leaking training
   rm -rf /tmp/base && mkdir -p /tmp/base && tar -xJf .carry/base.tar.xz -C /tmp/base && ln -s "$PWD/node_modules" /tmp/base/node_modules
   (cd /tmp/base && bun cuda/build.ts --install > "$r/build-base.log" 2>&1)
-  TAIL=12 step rekey 300 bash bench/hook-rekey.sh /tmp/base "$r/rekey"
-  step files 90 env PYTHONPATH=agent python3 test/agent/gpu_files.py
-  TAIL=30 step agent-tests 240 env GPUMEM_GPU_TESTS=1 bun test test/agent/gpu.test.ts test/headless/run-final-names.test.ts
+  TAIL=12 step rekey 200 bash bench/hook-rekey.sh /tmp/base "$r/rekey"
+  # What the key now costs each start: torch's include_paths come from cpp_extension (setuptools).
+  step cpp-ext-import 60 python3 -c 'import time, torch; t = time.perf_counter(); import torch.utils.cpp_extension as c; d = time.perf_counter() - t; print("import torch.utils.cpp_extension after torch: %.1f ms" % (d * 1e3)); print(c.include_paths("cuda"))'
+  step files 60 env PYTHONPATH=agent python3 test/agent/gpu_files.py
+  TAIL=30 step agent-tests 200 env GPUMEM_GPU_TESTS=1 bun test test/agent/gpu.test.ts test/headless/run-final-names.test.ts
   TAIL=25 step attach-leak 90 python3 test/gpu/attach_gpt2.py --leak --out "$r/attach-gpt2-leak.json"
   ;;
 zoo)  # every set-up of the zoo, plain and under the agent
