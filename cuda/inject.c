@@ -7,6 +7,8 @@
 //                                           3.9–3.13: queue FILE's text (Python source) as a pending call
 //                                           (--call-tid and --test-stall-ms are for the tests)
 //   gpumem-inject remote-exec PID SCRIPT    3.14+: PEP 768, the interpreter runs the file SCRIPT
+//   Each also takes --start-time TICKS: the target's start time (field 22 of /proc/PID/stat) as the
+//   monitor last checked it; a pid that has another is refused, status 13, nothing done to it.
 //
 // remote-exec (PEP 768) makes no call in the target: it finds CPython's _Py_DebugOffsets at the start
 // of the runtime (the `.PyRuntime` section), checks them, and writes three fields of the main thread
@@ -33,6 +35,12 @@ int main(void) {
 static int probe(int pid) {
   struct target t;
   find_target(pid, &t);
+  // The probe holds nothing (it stops no thread), so the process is checked after it was read: a pid
+  // that still has the start time asked for was that process throughout (not_asked_for), so what was
+  // read is its own; a pid given to another process since fails here.
+  char why[512];
+  int rc = not_asked_for(pid, why, sizeof why);
+  if (rc) die(rc, "%s", why);
   char ver[32];
   print_version(ver, sizeof ver, &t);
   printf("python=%s object=%s pending_call=0x%llx run_simple_string=0x%llx mmap=0x%llx runtime=0x%llx\n", ver, t.python_object, (unsigned long long)t.pending_call,
@@ -47,8 +55,28 @@ static int parse_pid(const char *s) {
   return (int)v;
 }
 
+// --start-time TICKS, which every verb takes: the target's start time as the monitor last checked
+// it (field 22 of /proc/PID/stat); the helper then acts only on the process that has it. 0 where
+// `opt` is another option.
+static int take_start_time(const char *opt, const char *value) {
+  if (strcmp(opt, "--start-time") != 0) return 0;
+  char *end;
+  asked_start = strtoull(value, &end, 10);
+  if (*value < '0' || *value > '9' || *end || asked_start == 0) die(EXIT_USAGE, "not a start time: %s", value);
+  return 1;
+}
+
+// The options after a verb's operands (from argv[from]) for a verb that takes only --start-time.
+static void start_time_only(int argc, char **argv, int from) {
+  for (int i = from; i < argc; i += 2)
+    if (i + 1 >= argc || !take_start_time(argv[i], argv[i + 1])) die(EXIT_USAGE, "unknown option %s", argv[i]);
+}
+
 int main(int argc, char **argv) {
-  if (argc >= 3 && strcmp(argv[1], "probe") == 0) return probe(parse_pid(argv[2]));
+  if (argc >= 3 && strcmp(argv[1], "probe") == 0) {
+    start_time_only(argc, argv, 3);
+    return probe(parse_pid(argv[2]));
+  }
   if (argc >= 4 && strcmp(argv[1], "inject") == 0) {
     uint64_t timeout_us = 2000000;
     uint64_t stall_us = 0;
@@ -57,11 +85,15 @@ int main(int argc, char **argv) {
       if (strcmp(argv[i], "--timeout-ms") == 0) timeout_us = (uint64_t)strtoull(argv[i + 1], NULL, 10) * 1000u;
       else if (strcmp(argv[i], "--call-tid") == 0) call_tid = parse_pid(argv[i + 1]);
       else if (strcmp(argv[i], "--test-stall-ms") == 0) stall_us = (uint64_t)strtoull(argv[i + 1], NULL, 10) * 1000u;
+      else if (take_start_time(argv[i], argv[i + 1])) continue;
       else die(EXIT_USAGE, "unknown option %s", argv[i]);
     }
     return inject(parse_pid(argv[2]), argv[3], timeout_us, call_tid, stall_us);
   }
-  if (argc == 4 && strcmp(argv[1], "remote-exec") == 0) return remote_exec(parse_pid(argv[2]), argv[3]);
-  die(EXIT_USAGE, "usage: gpumem-inject probe PID | inject PID FILE [--timeout-ms N] [--call-tid TID] [--test-stall-ms N] | remote-exec PID SCRIPT");
+  if (argc >= 4 && strcmp(argv[1], "remote-exec") == 0) {
+    start_time_only(argc, argv, 4);
+    return remote_exec(parse_pid(argv[2]), argv[3]);
+  }
+  die(EXIT_USAGE, "usage: gpumem-inject probe PID [--start-time TICKS] | inject PID FILE [--timeout-ms N] [--call-tid TID] [--start-time TICKS] [--test-stall-ms N] | remote-exec PID SCRIPT [--start-time TICKS]");
 }
 #endif

@@ -40,6 +40,7 @@ enum {
   EXIT_REMOTE_OFF = 10,  // 3.14+: remote debugging disabled in the target
   EXIT_BUSY = 11,        // 3.14+: a script queued earlier has not run yet
   EXIT_UNREADABLE = 12,  // the interpreter's or C library's file cannot be read safely (cuda/inject_target.c open_mapped)
+  EXIT_NOT_SAME = 13,    // the pid is not the process asked for any more (--start-time; inject_target.c not_asked_for)
 };
 
 // An error: one line on stderr, and the exit status that says which (the monitor's words for it:
@@ -69,6 +70,12 @@ struct target {
   char python_object[4096];
   int major, minor, micro;
 };
+
+// The process asked for, by its start time (field 22 of /proc/PID/stat, clock ticks after boot) as
+// the monitor last checked it: --start-time TICKS. 0 where none was given: nothing is checked.
+extern unsigned long long asked_start;
+const char *stat_fields(int pid, char *buf, size_t len);
+int not_asked_for(int pid, char *why, size_t why_len);
 
 void find_target(int pid, struct target *t);
 void print_version(char *out, size_t len, const struct target *t);

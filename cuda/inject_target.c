@@ -280,21 +280,59 @@ static int version_from_name(const char *path, int *major, int *minor) {
   return sscanf(p, "python%d.%d", major, minor) == 2 ? 0 : -1;
 }
 
+// /proc/PID/stat's fields from the third (the state letter) on, read into buf: the command name
+// before them may hold spaces and parentheses. NULL where it cannot be read (the process is gone).
+const char *stat_fields(int pid, char *buf, size_t len) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/stat", pid);
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  if (n <= 0) return NULL;
+  buf[n] = 0;
+  const char *s = strrchr(buf, ')');
+  return s && s[1] == ' ' ? s + 2 : NULL;
+}
+
 // PF_KTHREAD in /proc/PID/stat's flags (field 9). An unreadable stat means the process is gone:
 // not a kernel thread.
 static int is_kernel_thread(int pid) {
-  char p[64], buf[1024];
-  snprintf(p, sizeof p, "/proc/%d/stat", pid);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  const char *s = strrchr(buf, ')');  // the command name may hold spaces and parentheses
+  char buf[1024];
+  const char *f = stat_fields(pid, buf, sizeof buf);
   unsigned long flags = 0;
-  if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return 0;
+  if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return 0;
   return (flags & 0x00200000UL) != 0;
+}
+
+// Field 22 of /proc/PID/stat: when the process started, in clock ticks after boot (src/collect/procfs.ts
+// startTicks, the monitor's reading); 0 where it cannot be read.
+static unsigned long long start_ticks(int pid) {
+  char buf[1024];
+  const char *f = stat_fields(pid, buf, sizeof buf);
+  unsigned long long start = 0;
+  if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) != 1) return 0;
+  return start;
+}
+
+unsigned long long asked_start;
+
+// Whether pid is still the process the monitor asked for (--start-time): 0 where it is, or where no
+// start time was given; else EXIT_EXITED or EXIT_NOT_SAME, the line in why. A pid is given again
+// only once its process was reaped, and the later process starts later, so the same start time is
+// the same process. The answer holds only while something pins the pid: the callers say what does.
+int not_asked_for(int pid, char *why, size_t why_len) {
+  if (!asked_start) return 0;
+  unsigned long long now = start_ticks(pid);
+  if (!now) {
+    snprintf(why, why_len, "process %d exited during the attach", pid);
+    return EXIT_EXITED;
+  }
+  if (now == asked_start) return 0;
+  double hz = (double)sysconf(_SC_CLK_TCK);
+  snprintf(why, why_len, "process %d is no longer the process asked for (started at %.2f s after boot, not %.2f s): nothing was done to it", pid,
+           (double)now / hz, (double)asked_start / hz);
+  return EXIT_NOT_SAME;
 }
 
 void find_target(int pid, struct target *t) {

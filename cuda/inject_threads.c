@@ -73,16 +73,9 @@ int release_threads(int except_tid) {
 }
 
 static int process_alive(int pid) {
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/stat", pid);
-  FILE *f = fopen(p, "r");
-  if (!f) return 0;
-  char buf[512];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+  char buf[1024];
+  const char *f = stat_fields(pid, buf, sizeof buf);
+  return f && *f != 'Z' && *f != 'X';
 }
 
 // Seize and interrupt every thread, again until no new one appeared (a thread may start one while
@@ -156,6 +149,21 @@ uint64_t stop_all_or_die(int pid, sigset_t *chld_set) {
   char why[512] = "";
   uint64_t started = 0;
   int rc = stop_all(pid, &started, why, sizeof why);
+  // Only now is the pid checked to be the process asked for (--start-time), with every thread
+  // seized: a check before the seize leaves a window in which the process exits, is reaped, and its
+  // pid goes to another process, which this helper would then stop, read and write. From the seize
+  // of its main thread (tid = pid) until this helper detaches, the pid cannot go to another process:
+  // a seized process can still exit (SIGKILL), but it stays a zombie, its pid and its stat's start
+  // time its own, until its tracer has waited for it or let go, and only then can its parent reap
+  // it. So the main thread must be among those held and not waited for gone (its seize failing with
+  // ESRCH, or its exit reported, means the process was gone), and its start time then says whether
+  // what is held is the process asked for; if not, it is let go with nothing done but the stop.
+  const struct thread *main_thread = rc == 0 ? find_thread(pid) : NULL;
+  if (rc == 0 && (!main_thread || main_thread->state == T_GONE)) {
+    snprintf(why, sizeof why, "process %d exited during the attach", pid);
+    rc = EXIT_EXITED;
+  }
+  if (rc == 0) rc = not_asked_for(pid, why, sizeof why);
   if (rc != 0) {
     release_threads(0);
     die(rc, "%s", why);

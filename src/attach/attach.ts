@@ -51,7 +51,10 @@ async function endingSoon(pid: number): Promise<boolean> {
 /** What the helper's exit status means, in the preflight's words. A process that began to exit
  *  while the helper read or stopped it fails in many ways (its maps gone, a call faulting, ptrace
  *  answering ESRCH): all of them are that exit, said as such. */
-async function helperRefusal(pid: number, code: number, error: string): Promise<string> {
+async function helperRefusal(pid: number, start: number | null, code: number, error: string): Promise<string> {
+  // The helper's own check (--start-time), or a step failing its own way (not CPython, maps
+  // unreadable) on a pid given to another process since: said as what it is.
+  if (code === HELPER_EXIT.notSame || lostProcess(pid, start) === "reused") return notSameProcess(pid);
   if (code === HELPER_EXIT.exited || (await endingSoon(pid))) return `process ${pid} exited during the attach`;
   if (code === HELPER_EXIT.noProcess) return noSuchProcess(pid, false);
   if (code === HELPER_EXIT.notPython) return notPython(pid, error.replace(/^process \d+ is not a CPython process \((.*)\)$/, "$1"));
@@ -81,8 +84,12 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
   if (!yama.ok) return refuse(pid, yama.reason);
   const before = gone(pid, start, "before the attach");
   if (before) return refuse(pid, before);
-  const probe = await runHelper(["probe", String(pid)]);
-  if (probe.code !== 0) return refuse(pid, await helperRefusal(pid, probe.code, probe.error));
+  // The helper acts only on the process with this start time, checked once it holds the pid
+  // (cuda/inject_threads.c stop_all_or_die) or, for the probe, once it read it: that closes the
+  // window between the checks here and its PTRACE_SEIZE.
+  const asked = start === null ? [] : ["--start-time", String(start)];
+  const probe = await runHelper(["probe", String(pid), ...asked]);
+  if (probe.code !== 0) return refuse(pid, await helperRefusal(pid, start, probe.code, probe.error));
   const python = probe.fields.python ?? "?";
   let torch: Check = checkTorch(pid, env);
   if (!torch.ok && torch.waitable && opts.wait) {
@@ -118,16 +125,16 @@ export async function attachProcess(pid: number, opts: AttachOptions): Promise<A
   let inj;
   if (script) {
     createScript(script, scriptText(boot, script));
-    inj = await runHelper(["remote-exec", String(pid), script]);
+    inj = await runHelper(["remote-exec", String(pid), script, ...asked]);
   } else {
-    const args = ["inject", String(pid), "/dev/stdin", "--timeout-ms", String(Math.min(2000, Math.max(100, opts.timeoutS * 1000)))];
+    const args = ["inject", String(pid), "/dev/stdin", "--timeout-ms", String(Math.min(2000, Math.max(100, opts.timeoutS * 1000))), ...asked];
     if (opts.callTid) args.push("--call-tid", String(opts.callTid));
     inj = await runHelper(args, pageText(boot));
   }
   if (inj.code !== 0) {
     withdrawToken(token);
     if (script) removeScript(script);
-    return refuse(pid, await helperRefusal(pid, inj.code, inj.error));
+    return refuse(pid, await helperRefusal(pid, start, inj.code, inj.error));
   }
   const stoppedUs = Number(inj.fields.stopped_us ?? NaN);
   const stopped = `its threads were stopped ${(stoppedUs / 1000).toFixed(1)} ms`;

@@ -10,7 +10,7 @@ export const INJECT_BIN = `${NATIVE_DIR}/build/gpumem-inject`;
 
 /** The helper's exit statuses (cuda/inject_common.h, EXIT_*), by what they mean; `killed` is the
  *  monitor's own: the helper ran past its time and was killed (runHelper). */
-export const HELPER_EXIT = { other: 1, usage: 2, noProcess: 3, notPython: 4, version: 5, ptrace: 6, exited: 7, callTimeout: 8, arch: 9, remoteOff: 10, busy: 11, unreadable: 12, killed: 137 } as const;
+export const HELPER_EXIT = { other: 1, usage: 2, noProcess: 3, notPython: 4, version: 5, ptrace: 6, exited: 7, callTimeout: 8, arch: 9, remoteOff: 10, busy: 11, unreadable: 12, notSame: 13, killed: 137 } as const;
 
 /** How long each of the helper's verbs may run before it is killed (ms). `probe` stops nothing, so
  *  a kill harms nothing; it reads the target exactly as inject and remote-exec do first, so a helper

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { scriptText, payload } from "../../src/attach/bootstrap";
 import { buildInject, HELPER_EXIT, runHelper } from "../../src/attach/helper";
+import { startTicks } from "../../src/collect/procfs";
 import { ROOT } from "../../src/root";
 import { tmpPath } from "../support/native";
 import { agentFiles, attach, probeRecords, startTarget, testEnv } from "./support";
@@ -102,6 +103,19 @@ describe("PEP 768 remote-exec against 3.14's documented layout", () => {
       expect((await img.report()).changed).toEqual([]);
     });
   }
+
+  test("--start-time: a pid whose start time is not the one asked for is refused once held, nothing written; its own start time writes", async () => {
+    const img = await startImage("ok");
+    const start = startTicks(img.pid)!;
+    const r = await runHelper(["remote-exec", String(img.pid), SCRIPT, "--start-time", String(start - 1)]);
+    expect(r.code).toBe(HELPER_EXIT.notSame);
+    expect(r.error).toMatch(new RegExp(`^process ${img.pid} is no longer the process asked for \\(started at [\\d.]+ s after boot, not [\\d.]+ s\\): nothing was done to it$`));
+    expect((await img.report()).changed).toEqual([]);
+    const same = await startImage("ok");
+    const ok = await runHelper(["remote-exec", String(same.pid), SCRIPT, "--start-time", String(startTicks(same.pid))]);
+    expect({ code: ok.code, error: ok.error }).toEqual({ code: 0, error: "" });
+    expect((await same.report()).script_path).toBe(SCRIPT);
+  });
 
   test("a Python before 3.14 is refused for remote-exec (it takes the pending call)", async () => {
     const t = await startTarget("serve", 0, "/nonexistent/never");
