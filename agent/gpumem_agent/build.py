@@ -9,7 +9,7 @@ existing one must be ours and closed to writers other than us), the compiler run
 and the library is checked again as it is loaded (load_checked).
 
 And only the user or root may have written what goes into it: the directories the compiler searches
-come from torch's own include_paths, the site-packages torch lives in (pip's CUDA headers) and
+are those torch's include_paths("cuda") names (found as it finds them: cuda_home), the site-packages torch lives in (pip's CUDA headers) and
 sysconfig (Python.h), never from a sys.path entry; each, and every directory above it, is ours or
 root's and closed to other writers (trust.unsafe_dir), and is named resolved. Torch's own come
 first (-I: its c10 must win over another torch's headers the system may have); the others come
@@ -163,16 +163,29 @@ def torch_dir(torch):
     return os.path.realpath(os.path.dirname(torch.__file__))
 
 
-def _torch_include_paths(torch):
-    # torch.utils.cpp_extension imports setuptools and more: from the interpreter's own
-    # directories, not the program's script directory (trust.only_trusted).
-    with trust.only_trusted():
-        from torch.utils import cpp_extension
+def cuda_home(env=None):
+    """The CUDA toolkit torch's extensions build against, found as torch.utils.cpp_extension finds
+    it (CUDA_HOME or CUDA_PATH, else the directory above nvcc on PATH, else /usr/local/cuda), read
+    through trust.environ(); None where there is none. Not cpp_extension itself: it imports
+    setuptools (0.44 s after torch on an H200 host, on every start, for the key) and setuptools puts
+    its own _vendor directory on sys.path, which trust.only_trusted rightly does not search."""
+    env = trust.environ() if env is None else env
+    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
+    if not home:
+        nvcc = shutil.which("nvcc", path=env.get("PATH") or os.defpath)
+        home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc))) if nvcc else "/usr/local/cuda"
+    return home if os.path.isdir(home) else None
 
-    try:
-        return list(cpp_extension.include_paths("cuda"))
-    except TypeError:  # older signature
-        return list(cpp_extension.include_paths(cuda=True))
+
+def _torch_include_paths(torch):
+    """torch's include_paths("cuda"): its include directory and the C++ API's inside it, and the
+    CUDA toolkit's (never /usr/include, as torch leaves it out: the system's are searched anyway)."""
+    inc = os.path.join(torch_dir(torch), "include")
+    dirs = [inc, os.path.join(inc, "torch", "csrc", "api", "include")]
+    home = cuda_home()
+    if home and os.path.realpath(os.path.join(home, "include")) != "/usr/include":
+        dirs.append(os.path.join(home, "include"))
+    return dirs
 
 
 def include_flags(torch, python=True):

@@ -5,8 +5,8 @@ is loaded (`run`'s sitecustomize, attach's bootstrap); `python -I`/`-E` keeps th
 GPUMEM_HOOK_CXX, CXX, XDG_CACHE_HOME; a setuid or setgid process is refused in one line.
 
 Standard library only, run by `bun test` (test/agent/trust.test.ts). There is no torch here: a small
-torch package on disk (a version, _C's ABI flag, cpp_extension.include_paths, an include and a lib
-directory) stands in for the parts of it the build reads; the compiler, the interpreters and the uids
+torch package on disk (a version, _C's ABI flag, an include and a lib directory; a CUDA toolkit's
+include named by CUDA_HOME) stands in for the parts of it the build reads; the compiler, the interpreters and the uids
 are real. Tests that need root (another uid, setresuid, a mount namespace) are skipped without it.
 """
 import json
@@ -45,17 +45,6 @@ class cuda:
     is_initialized = staticmethod(lambda: False)
     _lazy_call = staticmethod(lambda fn: None)
     device_count = staticmethod(lambda: 0)
-"""
-# torch's own: its include directory and the C++ API's inside it, and a CUDA toolkit's outside.
-CPP_EXTENSION = """
-import os
-TORCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CUDA_HOME = %r
-
-
-def include_paths(cuda=False):
-    inc = os.path.join(TORCH, "include")
-    return [inc, os.path.join(inc, "torch", "csrc", "api", "include")] + ([os.path.join(CUDA_HOME, "include")] if cuda else [])
 """
 # A header planted where the old build searched first: it wraps the real one and compiles a
 # constructor in that leaves a mark when the library is loaded.
@@ -98,8 +87,9 @@ def make_torch(root):
     """A torch package on disk in root/site, a CUDA toolkit's include at root/cuda. Returns site."""
     site = os.path.join(root, "site")
     write(os.path.join(site, "torch", "__init__.py"), TORCH_INIT)
+    # Were the build to import torch.utils.cpp_extension (setuptools), this one would say so.
     write(os.path.join(site, "torch", "utils", "__init__.py"), "")
-    write(os.path.join(site, "torch", "utils", "cpp_extension.py"), CPP_EXTENSION % os.path.join(root, "cuda"))
+    write(os.path.join(site, "torch", "utils", "cpp_extension.py"), "raise ImportError('the build imported cpp_extension')\n")
     for d in ("torch/include/torch/csrc/api/include", "torch/lib"):
         os.makedirs(os.path.join(site, d), exist_ok=True)
     os.makedirs(os.path.join(root, "cuda", "include"), exist_ok=True)
@@ -145,9 +135,25 @@ class HookBuild(unittest.TestCase):
         self.marker = os.path.join(self.root, "marker")
         write(os.path.join(self.planted, "nvidia", "cuda_runtime", "include", "stdlib.h"), PLANTED_STDLIB_H % self.marker)
         sys.path.insert(0, self.planted)
+        # The CUDA toolkit, found as torch's cpp_extension finds it (build.cuda_home).
+        self.cuda_home = os.environ.get("CUDA_HOME")
+        os.environ["CUDA_HOME"] = os.path.join(self.root, "cuda")
 
     def tearDown(self):
         sys.path.remove(self.planted)
+        if self.cuda_home is None:
+            os.environ.pop("CUDA_HOME", None)
+        else:
+            os.environ["CUDA_HOME"] = self.cuda_home
+
+    def test_the_build_imports_no_setuptools(self):
+        # torch.utils.cpp_extension imports setuptools, which searches its own _vendor directory
+        # (not the interpreter's: trust.only_trusted refuses it; the hook fell back to polling on an
+        # H200 host) and costs 0.44 s a start: the include directories are found without it.
+        self.command()
+        build.cache_key(self.torch, CXX or "g++")
+        self.assertNotIn("torch.utils.cpp_extension", sys.modules)
+        self.assertNotIn("setuptools", sys.modules)
 
     def command(self, python=True):
         return build.build_command(self.torch, os.path.join(self.root, "hook.so"), CXX or "g++", python=python)
