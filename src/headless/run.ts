@@ -13,15 +13,18 @@ import { serialize } from "./stream";
  * Once the program runs, its exit status is what we return, whatever happens to the output.
  */
 export async function runJson(session: Session, start: () => Child, opts: { output: string; intervalMs: number; lines?: string }): Promise<number> {
-  if (opts.lines !== undefined) {
-    const refused = linesRefusal(opts.lines);
-    if (refused) throw new Error(`cannot write the line profile (GPUMEM_PROFILE_JSON) to ${opts.lines}: ${refused}; the program was not started`);
-  }
   let out: { fd: number; created: boolean };
   try {
     out = openOutput(opts.output);
   } catch (e) {
     throw new Error(`cannot write the samples to ${opts.output}: ${e instanceof PrivateFileError ? e.reason : why(e)}; the program was not started`);
+  }
+  // The output named first is said first; the line profile beside it after, leaving nothing behind.
+  const refused = opts.lines === undefined ? null : linesRefusal(opts.lines);
+  if (refused) {
+    if (out.created) removeOpened(opts.output, out.fd);
+    closeSync(out.fd);
+    throw new Error(`cannot write the line profile (GPUMEM_PROFILE_JSON) to ${opts.lines}: ${refused}; the program was not started`);
   }
   let child: Child;
   try {
