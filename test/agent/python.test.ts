@@ -6,23 +6,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../../src/ffi/build";
 import { torchPython } from "../support/torch";
+import { expectUnittestPasses } from "../support/unittest";
 
 test("agent: control protocol, uid checks, private files, ring copies (python3 -m unittest)", () => {
-  const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_control.py"), "-v"], { env: process.env, stdout: "pipe", stderr: "pipe" });
-  const log = p.stderr.toString();
-  if (p.exitCode !== 0) console.log(log);
-  expect(p.exitCode).toBe(0);
-  expect(log).toMatch(/Ran \d+ tests/);
-  expect(log).toContain("OK");
+  expectUnittestPasses(join(import.meta.dir, "test_control.py"));
 });
 
 test("agent: the ring's lanes, merged by time and compacted to one (python3 -m unittest)", () => {
-  const p = Bun.spawnSync(["python3", join(import.meta.dir, "test_ring_lanes.py"), "-v"], { env: process.env, stdout: "pipe", stderr: "pipe" });
-  const log = p.stderr.toString();
-  if (p.exitCode !== 0) console.log(log);
-  expect(p.exitCode).toBe(0);
-  expect(log).toMatch(/Ran 2 tests/);
-  expect(log).toContain("OK");
+  expectUnittestPasses(join(import.meta.dir, "test_ring_lanes.py"), { count: 2 });
 });
 
 // The line profiler follows lines through sys.monitoring on Python 3.12+ and a trace function
