@@ -4,7 +4,7 @@
 // with no GPU shows the GPU the run was recorded on, its utilization and memory, and the process.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { summary, type ProfilerModel } from "../profiler";
+import { createModel, feed, FeedSource, summary, type ProfilerModel } from "../profiler";
 import { pytorchBlock } from "../system/document";
 import { readSmallText } from "../snapshot/input-file";
 import { MAX_TRACK_BYTES, parseTrack, sampleAt, trackDocument, type NvmlTrack } from "../system/recorded";
@@ -14,6 +14,7 @@ import type { ProcessModel } from "./live";
 import { startReplay, type ReplayHandle } from "./playback";
 import { openRingRecording } from "./recording";
 import { HISTORY, type DeviceHistory } from "./session";
+import { recordFields } from "../system/manifest";
 import type { ReplayClock } from "../profiler";
 import { ROOT } from "../root";
 
@@ -54,6 +55,30 @@ export function replayedPytorch(model: ProfilerModel, manifest: Manifest | null)
   return pytorchBlock(figures, manifest, null, null);
 }
 
+/**
+ * The replayed PyTorch figures at each NVML sample's recorded moment (the records before it fed,
+ * as the replay feeds them), null before the first record: one pass over the recording at the
+ * start (the demo's takes some 40 ms). A document pairs a sample with these, never with the
+ * replay's latest figures: NVML samples a second apart, and the allocator reserving 17 GiB within
+ * one of them read as less memory on the GPU than PyTorch had reserved there.
+ */
+export function figuresAtSamples(ring: string, track: NvmlTrack): (Pytorch | null)[] {
+  const rec = openRingRecording(ring);
+  try {
+    const model = createModel();
+    model.setRanges(rec.ranges);
+    model.setRecordFields(recordFields(rec.manifest));
+    model.setHeader(rec.source.header(), { totals: false });
+    const from = new FeedSource(rec.source);
+    return track.samples.map((s) => {
+      feed(model, from, { time_us: s.t_us });
+      return model.devices.length > 0 ? replayedPytorch(model, rec.manifest) : null;
+    });
+  } finally {
+    rec.close();
+  }
+}
+
 /** The replay's recorded moment: its model's latest event (null before the first). */
 function replayTime(model: ProfilerModel): number | null {
   let t = -Infinity;
@@ -63,7 +88,8 @@ function replayTime(model: ProfilerModel): number | null {
 
 /**
  * The machine a recording was made on, as the Overview shows it: each tick, the track's sample in
- * force at the replay's moment, with the replay's own PyTorch figures in the process row. The
+ * force at the replay's moment, with the replay's PyTorch figures at that sample's moment in the
+ * process row (figuresAtSamples: what NVML saw and what the allocator held, at one moment). The
  * GPU charts get one point per track sample passed; a replay that starts over goes on in them,
  * its clock running on from where the last loop ended (one history, as a live GPU's).
  */
@@ -77,7 +103,8 @@ export class RecordedMachine {
   constructor(
     readonly track: NvmlTrack,
     private readonly pm: ProcessModel,
-    private readonly manifest: Manifest | null,
+    /** figuresAtSamples of the recording: one per track sample. */
+    private readonly figures: readonly (Pytorch | null)[],
   ) {}
 
   tick(): Document {
@@ -102,7 +129,7 @@ export class RecordedMachine {
       }
     }
     this.index = index;
-    const pytorch = t === null ? null : replayedPytorch(this.pm.model, this.manifest);
+    const pytorch = t === null ? null : (this.figures[index] ?? null);
     this.doc = trackDocument(this.track, index, pytorch);
     // The NVML figure of the recorded process, given to its replay as a live agent's is given its
     // own (collect/live.ts): the Process screen's NVML and non-PyTorch are the Overview row's.
@@ -138,5 +165,5 @@ export function startDemo(ring: string, opts: { speed: number; onUpdate: () => v
   }
   const handle = startReplay(rec, { speed: opts.speed, onUpdate: opts.onUpdate, loop: () => openRingRecording(ring), maxIdleMs: 2000, clock: opts.clock });
   handle.pm.title = `recording of ${rec.manifest?.cmdline.join(" ") ?? rec.path}`;
-  return { handle, machine: track ? new RecordedMachine(track, handle.pm, rec.manifest) : null, gpu: track ? shortGpu(track.samples[0]?.devices[0]?.name) : null };
+  return { handle, machine: track ? new RecordedMachine(track, handle.pm, figuresAtSamples(ring, track)) : null, gpu: track ? shortGpu(track.samples[0]?.devices[0]?.name) : null };
 }

@@ -3,9 +3,9 @@
 // model's profile) as the document, so a jq pipeline or a Grafana dashboard can be tried on a
 // machine with no GPU. The same replay and recorded machine as the screens' demo (collect/demo.ts).
 import { openRingRecording } from "../collect/recording";
-import { DEMO_RECORDING, readTrack, RecordedMachine, startDemo, type Demo } from "../collect/demo";
+import { DEMO_RECORDING, figuresAtSamples, readTrack, RecordedMachine, startDemo, type Demo } from "../collect/demo";
 import type { ProcessModel } from "../collect/live";
-import { createModel, processProfile, replayToEnd, type ProfilerModel } from "../profiler";
+import { createModel, processProfile, replayToEnd, type ProfilerModel, type ReplayClock } from "../profiler";
 import type { Document } from "../system/schema";
 import { recordFields } from "../system/manifest";
 
@@ -28,7 +28,7 @@ export function demoDocument(ring = DEMO_RECORDING): Document {
     if (!track) throw new Error(`the demo ${ring} ${NO_TRACK}`);
     const model = replayToEnd(rec.source, { ranges: rec.ranges, lines: rec.manifest?.lines, ...recordFields(rec.manifest), names: rec.names, model: createModel() });
     const pm: ProcessModel = { pid: rec.manifest?.pid ?? 0, model, source: "replay", socket: null, title: rec.path, ended: true };
-    return withProfile(new RecordedMachine(track, pm, rec.manifest).tick(), model);
+    return withProfile(new RecordedMachine(track, pm, figuresAtSamples(ring, track)).tick(), model);
   } finally {
     rec.close();
   }
@@ -40,9 +40,10 @@ export class DemoSampler {
   private readonly demo: Demo;
   private readonly machine: RecordedMachine;
 
-  constructor(opts: { speed: number; ring?: string }) {
+  /** `clock` and `onUpdate` (each replayed state): a test's, stepping through the recording. */
+  constructor(opts: { speed: number; ring?: string; clock?: ReplayClock; onUpdate?: () => void }) {
     const ring = opts.ring ?? DEMO_RECORDING;
-    this.demo = startDemo(ring, { speed: opts.speed, onUpdate: () => {} });
+    this.demo = startDemo(ring, { speed: opts.speed, onUpdate: opts.onUpdate ?? (() => {}), clock: opts.clock });
     if (!this.demo.machine) {
       this.demo.handle.stop();
       throw new Error(`the demo ${ring} ${NO_TRACK}`);

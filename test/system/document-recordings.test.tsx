@@ -9,7 +9,7 @@ import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, 
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { render } from "ink-testing-library";
-import { DEMO_RING, readTrack, RecordedMachine } from "../../src/collect/demo";
+import { DEMO_RING, figuresAtSamples, readTrack, RecordedMachine } from "../../src/collect/demo";
 import type { ProcessModel } from "../../src/collect/live";
 import { ownPidNamespace } from "../../src/collect/procfs";
 import { openRingRecording } from "../../src/collect/recording";
@@ -124,7 +124,7 @@ describe("the demo's recorded machine on the Overview", () => {
     const model = createModel().keepTrace();
     const pm: ProcessModel = { pid: rec.manifest!.pid, model, source: "replay", socket: null, title: `recording of ${rec.manifest!.cmdline.join(" ")}`, ended: false };
     const track = readTrack(DEMO_RING)!;
-    const machine = new RecordedMachine(track, pm, rec.manifest);
+    const machine = new RecordedMachine(track, pm, figuresAtSamples(DEMO_RING, track));
     const frames: string[] = [];
     /** `beside`: a machine with GPUs of its own (the recorded ones renumbered past them). */
     const draw = async (beside = false) => {

@@ -4,7 +4,7 @@
 // and no finding that is not so.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { render } from "ink-testing-library";
-import { DEMO_RING, readTrack, RecordedMachine } from "../../src/collect/demo";
+import { DEMO_RING, figuresAtSamples, readTrack, RecordedMachine } from "../../src/collect/demo";
 import type { ProcessModel } from "../../src/collect/live";
 import { openRingRecording, type Recording } from "../../src/collect/recording";
 import { createModel, findings, steps, summary } from "../../src/profiler";
@@ -32,7 +32,7 @@ beforeAll(async () => {
 async function screens(keys: string[]): Promise<Record<string, string>> {
   const ctl = new Controller(null, 1000);
   ctl.replay = pm;
-  ctl.recorded = new RecordedMachine(readTrack(DEMO_RING)!, pm, rec.manifest);
+  ctl.recorded = new RecordedMachine(readTrack(DEMO_RING)!, pm, figuresAtSamples(DEMO_RING, readTrack(DEMO_RING)!));
   ctl.doc = ctl.recorded.tick();
   const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
   const out: Record<string, string> = {};
@@ -87,8 +87,10 @@ describe("the shipped demo", () => {
     expect(s["1"]).toContain("GPU 0 [recorded] NVIDIA H100 80GB HBM3");
     const row = s["1"]!.split("\n").find((l) => l.startsWith(`${pid} `))!;
     expect(row).toContain("[recorded] hf_gpt2.py --seconds 30"); // its script, not the interpreter's path, cut where the row ends
-    expect(row).toMatch(/ 4\.01 GiB +18\.46 GiB /); // the replay's allocated and reserved at its end
-    expect(row).toMatch(/ outside +69 /);
+    // The replay's allocated and reserved at the moment of the last NVML sample (in step 67's
+    // backward), not at its end: what NVML saw and what the allocator held, at one moment.
+    expect(row).toMatch(/ 19\.18 GiB +11\.17 GiB +18\.46 GiB /);
+    expect(row).toMatch(/ backward +67 /);
 
     expect(s["2"]).toContain(`pid ${pid} [replay finished] recording of /work/main/test/gpu/hf_gpt2.py`);
     expect(s["2"]).toContain("step 69  phase outside  range Optimizer.step#AdamW.step");
