@@ -294,6 +294,9 @@ class Agent:
             "hook_mode": self.mode,
             "hook_error": self.hook_error,
             "segment_pools": bool(self.features & wire.FEATURE_SEGMENT_POOLS),
+            # How the allocator rounds and splits blocks: the monitor follows it to give each block
+            # torch's size (torch reads the newer name first).
+            "alloc_conf": trust.environ().get("PYTORCH_ALLOC_CONF") or trust.environ().get("PYTORCH_CUDA_ALLOC_CONF"),
             **((self.stacks and self.guard.call("stacks", self.stacks.manifest)) or {"stack_min_bytes": 0, "stacks": {}}),
             "ring": self.ring_path,
             "socket": self.sock_path,

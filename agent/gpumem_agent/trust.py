@@ -27,6 +27,8 @@ FACTS = frozenset([
     "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
     "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
     "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "GROUP_RANK", "SLURM_NODEID",
+    # the allocator's settings: torch reads them from C++ under -E too, and the manifest reports them
+    "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
 ])
 
 

@@ -24,6 +24,8 @@ import type { StepRecord } from "./steps";
 import { PeakWitness } from "./at-peak";
 import { Timeline } from "./timeline";
 import { blockSize, ruleRow } from "./totals";
+import { DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "../snapshot/block-sizes";
+import { LargePoolLayout, type SeedBlock } from "../snapshot/large-pool";
 
 export type { SnapshotSegment } from "./resync";
 
@@ -48,6 +50,20 @@ export class DeviceState extends TotalsReadout {
   private poolsCache: { version: number; pools: readonly PrivatePool[] } | null = null;
   /** The blocks alive at each step's peak (at-peak.ts). */
   readonly peaks = new PeakWitness(this.blocks);
+
+  // torch's block sizes (snapshot/block-sizes.ts, the rules snapshots follow too): a record carries
+  // the request; the allocator hands out the request rounded, and in the large pool the whole free
+  // block where no more than 1 MiB would remain. So each large segment is kept as the allocator's
+  // chain of blocks (large-pool.ts), from its segment_alloc or from a seed's or snapshot's blocks.
+  private rules: AllocatorRules = DEFAULT_RULES;
+  private layout = new LargePoolLayout(DEFAULT_RULES);
+  /** Expandable segments (the settings say so, or pages were mapped): every block is cut to its
+   *  request rounded, in both pools; no layout is needed. */
+  private expandable = false;
+  /** Live large blocks whose size the layout could not give (their segment's chain unknown:
+   *  from before the attach with no seed, after lost records): counted at the request rounded,
+   *  up to 1 MiB short each. Addresses; empty when every live block has torch's size. */
+  private readonly unsized = new Set<number>();
 
   // Where the training loop is (from the records' stamps).
   private _step: number;
@@ -86,6 +102,21 @@ export class DeviceState extends TotalsReadout {
   }
 
   // ---- what readers see ----
+
+  /** Live blocks counted at their request rounded for want of their segment's layout (each may be
+   *  up to 1 MiB larger in torch): 0 when every live block has torch's size. */
+  get unsizedBlocks(): number {
+    return this.unsized.size;
+  }
+
+  /** The allocator's settings (the manifest's alloc_conf). Set before the first record; later,
+   *  the chains already kept stay as they are. */
+  setRules(rules: AllocatorRules): void {
+    if (rules === this.rules) return;
+    this.rules = rules;
+    if (rules.expandable) this.expandable = true;
+    this.layout = new LargePoolLayout(rules);
+  }
 
   /** The OOM incidents kept (the first MAX_OOMS). */
   get ooms(): readonly OomIncident[] {
@@ -234,6 +265,10 @@ export class DeviceState extends TotalsReadout {
     const peaks = this.peaks;
     const tt = this.t;
     const counts = tt.counts;
+    const layout = this.expandable ? null : this.layout;
+    const rules = this.rules;
+    const powerTwo = rules.powerTwo;
+    const unsized = this.unsized;
     const RA = ruleRow(ACTION.alloc);
     const RF = ruleRow(ACTION.free_requested);
     const RC = ruleRow(ACTION.free_completed);
@@ -284,14 +319,16 @@ export class DeviceState extends TotalsReadout {
       }
       const t = time[i]!;
       const rq = sizeCol[i]!;
-      const rounded = blockSize(rq);
+      const rounded = powerTwo ? roundSize(rq, rules) : blockSize(rq);
       if (a === ACTION.alloc) {
         if (room === 0) break; // not the first record: room is at least one
         room--;
         const ser = ++serial;
         const slot = blocks.take();
-        const old = map.put(address[i]!, slot);
+        const addr = address[i]!;
+        const old = map.put(addr, slot);
         if (old >= 0) {
+          if (unsized.size > 0) unsized.delete(addr);
           // Its free was lost (ring lapped): it was freed, or the allocator could not hand the
           // address out again. Not a record: the rule does not count it as a free. Out of the
           // sums before the new block is in them (a peak's sums may be copied as it leaves).
@@ -302,9 +339,17 @@ export class DeviceState extends TotalsReadout {
           blocks.discard(old);
           this._replacedBlocks++;
         }
+        // torch's block: the small pool's (and expandable segments') is the request rounded; a
+        // large one is what its segment's chain gives, where the chain is known.
+        let size = rounded;
+        if (rounded > SMALL_SIZE && layout !== null) {
+          const unknown = layout.inferred;
+          size = layout.alloc(addr, rounded, NaN, -1);
+          if (layout.inferred !== unknown) unsized.add(addr);
+        }
         // BlockTable.add's columns and sums, on the columns read once a run.
-        cAddress[slot] = address[i]!;
-        cSize[slot] = rounded;
+        cAddress[slot] = addr;
+        cSize[slot] = size;
         cStream[slot] = streamCol[i]!;
         cTime[slot] = t;
         cSerial[slot] = ser;
@@ -315,27 +360,31 @@ export class DeviceState extends TotalsReadout {
         cFlags[slot] = 0;
         // a snapshot's trace gives the stack; a ring's alloc carries it in `extra`
         cStack[slot] = stackCol[i]! || (allocStacks ? extra[i]! : 0);
-        if (rounded > LARGE) blocks.large++;
-        bytesByCat[CAT_UNRESOLVED]! += rounded;
+        if (size > LARGE) blocks.large++;
+        bytesByCat[CAT_UNRESOLVED]! += size;
         countByCat[CAT_UNRESOLVED]!++;
-        bytesByRange[range]! += rounded;
+        bytesByRange[range]! += size;
         lifetimes.pend(slot, ser);
         requested += RA.rq * rq;
-        allocated += RA.al * rounded;
-        active += RA.ac * rounded;
+        allocated += RA.al * size;
+        active += RA.ac * size;
         reserved += RA.rs * rq;
         if (allocated > tt.peakAllocated) tt.peakAllocated = allocated;
         if (active > tt.peakActive) tt.peakActive = active;
         counts[RA.count]!++;
-        acc.alloc(t, rounded, allocated, ser, reserved);
+        acc.alloc(t, size, allocated, ser, reserved);
         lastTime = t;
       } else if (a === ACTION.free_completed) {
-        // a free_completed carries no block the model could look up: active drops by the request's block
-        active += RC.ac * rounded;
+        // the block left the table at its free_requested: its chain gives its size (it stayed in
+        // place until now), else it is the request rounded
+        const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(address[i]!) : undefined;
+        active += RC.ac * (freed ?? rounded);
         lastTime = t;
       } else {
         // free_requested, or the fold of one and its free_completed (at `extra`)
-        const slot = map.remove(address[i]!);
+        const addr = address[i]!;
+        const slot = map.remove(addr);
+        if (unsized.size > 0) unsized.delete(addr);
         // The block's own size where the model holds it: a free's requested size may differ by rounding.
         const size = slot >= 0 ? cSize[slot]! : rounded;
         requested += RF.rq * rq;
@@ -365,7 +414,9 @@ export class DeviceState extends TotalsReadout {
           this._unknownFreeBytes += size;
         }
         if (a === ACTION.free) {
-          active += RC.ac * rounded;
+          // the fold's free_completed: the block leaves its chain, merged with free neighbours
+          const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(addr) : undefined;
+          active += RC.ac * (slot >= 0 ? size : (freed ?? rounded));
           lastTime = extra[i]!;
           folded++;
         } else lastTime = t;
@@ -422,6 +473,9 @@ export class DeviceState extends TotalsReadout {
   segmentAlloc(t: number, address: number, size: number, stream: number, counted: boolean, pool = 0): void {
     this.t.apply(counted ? ACTION.segment_alloc : ACTION.segment_map, size, size);
     this.segments.add(address, size, stream, t, counted, pool);
+    // the small pool's segments are 2 MiB each and cut to every request: only large ones need a chain
+    if (!counted) this.expandable = true;
+    else if (size !== SMALL_BUFFER) this.layout.segmentAlloc(address, size);
     this.observeSegment(t);
   }
 
@@ -429,6 +483,7 @@ export class DeviceState extends TotalsReadout {
   segmentFree(t: number, address: number, size: number, counted: boolean): void {
     this.t.apply(counted ? ACTION.segment_free : ACTION.segment_unmap, size, size);
     this.segments.remove(address, size, counted);
+    if (counted && size !== SMALL_BUFFER) this.layout.segmentFree(address, size);
     this.observeSegment(t);
   }
 
@@ -471,7 +526,7 @@ export class DeviceState extends TotalsReadout {
       step: this._step,
       events: this.nAlloc + this.nFree,
       blockBytes: this.liveBytes(),
-      largeBlocks: this.blocks.large,
+      largeBlocks: this.unsized.size,
       requested: this.t.requested,
       unknownFreeBytes: this._unknownFreeBytes,
     };
@@ -482,8 +537,11 @@ export class DeviceState extends TotalsReadout {
     this._lastTime_us = t;
     const p = this.consistency.observe(this.detail(), t, allocated, reserved, requested, events);
     if (p !== null) {
-      this.accounting.cur.torchAllocated = allocated;
-      this.accounting.cur.torchRequested = requested;
+      const cur = this.accounting.cur;
+      cur.torchAllocated = allocated;
+      cur.torchRequested = requested;
+      // what the model held at the same point of the stream: the step table's figure beside torch's
+      cur.heldAtSync = this.t.allocated;
     }
     return p;
   }
@@ -544,6 +602,9 @@ export class DeviceState extends TotalsReadout {
   noteLost(n: number): void {
     this._lost += n;
     this.accounting.cur.partial = true;
+    // the lost records may have cut, merged or given back any segment's blocks: no chain is known
+    // until a snapshot or a seed says it again (new segments get theirs from their segment_alloc)
+    this.layout = new LargePoolLayout(this.rules);
     this.consistency.noteLost();
   }
 
@@ -554,6 +615,7 @@ export class DeviceState extends TotalsReadout {
   resync(segments: ReadonlyArray<SnapshotSegment>, t: number): { kept: number; added: number; dropped: number } {
     this.privatePools = privatePoolsOf(segments);
     const r = resyncFromSegments(this.blocks, this.segments, segments, t, (slot) => this.accounting.drop(slot, this._step));
+    this.chainsFrom(segments);
     this.anchor(this.blocks.liveBytes(), r.reserved, r.active);
     this._lost = 0;
     this._unknownFrees = 0;
@@ -570,6 +632,7 @@ export class DeviceState extends TotalsReadout {
    */
   seed(segments: readonly SeedSegment[], t: number): Seeded {
     const r = seedBlocks(this.blocks, this.segments, segments, t, (slot) => this.accounting.drop(slot, this._step));
+    this.chainsFrom(segments);
     this.anchor(this.blocks.liveBytes(), r.reserved, r.active);
     const tt = this.t;
     if (r.requested !== null) tt.requested = r.requested;
@@ -582,5 +645,20 @@ export class DeviceState extends TotalsReadout {
     this.consistency.seeded(r.requested !== null);
     this.timeline.observe(t, this.t.allocated, this.t.reserved);
     return r;
+  }
+
+  /** Every segment's chain of blocks from a snapshot's or a seed's segments (each block with
+   *  torch's size, free memory between them): from here every block has torch's size. */
+  private chainsFrom(segments: ReadonlyArray<{ address: number; total_size: number; is_expandable?: boolean; blocks?: ReadonlyArray<{ address: number; size: number; state: string }> }>): void {
+    this.layout = new LargePoolLayout(this.rules);
+    this.unsized.clear();
+    for (const g of segments) {
+      if (g.is_expandable === true) this.expandable = true;
+      if (g.is_expandable === true || g.total_size === SMALL_BUFFER) continue;
+      const live: SeedBlock[] = [];
+      for (const b of g.blocks ?? []) if (b.state === "active_allocated" || b.state === "active_pending_free") live.push({ address: b.address, size: b.size, known: true });
+      live.sort((x, y) => x.address - y.address);
+      this.layout.seed(g.address, g.total_size, live);
+    }
   }
 }

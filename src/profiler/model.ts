@@ -15,6 +15,7 @@ import { largestFreeBlock } from "./segment-map";
 import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
 import type { RecordFields } from "../system/manifest";
+import { DEFAULT_RULES, rulesOf, settingsOfAllocConf, type AllocatorRules } from "../snapshot/block-sizes";
 
 export interface SetHeaderOptions {
   /** Take the header's totals (default true). Replay of a recorded ring sets false until the end:
@@ -59,6 +60,9 @@ export class ProfilerModel {
   private seedTime_us = 0;
   /** What the ring's records carry beyond the events (the manifest says): see setRecordFields. */
   private fields = { segmentPools: false, allocStacks: false };
+  /** How the allocator rounds and splits blocks (the manifest's `alloc_conf`; block-sizes.ts). */
+  private rules: AllocatorRules = DEFAULT_RULES;
+  private allocConf: string | null = null;
   /** What became of an attach's seed (null: the process was not attached, or has none). */
   seedStatus: SeedStatus | null = null;
 
@@ -249,6 +253,7 @@ export class ProfilerModel {
       d = new DeviceState(dev, step, phase, range);
       d.peaks.keep = this.peakSteps;
       d.poolsInRecords = this.fields.segmentPools;
+      d.setRules(this.rules);
       this.byIndex[dev] = d;
       this.devices.push(d);
       this.devices.sort((x, y) => x.device - y.device);
@@ -364,10 +369,18 @@ export class ProfilerModel {
   }
 
   /** What the records carry (the manifest's `segment_pools`, `stack_min_bytes`): each segment's pool
-   *  (devices tell private pools apart), and an alloc's Python stack id in `extra` (model.stacks). */
+   *  (devices tell private pools apart), and an alloc's Python stack id in `extra` (model.stacks);
+   *  and the allocator's settings (`alloc_conf`), by which each block gets torch's size. */
   setRecordFields(f: RecordFields): void {
     this.fields = { segmentPools: f.segmentPools ?? false, allocStacks: f.allocStacks ?? false };
     for (const d of this.devices) d.poolsInRecords = this.fields.segmentPools;
+    // read again only when it changes: a live session passes the manifest at every tick
+    const conf = f.allocConf ?? null;
+    if (conf !== this.allocConf) {
+      this.allocConf = conf;
+      this.rules = rulesOf(settingsOfAllocConf(conf), false);
+      for (const d of this.devices) d.setRules(this.rules);
+    }
   }
 
   /** Range ids → names (the manifest's `ranges`). */

@@ -42,6 +42,8 @@ export interface ReplayOptions {
   /** What the records carry beyond the events (system/manifest.ts recordFields; `stacks` names the ids). */
   segmentPools?: boolean;
   allocStacks?: boolean;
+  /** The allocator's settings (the manifest's `alloc_conf`): how blocks are rounded and split. */
+  allocConf?: string | null;
 }
 
 /** A `names` reply kept beside a recording (`x.names.json`). */
@@ -132,7 +134,7 @@ class Playthrough {
     if (opts.ranges) model.setRanges(opts.ranges);
     if (opts.lines) model.setLines(opts.lines);
     if (opts.stacks) model.stacks = opts.stacks;
-    if (opts.segmentPools || opts.allocStacks) model.setRecordFields({ segmentPools: opts.segmentPools, allocStacks: opts.allocStacks });
+    if (opts.segmentPools || opts.allocStacks || opts.allocConf) model.setRecordFields({ segmentPools: opts.segmentPools, allocStacks: opts.allocStacks, allocConf: opts.allocConf });
     model.setHeader(source.header(), { totals: false });
     this.from = new FeedSource(source, opts.batch_size ?? 65_536);
     this.names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));

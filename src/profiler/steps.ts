@@ -26,6 +26,8 @@ export class StepRecord {
   torchAllocated = NaN;
   /** torch's own requested bytes (memory_stats requested_bytes) at the same sync record. */
   torchRequested = NaN;
+  /** The model's allocated bytes at that sync record: the figure compared with torchAllocated. */
+  heldAtSync = NaN;
   reserved_at_end = NaN;
   alloc_bytes = 0;
   freed_bytes = 0;

@@ -71,3 +71,70 @@ export function roundSize(request: number, rules: AllocatorRules): number {
   if (step < 1) return floor * 2;
   return Math.ceil(request / step) * step;
 }
+
+/**
+ * The allocator's settings as PYTORCH_ALLOC_CONF (torch ≥ 2.9) or PYTORCH_CUDA_ALLOC_CONF state
+ * them ("expandable_segments:True,max_split_size_mb:128,roundup_power2_divisions:[256:1,>:4]"),
+ * in the form a snapshot's `allocator_settings` has them, for rulesOf: one reading of the rules
+ * for snapshots and rings. Keys this model does not need are left out; a value it cannot read
+ * leaves that setting at torch's default (the allocator refuses such a string at its start).
+ */
+export function settingsOfAllocConf(conf: string | null | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (!conf) return out;
+  // split at commas outside brackets: a list of divisions has its own commas
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i <= conf.length; i++) {
+    const c = conf[i];
+    if (c === "[") depth++;
+    else if (c === "]") depth--;
+    else if ((c === "," && depth === 0) || i === conf.length) {
+      parts.push(conf.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  for (const part of parts) {
+    const at = part.indexOf(":");
+    if (at < 0) continue;
+    const key = part.slice(0, at).trim();
+    const value = part.slice(at + 1).trim();
+    if (key === "expandable_segments") out.expandable_segments = value === "True" || value === "true";
+    else if (key === "max_split_size_mb") {
+      const mb = Number(value);
+      if (Number.isFinite(mb) && mb > 0) out.max_split_size = mb * 1024 * 1024;
+    } else if (key === "roundup_power2_divisions") out.roundup_power2_divisions = divisionsOf(value);
+  }
+  return out;
+}
+
+/** roundup_power2_divisions' value: one number for every interval, or a list of `MiB:divisions`
+ *  where the first also holds below it and `>` holds above the last (keyed by MiB, as a snapshot's
+ *  allocator_settings key them). */
+function divisionsOf(value: string): number | Record<string, number> | undefined {
+  if (!value.startsWith("[")) {
+    const n = Number(value);
+    return Number.isInteger(n) && n >= 0 ? n : undefined;
+  }
+  const byMib: Record<string, number> = {};
+  let first = true;
+  let last = -1;
+  for (const item of value.slice(1, -1).split(",")) {
+    const [k, v] = item.split(":").map((s) => s.trim());
+    const d = Number(v);
+    if (!k || !Number.isInteger(d) || d < 0) continue;
+    if (k === ">") {
+      for (let at = last + 1; at < 16; at++) byMib[String(2 ** at)] = d;
+      continue;
+    }
+    const mib = Number(k);
+    if (!(mib >= 1)) continue;
+    const at = Math.min(15, Math.floor(Math.log2(mib)));
+    if (first) for (let below = 0; below < at; below++) byMib[String(2 ** below)] = d;
+    first = false;
+    byMib[String(2 ** at)] = d;
+    last = at;
+  }
+  return byMib;
+}

@@ -43,6 +43,10 @@ export const ManifestSchema = z.looseObject({
   /** Allocations this large carry their Python stack's id in the alloc record's `extra` (0: no
    *  stacks; GPUMEM_TUI_STACKS, cuda/pystack.h). */
   stack_min_bytes: z.number().int().nonnegative().default(0),
+  /** The caching allocator's settings as the process's environment gave them (PYTORCH_ALLOC_CONF,
+   *  else PYTORCH_CUDA_ALLOC_CONF): how it rounds and splits blocks, which the model follows to
+   *  give each block torch's size. null where unset (torch's defaults) or in older recordings. */
+  alloc_conf: z.string().nullable().default(null),
   /** The stacks those ids name: id → frames [file, line, function], innermost first. */
   stacks: z.record(z.string(), z.array(z.tuple([z.string(), z.number(), z.string()]))).default({}),
   ring: z.string(),
@@ -92,9 +96,11 @@ export interface RecordFields {
   segmentPools?: boolean;
   /** Alloc records at or above the stack threshold carry a stack id in `extra`. */
   allocStacks?: boolean;
+  /** The allocator's settings string (the manifest's `alloc_conf`): block-sizes.ts reads it. */
+  allocConf?: string | null;
 }
 
 /** What a ring's records carry beyond the events, as its manifest says (none without one). */
 export function recordFields(m: Manifest | null | undefined): RecordFields {
-  return { segmentPools: m?.segment_pools ?? false, allocStacks: (m?.stack_min_bytes ?? 0) > 0 };
+  return { segmentPools: m?.segment_pools ?? false, allocStacks: (m?.stack_min_bytes ?? 0) > 0, allocConf: m?.alloc_conf ?? null };
 }

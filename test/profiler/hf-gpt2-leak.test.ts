@@ -51,7 +51,9 @@ describe("GPT-2 keeping each step's logits, recorded on an H100", () => {
     const g = final.findings.find((f) => f.id === "growth")!;
     // The clone is taken after zero_grad, outside train_step: no phase, no range.
     expect(g.numbers.category).toBe("other");
-    expect(g.numbers.category_growth_per_step_bytes).toBe(1_608_704); // one 512-byte-rounded block a step
+    // one block a step, as torch counts it: the 1,608,224-byte request takes a whole 2 MiB free
+    // block (the allocator splits a large block only where more than 1 MiB would remain)
+    expect(g.numbers.category_growth_per_step_bytes).toBe(2_097_152);
     expect(g.numbers.site_phase).toBe("other");
     expect(g.numbers.site_range).toBeNull();
     expect(g.numbers.site_blocks).toBeGreaterThanOrEqual(Number(g.numbers.last_step) - Number(g.numbers.first_step));
