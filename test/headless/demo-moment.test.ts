@@ -5,29 +5,19 @@
 import { expect, test } from "bun:test";
 import { DEMO_RING, readTrack } from "../../src/collect/demo";
 import { DemoSampler } from "../../src/headless/demo";
-import type { ReplayClock } from "../../src/profiler";
 import type { Document } from "../../src/system/schema";
-
-/** A clock whose waits pass at once: the replay steps through its recorded time as fast as it goes. */
-function steppingClock(): ReplayClock & { now: number } {
-  const c = {
-    now: 0,
-    now_us: () => c.now,
-    sleep: (us: number) => ((c.now += us), new Promise<void>((r) => setImmediate(r))),
-  };
-  return c;
-}
+import { steppedClock } from "../support/clock";
 
 test("a whole demo loop, at every replayed state: the NVML figure is never below reserved, the document's allocator figures are those of its sample's moment", async () => {
   const track = readTrack(DEMO_RING)!;
-  const clock = steppingClock();
+  const clock = steppedClock();
   const docs: Document[] = [];
   let sampler: DemoSampler | null = null;
   sampler = new DemoSampler({ speed: 1, ring: DEMO_RING, clock, onUpdate: () => sampler && docs.push(sampler.tick()) });
   try {
     // The recording's span (6.5 s) and the pause before it starts over, on the stepping clock.
     const span_us = track.samples.at(-1)!.t_us - track.samples[0]!.t_us;
-    while (clock.now < span_us + 3e6) await new Promise((r) => setImmediate(r));
+    await clock.advance(span_us + 3e6);
   } finally {
     sampler.close();
   }
@@ -35,6 +25,7 @@ test("a whole demo loop, at every replayed state: the NVML figure is never below
   expect(docs.length).toBeGreaterThan(60); // a state each 100 ms of the 6.5 s recorded
   expect(new Set(rows.map((r) => r.p.used_bytes)).size).toBeGreaterThan(1); // 1.18 GiB, then 19.18 GiB
   expect(rows.length).toBeGreaterThan(55);
+  expect(Math.max(...rows.map((r) => r.p.pytorch!.step ?? 0))).toBeGreaterThanOrEqual(67); // to the last sample of the loop
   const below = rows.filter((r) => r.p.used_bytes! < r.p.pytorch!.reserved_bytes || r.gpu.memory_used_bytes! < r.p.pytorch!.reserved_bytes);
   expect(below.map((r) => `${r.p.used_bytes} < ${r.p.pytorch!.reserved_bytes}`)).toEqual([]);
   expect(rows.every((r) => r.p.pytorch!.non_pytorch_bytes! >= 0)).toBe(true);

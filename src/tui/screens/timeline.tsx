@@ -6,7 +6,7 @@
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { PHASE_NAMES } from "../../ffi/events";
-import { stepBands, timelineSteps, type StepBand, type StepBands } from "../../profiler";
+import { stepBands, steps, timelineSteps, type StepBand, type StepBands } from "../../profiler";
 import { PHASE_LEGEND, phaseRuns } from "../chart";
 import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
@@ -32,6 +32,8 @@ interface Layout {
   bar: number;
   /** The first row's line (below the title, the keys, the notes and the column titles). */
   top: number;
+  /** The step's peak as the model recorded it (peakOf). */
+  peak: { bytes: number; phase: string | null };
 }
 
 const labelWidth = (width: number) => Math.max(18, Math.min(48, Math.floor(width * 0.32)));
@@ -80,7 +82,7 @@ function compute(pm: ProcessModel, choice: Choice, width: number, height: number
   const room = (notes: number) => Math.max(1, height - FIXED_LINES - notes);
   let sb = stepBands(m, { device: d.device, step, columns: bar, bands: room(0) })!;
   if (sb.notes.length > 0) sb = stepBands(m, { device: d.device, step, columns: bar, bands: room(sb.notes.length) })!;
-  return { pm, sb, order, at, label, bar, top: 3 + sb.notes.length };
+  return { pm, sb, order, at, label, bar, top: 3 + sb.notes.length, peak: peakOf(pm, sb) };
 }
 
 /** The rows ↑↓ move over: the held band, the bands, the rest. */
@@ -152,11 +154,18 @@ function Beneath({ l, ascii, legend }: { l: Layout; ascii: boolean; legend: bool
   );
 }
 
+/** A step's peak as the model recorded it at the peak's record (steps()): the one peak every
+ *  screen tells, and its phase, not that of the chart's column it falls in (a column holds many
+ *  records and takes the most frequent one's phase: the phase told changed with the width). */
+function peakOf(pm: ProcessModel, sb: StepBands): { bytes: number; phase: string | null } {
+  const line = steps(pm.model, { device: sb.device }).steps.find((s) => s.step === sb.step);
+  return line ? { bytes: line.peak_allocated_bytes, phase: line.peak_phase } : { bytes: sb.peak_bytes, phase: null };
+}
+
 function title(l: Layout): string {
   const { sb, pm } = l;
-  const peakPhase = sb.phase[Math.min(sb.columns - 1, Math.max(0, Math.floor((sb.peak_us - sb.start_us) / sb.column_us)))];
-  const where = peakPhase ? ` ${inPhase(peakPhase)}` : "";
-  return `pid ${pm.pid}  step ${sb.step}${sb.running ? " (running)" : ""}: ${formatSpan(sb.end_us - sb.start_us)}, peak ${formatBytes(sb.peak_bytes)} at ${since(sb, sb.peak_us)}${where}`;
+  const where = l.peak.phase ? ` ${inPhase(l.peak.phase)}` : "";
+  return `pid ${pm.pid}  step ${sb.step}${sb.running ? " (running)" : ""}: ${formatSpan(sb.end_us - sb.start_us)}, peak ${formatBytes(l.peak.bytes)} at ${since(sb, sb.peak_us)}${where}`;
 }
 
 function header(l: Layout, ascii: boolean) {
