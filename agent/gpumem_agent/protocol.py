@@ -9,7 +9,7 @@ fails while this file is stale, and while commands.py does not answer each verb 
 """
 
 # The categories of live memory, in the model's order (src/profiler/categories.ts).
-CATEGORIES = ("other", "parameter", "gradient", "optimizer_state", "activation", "temporary", "buffer")
+CATEGORIES = ("other", "parameter", "gradient", "optimizer_state", "activation", "temporary", "buffer", "input")
 
 
 class Category:
@@ -22,6 +22,7 @@ class Category:
     activation = "activation"
     temporary = "temporary"
     buffer = "buffer"
+    input = "input"
 
 
 VERBS = {

@@ -11,6 +11,9 @@ export const CATEGORIES = [
   "activation",
   "temporary",
   "buffer",
+  // Where no name came: alive across steps, made outside forward, backward and the optimizer,
+  // and not sized as any parameter's gradient or optimizer state (the batch a program feeds).
+  "input",
 ] as const;
 export type CategoryName = (typeof CATEGORIES)[number];
 
@@ -21,10 +24,11 @@ export const CAT_OPTIMIZER_STATE = 3;
 export const CAT_ACTIVATION = 4;
 export const CAT_TEMPORARY = 5;
 export const CAT_BUFFER = 6;
+export const CAT_INPUT = 7;
 /** Allocated in the phase that is still running: its category is known when the phase ends. */
-export const CAT_UNRESOLVED = 7;
+export const CAT_UNRESOLVED = 8;
 /** Number of counters a device keeps (the named categories plus "unresolved"). */
-export const N_CAT = 8;
+export const N_CAT = 9;
 
 const CODE_BY_NAME = new Map<string, number>(CATEGORIES.map((name, code) => [name, code]));
 

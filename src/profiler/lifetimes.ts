@@ -4,7 +4,7 @@
 // and step boundaries; per allocator event it only notes the new block.
 
 import { FROM_NAMES, type BlockTable, type TensorInfo } from "./blocks";
-import { CAT_ACTIVATION, CAT_GRADIENT, CAT_OTHER, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
+import { CAT_ACTIVATION, CAT_GRADIENT, CAT_INPUT, CAT_OPTIMIZER_STATE, CAT_OTHER, CAT_PARAMETER, CAT_UNRESOLVED, survivorCategory } from "./categories";
 import { PHASE } from "../ffi/events";
 import { ParamSizes } from "./param-sizes";
 
@@ -30,6 +30,10 @@ export class Lifetimes {
   /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
    *  that outlives backward is a gradient when it fits a parameter's size (param-sizes.ts). */
   private readonly paramSizes = new ParamSizes();
+  /** Sizes of the blocks that became gradients or optimizer state (by lifetime or by name): every
+   *  trained parameter has blocks of its size made for it in backward and in the optimizer step,
+   *  an input batch has none (promoteParameters tells the two apart by them). */
+  private readonly trainedSizes = new ParamSizes();
   private boundariesSinceFirstForward = 0;
   /**
    * Names the agent gave, by address: a tensor freed and made again each step (a gradient under
@@ -79,6 +83,7 @@ export class Lifetimes {
           cat[slot] = promoted;
           bytes += b.size[slot]!;
           n++;
+          if (promoted === CAT_GRADIENT || promoted === CAT_OPTIMIZER_STATE) this.trainedSizes.add(b.size[slot]!);
         }
         if (this.nameMemory.size > 0) this.carryName(slot);
       }
@@ -106,6 +111,7 @@ export class Lifetimes {
         this.nameMemory.set(b.address[slot]!, { name, size: b.size[slot]!, cat, info: { ...(info ?? { shape: null, dtype: null }), carried: true } });
     }
     if (cat < 0) return;
+    if (cat === CAT_GRADIENT || cat === CAT_OPTIMIZER_STATE) this.trainedSizes.add(b.size[slot]!);
     b.recategorize(slot, cat);
     b.flags[slot] = FROM_NAMES;
   }
@@ -123,14 +129,16 @@ export class Lifetimes {
 
   /**
    * Two steps after the first forward: blocks allocated before it (outside any phase) and still
-   * alive are the model's parameters and buffers (input batches of the first step are gone by now).
-   * And "activations" of that first step that no later step freed are caches made on first use
-   * (the cuBLAS workspace of the forward's thread, for one), not activations: they become other.
+   * alive are the model's parameters and buffers, or an input batch made once before the loop
+   * (splitParameters tells them apart). And "activations" of that first step that no later step
+   * freed are caches made on first use (the cuBLAS workspace of the forward's thread, for one),
+   * not activations: they become other.
    */
   private promoteParameters(): void {
     this.changes++;
     const b = this.blocks;
     let parameters = 0;
+    const before: number[] = [];
     for (const slot of b.bySlot.values()) {
       const cat = b.category[slot]!;
       if (b.flags[slot] !== 0) {
@@ -138,19 +146,38 @@ export class Lifetimes {
         if (cat === CAT_PARAMETER) parameters++;
         continue;
       }
-      let to = -1;
-      if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) to = CAT_PARAMETER;
-      else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) to = CAT_OTHER;
-      if (to < 0) continue;
-      b.recategorize(slot, to);
-      if (to === CAT_PARAMETER) parameters++;
+      if (cat === CAT_OTHER && b.serial[slot]! <= this.firstForwardSerial) before.push(slot);
+      else if (cat === CAT_ACTIVATION && b.step[slot] === this.firstForwardStep) b.recategorize(slot, CAT_OTHER);
     }
+    parameters += this.splitParameters(before);
     if (parameters > 0) return;
     // No parameter was allocated while the model watched (it attached after the model was built):
     // sizes cannot tell gradients from caches, so what outlived backward is taken for gradients.
     this.paramSizes.clear();
     for (const slot of b.bySlot.values())
       if (b.flags[slot] === 0 && b.category[slot] === CAT_OTHER && b.phase[slot] === PHASE.backward) b.recategorize(slot, CAT_GRADIENT);
+  }
+
+  /**
+   * Blocks made before the first forward and alive through every step since: parameters, except
+   * those no gradient or optimizer state was ever sized as that were made after the last block
+   * that was (the model is moved to the GPU before its data: an input batch made once before the
+   * loop). A frozen parameter has neither either, but is made with the model, before the last
+   * trained one. With no gradient or optimizer state seen (inference), all are parameters.
+   * Returns how many became parameters.
+   */
+  private splitParameters(slots: number[]): number {
+    const b = this.blocks;
+    const trained = this.trainedSizes;
+    let lastTrained = -1;
+    if (trained.size > 0) for (const slot of slots) if (trained.fits(b.size[slot]!)) lastTrained = Math.max(lastTrained, b.serial[slot]!);
+    let parameters = 0;
+    for (const slot of slots) {
+      const parameter = trained.size === 0 || b.serial[slot]! <= lastTrained;
+      b.recategorize(slot, parameter ? CAT_PARAMETER : CAT_INPUT);
+      if (parameter) parameters++;
+    }
+    return parameters;
   }
 
   private growPending(): void {
