@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: harden | checks | costs | tests | final | attach | jobs | every-gpu | screens | screens-ab | stacks | e2e | zoo | perf | lanes | ranks | fixtures (below). The GPU
+# PART: harden | checks | costs | tests | final | attach | jobs | every-gpu | screens | screens-ab | stacks | e2e | zoo | perf | lanes | ranks | fixtures | exact (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -15,6 +15,18 @@
 #               (torch's figures, pools per segment_pool_id), .run.ndjson.gz (the monitor's documents)
 #   capture-more.log, compile-ring.log
 #   FIXTURES=ring: the ring alone. Both compile from cold, each in caches of its own (outside OUT_DIR, removed after).
+# exact (about 6 minutes, EXACT_BUDGET=400 s at most for its steps): issue 36's recordings, in OUT_DIR/exact.tar.gz (exact/):
+#   rings/      test/gpu/exact_train.py under `run --json` with GPUMEM_TUI_MARKS=hooks (a SYNC and a SYNC_PEAKS
+#               record of torch's figures at every module forward, backward and optimizer hook): gpt2 (transformers,
+#               6 layers, 512 wide, 16x256, AdamW), resnet50 (torchvision, 8x3x224x224), expandable (gpt2 with
+#               expandable_segments:True), fsdp2 (gpt2, fully_shard per block, one rank under torchrun), compile
+#               (gpt2 under torch.compile reduce-overhead); attach-gpt2 (test/gpu/exact_attach.py: attached while
+#               running, the mode asked in the target's environment; its seed as attach-gpt2.seed.json). Each
+#               NAME.ring.gz (the agent's compact copy), NAME.json (manifest), NAME.facts.json (torch's figures at
+#               the end), NAME.run.ndjson.gz (the monitor's documents). EXACT_STEPS: steps each (4).
+#   snapshots/  test/fixtures/snapshots/capture_grads.py: grads-kept (zero_grad never called) and grads-zero-grad,
+#               each NAME.pickle.gz (gzip -9) + NAME.facts.json, recorded from the program's first line
+#   exact-*.log
 set -u
 part=${1:?PART}
 out=${2:?OUT_DIR}
@@ -152,6 +164,40 @@ fixtures)  # snapshots recorded from the program's start, and a ring of a CUDA-g
   tar -czf "$out/fixtures.tar.gz" -C "$r" fixtures && rm -rf "$fx"
   rm -rf "$tmpc"
   tar -tvzf "$out/fixtures.tar.gz"
+  ;;
+exact)  # issue 36: rings with torch's figures at every hook (GPUMEM_TUI_MARKS=hooks), the snapshot pair (header)
+  ex=$r/exact
+  tmpx=$(mktemp -d /tmp/gpumem-exact.XXXXXX)
+  mkdir -p "$ex/rings" "$ex/snapshots" && mkdir -m 700 "$tmpx/agents"
+  deadline=$((SECONDS + ${EXACT_BUDGET:-400}))
+  # Each step's limit: its own, or what is left of the part's budget (at least 10 s).
+  left() { local l=$((deadline - SECONDS)); [ "$l" -lt "$1" ] || l=$1; [ "$l" -ge 10 ] || l=10; echo "$l"; }
+  # One recording under `run --json`: NAME SECONDS [ENV=VALUE...] -- COMMAND... (its steps: exact_train.py)
+  record() {
+    local name=$1 t=$2; shift 2
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    TAIL=4 step "exact-$name" "$(left "$t")" env "${envs[@]}" GPUMEM_TUI_MARKS=hooks GPUMEM_TUI_KEEP=1 GPUMEM_TUI_DIR="$tmpx/agents" \
+      GPUMEM_TUI_RING_CAPACITY=524288 CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}" \
+      TORCHINDUCTOR_CACHE_DIR="$tmpx/inductor-$name" TRITON_CACHE_DIR="$tmpx/triton-$name" \
+      bun src/cli.ts run --json --output "$ex/rings/$name.run.ndjson" -- "$@"
+  }
+  steps=${EXACT_STEPS:-4}
+  record gpt2 150 -- python3 test/gpu/exact_train.py --model gpt2 --out "$ex/rings" --steps "$steps"
+  TAIL=6 step exact-snapshots 120 python3 test/fixtures/snapshots/capture_grads.py "$ex/snapshots"
+  record resnet50 100 -- python3 test/gpu/exact_train.py --model resnet50 --out "$ex/rings" --steps "$steps"
+  record expandable 100 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- \
+    python3 test/gpu/exact_train.py --model gpt2 --name expandable --out "$ex/rings" --steps "$steps"
+  record fsdp2 120 -- python3 -m torch.distributed.run --standalone --nproc-per-node=1 \
+    test/gpu/exact_train.py --model fsdp2 --out "$ex/rings" --steps "$steps"
+  record compile 200 -- python3 test/gpu/exact_train.py --model compile --out "$ex/rings" --steps $((steps + 1))
+  TAIL=8 step exact-attach "$(left 150)" python3 test/gpu/exact_attach.py --out "$ex/rings" --steps "$steps" --wait 100
+  for f in "$ex"/snapshots/*.pickle "$ex"/rings/*.ring "$ex"/rings/*.ndjson; do [ -f "$f" ] && gzip -9 -f "$f"; done
+  cp "$r"/exact-*.log "$ex/" 2>/dev/null
+  tar -czf "$out/exact.tar.gz" -C "$r" exact && rm -rf "$ex"
+  rm -rf "$tmpx"
+  tar -tvzf "$out/exact.tar.gz"
   ;;
 *) echo "unknown PART $part"; exit 2 ;;
 esac

@@ -78,12 +78,30 @@ enum gpumem_action {
   GPUMEM_ACTION_STEP = 17,          /* step `step` begins (after an optimizer step) */
   GPUMEM_ACTION_RANGE_ENTER = 18,   /* record_function range `range` entered */
   GPUMEM_ACTION_RANGE_EXIT = 19,    /* record_function range `range` left */
-  GPUMEM_ACTION_SYNC = 20           /* the allocator's own figures of `device` at this point of the
+  GPUMEM_ACTION_SYNC = 20,          /* the allocator's own figures of `device` at this point of the
                                      * stream: address = allocated, size = reserved, stream =
                                      * requested bytes (torch.cuda.memory_stats), extra = the
                                      * device's alloc + free_requested records counted by the hook
                                      * when they were read (GPUMEM_SYNC_UNSURE: an event raced the
                                      * read, the figures are not tied to this point) */
+  GPUMEM_ACTION_SYNC_PEAKS = 21     /* right after a SYNC of the same `device` written at a sync point
+                                     * (gpumem_hook_sync_point: GPUMEM_TUI_MARKS=hooks), from the same
+                                     * reading of the allocator's statistics: address = peak allocated
+                                     * (max_memory_allocated), size = peak reserved, stream = active
+                                     * bytes (active_bytes.all.current), extra = the point (enum
+                                     * gpumem_point). A reader that does not know it skips it */
+};
+
+/* Where a sync point was written (a SYNC_PEAKS record's `extra`): the module, backward and
+ * optimizer hooks of the agent's mark-every-hook mode. */
+enum gpumem_point {
+  GPUMEM_POINT_OTHER = 0,         /* a sync point written from elsewhere */
+  GPUMEM_POINT_FORWARD_PRE = 1,   /* a module's forward is about to run */
+  GPUMEM_POINT_FORWARD = 2,       /* a module's forward returned */
+  GPUMEM_POINT_BACKWARD_PRE = 3,  /* a module's backward is about to run */
+  GPUMEM_POINT_BACKWARD = 4,      /* a module's backward returned */
+  GPUMEM_POINT_OPTIMIZER_PRE = 5, /* an optimizer step is about to run */
+  GPUMEM_POINT_OPTIMIZER = 6      /* an optimizer step returned */
 };
 
 /* The caching allocator's smallest block (kMinBlockSize): a block is its request rounded up to a
@@ -142,6 +160,7 @@ enum gpumem_tracker {
 /* What a hook records beyond the events (gpumem_hook_features; the manifest's `segment_pools`). */
 #define GPUMEM_FEATURE_SEGMENT_POOLS 1u /* segment records carry their pool in `extra` */
 #define GPUMEM_FEATURE_ALLOC_STACKS 2u  /* alloc records at or above the threshold carry a stack id (cuda/pystack.h) */
+#define GPUMEM_FEATURE_SYNC_POINTS 4u   /* gpumem_hook_sync_point: SYNC and SYNC_PEAKS records where the agent asks */
 
 /* One event: 64 bytes, one cache line. */
 typedef struct gpumem_record {

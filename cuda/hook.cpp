@@ -155,7 +155,9 @@ void on_trace(const cca::TraceEntry& te) {
 // reader compares its block detail with torch's totals at the same moment (the header's live totals
 // run ahead of the records a reader has taken). Written at attach, at every step mark and at
 // detach: a few microseconds a step, nothing per allocator event.
-void push_sync(gpumem_header* h, bool every_device) {
+// `point` (enum gpumem_point, or -1 for none): each device's sync is followed by a SYNC_PEAKS
+// record from the same reading (peaks and active), for GPUMEM_TUI_MARKS=hooks.
+void push_sync(gpumem_header* h, bool every_device, int point = -1) {
   if (g_empty.load(std::memory_order_relaxed)) return;
   using c10::CachingDeviceAllocator::StatType;
   const auto all = static_cast<size_t>(StatType::AGGREGATE);
@@ -184,6 +186,13 @@ void push_sync(gpumem_header* h, bool every_device) {
     r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
     r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
     r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+    gpumem_ring_push(h, &r);
+    if (point < 0) continue;
+    r.action = GPUMEM_ACTION_SYNC_PEAKS;
+    r.address = uint64_t(s.allocated_bytes[all].peak);
+    r.size = uint64_t(s.reserved_bytes[all].peak);
+    r.stream = uint64_t(s.active_bytes[all].current);
+    r.extra = uint64_t(point);
     gpumem_ring_push(h, &r);
   }
 }
@@ -361,11 +370,20 @@ void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
   push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED));
 }
 
+// A sync point (GPUMEM_TUI_MARKS=hooks): every device's SYNC and SYNC_PEAKS records now, from the
+// agent's module, backward and optimizer hooks; `point` is enum gpumem_point. Takes each device's
+// allocator lock once (getDeviceStats): a few microseconds, only where the user asked for it.
+void gpumem_hook_sync_point(uint32_t point) {
+  gpumem_header* h = g_header.load(std::memory_order_acquire);
+  if (!h) return;
+  push_sync(h, false, int(point & 0xff));
+}
+
 // What this build of the hook records beyond the events themselves (GPUMEM_FEATURE_* bits of
 // gpumem_ring.h), for the agent's manifest.
 uint32_t gpumem_hook_features(void) {
   return (has_mempool<cca::TraceEntry>::value ? GPUMEM_FEATURE_SEGMENT_POOLS : 0u) |
-         (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u);
+         (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u) | GPUMEM_FEATURE_SYNC_POINTS;
 }
 
 // Python stacks for allocations of at least `min_bytes` (0: none), their count and their text

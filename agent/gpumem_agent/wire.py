@@ -27,6 +27,8 @@ SYNC_UNSURE = 0xFFFFFFFFFFFFFFFF
 FEATURE_SEGMENT_POOLS = 1
 # alloc records at or above the threshold carry a stack id (cuda/pystack.h)
 FEATURE_ALLOC_STACKS = 2
+# gpumem_hook_sync_point: SYNC and SYNC_PEAKS records where the agent asks
+FEATURE_SYNC_POINTS = 4
 PREFETCH_AHEAD = 8
 
 # Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook stores
@@ -55,6 +57,12 @@ ACTION = {
     # free_requested records counted by the hook when they were read (GPUMEM_SYNC_UNSURE: an event
     # raced the read, the figures are not tied to this point)
     "sync": 20,
+    # right after a SYNC of the same `device` written at a sync point (gpumem_hook_sync_point:
+    # GPUMEM_TUI_MARKS=hooks), from the same reading of the allocator's statistics: address = peak
+    # allocated (max_memory_allocated), size = peak reserved, stream = active bytes
+    # (active_bytes.all.current), extra = the point (enum gpumem_point). A reader that does not know
+    # it skips it
+    "sync_peaks": 21,
 }
 ACTION_NAMES = {
     0: "alloc",
@@ -72,7 +80,21 @@ ACTION_NAMES = {
     18: "range_enter",
     19: "range_exit",
     20: "sync",
+    21: "sync_peaks",
 }
+
+# Where a sync point was written (a SYNC_PEAKS record's `extra`): the module, backward and optimizer
+# hooks of the agent's mark-every-hook mode. (enum gpumem_point)
+POINT = {
+    "other": 0,  # a sync point written from elsewhere
+    "forward_pre": 1,  # a module's forward is about to run
+    "forward": 2,  # a module's forward returned
+    "backward_pre": 3,  # a module's backward is about to run
+    "backward": 4,  # a module's backward returned
+    "optimizer_pre": 5,  # an optimizer step is about to run
+    "optimizer": 6,  # an optimizer step returned
+}
+POINT_NAMES = ["other", "forward_pre", "forward", "backward_pre", "backward", "optimizer_pre", "optimizer"]
 
 # Phases: what the training loop was doing when the event happened. (enum gpumem_phase)
 PHASE = {

@@ -30,6 +30,8 @@ export const SYNC_UNSURE = 0xffffffffffffffffn;
 export const FEATURE_SEGMENT_POOLS = 1;
 /** alloc records at or above the threshold carry a stack id (cuda/pystack.h) */
 export const FEATURE_ALLOC_STACKS = 2;
+/** gpumem_hook_sync_point: SYNC and SYNC_PEAKS records where the agent asks */
+export const FEATURE_SYNC_POINTS = 4;
 export const PREFETCH_AHEAD = 8;
 
 /**
@@ -64,6 +66,14 @@ export const ACTION = {
    * raced the read, the figures are not tied to this point)
    */
   sync: 20,
+  /**
+   * right after a SYNC of the same `device` written at a sync point (gpumem_hook_sync_point:
+   * GPUMEM_TUI_MARKS=hooks), from the same reading of the allocator's statistics: address = peak
+   * allocated (max_memory_allocated), size = peak reserved, stream = active bytes
+   * (active_bytes.all.current), extra = the point (enum gpumem_point). A reader that does not know
+   * it skips it
+   */
+  sync_peaks: 21,
 } as const;
 /** ACTION's names by code. */
 export const ACTION_NAMES: Readonly<Record<number, keyof typeof ACTION>> = {
@@ -82,7 +92,24 @@ export const ACTION_NAMES: Readonly<Record<number, keyof typeof ACTION>> = {
   18: "range_enter",
   19: "range_exit",
   20: "sync",
+  21: "sync_peaks",
 };
+
+/**
+ * Where a sync point was written (a SYNC_PEAKS record's `extra`): the module, backward and
+ * optimizer hooks of the agent's mark-every-hook mode. (enum gpumem_point)
+ */
+export const POINT = {
+  other: 0,  // a sync point written from elsewhere
+  forward_pre: 1,  // a module's forward is about to run
+  forward: 2,  // a module's forward returned
+  backward_pre: 3,  // a module's backward is about to run
+  backward: 4,  // a module's backward returned
+  optimizer_pre: 5,  // an optimizer step is about to run
+  optimizer: 6,  // an optimizer step returned
+} as const;
+/** POINT's names by code. */
+export const POINT_NAMES = ["other", "forward_pre", "forward", "backward_pre", "backward", "optimizer_pre", "optimizer"] as const;
 
 /** Phases: what the training loop was doing when the event happened. (enum gpumem_phase) */
 export const PHASE = {
