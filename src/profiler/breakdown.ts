@@ -166,7 +166,7 @@ function stepBreakdown(m: ProfilerModel, d: DeviceState, r: StepRecord, complete
   const where = inPhaseOfStep(peakPhase, r.step);
   const words =
     `peak ${formatBytes(peak)} reached ${where}` + (peakRangeName ? ` (range ${peakRangeName})` : "") + (parts.length ? `: ${parts.join(", ")}` : "");
-  const endAlloc = complete ? r.allocated_at_end : d.allocated;
+  const endAlloc = complete ? r.heldAtEnd : d.allocated;
   return {
     device: d.device,
     step: r.step,
@@ -224,7 +224,8 @@ export interface StepLine {
   duration_us: number | null;
   allocated_at_start_bytes: number;
   held_at_end_bytes: number;
-  /** torch's memory_allocated() at the step's boundary, from the hook's sync record (null without one). */
+  /** torch's memory_allocated() at the step's boundary, from the hook's sync record there (null
+   *  without one: none came, or blocks were allocated or freed between it and the boundary). */
   torch_allocated_at_end_bytes: number | null;
   peak_allocated_bytes: number;
   peak_phase: string | null;
@@ -241,8 +242,8 @@ export function steps(m: ProfilerModel, opts: { device?: number } = {}): { devic
     start_us: num(r.start_us),
     duration_us: complete ? num(r.end_us - r.start_us) : num(d.lastTime_us - r.start_us),
     allocated_at_start_bytes: r.allocated_at_start,
-    held_at_end_bytes: complete ? r.allocated_at_end : d.allocated,
-    torch_allocated_at_end_bytes: num(r.torchAllocated),
+    held_at_end_bytes: complete ? r.heldAtEnd : d.allocated,
+    torch_allocated_at_end_bytes: complete ? num(r.torchAtEnd) : null,
     peak_allocated_bytes: r.peak_allocated,
     peak_phase: r.peak_phase >= 0 ? (PHASE_NAMES[r.peak_phase] ?? null) : null,
     alloc_bytes: r.alloc_bytes,

@@ -542,6 +542,7 @@ export class DeviceState extends TotalsReadout {
       cur.torchRequested = requested;
       // what the model held at the same point of the stream: the step table's figure beside torch's
       cur.heldAtSync = this.t.allocated;
+      cur.eventsAtSync = this.nAlloc + this.nFree;
     }
     return p;
   }
@@ -563,6 +564,7 @@ export class DeviceState extends TotalsReadout {
 
   private stepChange(t: number, step: number, phase: number, range: number): void {
     this.endPhaseInstance(t, phase);
+    this.accounting.cur.eventsAtEnd = this.nAlloc + this.nFree;
     this.accounting.endStep(t, this.t.allocated, this.t.reserved);
     this.peaks.stepEnded(this.accounting.cur, this.serial, this.categoryCode);
     this.lifetimes.stepBoundary();

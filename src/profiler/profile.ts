@@ -47,7 +47,23 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
   const cats = categories(m, { device: dev }).categories.filter((c) => c.bytes !== 0 || c.blocks !== 0);
   return {
     device: dev,
-    detail: { partial: s.partial, causes: s.partial_causes, lost_records: s.lost_records, sync_checks: s.sync.checks, sync_disagreed: s.sync.disagreed, seed: m.seedStatus && { ...m.seedStatus } },
+    detail: {
+      partial: s.partial,
+      causes: s.partial_causes,
+      lost_records: s.lost_records,
+      sync_checks: s.sync.checks,
+      sync_disagreed: s.sync.disagreed,
+      seed: m.seedStatus && { ...m.seedStatus },
+      totals_source: s.totals_source,
+      totals_cause: s.totals_cause,
+    },
+    totals: {
+      allocated_bytes: s.allocated_bytes,
+      active_bytes: s.active_bytes,
+      reserved_bytes: s.reserved_bytes,
+      peak_allocated_bytes: s.peak_allocated_bytes,
+      peak_note: s.peak_note,
+    },
     step: s.step,
     phase: s.phase,
     range: s.range_name,

@@ -29,8 +29,16 @@ export interface DeviceSummary {
   n_oom: number;
   /** Allocation retries (polling mode only; null when the header does not say). */
   n_retries: number | null;
-  /** "header": exact running totals from the ring; "events": summed from the records seen. */
-  totals_source: "header" | "events";
+  /** Where allocated, active, reserved and their peaks come from. "blocks": the model's blocks, each
+   *  of torch's size (torch's memory_allocated(), active_bytes and max_memory_allocated() at the
+   *  point of the stream read); "hook": the ring header's running totals (torch's own figures at
+   *  the agent's last copy, moved by requested sizes since), where the blocks are not all known;
+   *  "records": the records' requests rounded (a replay before its header is read). */
+  totals_source: TotalsSource;
+  /** Why the totals are not the blocks' (null where they are). */
+  totals_cause: string | null;
+  /** Why the peak shown is not the highest the blocks reached (null where it is). */
+  peak_note: string | null;
   /** Allocated and reserved as summed from the records seen (equal to the header's when none was lost). */
   allocated_events_bytes: number | null;
   reserved_events_bytes: number | null;
@@ -86,6 +94,29 @@ export interface Summary {
   devices: DeviceSummary[];
 }
 
+export type TotalsSource = "blocks" | "hook" | "records";
+
+/** Why `d`'s blocks do not give torch's totals (null: they do). */
+export function totalsCause(d: DeviceState, causes: string[]): string | null {
+  if (causes.length > 0) return `block detail partial: ${causes.join("; ")}`;
+  const n = d.unsizedBlocks;
+  if (n > 0) return `${n} large block${n === 1 ? "" : "s"} in segments the records never laid out (allocated before the recording): each may be up to 1 MiB larger in torch`;
+  return null;
+}
+
+/** The one peak shown: torch's. The blocks' own highest where they give torch's totals; after an
+ *  attach torch's max_memory_allocated() (the header's) may have been reached before it. */
+function peakOf(m: ProfilerModel, d: DeviceState, source: TotalsSource, h: { peak_allocated: number } | undefined): { peak: number; note: string | null } {
+  const own = d.peakAllocated;
+  if (source === "blocks") {
+    if (m.seedStatus !== null && h && h.peak_allocated > own)
+      return { peak: h.peak_allocated, note: `torch's max_memory_allocated(), reached before the agent attached; ${formatBytes(own)} since` };
+    return { peak: own, note: null };
+  }
+  if (!h) return { peak: own, note: null };
+  return { peak: h.peak_allocated, note: h.peak_allocated !== own ? `torch's max_memory_allocated() as the agent last read it; the records reach ${formatBytes(own)}` : null };
+}
+
 export function num(v: number): number | null {
   return v === v ? v : null;
 }
@@ -114,28 +145,36 @@ export function partialCauses(d: DeviceState): string[] {
 }
 
 export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
-  const h = m.headerTotals.get(d.device);
+  const causes = partialCauses(d);
+  const cause = totalsCause(d, causes);
+  const source: TotalsSource = cause === null ? "blocks" : m.headerTotals.has(d.device) ? "hook" : "records";
+  // the header's figures only where the blocks do not give torch's
+  const h = source === "hook" ? m.headerTotals.get(d.device) : undefined;
   const allocated = h ? h.allocated : d.allocated;
   const reserved = h ? h.reserved : d.reserved;
   const live = d.liveBytes();
-  const causes = partialCauses(d);
   const c = d.consistency;
+  const peak = peakOf(m, d, source, source === "hook" ? h : m.headerTotals.get(d.device));
+  // counts since the attach: the header's are exact whatever the records (none lost or not)
+  const hc = m.headerTotals.get(d.device);
   return {
     device: d.device,
     allocated_bytes: allocated,
     requested_bytes: h && typeof h.requested === "number" ? h.requested : d.requested,
     reserved_bytes: reserved,
     active_bytes: h ? h.active : d.active,
-    peak_allocated_bytes: h ? h.peak_allocated : d.peakAllocated,
+    peak_allocated_bytes: peak.peak,
     peak_reserved_bytes: h ? h.peak_reserved : d.peakReserved,
     peak_active_bytes: h ? h.peak_active : d.peakActive,
-    n_alloc: h ? h.n_alloc : d.nAlloc,
-    n_free: h ? h.n_free : d.nFree,
-    n_segment_alloc: h ? h.n_segment_alloc : d.nSegmentAlloc,
-    n_segment_free: h ? h.n_segment_free : d.nSegmentFree,
-    n_oom: h ? h.n_oom : d.nOom,
-    n_retries: h ? h.n_retries : null,
-    totals_source: h ? "header" : "events",
+    n_alloc: hc ? hc.n_alloc : d.nAlloc,
+    n_free: hc ? hc.n_free : d.nFree,
+    n_segment_alloc: hc ? hc.n_segment_alloc : d.nSegmentAlloc,
+    n_segment_free: hc ? hc.n_segment_free : d.nSegmentFree,
+    n_oom: hc ? hc.n_oom : d.nOom,
+    n_retries: hc ? hc.n_retries : null,
+    totals_source: source,
+    totals_cause: cause,
+    peak_note: peak.note,
     allocated_events_bytes: d.allocated,
     reserved_events_bytes: d.reserved,
     reserved_unallocated_bytes: reserved - allocated,
@@ -183,7 +222,9 @@ export function summary(m: ProfilerModel): Summary {
       n_segment_free: h.n_segment_free,
       n_oom: h.n_oom,
       n_retries: h.n_retries,
-      totals_source: "header",
+      totals_source: "hook",
+      totals_cause: h.allocated === 0 ? null : "no allocator record of this device read",
+      peak_note: null,
       allocated_events_bytes: null,
       reserved_events_bytes: null,
       reserved_unallocated_bytes: h.reserved - h.allocated,

@@ -28,6 +28,21 @@ export class StepRecord {
   torchRequested = NaN;
   /** The model's allocated bytes at that sync record: the figure compared with torchAllocated. */
   heldAtSync = NaN;
+  /** The device's alloc and free_requested records at that sync record and at the step's end:
+   *  equal where the sync is the step's boundary (no block allocated or freed after it). */
+  eventsAtSync = NaN;
+  eventsAtEnd = NaN;
+
+  /** torch's figure at the step's boundary, where a sync record lies there (NaN otherwise). */
+  get torchAtEnd(): number {
+    return this.eventsAtSync === this.eventsAtEnd ? this.torchAllocated : NaN;
+  }
+
+  /** What the step held at its end: at its boundary's sync record where it has one (the point
+   *  torch's own figure was read), else at the boundary. */
+  get heldAtEnd(): number {
+    return this.eventsAtSync === this.eventsAtEnd ? this.heldAtSync : this.allocated_at_end;
+  }
   reserved_at_end = NaN;
   alloc_bytes = 0;
   freed_bytes = 0;

@@ -106,7 +106,11 @@ export type DetailOf = (agentPid: number, cudaIndex: number) => ModelDetail | nu
 
 /** The document's `pytorch` block, the one place it is made: the allocator's figures, what the
  *  manifest says of the process, NVML's used bytes beside them, and the model's detail. */
-export function pytorchBlock(f: AllocatorFigures, manifest: Manifest | null, nvmlUsed: number | null, detail: ModelDetail | null): Pytorch {
+export function pytorchBlock(header: AllocatorFigures, manifest: Manifest | null, nvmlUsed: number | null, detail: ModelDetail | null): Pytorch {
+  // The model's totals where its blocks are torch's (profile.detail.totals_source): the header's
+  // move by requested sizes between the agent's copies of torch's statistics.
+  const own = detail?.profile?.detail.totals_source === "blocks" && detail.profile.device === header.device ? detail.profile.totals : undefined;
+  const f = own ? { ...header, ...own } : header;
   return {
     hook_mode: f.hook_mode,
     device: f.device,

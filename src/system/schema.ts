@@ -83,7 +83,22 @@ export const ProfileSchema = z
         .nullable()
         .default(null)
         .describe("for a process `gpumem-tui attach` started the agent in: what the allocator held at the attach, tied to a point of the stream (applied: block detail whole from the attach on); null otherwise"),
+      totals_source: z
+        .enum(["blocks", "hook", "records"])
+        .optional()
+        .describe("where the process's allocated, active, reserved and peak come from: blocks (every live block of torch's size: torch's memory_allocated(), active_bytes and max_memory_allocated() at the point of the stream read), hook (the ring header's running totals: torch's figures at the agent's last copy, moved by requested sizes since; where the blocks are not all known), records (the requests rounded: a replay before its header)"),
+      totals_cause: z.string().nullable().optional().describe("why the totals are not the blocks', in words; null where they are"),
     }),
+    totals: z
+      .object({
+        allocated_bytes: z.number(),
+        active_bytes: z.number(),
+        reserved_bytes: z.number(),
+        peak_allocated_bytes: z.number().describe("torch's max_memory_allocated(): the one peak every screen shows"),
+        peak_note: z.string().nullable().describe("why the peak is not the highest the blocks reached, in words (reached before the attach, or the blocks not all known); null where it is"),
+      })
+      .optional()
+      .describe("the process's totals as detail.totals_source says; the pytorch block's figures are these"),
     step: z.number().int(),
     phase: z.string(),
     range: z.string().nullable().describe("the innermost record_function range now"),

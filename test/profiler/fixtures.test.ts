@@ -34,7 +34,9 @@ describe("rings recorded on a GPU", () => {
     test(`${name}: totals equal what torch reported; the records account for them`, async () => {
       const { facts, final, d, dev } = await replayed(name);
       expect(final.lost_records).toBe(0);
-      expect(d.totals_source).toBe("header");
+      expect(d.totals_source).toBe("blocks");
+      expect(d.peak_allocated_bytes).toBe(facts.max_memory_allocated);
+      expect(d.peak_note).toBeNull();
       expect(d.allocated_bytes).toBe(facts.memory_allocated);
       expect(d.reserved_bytes).toBe(facts.memory_reserved);
       expect(d.active_bytes).toBe(facts.active);

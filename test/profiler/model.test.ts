@@ -44,7 +44,7 @@ describe("totals", () => {
     expect(d.reserved_unallocated_bytes).toBe(13 * MiB);
     expect(d.live_blocks).toBe(2);
     expect(d.partial).toBe(false);
-    expect(d.totals_source).toBe("events");
+    expect(d.totals_source).toBe("blocks");
   });
 
   test("a record for a device outside 0..15 is counted and skipped, the rest still counts", () => {
@@ -80,14 +80,17 @@ describe("totals", () => {
     ]);
   });
 
-  test("the header's exact totals win; NVML used − reserved is the memory outside PyTorch", () => {
+  test("the blocks' totals where every block is known, the header's counts; NVML used − reserved is the memory outside PyTorch", () => {
     const m = run(new Trace().segment(0x100000, 20 * MiB).alloc(0x100000, 4 * MiB));
+    // the hook's running peak moves by requested sizes between the agent's copies: not torch's
     m.setHeader(ringHeader([{ allocated: 4 * MiB, reserved: 20 * MiB, peak_allocated: 9 * MiB, n_alloc: 7 }], { pid: 42 }));
     m.setNvml(42, 0, 600 * MiB, 2_000_000);
     const d = summary(m).devices[0]!;
     expect(summary(m).pid).toBe(42);
-    expect(d.totals_source).toBe("header");
-    expect(d.peak_allocated_bytes).toBe(9 * MiB);
+    expect(d.totals_source).toBe("blocks");
+    expect(d.totals_cause).toBeNull();
+    expect(d.peak_allocated_bytes).toBe(4 * MiB);
+    expect(d.peak_note).toBeNull();
     expect(d.n_alloc).toBe(7);
     expect(d.non_pytorch_bytes).toBe(580 * MiB);
     expect(d.partial).toBe(false);
@@ -462,7 +465,7 @@ describe("more lifetime rules", () => {
     m.setHeader(ringHeader([{ allocated: 3 * MiB, reserved: 8 * MiB }], { pid: 5, mode: "polling" }));
     const s = summary(m);
     expect(s.mode).toBe("polling");
-    expect(s.devices[0]).toMatchObject({ allocated_bytes: 3 * MiB, reserved_bytes: 8 * MiB, live_blocks: 0, partial: true, totals_source: "header" });
+    expect(s.devices[0]).toMatchObject({ allocated_bytes: 3 * MiB, reserved_bytes: 8 * MiB, live_blocks: 0, partial: true, totals_source: "hook" });
     expect(() => breakdown(m)).toThrow(/no events yet/);
   });
 });

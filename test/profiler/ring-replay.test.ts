@@ -25,7 +25,7 @@ test("a whole ring: the model's totals, summed from the records, equal the write
   expect(final.lost_records).toBe(0);
   expect(final.summary.devices.length).toBe(2);
   for (const d of final.summary.devices) {
-    expect(d.totals_source).toBe("header");
+    expect(d.totals_source).toBe("blocks"); // every record read: the blocks are the allocator's
     expect(d.allocated_events_bytes).toBe(d.allocated_bytes);
     expect(d.allocated_bytes).toBeGreaterThan(0);
     expect(d.live_block_bytes).toBe(d.allocated_bytes);
@@ -44,5 +44,7 @@ test("a lapped ring: records lost, totals still exact from the header, block det
   const d = final.summary.devices[0]!;
   expect(d.partial).toBe(true);
   expect(d.allocated_events_bytes).toBe(d.allocated_bytes); // re-anchored on the header
+  expect(d.totals_source).toBe("hook");
+  expect(d.totals_cause).toMatch(/records lost/);
   expect(final.type === "final" && final.findings.some((f) => f.id === "partial")).toBe(true);
 });
