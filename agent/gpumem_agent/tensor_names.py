@@ -95,15 +95,71 @@ class Walk:
         }
 
 
+def _all_named_parameters(model):
+    """(name, parameter) for every name a parameter has: a tied one (GPT-2's lm_head.weight is
+    transformer.wte.weight) comes once per module that holds it. torch lists it once by default."""
+    try:
+        return list(model.named_parameters(remove_duplicate=False))
+    except TypeError:  # a module (or torch) without remove_duplicate
+        return list(model.named_parameters())
+
+
+def _data_key(t):
+    """Where a parameter's elements are: the same for two Parameters over the same data, not for
+    views of one flat buffer (those share a storage at different offsets or shapes)."""
+    try:
+        address = t.data_ptr() if hasattr(t, "data_ptr") else t.untyped_storage().data_ptr()
+        return (address, tuple(t.shape)) if address else None
+    except Exception:  # no data we can read (meta, a wrapper subclass): tied by object only
+        return None
+
+
+def _tied_names(model):
+    """[(name, parameter, other names)] with each parameter once, under its first name; the other
+    names are those it is tied to, by object (one Parameter held twice) or by data (two
+    Parameters over the same elements)."""
+    named = _all_named_parameters(model)
+    by_key = {}
+    order = []
+    for name, p in named:
+        data = _data_key(p)
+        key = ("data", data) if data else ("object", id(p))
+        if key not in by_key:
+            by_key[key] = []
+            order.append(key)
+        by_key[key].append((name, p))
+    out = []
+    for key in order:
+        group = by_key[key]
+        for name, p in group:
+            others = [n for n, _ in group if n != name]
+            # each Parameter object once, under the first name it has; its aliases said beside
+            if name == next(n for n, q in group if q is p):
+                out.append((name, p, others))
+    return out
+
+
+MAX_TIED_NAMES = 3  # a name stays a line: more ties are counted
+
+
+def _grad_name(name, tied):
+    if not tied:
+        return name + ".grad"
+    more = len(tied) - MAX_TIED_NAMES
+    listed = ", ".join(tied[:MAX_TIED_NAMES]) + (" and %d more" % more if more > 0 else "")
+    return "%s.grad (tied: %s)" % (name, listed)
+
+
 def known_walk(models, optimizers):
     """Parameters, gradients, buffers and optimizer state of the models and optimizers: a Walk."""
     w = Walk()
     param_names = {}
     for model in list(models):
-        for name, p in model.named_parameters():
-            param_names[id(p)] = name
+        for name, p, tied in _tied_names(model):
+            param_names.setdefault(id(p), name)
             w.add(p, name, Category.parameter)
-            w.add(getattr(p, "grad", None), name + ".grad", Category.gradient)
+            # A tied parameter's gradient is its own block: named with the names it is tied to.
+            w.add(getattr(p, "grad", None), _grad_name(name, tied), Category.gradient)
         for name, b in model.named_buffers():
             w.add(b, name, Category.buffer)
     for opt in list(optimizers):
