@@ -56,6 +56,11 @@ export class BlockTable {
   stack: Uint32Array;
   /** FROM_NAMES, RESYNCED, BEFORE_ATTACH, or 0. */
   flags: Uint8Array;
+  /** 1: counted at its request rounded, its segment's chain unknown (device.ts); torch's block may
+   *  be up to 1 MiB larger. A column, not a set of addresses: a free reads it with no hashing. */
+  unsized: Uint8Array;
+  /** Live blocks with `unsized` set. */
+  unsizedCount = 0;
   /** Tensor names from the agent, by slot (undefined where unknown). As long as the columns and
    *  filled with undefined: a JS array given a few names at far slots turns sparse, and then every
    *  free's read of it was a lookup in a map (24 ns against 0.8, a real job's named model: its
@@ -98,6 +103,7 @@ export class BlockTable {
     this.category = new Uint8Array(initial);
     this.stack = new Uint32Array(initial);
     this.flags = new Uint8Array(initial);
+    this.unsized = new Uint8Array(initial);
     this.freeSlots = new Int32Array(initial);
     this.names = new Array<string | undefined>(initial).fill(undefined);
     this.tensors = new Array<TensorInfo | undefined>(initial).fill(undefined);
@@ -173,8 +179,23 @@ export class BlockTable {
     if (size > LARGE) this.large--;
     if (this.flags[slot] === RESYNCED && !this.settled.delete(slot)) this.resynced--;
     this.bytesByRange[this.range[slot]!]! -= size;
+    this.settleSize(slot);
     if (keep) this.changes++;
     else this.release(slot);
+  }
+
+  /** The block leaves the live ones: no longer counted among those of unknown size. */
+  settleSize(slot: number): void {
+    if (this.unsized[slot] === 1) {
+      this.unsized[slot] = 0;
+      this.unsizedCount--;
+    }
+  }
+
+  /** Every live block has torch's size now (a snapshot or a seed gave them). */
+  clearUnsized(): void {
+    this.unsized.fill(0);
+    this.unsizedCount = 0;
   }
 
   /** Remove a live block entirely. */
@@ -280,6 +301,7 @@ export class BlockTable {
     this.phase = u8(this.phase);
     this.category = u8(this.category);
     this.flags = u8(this.flags);
+    this.unsized = u8(this.unsized);
     const fs = new Int32Array(n);
     fs.set(this.freeSlots);
     this.freeSlots = fs;

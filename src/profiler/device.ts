@@ -60,10 +60,6 @@ export class DeviceState extends TotalsReadout {
   /** Expandable segments (the settings say so, or pages were mapped): every block is cut to its
    *  request rounded, in both pools; no layout is needed. */
   private expandable = false;
-  /** Live large blocks whose size the layout could not give (their segment's chain unknown:
-   *  from before the attach with no seed, after lost records): counted at the request rounded,
-   *  up to 1 MiB short each. Addresses; empty when every live block has torch's size. */
-  private readonly unsized = new Set<number>();
 
   // Where the training loop is (from the records' stamps).
   private _step: number;
@@ -106,7 +102,7 @@ export class DeviceState extends TotalsReadout {
   /** Live blocks counted at their request rounded for want of their segment's layout (each may be
    *  up to 1 MiB larger in torch): 0 when every live block has torch's size. */
   get unsizedBlocks(): number {
-    return this.unsized.size;
+    return this.blocks.unsizedCount;
   }
 
   /** The allocator's settings (the manifest's alloc_conf). Set before the first record; later,
@@ -268,7 +264,6 @@ export class DeviceState extends TotalsReadout {
     const layout = this.expandable ? null : this.layout;
     const rules = this.rules;
     const powerTwo = rules.powerTwo;
-    const unsized = this.unsized;
     const RA = ruleRow(ACTION.alloc);
     const RF = ruleRow(ACTION.free_requested);
     const RC = ruleRow(ACTION.free_completed);
@@ -290,6 +285,7 @@ export class DeviceState extends TotalsReadout {
     const cPhase = blocks.phase;
     const cCat = blocks.category;
     const cFlags = blocks.flags;
+    const cUnsized = blocks.unsized;
     const cStack = blocks.stack;
     let requested = tt.requested;
     let allocated = tt.allocated;
@@ -328,7 +324,6 @@ export class DeviceState extends TotalsReadout {
         const addr = address[i]!;
         const old = map.put(addr, slot);
         if (old >= 0) {
-          if (unsized.size > 0) unsized.delete(addr);
           // Its free was lost (ring lapped): it was freed, or the allocator could not hand the
           // address out again. Not a record: the rule does not count it as a free. Out of the
           // sums before the new block is in them (a peak's sums may be copied as it leaves).
@@ -345,7 +340,10 @@ export class DeviceState extends TotalsReadout {
         if (rounded > SMALL_SIZE && layout !== null) {
           const unknown = layout.inferred;
           size = layout.alloc(addr, rounded, NaN, -1);
-          if (layout.inferred !== unknown) unsized.add(addr);
+          if (layout.inferred !== unknown) {
+            cUnsized[slot] = 1;
+            blocks.unsizedCount++;
+          }
         }
         // BlockTable.add's columns and sums, on the columns read once a run.
         cAddress[slot] = addr;
@@ -384,7 +382,6 @@ export class DeviceState extends TotalsReadout {
         // free_requested, or the fold of one and its free_completed (at `extra`)
         const addr = address[i]!;
         const slot = map.remove(addr);
-        if (unsized.size > 0) unsized.delete(addr);
         // The block's own size where the model holds it: a free's requested size may differ by rounding.
         const size = slot >= 0 ? cSize[slot]! : rounded;
         requested += RF.rq * rq;
@@ -404,6 +401,7 @@ export class DeviceState extends TotalsReadout {
             countByCat[cat]!--;
             if (size > LARGE) blocks.large--;
             bytesByRange[cRange[slot]!]! -= size;
+            if (cUnsized[slot] === 1) blocks.settleSize(slot);
             if (logged) blocks.changes++;
             else blocks.release(slot);
           }
@@ -526,7 +524,7 @@ export class DeviceState extends TotalsReadout {
       step: this._step,
       events: this.nAlloc + this.nFree,
       blockBytes: this.liveBytes(),
-      largeBlocks: this.unsized.size,
+      largeBlocks: this.blocks.unsizedCount,
       requested: this.t.requested,
       unknownFreeBytes: this._unknownFreeBytes,
     };
@@ -653,7 +651,7 @@ export class DeviceState extends TotalsReadout {
    *  torch's size, free memory between them): from here every block has torch's size. */
   private chainsFrom(segments: ReadonlyArray<{ address: number; total_size: number; is_expandable?: boolean; blocks?: ReadonlyArray<{ address: number; size: number; state: string }> }>): void {
     this.layout = new LargePoolLayout(this.rules);
-    this.unsized.clear();
+    this.blocks.clearUnsized();
     for (const g of segments) {
       if (g.is_expandable === true) this.expandable = true;
       if (g.is_expandable === true || g.total_size === SMALL_BUFFER) continue;
