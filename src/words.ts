@@ -71,3 +71,8 @@ export const PRIVATE_POOLS = "private pools (CUDA graphs, torch.cuda.MemPool)";
 export function poolLabel(id: readonly number[]): string {
   return `pool (${id.join(", ")})`;
 }
+
+/** "1 block", "3 blocks": a count and its noun, singular where it is one (`many`: an irregular plural). */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}

@@ -72,14 +72,15 @@ export function openRingRecording(path: string): Recording {
     if (head(path, 8).toString("latin1") !== RING_MAGIC) throw new Error(`${path} is not a gpumem-tui ring recording (its first bytes are not the ring magic)`);
     ring = openRing(path, { fold: true, copy: true });
   }
-  if (gz) path = path.replace(/\.gz$/, "");
-  const manifestPath = path.replace(/\.ring$/, ".json");
+  // The files beside it are named from `x.ring` (x.ring.gz's too); the recording keeps the name it was given.
+  const ringName = gz ? path.replace(/\.gz$/, "") : path;
+  const manifestPath = ringName.replace(/\.ring$/, ".json");
   let manifest: Manifest | null = null;
-  if (manifestPath !== path && existsSync(manifestPath)) {
+  if (manifestPath !== ringName && existsSync(manifestPath)) {
     manifest = parseManifest(readSmallText(manifestPath, "manifest", MAX_MANIFEST_BYTES), manifestPath);
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
-  const names = readNames(path.replace(/\.ring$/, ".names.json"));
+  const names = readNames(ringName.replace(/\.ring$/, ".names.json"));
   return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: manifestStacks(manifest), close: () => ring.close() };
 }
 

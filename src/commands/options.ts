@@ -13,9 +13,10 @@ usage:
   gpumem-tui run [--json --output F] -- CMD  start CMD (e.g. python train.py) with the agent injected,
                                              then the monitor on it, or NDJSON samples into F
   gpumem-tui replay FILE [--speed N] [--json] a recorded ring (or a PyTorch snapshot's trace) through
-                                             the model: the screens, or NDJSON states and a final
-                                             state with the findings
-  gpumem-tui replay FILE --snapshot OUT [--json]
+                                             the model: the screens, at the recorded pace, or NDJSON
+                                             states, as fast as they come, and a final state with
+                                             the findings
+  gpumem-tui replay FILE --snapshot OUT [--force] [--json]
                                              the recording as a PyTorch memory snapshot (.pickle)
                                              that pytorch.org/memory_viz opens
   gpumem-tui view FILE [--json]              a PyTorch memory snapshot (.pickle, optionally gzip):
@@ -30,10 +31,12 @@ options:
   --ascii         plain-ASCII charts (no braille)
   --demo          the monitor with a replay of a real training run recorded on an H100; with
                   --json, --json --once (its end) or serve: that recorded machine as the document
-  --speed N       replay, --demo: N times the recorded pace (replay: as fast as it goes; --demo: 1)
+  --speed N       replay, --demo: N times the recorded pace (default: 1 on the screens;
+                  replay --json as fast as it goes)
   --output F      run --json: where the NDJSON goes (default gpumem-tui-run.ndjson)
   --dump-dir DIR  the screens: where d writes snapshots (default: the current directory)
   --snapshot OUT  replay: write the recording, played to its end, as a memory snapshot to OUT
+  --force         replay --snapshot: replace a file already at OUT (otherwise refused)
   --port N        serve: the port (default 9464)
   --host H        serve: the address to listen on (default 0.0.0.0)
   --wait          attach: wait until the program has imported torch and initialized CUDA
@@ -60,6 +63,8 @@ export interface Options {
   speed: number | undefined;
   output: string | undefined;
   snapshot: string | undefined;
+  /** replay --snapshot: replace a file already at OUT. */
+  force: boolean;
   dumpDir: string | undefined;
   rest: string[];
   /** attach only. */
@@ -120,6 +125,7 @@ export function parseCli(argv: string[]): Options {
         speed: { type: "string" },
         output: { type: "string" },
         snapshot: { type: "string" },
+        force: { type: "boolean", default: false },
         "dump-dir": { type: "string" },
         host: { type: "string", default: "0.0.0.0" },
         wait: { type: "boolean", default: false },
@@ -178,6 +184,7 @@ export function parseCli(argv: string[]): Options {
   if (values.snapshot !== undefined && command !== "replay") throw new UsageError("--snapshot goes with replay");
   if (values.snapshot !== undefined && speed !== undefined) throw new UsageError("--snapshot replays to the end as fast as it goes: no --speed");
   if (values.snapshot === "") throw new UsageError("--snapshot takes the path of the file to write");
+  if (values.force && values.snapshot === undefined) throw new UsageError("--force goes with replay --snapshot OUT");
   const attach = attachOptions(command, rest, values);
   if (command !== "replay" && command !== "view" && command !== "attach" && command !== "detach" && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   // With --json and serve the demo's recorded machine is the document: a jq pipeline or a dashboard
@@ -189,7 +196,7 @@ export function parseCli(argv: string[]): Options {
     if (values.json || !["monitor", "run", "replay", "view"].includes(command)) throw new UsageError("--dump-dir goes with the screens (the monitor, run, replay, view)");
     checkDirectory(dumpDir);
   }
-  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, dumpDir, rest: command === "run" ? program : rest, attach };
+  return { command, json: values.json, once: values.once, intervalMs, ascii: values.ascii, demo: values.demo, port, host: values.host, speed, output: values.output, snapshot: values.snapshot, force: values.force, dumpDir, rest: command === "run" ? program : rest, attach };
 }
 
 /** attach and detach take one PID; --wait, --timeout and --no-monitor go with attach only. */

@@ -5,6 +5,7 @@
 // (path prefixes or module names, ":" or "," between them) say what else is library code, and
 // what is the user's although installed as a package.
 import { writeOut } from "../headless/out";
+import { formatBytes } from "../words";
 import { loadScreens } from "./screens";
 import type { Options } from "./options";
 
@@ -15,9 +16,13 @@ function progressLine(path: string): ((done: number, total: number) => void) | u
     const now = performance.now();
     if (done < total && now - shown < 200) return;
     shown = now;
-    const mb = (b: number) => (b / 1024 ** 2).toFixed(0);
-    process.stderr.write(done < total ? `\rreading ${path}: ${mb(done)} of ${mb(total)} MB (${Math.floor((100 * done) / Math.max(1, total))}%)\x1b[K` : "\r\x1b[K");
+    process.stderr.write(done < total ? `\rreading ${path}: ${progressWords(done, total)}\x1b[K` : "\r\x1b[K");
   };
+}
+
+/** "12.00 MiB of 230.00 MiB (5%)": binary units, as the screens say a size. */
+export function progressWords(done: number, total: number): string {
+  return `${formatBytes(done)} of ${formatBytes(total)} (${Math.floor((100 * done) / Math.max(1, total))}%)`;
 }
 
 export async function command(opts: Options): Promise<number> {

@@ -22,11 +22,12 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
 
 /**
  * `replay FILE --snapshot OUT`: the recording played to its end, as fast as it goes, then written
- * as a PyTorch memory snapshot (pytorch.org/memory_viz opens it). Prints what was written: the
+ * as a PyTorch memory snapshot (pytorch.org/memory_viz opens it), never over a file already at
+ * `out` unless `force` (then only a regular file is replaced). Prints what was written: the
  * sentence `d` says (snapshot/write.ts), or with `json` its facts as one JSON object.
  */
-export async function replaySnapshot(recording: Recording, out: string, opts: { json?: boolean } = {}): Promise<void> {
+export async function replaySnapshot(recording: Recording, out: string, opts: { json?: boolean; force?: boolean } = {}): Promise<void> {
   const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, ...recordFields(recording.manifest), names: recording.names, stacks: recording.stacks, segments: recording.segments, model: createModel().keepTrace().keepPeaks(MAX_STEPS) });
-  const f = writeSnapshotFile(model, out);
+  const f = writeSnapshotFile(model, out, { replace: opts.force });
   process.stdout.write(opts.json ? `${JSON.stringify(f)}\n` : `${writtenSentence(f, `snapshot of ${recording.path}`)}\n${MEMORY_VIZ}\n`);
 }

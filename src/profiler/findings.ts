@@ -2,7 +2,7 @@
 // the model's per-step records and live state; none walks more than the live blocks once.
 
 import { PHASE_NAMES } from "../ffi/events";
-import { CATEGORIES, CAT_UNRESOLVED, N_CAT } from "./categories";
+import { CATEGORIES, CAT_UNRESOLVED, N_CAT, survivorCategory } from "./categories";
 import type { DeviceState } from "./device";
 import type { OomIncident } from "./oom";
 import { formatBytes, formatShare, inPhaseOfStep, unallocatedWords } from "../words";
@@ -71,14 +71,20 @@ function where(m: ProfilerModel, step: number, phase: number, range: number): st
   return `${inPhaseOfStep(phaseName(phase), step)}${r ? ` (range ${r})` : ""}`;
 }
 
-function topCategories(live: Float64Array, n: number): string {
+/** The `n` largest categories of `live`, in words; blocks of the phase that was running (not yet
+ *  classified) count as what they become past it (`phase`), as the Tensors screen counts them
+ *  (queries.ts: categories), so that a finding and the screen call the same bytes by one name. */
+function topCategories(live: Float64Array, n: number, phase: number): string {
+  const bytes = Float64Array.from(live);
+  bytes[survivorCategory(phase)]! += bytes[CAT_UNRESOLVED]!;
+  bytes[CAT_UNRESOLVED] = 0;
   let total = 0;
-  for (let c = 0; c < N_CAT; c++) total += live[c]!;
+  for (let c = 0; c < N_CAT; c++) total += bytes[c]!;
   if (total <= 0) return "";
   const parts: Array<[string, number]> = [];
   for (let c = 0; c < N_CAT; c++) {
-    if (live[c]! <= 0) continue;
-    parts.push([c === CAT_UNRESOLVED ? "not yet classified" : CATEGORIES[c]!.replace("_", " "), live[c]!]);
+    if (bytes[c]! <= 0) continue;
+    parts.push([CATEGORIES[c]!.replace("_", " "), bytes[c]!]);
   }
   parts.sort((a, b) => b[1] - a[1]);
   return parts
@@ -91,7 +97,7 @@ function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
   const unallocated = o.reserved_bytes - o.allocated_bytes;
   const fragmented = fragmentedOom(o);
   const nonPytorch = o.nvml_used_bytes === null ? null : o.nvml_used_bytes - o.reserved_bytes;
-  const comp = topCategories(o.live_by_category_bytes, 3);
+  const comp = topCategories(o.live_by_category_bytes, 3, o.phase);
   let evidence =
     `Out of memory on device ${d.device} ${where(m, o.step, o.phase, o.range)}: ` +
     `asked for ${formatBytes(o.request_bytes)} with ${formatBytes(o.device_free_bytes)} free on the device; ` +

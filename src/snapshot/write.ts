@@ -1,13 +1,14 @@
-// Writing a snapshot from the monitor's own model to a file (0600, written whole then renamed or
-// linked into place: a reader never sees half a file), and the sentence that says what it holds.
+// Writing a snapshot from the monitor's own model to a file (0600, written whole then linked into
+// place, or renamed over a file the user said to replace: a reader never sees half a file), and the
+// sentence that says what it holds.
 import { randomBytes } from "node:crypto";
-import { existsSync, linkSync, mkdirSync, renameSync, unlinkSync } from "node:fs";
+import { existsSync, linkSync, lstatSync, mkdirSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { ProfilerModel } from "../profiler";
 import { snapshotFromModel } from "./from-model";
 import { pickle, type PickleData } from "./pickle-write";
 import { PrivateFileError, why, writePrivate } from "../system/private-file";
-import { formatBytes } from "../words";
+import { counted, formatBytes } from "../words";
 
 export interface WrittenFile {
   path: string;
@@ -54,14 +55,15 @@ export function writeModelSnapshot(model: ProfilerModel, dir: string, pid: numbe
  *  than it saw; a free is two entries), then its notes, then the path on a line of its own. `why`: how it came to be written this way, first among the notes. */
 export function writtenSentence(f: WrittenFile, what: string, why = ""): string {
   // Short enough for one line of an 80-column terminal where the monitor kept every record.
-  const from = f.records < f.records_seen ? `the last ${f.records} of ${f.records_seen} records` : `${f.records} records`;
+  const from = f.records < f.records_seen ? `the last ${f.records} of ${f.records_seen} records` : counted(f.records, "record");
   const notes = [why, ...f.notes].filter(Boolean).map((n) => ` (${n})`).join("");
-  return `${what}: ${formatBytes(f.size)}, ${f.trace_entries} trace entries from ${from}${notes}\n${f.path}`;
+  return `${what}: ${formatBytes(f.size)}, ${counted(f.trace_entries, "trace entry", "trace entries")} from ${from}${notes}\n${f.path}`;
 }
 
-/** Write `model`'s snapshot to `path`: replacing a file there, or, where `path` names candidates
- *  (k = 1, 2, …), at the first that does not exist, never replacing one. */
-export function writeSnapshotFile(model: ProfilerModel, path: string | ((k: number) => string)): WrittenFile {
+/** Write `model`'s snapshot to `path`, never over a file already there: where `path` names
+ *  candidates (k = 1, 2, …), at the first that does not exist; with `replace` (replay --force), a
+ *  regular file at `path` is replaced whole (a link or anything else there is refused). */
+export function writeSnapshotFile(model: ProfilerModel, path: string | ((k: number) => string), opts: { replace?: boolean } = {}): WrittenFile {
   const s = snapshotFromModel(model);
   const bytes = pickle(s as unknown as PickleData);
   const first = typeof path === "string" ? path : path(1);
@@ -75,23 +77,37 @@ export function writeSnapshotFile(model: ProfilerModel, path: string | ((k: numb
   }
   let placed = first;
   try {
-    if (typeof path === "string") renameSync(tmp, path); // replaces a link at `path`, never follows it
-    else {
-      // link(2) fails where the name exists: a name taken meanwhile is skipped, never overwritten.
-      for (let k = 1; ; k++) {
-        placed = path(k);
-        try {
-          linkSync(tmp, placed);
-          break;
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "EEXIST" || k >= 1000) throw e;
-        }
-      }
+    if (typeof path === "string" && opts.replace) {
+      refuseUnreplaceable(path);
+      renameSync(tmp, path); // replaces the name, never follows it: other names of the old file keep it
+    } else {
+      placed = linkFirstFree(tmp, typeof path === "string" ? () => path : path, typeof path === "string" ? 1 : 1000);
       unlinkSync(tmp);
     }
   } catch (e) {
     unlinkSync(tmp);
-    throw new Error(`cannot write the snapshot to ${placed}: ${why(e)}`);
+    throw new Error(`cannot write the snapshot to ${placed}: ${e instanceof PrivateFileError ? e.reason : why(e)}`);
   }
   return { path: placed, size: bytes.length, trace_entries: s.gpumem.trace_entries, records: s.gpumem.records, records_seen: s.gpumem.records_seen, notes: s.gpumem.notes };
+}
+
+/** Links `tmp` at the first of `name(1)` … `name(tries)` that does not exist: link(2) fails where
+ *  the name exists, so a name taken meanwhile is skipped, never overwritten. */
+function linkFirstFree(tmp: string, name: (k: number) => string, tries: number): string {
+  for (let k = 1; ; k++) {
+    try {
+      linkSync(tmp, name(k));
+      return name(k);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST" || k >= tries) throw e;
+    }
+  }
+}
+
+/** What --force may replace: nothing, or a regular file (a link, a directory or a FIFO someone put
+ *  at the name is said, not replaced). */
+function refuseUnreplaceable(path: string): void {
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (st?.isSymbolicLink()) throw new PrivateFileError(path, why({ code: "ELOOP" }));
+  if (st && !st.isFile()) throw new PrivateFileError(path, st.isDirectory() ? why({ code: "EISDIR" }) : "not a regular file");
 }

@@ -43,7 +43,7 @@ export function counterRate(
   if (prev == null || cur == null || prevUs == null || curUs == null) return null;
   const dt = (curUs - prevUs) / 1e6;
   if (dt <= 0 || cur < prev) return null;
-  return (cur - prev) / dt;
+  return Math.round((cur - prev) / dt); // whole bytes per second: a counter has no fractions
 }
 
 function device(s: NvmlDeviceSample, prev: NvmlDeviceSample | undefined): Device {
@@ -192,9 +192,17 @@ function joinOf(input: DocumentInput): JoinResult {
   return input.join ?? joinAgents({ devices: input.samples, agents: input.agents, procs: new Map(), ownPidNamespace: null });
 }
 
-/** What /proc says of a process's use of the host: CPU %, resident memory, run time. */
+/** What /proc says of a process's use of the host: CPU %, resident memory, run time (to the
+ *  millisecond: /proc counts in clock ticks, and uptime − start time in floating point reads
+ *  22.569999999999993). */
 function hostFigures(info: ProcessInfo | undefined): Pick<Process, "cpu_percent" | "host_memory_bytes" | "run_time_seconds"> {
-  return { cpu_percent: info?.cpu_percent ?? null, host_memory_bytes: info?.host_memory_bytes ?? null, run_time_seconds: info?.run_time_seconds ?? null };
+  const run = info?.run_time_seconds;
+  return { cpu_percent: info?.cpu_percent ?? null, host_memory_bytes: info?.host_memory_bytes ?? null, run_time_seconds: run == null ? null : toMs(run) };
+}
+
+/** Seconds to the millisecond: a measurement's own precision, without floating point's tail. */
+export function toMs(seconds: number): number {
+  return Math.round(seconds * 1000) / 1000;
 }
 
 /** The CUDA indexes an agent NVML does not list is on: those its ring counts reserved memory of,

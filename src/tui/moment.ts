@@ -5,6 +5,7 @@
 import type { ProcessModel } from "../collect/live";
 import { peakBlockLines, peakSteps, PEAK_STEPS_KEPT, segmentsAt, steps, type BlockLine } from "../profiler";
 import { formatBytes } from "./format";
+import { counted } from "../words";
 import type { UiState } from "./ui-state";
 
 export const PEAK_VIEWS = ["now", "step", "run"] as const;
@@ -96,5 +97,5 @@ export function momentBlocks(pm: ProcessModel, moment: Exclude<TensorsMoment, { 
   const v = got.view;
   const where = moment.kind === "peak" && (moment.which === "run" || moment.which === "step") ? ` (step ${v.step})` : "";
   const unseen = v.unseen_bytes !== 0 ? `; ${formatBytes(v.unseen_bytes)} of it not seen allocated` : "";
-  return { lines: got.lines, bytes: v.peak_bytes, unseen: v.unseen_bytes, heading: `Alive at ${what}${where}: ${formatBytes(v.peak_bytes)} in ${got.lines.length} blocks${unseen}`, missing: null };
+  return { lines: got.lines, bytes: v.peak_bytes, unseen: v.unseen_bytes, heading: `Alive at ${what}${where}: ${formatBytes(v.peak_bytes)} in ${counted(got.lines.length, "block")}${unseen}`, missing: null };
 }

@@ -36,6 +36,24 @@ describe("host figures from /proc", () => {
     expect([gone.cpu_seconds, gone.host_memory_bytes, gone.run_time_seconds]).toEqual([null, null, null]);
   });
 
+  test("the document's measurements are rounded: run time to the millisecond, PCIe rates to whole bytes per second", () => {
+    const root = mkdtempSync(join(tmpdir(), "gpumem-proc-"));
+    mkdirSync(join(root, "7301"));
+    writeFileSync(join(root, "7301", "stat"), STAT);
+    writeFileSync(join(root, "7301", "status"), "Name:\tpython3\nUid:\t1000\t1000\t1000\t1000\nVmRSS:\t1024 kB\n");
+    writeFileSync(join(root, "uptime"), "64.57 500.00\n"); // 64.57 − 42 is 22.569999999999993 in floating point
+    const info = processInfo(7301, root);
+    const sample = { index: 0, name: "NVIDIA H100 80GB HBM3", uuid: "GPU-1", pci_bus_id: "00000000:19:00.0", fields: { pcie_rx_bytes_counter: 1000, pcie_counter_time_us: 3e6 }, process_api: 3, error: null,
+      processes: [{ pid: 7301, kind: "compute" as const, used_bytes: 2 ** 30, sm_percent: 87 }] };
+    const previous = new Map([[0, { ...sample, fields: { pcie_rx_bytes_counter: 0, pcie_counter_time_us: 0 } }]]);
+    const doc = buildDocument({ time_unix_ms: 0, host: "h", system: null, reason: null, samples: [sample], previous, processInfo: new Map([[7301, info]]), agents: [], warnings: [] });
+    const text = JSON.stringify(DocumentSchema.parse(doc));
+    expect(doc.processes[0]!.run_time_seconds).toBe(22.57);
+    expect(doc.devices[0]!.pcie_rx_bytes_per_second).toBe(333);
+    expect(text).toContain('"run_time_seconds":22.57,');
+    expect(text).not.toMatch(/\d\.\d{4,}/); // no floating point tails anywhere in the document
+  });
+
   test("CPU %: time used over time passed, of one core; null on a first sample or a reused pid", () => {
     expect(cpuPercent(10, 1000, 12, 3000)).toBe(100);
     expect(cpuPercent(10, 1000, 10.5, 2000)).toBe(50);

@@ -5,7 +5,7 @@
 // load it; it must use only the pickle opcodes pytorch.org/memory_viz reads; and its trace must
 // add up to its segments the way memory_viz walks it.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newEventBatch } from "../../src/ffi/events";
@@ -177,13 +177,57 @@ describe("gpumem-tui replay FILE --snapshot OUT", () => {
       const [line, path] = p.stdout.toString().split("\n");
       expect(line).toMatch(new RegExp(`^snapshot of ${join(FIX, input).replace(/[.]/g, "\\.")}: [\\d.]+ [KMG]?i?B, \\d+ trace entries from \\d+ records`));
       expect(path).toBe(out);
-      const j = cli("replay", join(FIX, input), "--snapshot", out, "--json");
+      const j = cli("replay", join(FIX, input), "--snapshot", out, "--json", "--force");
       expect(JSON.parse(j.stdout.toString())).toMatchObject({ path: out, size: statSync(out).size });
       const back = unpickle(new Uint8Array(readFileSync(out))) as Any;
       const key = (g: Any) => `${g.address}:${g.total_size}:${g.blocks.map((b: Any) => `${b.size}${b.state[0]}`).join(",")}`;
       expect(back.segments.map(key).sort()).toEqual(torch.segments.map(key).sort());
       expect(checkTrace(back.segments, back.device_traces[0])).toBe(0);
     }
+  });
+
+  test("a file already at OUT is kept, said in one line before the replay; --force replaces a regular file only", () => {
+    const ring = join(FIX, "normal.ring");
+    const out = join(dir, "taken.pickle");
+    writeFileSync(out, "the user's own file\n");
+    const p = cli("replay", ring, "--snapshot", out);
+    expect(p.exitCode).toBe(1);
+    expect(p.stderr.toString()).toBe(`gpumem-tui: cannot write the snapshot to ${out}: a file of that name is already there (--force replaces it)\n`);
+    expect(p.stdout.toString()).toBe("");
+    expect(readFileSync(out, "utf8")).toBe("the user's own file\n");
+    // A dangling link is a name taken too: never written through, never replaced unasked.
+    const link = join(dir, "taken-link.pickle");
+    symlinkSync(join(dir, "nowhere"), link);
+    expect(cli("replay", ring, "--snapshot", link).stderr.toString()).toContain("a file of that name is already there");
+    expect(existsSync(join(dir, "nowhere"))).toBe(false);
+
+    const f = cli("replay", ring, "--snapshot", out, "--force");
+    expect(f.stderr.toString()).toBe("");
+    expect(f.exitCode).toBe(0);
+    expect(unpickle(new Uint8Array(readFileSync(out)))).toHaveProperty("segments");
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+    // --force replaces a file, not what a link points to, nor a directory.
+    const victim = join(dir, "victim");
+    writeFileSync(victim, "the victim's own words\n");
+    const toVictim = join(dir, "to-victim.pickle");
+    symlinkSync(victim, toVictim);
+    const l = cli("replay", ring, "--snapshot", toVictim, "--force");
+    expect(l.exitCode).toBe(1);
+    expect(l.stderr.toString()).toBe(`gpumem-tui: cannot write the snapshot to ${toVictim}: it is a symbolic link (never followed)\n`);
+    expect(readFileSync(victim, "utf8")).toBe("the victim's own words\n");
+    expect(lstatSync(toVictim).isSymbolicLink()).toBe(true);
+    const sub = mkdtempSync(join(dir, "sub-"));
+    expect(cli("replay", ring, "--snapshot", sub, "--force").stderr.toString()).toBe(`gpumem-tui: cannot write the snapshot to ${sub}: it is a directory\n`);
+    // Nothing left behind by the refusals: no temporary file beside them.
+    expect(readdirSync(dir).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+  });
+
+  test("a gzip'd ring is named as given: x.ring.gz, not x.ring", () => {
+    const ring = join(FIX, "compile-graphs.ring.gz");
+    const out = join(dir, "from-gz.pickle");
+    const p = cli("replay", ring, "--snapshot", out);
+    expect(p.stderr.toString()).toBe("");
+    expect(p.stdout.toString()).toStartWith(`snapshot of ${ring}: `);
   });
 
   test("bad uses say what is wrong and write nothing", () => {
@@ -193,6 +237,7 @@ describe("gpumem-tui replay FILE --snapshot OUT", () => {
     expect(p.stderr.toString()).toContain("its directory does not exist");
     expect(cli("replay", join(FIX, "normal.ring"), "--snapshot", "x", "--speed", "2").stderr.toString()).toContain("--snapshot replays to the end");
     expect(cli("--snapshot", "x").stderr.toString()).toContain("--snapshot goes with replay");
+    expect(cli("replay", join(FIX, "normal.ring"), "--force").stderr.toString()).toContain("--force goes with replay --snapshot OUT");
   });
 });
 

@@ -214,7 +214,7 @@ export function Overview(props: {
           ),
         )}
       </Text>
-      {rows.length === 0 ? <Text dimColor>no GPU processes</Text> : null}
+      {rows.length === 0 ? <Text dimColor>{props.filter && doc.processes.length ? `no process matches the filter "${props.filter}"` : "no GPU processes"}</Text> : null}
       {rows.slice(first, first + tableRows).map((r, i) => {
         if (r.kind === "job") {
           return (

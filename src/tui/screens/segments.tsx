@@ -6,7 +6,7 @@ import type { ProcessModel } from "../../collect/live";
 import { poolsLine, segments, unallocatedLine, unallocatedView, type UnallocatedView } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
-import { PRIVATE_POOLS, UNALLOCATED } from "../../words";
+import { counted, PRIVATE_POOLS, UNALLOCATED } from "../../words";
 import { firstShown, rowUnder } from "./scroll";
 import { segmentStrip } from "./segment-strip";
 import { segmentPartAt, segmentPartCount, SegmentView } from "./segment-view";
@@ -54,7 +54,7 @@ export function SegmentsScreen({ pm, width, height, ascii, selected, moment = { 
   return (
     <Box flexDirection="column">
       <Text wrap="truncate-end">
-        <Text bold>{map.segments.length} segments</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)},{" "}
+        <Text bold>{counted(map.segments.length, "segment")}</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)},{" "}
         {u ? unallocatedLine(u) : `${formatBytes(map.reserved_unallocated_bytes)} ${UNALLOCATED}`}, largest free block {formatBytes(map.largest_free_bytes)}, {map.n_inactive_splits} inactive splits{map.approximate ? " (placement approximate)" : ""}
       </Text>
       <Text dimColor wrap="truncate-end">{pools}</Text>
@@ -93,7 +93,7 @@ function SegmentsThen({ pm, width, height, ascii, selected, moment }: { pm: Proc
   return (
     <Box flexDirection="column">
       <Text wrap="truncate-end" color={color("yellow")}>
-        <Text bold>{`At ${what}${moment.kind === "peak" && typeof moment.which === "string" ? ` (step ${map.step})` : ""}: ${map.segments.length} segments`}</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)}, {formatBytes(map.reserved_unallocated_bytes)} {UNALLOCATED}
+        <Text bold>{`At ${what}${moment.kind === "peak" && typeof moment.which === "string" ? ` (step ${map.step})` : ""}: ${counted(map.segments.length, "segment")}`}</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)}, {formatBytes(map.reserved_unallocated_bytes)} {UNALLOCATED}
       </Text>
       <Text dimColor wrap="truncate-end">{`largest free block ${formatBytes(map.largest_free_bytes)}, ${map.n_inactive_splits} inactive splits${released}`}</Text>
       <Text dimColor>{pad("P: another moment  [ ]: steps  Esc: now  (Enter opens a segment as it is now)", width - 1)}</Text>

@@ -8,6 +8,7 @@ import type { ProcessModel } from "../../collect/live";
 import type { NamesStatus } from "../../collect/name-requests";
 import { blocks, categories } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
+import { counted } from "../../words";
 import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
 import { categoryTotals, filterBlocks, frameCell, groupCell, TENSOR_SORTS, tensorColumns, tensorRows, whereOf, type TableOptions, type TensorColumn, type TensorSort } from "./tensor-table";
@@ -102,7 +103,7 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
   const cols = tensorColumns(width, opts);
   const line = (cell: (c: TensorColumn) => string) => cols.map((c) => (c.gap ? `${pad(cell(c), c.width - 1, c.right)} ` : pad(cell(c), c.width, c.right))).join("");
   const what = past ? past.heading.replace(/:.*$/, "") : "Live memory";
-  const heading = props.filter ? `${what} kept by the filter "${props.filter}": ${formatBytes(bytes)} in ${count} blocks` : past ? past.heading : `Live memory by category: ${formatBytes(bytes)} in ${count} blocks`;
+  const heading = props.filter ? `${what} kept by the filter "${props.filter}": ${formatBytes(bytes)} in ${counted(count, "block")}` : past ? past.heading : `Live memory by category: ${formatBytes(bytes)} in ${counted(count, "block")}`;
   return (
     <Box flexDirection="column">
       <Text bold wrap="truncate-end" color={past ? color("yellow") : undefined}>{heading}</Text>
@@ -110,7 +111,7 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
       {names ? <Text dimColor>{pad(names, width - 1)}</Text> : null}
       {catLines.map((c) => (
         <Text key={c.category}>
-          {pad(`  ${c.category}`, 20)}{pad(formatBytes(c.bytes), 12, true)}{pad(`${c.blocks} blocks`, 14, true)}{pad(`${Math.round(c.share * 100)}%`, 6, true)}
+          {pad(`  ${c.category}`, 20)}{pad(formatBytes(c.bytes), 12, true)}{pad(counted(c.blocks, "block"), 14, true)}{pad(`${Math.round(c.share * 100)}%`, 6, true)}
         </Text>
       ))}
       <Text>
