@@ -46,7 +46,7 @@ export const ManifestSchema = z.looseObject({
   /** The caching allocator's settings as the process's environment gave them (PYTORCH_ALLOC_CONF,
    *  else PYTORCH_CUDA_ALLOC_CONF): how it rounds and splits blocks, which the model follows to
    *  give each block torch's size. null where unset (torch's defaults) or in older recordings. */
-  alloc_conf: z.string().nullable().default(null),
+  alloc_conf: z.string().nullable().optional(),
   /** The stacks those ids name: id → frames [file, line, function], innermost first. */
   stacks: z.record(z.string(), z.array(z.tuple([z.string(), z.number(), z.string()]))).default({}),
   ring: z.string(),
