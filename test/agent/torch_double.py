@@ -77,6 +77,11 @@ class Tensor:
             n *= s
         self._storage = _Storage(n)
         self.grad = None
+        self.requires_grad = False
+        self._hooks = []  # register_hook's: called by the double's backward with no gradient
+
+    def register_hook(self, fn):
+        return _Handle(self._hooks, fn)
 
     def untyped_storage(self):
         return self._storage
@@ -165,6 +170,13 @@ def record_function(name):
         _hook().gpumem_double_range_exit()
 
 
+def _backward(loss, *a, **k):
+    """The loss's tensor hooks (its gradient arrived), then its closure (the gradients), where it has one."""
+    for fn in list(loss._hooks):
+        fn(None)
+    getattr(loss, "_backward", lambda: None)()
+
+
 def install():
     """Make `import torch` (and the submodules the agent imports) this double."""
     cuda = _module(
@@ -178,7 +190,7 @@ def install():
         _lazy_call=lambda fn: fn(),
     )
     # backward(loss): the loss's own closure makes the gradients (the double has no graph).
-    autograd = _module("torch.autograd", backward=lambda loss, *a, **k: loss._backward(), grad=lambda *a, **k: None)
+    autograd = _module("torch.autograd", backward=_backward, grad=lambda *a, **k: None)
     module = _module("torch.nn.modules.module", Module=Module,
                      register_module_forward_pre_hook=lambda fn: _Handle(_global_pre, fn),
                      register_module_forward_hook=lambda fn: _Handle(_global_post, fn),
@@ -223,6 +235,7 @@ def toy_training(torch, lm_head=False, second_moment=False, step_temporary=False
         def forward(self, x):
             hidden = torch.empty(64, 4096)  # an activation, freed by backward
             loss = torch.empty(1)
+            loss.requires_grad = True
 
             def backward():
                 nonlocal hidden

@@ -110,7 +110,36 @@ void gpumem_double_range_exit(void) {
 
 /* What the hook records beyond the events: the Python stacks of large allocations where this
  * build knows the interpreter's frames. */
-uint32_t gpumem_hook_features(void) { return gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u; }
+uint32_t gpumem_hook_features(void) { return (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u) | GPUMEM_FEATURE_SYNC_POINTS; }
+
+/* A sync point as the hook writes one: each device that holds anything, its SYNC then its
+ * SYNC_PEAKS, the figures the header's totals (the double's "allocator statistics"). */
+void gpumem_hook_sync_point(uint32_t point) {
+  if (!g_h) return;
+  for (uint32_t dev = 0; dev < g_h->n_devices && dev < GPUMEM_MAX_DEVICES; dev++) {
+    const gpumem_totals *t = &g_h->totals[dev];
+    if (t->reserved == 0 && t->n_alloc == 0) continue;
+    gpumem_record r;
+    memset(&r, 0, sizeof r);
+    r.action = GPUMEM_ACTION_SYNC;
+    r.device = (int8_t)dev;
+    r.time = now_ns();
+    r.address = (uint64_t)t->allocated;
+    r.size = (uint64_t)t->reserved;
+    r.stream = (uint64_t)t->requested;
+    r.extra = (uint64_t)(t->n_alloc + t->n_free);
+    r.phase = g_h->cur_phase;
+    r.step = g_h->cur_step;
+    r.range = g_h->cur_range;
+    gpumem_ring_push(g_h, &r);
+    r.action = GPUMEM_ACTION_SYNC_PEAKS;
+    r.address = (uint64_t)t->peak_allocated;
+    r.size = (uint64_t)t->peak_reserved;
+    r.stream = (uint64_t)t->active;
+    r.extra = point & 0xff;
+    gpumem_ring_push(g_h, &r);
+  }
+}
 
 /* Stacks for allocations of at least min_bytes (0: off), their count and their text (pystack.h). */
 int gpumem_hook_stacks(uint64_t min_bytes) { return gpumem_pystack_enable(min_bytes); }
