@@ -62,6 +62,98 @@ export function pad(s: string, width: number, right = false): string {
   return right ? fill + s : s + fill;
 }
 
+/** `s` in `width` columns, cut at its start where too long ("…/runs/exp3/train.py:42 step"): of a
+ *  path or "file:line function", the end says most. */
+export function cutStart(s: string, width: number): string {
+  if (textWidth(s) <= width) return s;
+  if (width <= 1) return cut("…", width);
+  const parts = [...graphemes.segment(s)].map((g) => g.segment);
+  let out = "";
+  for (let i = parts.length - 1; i >= 0 && textWidth(parts[i]! + out) <= width - 1; i--) out = parts[i]! + out;
+  return `…${out}`;
+}
+
+/** Where a dotted name, a path or a sentence may be cut so that each side keeps whole words. */
+const NAME_BREAKS = /[./:, ]/;
+
+/**
+ * `s` in `width` columns, cut in its middle where too long: of a module's tensor
+ * ("transformer.h.7.mlp.c_proj.weight" → "transformer.h.7…c_proj.weight") the start says which
+ * block and the end which tensor, so two names that differ only at the end stay apart. The end
+ * starts after a "." (or "/", ":", a space) where it can: the longest such end within half the
+ * room, or, where that is short of two thirds of the half, the next one within two thirds of the
+ * room; the start takes the rest, ending before a break where that keeps two thirds of it.
+ */
+export function cutMiddle(s: string, width: number): string {
+  if (textWidth(s) <= width) return s;
+  if (width < 5) return width > 1 ? `${cut(s, width - 1)}…` : cut(s, width);
+  const g = [...graphemes.segment(s)].map((x) => x.segment);
+  const room = width - 1;
+  const half = Math.ceil(room / 2);
+  const tails = g.flatMap((_, i) => (i > 0 && NAME_BREAKS.test(g[i - 1]!) ? [i] : [])).reverse(); // shortest first
+  const within = tails.filter((i) => widthOf(g, i) <= half).at(-1);
+  const longer = tails.find((i) => widthOf(g, i) > half && widthOf(g, i) <= (room * 2) / 3);
+  let tail = within !== undefined && widthOf(g, within) >= (half * 2) / 3 ? within : (longer ?? within);
+  if (tail === undefined || widthOf(g, tail) < (half * 2) / 3) {
+    tail = g.length;
+    for (let w = 0; tail > 0 && w + textWidth(g[tail - 1]!) <= half; ) w += textWidth(g[--tail]!);
+  }
+  const headShare = room - widthOf(g, tail);
+  let head = 0;
+  for (let w = 0; head < tail && w + textWidth(g[head]!) <= headShare; ) w += textWidth(g[head++]!);
+  for (let i = head; i > 0 && widthOf(g, 0, i) >= (headShare * 2) / 3; i--) {
+    if (NAME_BREAKS.test(g[i] ?? "")) {
+      head = i;
+      break;
+    }
+  }
+  return `${g.slice(0, head).join("")}…${g.slice(tail).join("")}`;
+}
+
+/** Columns of graphemes `g[from..to)` (to: the end by default). */
+const widthOf = (g: string[], from: number, to = g.length) => textWidth(g.slice(from, to).join(""));
+
+/**
+ * Short pieces of a line ("allocated 1.22 GiB", "peak 2.88 GiB") laid in lines of at most `width`
+ * columns, `sep` between two on a line (or `sep[i]` before piece i): a line breaks between pieces, never inside one, so no
+ * figure is cut. A piece wider than a line has one of its own. The indexes of each line's pieces.
+ */
+export function flow(pieces: string[], width: number, sep: string | string[] = "  "): number[][] {
+  const lines: number[][] = [];
+  let used = 0;
+  pieces.forEach((p, i) => {
+    const w = textWidth(p);
+    const before = textWidth(typeof sep === "string" ? sep : (sep[i] ?? ""));
+    const last = lines.at(-1);
+    if (last && used + before + w <= width) return (last.push(i), (used += before + w));
+    lines.push([i]);
+    used = w;
+  });
+  return lines;
+}
+
+/** A sentence's clauses ("…, " "…; "): the pieces flow() lays where a line may break. */
+export const clauses = (text: string): string[] => text.split(/(?<=[,;]) /);
+
+/** `text` in lines of `width`, broken after a clause's comma or semicolon (never inside a figure);
+ *  a clause wider than a line is wrapped at its spaces. */
+export function wrapClauses(text: string, width: number): string[] {
+  const parts = clauses(text);
+  return flow(parts, width, " ").flatMap((idx) => wrap(idx.map((i) => parts[i]).join(" "), width));
+}
+
+/** `s` in `width` columns, cut after its last whole word that fits, with "…"; a figure whose unit
+ *  would be cut off goes with it ("grows by…", never "grows by 1.98…"): no figure is cut. */
+export function cutWords(s: string, width: number): string {
+  if (textWidth(s) <= width) return s;
+  const head = cut(s, width - 1);
+  // Whole words only: where the cut falls inside a word, back to the space before it.
+  let kept = s[head.length] === " " ? head : head.slice(0, Math.max(0, head.lastIndexOf(" ")));
+  kept = kept.trimEnd();
+  while (/\s\S*\d\S*$/.test(kept)) kept = kept.replace(/\s\S*$/, "").trimEnd();
+  return kept.trim() ? `${kept}…` : `${head}…`;
+}
+
 /** `text` in lines of at most `width` columns, broken at spaces; a word longer than a line (a
  *  path) is broken where the line ends, between graphemes, so nothing of it is lost. */
 export function wrap(text: string, width: number): string[] {

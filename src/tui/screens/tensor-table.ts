@@ -4,7 +4,7 @@
 // the line of the user's code that allocated them (w), and sorted by any column.
 import type { BlockLine } from "../../profiler";
 import { frameLabel, groupByUserFrame, type BlockStacks } from "../../profiler/user-frame";
-import { formatBytes, phaseLabel, textWidth } from "../format";
+import { cutMiddle, cutStart, formatBytes, phaseLabel } from "../format";
 
 /** The table's sorts, one a column, in the columns' order. */
 export const TENSOR_SORTS = ["size", "category", "name", "where", "shape", "dtype", "time", "phase", "step", "range"] as const;
@@ -39,15 +39,8 @@ export interface WhereOf {
   full(b: BlockLine): string;
 }
 
-/** `s` in `width` columns, cut at its start where too long: of a path or "file:line function",
- *  the end says most. */
-export function cutStart(s: string, width: number): string {
-  if (textWidth(s) <= width) return s;
-  const chars = [...s];
-  let out = "";
-  for (let i = chars.length - 1; i >= 0 && textWidth(chars[i]! + out) < width; i--) out = chars[i]! + out;
-  return `…${out}`;
-}
+/** Where a line of code or a path is cut (at its start): format.ts's, for the screens that imported it here. */
+export { cutStart };
 
 export const NO_FRAMES = "(no frames recorded)";
 export const LIBRARY_ONLY = "(library code only)";
@@ -71,6 +64,8 @@ export function whereOf(stacks: BlockStacks, device: number): WhereOf {
 export interface TableOptions {
   where?: WhereOf;
   shapes?: boolean;
+  /** The most blocks a group of the table holds: the width of its count column (none where 1). */
+  count?: number;
 }
 
 export interface TensorColumn {
@@ -84,9 +79,14 @@ export interface TensorColumn {
   gap?: boolean;
   /** What the column orders by. */
   key: (b: BlockLine, ageUs: number) => number | string;
+  /** How a cell too long for the column is cut (else at its end). */
+  fit?: (s: string, width: number) => string;
+  /** The count column: how many alike blocks a group holds ("315 ×"), beside SIZE. */
+  count?: true;
 }
 
-const SIZE: TensorColumn = { title: "SIZE ", sort: "size", width: 16, right: true, cell: (b) => `${formatBytes(b.size_bytes)} `, key: (b) => -b.size_bytes };
+// SIZE holds the longest figure formatBytes writes ("1023.99 MiB") and a space: never cut.
+const SIZE: TensorColumn = { title: "SIZE ", sort: "size", width: 12, right: true, cell: (b) => `${formatBytes(b.size_bytes)} `, key: (b) => -b.size_bytes };
 const CATEGORY: TensorColumn = { title: "CATEGORY", sort: "category", width: 16, cell: (b) => b.category, key: (b) => b.category };
 const SHAPE: TensorColumn = { title: "SHAPE", sort: "shape", width: 13, cell: (b) => formatShape(b.shape), key: (b) => formatShape(b.shape) || "~" };
 const DTYPE: TensorColumn = { title: "DTYPE", sort: "dtype", width: 10, cell: (b) => b.dtype ?? "", key: (b) => b.dtype ?? "~" };
@@ -97,23 +97,38 @@ const OPTIONAL: TensorColumn[] = [
   { title: " RANGE", sort: "range", width: 19, cell: (b) => ` ${b.range_name ?? ""}`, key: (b) => b.range_name ?? "~" },
 ];
 
+/** The count column for groups of up to `most` blocks: "315 ×" right-aligned, a click sorts by size. */
+function countColumn(most: number): TensorColumn {
+  return { title: "", sort: "size", width: String(most).length + 3, right: true, gap: true, cell: () => "", key: SIZE.key, count: true };
+}
+
 /** NAME keeps this much before the optional columns (age, phase, step, range) join. */
 const MIN_NAME = 40;
+/** NAME keeps this much before SHAPE and DTYPE join (below 80 columns they give way, DTYPE first). */
+const MIN_NAME_NARROW = 16;
 
-/** The columns that fit `width`: size, category, name, shape and dtype always (shape and dtype not
- *  where no block has one and ALLOCATED AT needs the room); ALLOCATED AT where stacks are known;
- *  age, phase, step and range where NAME still keeps MIN_NAME; NAME takes what is left. */
+/** The columns that fit `width`: the count (where groups are), size, category and name always;
+ *  ALLOCATED AT where stacks are known; shape and dtype where NAME still keeps MIN_NAME_NARROW
+ *  (not where no block has one); age, phase, step and range where NAME
+ *  still keeps MIN_NAME; NAME takes what is left, cut in its middle. */
 export function tensorColumns(width: number, opts: TableOptions = {}): TensorColumn[] {
   const avail = width - 1;
-  const shapes = opts.shapes !== false || !opts.where ? [SHAPE, DTYPE] : [];
-  let used = [SIZE, CATEGORY, ...shapes].reduce((s, c) => s + c.width, 0);
+  const lead = [...(opts.count && opts.count > 1 ? [countColumn(opts.count)] : []), SIZE, CATEGORY];
+  let used = lead.reduce((s, c) => s + c.width, 0);
   const at: TensorColumn[] = [];
   if (opts.where) {
     const where = opts.where;
-    const w = Math.max(20, Math.min(40, Math.floor((avail - used) / 2)));
+    const w = Math.max(12, Math.min(40, Math.floor((avail - used) / 2)));
     // Cut at its start: the line and the function stay in view.
     at.push({ title: "ALLOCATED AT", sort: "where", width: w, cell: (b) => cutStart(where(b), w - 1), key: (b) => where.full(b), gap: true });
     used += w;
+  }
+  const shapes: TensorColumn[] = [];
+  // Empty columns hold nothing: where no block has a shape or dtype, NAME has their room.
+  for (const c of opts.shapes !== false ? [SHAPE, DTYPE] : []) {
+    if (used + c.width + MIN_NAME_NARROW > avail) break;
+    shapes.push(c);
+    used += c.width;
   }
   const extra: TensorColumn[] = [];
   for (const c of OPTIONAL) {
@@ -122,8 +137,8 @@ export function tensorColumns(width: number, opts: TableOptions = {}): TensorCol
     used += c.width;
   }
   // A space after the name, where it is cut, before SHAPE.
-  const name: TensorColumn = { title: "NAME", sort: "name", width: Math.max(8, avail - used), cell: nameCell, key: (b) => nameCell(b).toLowerCase(), gap: true };
-  return [SIZE, CATEGORY, name, ...at, ...shapes, ...extra];
+  const name: TensorColumn = { title: "NAME", sort: "name", width: Math.max(8, avail - used), cell: nameCell, key: (b) => nameCell(b).toLowerCase(), gap: true, fit: cutMiddle };
+  return [...lead, name, ...at, ...shapes, ...extra];
 }
 
 /** Blocks alike for the table: one size, category, name (or none), shape and dtype. */
@@ -198,15 +213,17 @@ function frameRows(blocks: BlockLine[], sort: TensorSort, reverse: boolean, open
 /** A frame row's cell in a column: SIZE the summed bytes, NAME how many blocks, ALLOCATED AT the
  *  line; else what its blocks share, or "mixed". */
 export function frameCell(c: TensorColumn, row: Extract<TensorRow, { kind: "frame" }>, lastUs: number): string {
+  // The count column stays empty: NAME says how many, and "12 ×" would read as 12 times SIZE.
+  if (c.count) return "";
   if (c.sort === "size") return `${formatBytes(row.bytes)} `;
   if (c.sort === "name") return `${row.blocks.length} block${row.blocks.length === 1 ? "" : "s"}`;
   if (c.sort === "where") return cutStart(row.label, c.width - 1);
   return groupCell(c, row.blocks, lastUs);
 }
 
-/** A group's cell in a column: the value its blocks share, else "mixed"; SIZE says how many. */
+/** A group's cell in a column: the value its blocks share, else "mixed"; the count column says how many. */
 export function groupCell(c: TensorColumn, blocks: BlockLine[], lastUs: number): string {
-  if (c.sort === "size") return `${blocks.length} × ${formatBytes(blocks[0]!.size_bytes)} `;
+  if (c.count) return `${blocks.length} ×`;
   const cells = new Set(blocks.map((b) => c.cell(b, lastUs - b.time_us)));
   if (cells.size === 1) return [...cells][0]!;
   return c.sort === "name" ? `(${blocks.length} unnamed, Enter lists them)` : c.title.startsWith(" ") ? " mixed" : "mixed";

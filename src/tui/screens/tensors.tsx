@@ -52,6 +52,8 @@ export function tensorsLayout(pm: ProcessModel, height: number, sort: TensorSort
   const view = past ? { blocks: past.lines.slice(0, TABLE_LIMIT), total_bytes: past.bytes, total_blocks: past.lines.length } : blocks(pm.model, { sort: "size", limit: TABLE_LIMIT });
   const kept = filterBlocks(view.blocks, filter, opts.where);
   const rows = tensorRows(kept, sort, reverse, new Set(open), lastUs, { ...opts, byFrame });
+  // The count column is as wide as the largest group's count.
+  opts.count = rows.reduce((n, r) => (r.kind === "group" ? Math.max(n, r.blocks.length) : n), 0);
   // The totals: every block's; with a filter, those of the blocks it keeps, all of them.
   const all = () => (past ? past.lines : blocks(pm.model, { sort: "size", limit: Infinity }).blocks);
   const totals = filter ? categoryTotals(filterBlocks(all(), filter, opts.where)) : past ? categoryTotals(past.lines) : categories(pm.model).categories.filter((c) => c.bytes > 0);
@@ -101,7 +103,8 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
   if (!pm || pm.model.devices.length === 0) return <Text dimColor>No PyTorch process with allocator events selected.</Text>;
   const { rows, catLines, bytes, count, names, room, first, lastUs, opts, keys, past } = tensorsLayout(pm, height, props.sort, props.reverse, props.filter, props.selected, props.open, props.byFrame, props.moment);
   const cols = tensorColumns(width, opts);
-  const line = (cell: (c: TensorColumn) => string) => cols.map((c) => (c.gap ? `${pad(cell(c), c.width - 1, c.right)} ` : pad(cell(c), c.width, c.right))).join("");
+  const fit = (c: TensorColumn, s: string, w: number) => pad(c.fit ? c.fit(s, w) : s, w, c.right);
+  const line = (cell: (c: TensorColumn) => string) => cols.map((c) => (c.gap ? `${fit(c, cell(c), c.width - 1)} ` : fit(c, cell(c), c.width))).join("");
   const what = past ? past.heading.replace(/:.*$/, "") : "Live memory";
   const heading = props.filter ? `${what} kept by the filter "${props.filter}": ${formatBytes(bytes)} in ${counted(count, "block")}` : past ? past.heading : `Live memory by category: ${formatBytes(bytes)} in ${counted(count, "block")}`;
   return (
@@ -116,7 +119,7 @@ export function TensorsScreen(props: { pm: ProcessModel | undefined; width: numb
       ))}
       <Text>
         {cols.map((c, i) =>
-          c.sort === props.sort ? (
+          c.sort === props.sort && !c.count ? (
             <Text key={i} bold underline color={color("cyan")}>{pad(titleOf(c, props.sort, props.reverse), c.width, c.right)}</Text>
           ) : (
             <Text key={i} inverse>{pad(c.title, c.width, c.right)}</Text>
@@ -172,7 +175,7 @@ export const tensorsScreen = {
   rowAt: (p, line) => (stackOpen(p.ui, p.pm) ? null : tensorRowAt(p.pm, p.height, p.ui, p.selected, line)),
   sortAt: (p, line, x) => (stackOpen(p.ui, p.pm) ? null : tensorSortAt(p.pm, p.width, p.height, p.ui, p.selected, line, x)),
   sortBy,
-  sorts: (p) => tensorColumns(p.width, p.pm && p.pm.model.devices.length ? tableOptions(p.pm) : {}).map((c) => c.sort),
+  sorts: (p) => [...new Set(tensorColumns(p.width, p.pm && p.pm.model.devices.length ? tableOptions(p.pm) : {}).map((c) => c.sort))],
   onKey: (ui, key, ctx) => {
     const pm = ctx.pm(ui);
     const open = stackOpen(ui, pm);
