@@ -11,6 +11,7 @@ import { recordFields, type Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./name-requests";
 import { ManifestStacks } from "./manifest-stacks";
+import type { SnapshotFacts } from "../snapshot/view";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
 const MAX_EVENTS_PER_TICK = 1 << 20;
@@ -37,6 +38,8 @@ export interface ProcessModel {
   /** Live agents: the model's findings as this tick left it (every device's), computed once at the
    *  end of the tick's update for the document and the screens alike; undefined for replays. */
   found?: Finding[];
+  /** `view FILE`: the snapshot this model was played from (the screens show a file, not a process). */
+  snapshot?: SnapshotFacts | null;
 }
 
 /** An attached agent's seed (manifest `seed`), read once before its ring: the file must lie beside

@@ -4,6 +4,7 @@
 // findings are the ones a live process gets.
 
 import { statSync } from "node:fs";
+import { counted } from "../words";
 import { categories, createModel, findings, MAX_STEPS, replayToEnd, summary, type Categories, type Finding, type ProfilerModel, type SnapshotSegment } from "../profiler";
 import { readSnapshotFile, type ParsedSnapshot, type Progress } from "./read";
 import { privatePools, summarize, type SnapshotSummary } from "./summary";
@@ -53,15 +54,56 @@ export function beforeSummary(replay: SnapshotReplay) {
 export function beforeNote(replay: SnapshotReplay, fmt: (bytes: number) => string): string | null {
   const parts = replay.before
     .filter((b) => b.blocks.length || b.segments.length)
-    .map((b) => `device ${b.device}: ${fmt(b.allocated_bytes)} allocated in ${b.blocks.length} blocks, ${fmt(b.reserved_bytes)} reserved in ${b.segments.length} segments`);
+    .map((b) => `device ${b.device}: ${fmt(b.allocated_bytes)} allocated in ${counted(b.blocks.length, "block")}, ${fmt(b.reserved_bytes)} reserved in ${counted(b.segments.length, "segment")}`);
   const note = parts.length ? `memory from before the recording began (in the snapshot's segments, not its trace): ${parts.join("; ")}` : null;
   // Block sizes the snapshot could not tell: said, never passed off as known.
   const unknown = replay.before
     .filter((b) => b.block_sizes.inferred > 0)
-    .map((b) => `device ${b.device}: ${b.block_sizes.inferred} of ${b.block_sizes.blocks} blocks`);
+    .map((b) => `device ${b.device}: ${b.block_sizes.inferred} of ${counted(b.block_sizes.blocks, "block")}`);
   if (unknown.length === 0) return note;
   const sizes = `block sizes the snapshot does not show (${unknown.join("; ")}): each is counted as its request rounded to 512 bytes, and the allocator may have given it up to 1 MiB more`;
   return note ? `${note}. ${sizes}` : sizes;
+}
+
+/** What the screens say of a snapshot in their header: the file as it was named, its size, the
+ *  span its trace recorded, and torch's totals at its end (its segments, every device's). */
+export interface SnapshotFacts {
+  file: string;
+  bytes: number;
+  /** The trace's entries, every device's (0: a snapshot taken without memory history). */
+  entries: number;
+  /** The trace's first and last time_us (µs since the epoch, as torch records them); null where
+   *  its entries carry no time (then the screens' time is the entries' order). */
+  first_time_us: number | null;
+  last_time_us: number | null;
+  devices: number;
+  segments: number;
+  allocated_bytes: number;
+  reserved_bytes: number;
+}
+
+/** The header's facts of a parsed snapshot read from `file`, played into `model`: its span is the
+ *  model's (the trace's entries and its annotations), the one the screens' charts cover. */
+export function snapshotFacts(file: string, parsed: ParsedSnapshot, replay: SnapshotReplay, model: ProfilerModel): SnapshotFacts {
+  const devices = new Set<number>();
+  let allocated = 0;
+  let reserved = 0;
+  const segments = Array.isArray(parsed.root.segments) ? parsed.root.segments : [];
+  const num = (v: unknown) => (typeof v === "number" ? v : 0);
+  // As summary.ts counts them: a segment's size reserved, its active_allocated blocks allocated.
+  for (const seg of segments as { [k: string]: unknown }[]) {
+    devices.add(num(seg.device));
+    reserved += num(seg.total_size);
+    for (const b of Array.isArray(seg.blocks) ? (seg.blocks as { [k: string]: unknown }[]) : []) if (b.state === "active_allocated") allocated += num(b.size);
+  }
+  let first = Infinity;
+  let last = -Infinity;
+  for (const d of summary(model).devices) {
+    if (d.first_time_us !== null) first = Math.min(first, d.first_time_us);
+    if (d.last_time_us !== null) last = Math.max(last, d.last_time_us);
+  }
+  const timed = replay.time_source === "recorded" && first <= last;
+  return { file, bytes: statSync(file).size, entries: parsed.trace.count, first_time_us: timed ? first : null, last_time_us: timed ? last : null, devices: Math.max(1, devices.size), segments: segments.length, allocated_bytes: allocated, reserved_bytes: reserved };
 }
 
 export interface SnapshotView extends SnapshotSummary {

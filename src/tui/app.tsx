@@ -9,6 +9,7 @@ import { BODY_TOP, handleKey, type KeyContext } from "./keymap";
 import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
 import { overviewProcesses } from "./screens/overview";
 import { pastMark } from "./moment";
+import { snapshotHeader } from "./snapshot-header";
 import { newUiState, type UiState } from "./ui-state";
 
 /** How long a message stays on the status line before the key hint comes back (a question
@@ -81,14 +82,17 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     const t = setTimeout(redraw, MESSAGE_MS - age + 10);
     return () => clearTimeout(t);
   }, [message, ctl.statusAt]);
-  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : message || pastMark(ui, SCREENS[ui.screen]!.id) || `every ${ctl.intervalMs} ms  ? help  Esc back  q quit`;
+  // A snapshot is read once: there is no interval to tell.
+  const snapshot = ctl.replay?.snapshot ?? null;
+  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : message || pastMark(ui, SCREENS[ui.screen]!.id) || `${snapshot ? "" : `every ${ctl.intervalMs} ms  `}? help  Esc back  q quit`;
   const mark = ctl.paused ? "PAUSED " : "";
   const past = pastMark(ui, SCREENS[ui.screen]!.id);
   const status = statusLine(`${mark}${statusText}`, columns - 1);
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
   // whole screen (the flicker full-screen Ink apps are known for). The tab line, the screen, one
-  // status line.
-  const body = Math.max(3, rows - 3);
+  // status line; a snapshot's header under the tabs.
+  const head = snapshot ? 1 : 0;
+  const body = Math.max(3, rows - 3 - head);
 
   // One state for every screen, and for the keys: the last tick's (the store's).
   const pmOf = (u: UiState) => ctl.state.processes.find((m) => m.pid === u.pid) ?? ctl.state.processes[0];
@@ -100,8 +104,9 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     procs: (u) => overviewProcesses(ctl.state.doc, u.procSort, u.filter, u.procReverse),
     pm: pmOf,
     rows: (u) => SCREENS[u.screen]!.rows?.(props(u)) ?? 0,
-    rowAt: (u, line) => SCREENS[u.screen]!.rowAt?.(props(u), line) ?? null,
-    sortAt: (u, line, x) => SCREENS[u.screen]!.sortAt?.(props(u), line, x) ?? null,
+    // A click's line is counted from BODY_TOP: the snapshot's header line is not the screen's.
+    rowAt: (u, line) => (line < head ? null : (SCREENS[u.screen]!.rowAt?.(props(u), line - head) ?? null)),
+    sortAt: (u, line, x) => (line < head ? null : (SCREENS[u.screen]!.sortAt?.(props(u), line - head, x) ?? null)),
     sorts: (u) => SCREENS[u.screen]!.sorts?.(props(u)) ?? [],
     show: (u, id) => {
       const i = SCREENS.findIndex((s) => s.id === id);
@@ -151,6 +156,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
       <Text>
         <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} {past ? <Text bold color={color("yellow")}>PAST {ui.when}</Text> : <Text dimColor>{columns}x{rows}</Text>}
       </Text>
+      {snapshot ? <Text bold wrap="truncate-end">{snapshotHeader(snapshot, columns - 1)}</Text> : null}
       <Box flexDirection="column" height={body} overflow="hidden">
         {/* Screens budget their own lines; if one ever runs over, its last lines are cut (never
             shrink: Yoga would squeeze lines anywhere in the screen to nothing). */}

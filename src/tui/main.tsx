@@ -9,7 +9,7 @@ import { DEMO_RECORDING, startDemo, type Demo } from "../collect/demo";
 import type { ReplayClock } from "../profiler";
 import type { Session } from "../collect/session";
 import { readSnapshotFile, type Progress } from "../snapshot/read";
-import { beforeNote, blockStacksOf, snapshotModel } from "../snapshot/view";
+import { beforeNote, blockStacksOf, snapshotFacts, snapshotModel } from "../snapshot/view";
 import { createPrivateTemp, removeOpened } from "../system/private-file";
 import { formatBytes } from "../words";
 import { App } from "./app";
@@ -117,16 +117,26 @@ export async function runReplay(recording: Recording, opts: MonitorOptions): Pro
 }
 
 /** `view FILE`: a snapshot's trace through the model at full speed, then its segments as they were
- * at the end; the Process, Tensors and Segments screens show the result. */
+ * at the end. It opens on Process, which answers most at once (its totals, its memory over the
+ * recording, its findings); the frame's header says what the file is (tui/snapshot-header.ts). */
 export async function runView(path: string, opts: MonitorOptions & { progress?: Progress }): Promise<number> {
+  const ctl = await viewController(path, opts);
+  await show(ctl, opts, { initialScreen: VIEW_SCREEN });
+  return 0;
+}
+
+/** The screen `view FILE` opens on. */
+export const VIEW_SCREEN: ScreenId = "process";
+
+/** The screens' store for `view FILE`, read and played (what runView shows; tests draw it). */
+export async function viewController(path: string, opts: { intervalMs: number; progress?: Progress }): Promise<Controller> {
   const parsed = await readSnapshotFile(path, opts.progress);
   const { model, replay } = snapshotModel(parsed, { keepTrace: true, resync: true });
   const ctl = new Controller(null, opts.intervalMs);
-  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true };
+  ctl.replay = { pid: 0, model, source: "replay", socket: null, title: `snapshot ${path}`, ended: true, snapshot: snapshotFacts(path, parsed, replay, model) };
   const note = beforeNote(replay, formatBytes);
-  ctl.status = [`snapshot ${path}: ${keyHint(["process", "tensors", "segments"])}`, ...(note ? [note] : [])].join("; ");
-  await show(ctl, opts, { initialScreen: "segments" });
-  return 0;
+  ctl.status = [`${keyHint(["tensors", "segments", "timeline"])} show what it holds`, ...(note ? [note] : [])].join("; ");
+  return ctl;
 }
 
 /** `run -- CMD`: the program's output goes to a log (the monitor has the terminal). The log is a

@@ -5,6 +5,7 @@ import type { ProcessModel } from "../../collect/live";
 import { distinctFindings, findings, type FindingGroup } from "../../profiler";
 import { color, formatBytes, pad, wrap } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
+import { whose } from "../snapshot-header";
 
 const SEVERITY_COLOR = { error: "red", warning: "yellow", info: "white" } as const;
 
@@ -71,11 +72,11 @@ export function findingAt(fs: FindingGroup[], width: number, height: number, sel
 export function FindingsScreen({ pm, found, width, height, selected, open }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; selected: number; open: number | null }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent selected (Overview: ↑ ↓, Enter).</Text>;
   const fs = found ?? processFindings(pm);
-  if (fs.length === 0) return <Text dimColor>pid {pm.pid}: nothing wrong found.</Text>;
+  if (fs.length === 0) return <Text dimColor>{whose(pm)}: nothing wrong found.</Text>;
   const { lines, first } = findingsLayout(fs, width, height, selected, open);
   return (
     <Box flexDirection="column">
-      <Text dimColor>{pad(`pid ${pm.pid}: ${fs.length} finding${fs.length === 1 ? "" : "s"}, most severe first${open === null ? "  (↑ ↓ select, Enter opens)" : ""}`, width - 1)}</Text>
+      <Text dimColor>{pad(`${whose(pm)}: ${fs.length} finding${fs.length === 1 ? "" : "s"}, most severe first${open === null ? "  (↑ ↓ select, Enter opens)" : ""}`, width - 1)}</Text>
       {lines.slice(first, first + height - 1).map((l, i) => {
         const f = l.finding === null ? null : fs[l.finding]!;
         return (

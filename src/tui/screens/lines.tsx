@@ -6,17 +6,18 @@ import type { ProcessModel } from "../../collect/live";
 import type { LineRow } from "../../profiler";
 import { color, formatBytes, pad } from "../format";
 import type { ScreenSpec } from "../screen-spec";
+import { whose } from "../snapshot-header";
 
 export function LinesScreen({ pm, width, height }: { pm: ProcessModel | undefined; width: number; height: number }) {
   if (!pm) return <Text dimColor>Line profiles come from a process whose code uses @gpumem_agent.profile (agent/README.md); select one on the Overview.</Text>;
   const rows = pm.model.lines.rows(pm.model.lineNames);
   if (rows.length === 0)
-    return <Text dimColor>pid {pm.pid}: no record carries a line: its code runs no function decorated with @gpumem_agent.profile (or profile_every(n)), whose lines show here as they allocate.</Text>;
+    return <Text dimColor>{whose(pm)}: no record carries a line: its code runs no function decorated with @gpumem_agent.profile (or profile_every(n)), whose lines show here as they allocate.</Text>;
   const loc = Math.min(28, Math.max(12, ...rows.map((r) => label(r).length)));
   const code = Math.max(10, width - loc - 62);
   return (
     <Box flexDirection="column">
-      <Text dimColor>pid {pm.pid}: {rows.length} line{rows.length === 1 ? "" : "s"} that allocated or freed, the heaviest first</Text>
+      <Text dimColor>{whose(pm)}: {rows.length} line{rows.length === 1 ? "" : "s"} that allocated or freed, the heaviest first</Text>
       <Text inverse>
         {pad("LINE", loc)} {pad("PEAK ACTIVE", 12, true)} {pad("PEAK RESERVED", 13, true)} {pad("ALLOCATED", 11, true)} {pad("FREED", 11, true)} {pad("ALLOCS", 7, true)}  {pad("CODE", code)}
       </Text>

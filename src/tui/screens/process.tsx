@@ -6,7 +6,8 @@ import { breakdown, distinctFindings, findings, oomColumns, phaseBands, poolsLin
 import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeAxis, yAxis } from "../chart";
 import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
-import { UNALLOCATED } from "../../words";
+import { counted, UNALLOCATED } from "../../words";
+import { recordingAxis } from "../snapshot-header";
 
 /** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
 const MIN_CHART_ROWS = 4;
@@ -55,7 +56,7 @@ export function attachedLine(pm: ProcessModel): string | null {
     s === null
       ? "no seed: memory from before the attach is unknown"
       : s.state === "applied"
-        ? `before the attach: ${formatBytes(s.bytes)} in ${s.blocks} blocks`
+        ? `before the attach: ${formatBytes(s.bytes)} in ${counted(s.blocks, "block")}`
         : s.state === "pending"
           ? "before the attach: being read"
           : `no seed (${s.reason}): memory from before the attach is unknown`;
@@ -102,7 +103,10 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   // each), ranges get the rest.
   // Charts are at least MIN_CHART_ROWS tall: where two do not fit, one shows both (allocated as
   // the area, reserved as a dotted line over it).
-  let fixedLines = 17 + notes.length + Math.max(1, f.length) + b.phases.length;
+  // A snapshot has no title line, nor allocated and reserved: the frame's header says them
+  // (snapshot-header.ts); its peak joins the line of its OOMs and steps.
+  const snap = pm.snapshot ?? null;
+  let fixedLines = (snap ? 15 : 17) + notes.length + Math.max(1, f.length) + b.phases.length;
   // On a short terminal the table's rows keep their lines: the peak's composition in words gives
   // its line first, then the findings after the first (the heading counts them; Enter shows all).
   const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
@@ -154,14 +158,18 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   const state = pm.ended ? (pm.source === "replay" ? "replay finished" : "exited") : pm.source === "replay" ? "replaying" : "live";
   return (
     <Box flexDirection="column">
+      {snap ? null : (
+        <Text wrap="truncate-end">
+          <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {pad(pm.title, Math.max(10, width - 30))}</Text>
+        </Text>
+      )}
+      {snap ? null : (
+        <Text wrap="truncate-end">
+          allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}{peakWords}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
+        </Text>
+      )}
       <Text wrap="truncate-end">
-        <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {pad(pm.title, Math.max(10, width - 30))}</Text>
-      </Text>
-      <Text wrap="truncate-end">
-        allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}{peakWords}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
-      </Text>
-      <Text wrap="truncate-end">
-        retries {s.n_retries ?? "n/a"}  OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}{ownLine ? "" : `  ${unallocated}`}
+        {snap ? `peak ${formatBytes(s.peak_allocated_bytes)}${peakWords}  ` : `retries ${s.n_retries ?? "n/a"}  `}OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}{ownLine ? "" : `  ${unallocated}`}
       </Text>
       {ownLine ? <Text wrap="truncate-end">{unallocated}</Text> : null}
       {noteLines}
@@ -181,7 +189,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
       </Text>
       <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}phase: {PHASE_LEGEND}</Text>
       <Text color={color("red")}>{" ".repeat(GUTTER)}{markLine(chartWidth, marks)}</Text>
-      <Text dimColor>{timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
+      <Text dimColor>{snap ? recordingAxis(chartWidth, fromUs - (s.first_time_us ?? fromUs), toUs - (s.first_time_us ?? fromUs)) : timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
       <Text bold>Findings{allFindings.length ? <Text dimColor>{`  (${allFindings.length}; Enter shows each whole, with its numbers)`}</Text> : null}</Text>
       {f.length === 0 ? <Text dimColor>  nothing wrong found</Text> : null}
       {f.map((x, i) => (

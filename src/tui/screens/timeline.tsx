@@ -13,6 +13,7 @@ import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
 import { formatShape } from "./tensor-table";
 import { bandCells, formatSpan, rangeRuns, sparkRow, stepAxis } from "./timeline-rows";
+import { whose } from "../snapshot-header";
 
 // Phase colors as the Process chart's band: other, forward, backward, optimizer.
 const PHASE_COLORS = ["gray", "cyan", "magenta", "yellow"] as const;
@@ -69,10 +70,10 @@ function layoutOf(pm: ProcessModel | undefined, ui: UiState, width: number, heig
 
 function compute(pm: ProcessModel, choice: Choice, width: number, height: number): Layout | string {
   const m = pm.model;
-  if (!m.tail) return `pid ${pm.pid}: the timeline is drawn from the records the monitor keeps, and this process's model keeps none.`;
+  if (!m.tail) return `${whose(pm)}: the timeline is drawn from the records the monitor keeps, and this process's model keeps none.`;
   const d = m.devices[0];
   const steps = d ? timelineSteps(m, d.device) : null;
-  if (!d || !steps) return `pid ${pm.pid}: no allocator events yet (${pm.title}).`;
+  if (!d || !steps) return `${whose(pm)}: no allocator events yet (${pm.title}).`;
   const order: Choice[] = [...steps.steps, "running"];
   const step = choice === "running" ? steps.running : choice === null ? (steps.steps.at(-1) ?? steps.running) : steps.steps.includes(choice) ? choice : (steps.steps[0] ?? steps.running);
   const at = step === steps.running ? order.length - 1 : order.indexOf(step);
@@ -165,7 +166,7 @@ function peakOf(pm: ProcessModel, sb: StepBands): { bytes: number; phase: string
 function title(l: Layout): string {
   const { sb, pm } = l;
   const where = l.peak.phase ? ` ${inPhase(l.peak.phase)}` : "";
-  return `pid ${pm.pid}  step ${sb.step}${sb.running ? " (running)" : ""}: ${formatSpan(sb.end_us - sb.start_us)}, peak ${formatBytes(l.peak.bytes)} at ${since(sb, sb.peak_us)}${where}`;
+  return `${whose(pm)}  step ${sb.step}${sb.running ? " (running)" : ""}: ${formatSpan(sb.end_us - sb.start_us)}, peak ${formatBytes(l.peak.bytes)} at ${since(sb, sb.peak_us)}${where}`;
 }
 
 function header(l: Layout, ascii: boolean) {
