@@ -1,6 +1,7 @@
 // Text charts: area charts in braille (2×4 dots a cell) or plain ASCII, and bars. Pure functions:
 // numbers in, lines of text out, so they are tested without a terminal.
 import { OUTSIDE_PHASE } from "../words";
+import { formatSpan } from "./screens/timeline-rows";
 
 const LEFT = [0x40, 0x04, 0x02, 0x01]; // dots of the left column, bottom to top
 const RIGHT = [0x80, 0x20, 0x10, 0x08];
@@ -141,49 +142,152 @@ export function markLine(width: number, marks: { column: number; mark: string; l
 /** Width of the label gutter left of a chart ("125.22 MiB" and the axis tick). */
 export const GUTTER = 11;
 
-/**
- * The y axis of a chart `rows` tall scaled to `max`: a label per row, right-aligned in the gutter,
- * then a tick: the top row says `max`, the bottom row 0, a row between (4 rows or more) the
- * middle; other rows only the axis.
- */
-export function yAxis(rows: number, max: number, format: (v: number) => string, ascii = false): string[] {
-  const tick = ascii ? "|" : "┤";
-  const line = ascii ? "|" : "│";
-  const out: string[] = [];
-  for (let r = 0; r < rows; r++) {
-    const label = r === 0 ? format(max) : r === rows - 1 ? "0" : rows >= 4 && r === Math.floor(rows / 2) ? format(max * (1 - r / (rows - 1))) : "";
-    out.push(`${label.slice(0, GUTTER - 2).padStart(GUTTER - 2)} ${label ? tick : line}`);
-  }
-  return out;
+/** A chart's vertical scale: the value its top row reaches (the chart is drawn to it, not to the
+ *  data's maximum, so that the ticks are round and true) and how a tick's value is written. */
+export interface AxisScale {
+  top: number;
+  label: (v: number) => string;
 }
 
-/** "4.5 s", "12 min", "1.5 h": how long ago a point of the time axis lies. */
-function ago(us: number): string {
+/** Tops a scale rounds up to (× a power of ten): their halves and quarters are round too. */
+const ROUND_TOPS = [1, 1.2, 1.6, 2, 2.4, 3, 4, 5, 6, 8, 10];
+
+/** The least round top (ROUND_TOPS × 10^k) at or above `v` (> 0). */
+export function roundUp(v: number): number {
+  const p = 10 ** Math.floor(Math.log10(v));
+  // A float's log may land a hair under a power of ten: the smallest top that holds v wins.
+  for (const m of ROUND_TOPS) if (m * p >= v * (1 - 1e-12)) return m * p;
+  return 10 * p;
+}
+
+/** A number as a tick writes it: no more decimals than it has (40, 2.5, 0.6). */
+const tickNumber = (v: number) => String(Number(v.toFixed(2)));
+
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/** Bytes up to `max`, in the unit `max` reads best in, topped at a round number of it: 79.6 GiB
+ *  reads 0 / 40 / 80 GiB. */
+export function byteScale(max: number): AxisScale {
+  let u = 0;
+  while (u < UNITS.length - 1 && max >= 1024 ** (u + 1)) u++;
+  const unit = 1024 ** u;
+  const top = roundUp(Math.max(1, max / unit)) * unit;
+  return { top, label: (v) => (v === 0 ? "0" : `${tickNumber(v / unit)} ${UNITS[u]}`) };
+}
+
+/** 0 to 100 %: 0 / 50 / 100%. */
+export const PERCENT_SCALE: AxisScale = { top: 100, label: (v) => (v === 0 ? "0" : `${tickNumber(v)}%`) };
+
+/**
+ * The y axis of a chart `rows` tall drawn to `scale.top`: the top row says the top, the bottom row
+ * 0, and between them the half (4 rows or more) and the quarters (9 rows or more), each on the
+ * row whose band holds its value (row i from the bottom holds i/rows to (i+1)/rows of the top);
+ * other rows only the axis.
+ */
+export function yAxis(rows: number, scale: AxisScale, ascii = false): string[] {
+  const tick = ascii ? "|" : "┤";
+  const line = ascii ? "|" : "│";
+  const labels = new Array<string>(rows).fill("");
+  const fractions = rows >= 9 ? [0.25, 0.5, 0.75] : rows >= 4 ? [0.5] : [];
+  for (const f of fractions) labels[rows - 1 - Math.min(rows - 1, Math.floor(f * rows))] = scale.label(f * scale.top);
+  if (rows > 0) labels[rows - 1] = "0";
+  labels[0] = scale.label(scale.top);
+  return labels.map((label) => `${label.slice(0, GUTTER - 2).padStart(GUTTER - 2)} ${label ? tick : line}`);
+}
+
+/** Spans between two time ticks, in µs: the first that leaves room between the labels is used. */
+const TICK_SPANS_US = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400].map((s) => s * 1e6);
+const SUBSECOND_SPANS_US = [1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5];
+
+/** "-500 ms", "-30 s", "-2 min", "-1.5 h": a tick's time before the right edge, exact. */
+export function tickLabel(us: number): string {
   const s = us / 1e6;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
-  if (s < 3600) return `${Math.round(s / 60)} min`;
-  return `${(s / 3600).toFixed(1)} h`;
+  if (us === 0) return "0";
+  if (s < 1) return `-${Math.round(us / 1000)} ms`;
+  if (s < 120 || s % 60 !== 0) return `-${Number(s.toFixed(1))} s`;
+  if (s < 7200 || s % 3600 !== 0) return `-${s / 60} min`;
+  return `-${s / 3600} h`;
 }
 
 /**
  * The time axis under a chart `width` cells wide spanning `spanUs` up to its right edge, called
- * `end` ("now", or "end" for a finished replay): the left edge, the middle and the right edge
- * labelled, after a blank gutter.
+ * `end` ("now", or "end" for a finished replay), after a blank gutter: ticks at round times
+ * before the edge (every 30 s, every 2 min, …: as many as fit with room between them), each label
+ * centred on the column its time falls in; a label that would not fit whole is left out, never
+ * moved off its time.
  */
 export function timeAxis(width: number, spanUs: number, end: string): string {
   const cells = new Array<string>(width).fill(" ");
-  const put = (at: number, text: string) => {
-    const start = Math.max(0, Math.min(width - text.length, at));
-    for (let k = 0; k < text.length && start + k < width; k++) cells[start + k] = text[k]!;
+  const free = (from: number, to: number) => from >= 0 && to <= width && cells.slice(Math.max(0, from - 1), Math.min(width, to + 1)).every((c) => c === " ");
+  const put = (from: number, text: string) => {
+    for (let k = 0; k < text.length; k++) cells[from + k] = text[k]!;
   };
-  put(0, `-${ago(spanUs)}`);
-  if (width >= 40) {
-    const mid = `-${ago(spanUs / 2)}`;
-    put(Math.floor(width / 2) - Math.floor(mid.length / 2), mid);
+  put(Math.max(0, width - end.length), end.slice(0, width));
+  if (spanUs > 0 && width > 0) {
+    // The widest label is about 8 cells; a tick every 12 cells or more leaves them room.
+    const every = [...SUBSECOND_SPANS_US, ...TICK_SPANS_US].find((t) => (t / spanUs) * width >= 12) ?? TICK_SPANS_US.at(-1)!;
+    for (let t = every; t <= spanUs; t += every) {
+      const column = Math.floor(((spanUs - t) / spanUs) * width);
+      const text = tickLabel(t);
+      const from = column - Math.floor(text.length / 2);
+      if (free(from, from + text.length)) put(from, text);
+    }
   }
-  put(width - end.length, end);
   return " ".repeat(GUTTER) + cells.join("");
 }
 
 /** What the phase letters under a chart stand for. */
 export const PHASE_LEGEND = `F forward  B backward  O optimizer  o ${OUTSIDE_PHASE} them`;
+
+/** A column's phase is drawn where one phase held it (nearly) whole: a column in which another
+ *  phase took a twentieth or more is drawn as mixed. With steps shorter than a column every column
+ *  is mixed, so the strip never draws one phase through several steps (a backward of seconds). */
+export const PURE_SHARE = 0.95;
+/** phaseStrip's code for a column that no phase held whole. */
+export const MIXED = 4;
+
+const PHASE_WORDS = ["o " + OUTSIDE_PHASE + " them", "F forward", "B backward", "O optimizer"];
+
+/**
+ * The phase strip under a chart, from how long each phase lasted in each column (phaseShares):
+ * a column that one phase held (PURE_SHARE of its time) takes its letter and rule, as phaseRuns
+ * draws them; a column of several phases (steps shorter than a column, or a phase's edge) is
+ * drawn ┈ (ASCII `.`), never as one of them; a column the records cover for less than half its
+ * time (none, or where the kept records begin) stays blank. The legend
+ * gives the mixed columns' share of each phase, then the letters drawn, then what blank means.
+ */
+export function phaseStrip(shares: ArrayLike<number>, columnUs: number, ascii = false): { runs: { phase: number; text: string }[]; legend: string } {
+  const n = PHASE_LETTER.length;
+  const columns = Math.floor(shares.length / n);
+  const codes = new Int8Array(columns);
+  const mixedUs = new Float64Array(n);
+  let mixed = 0;
+  for (let c = 0; c < columns; c++) {
+    let total = 0;
+    let best = 0;
+    for (let p = 0; p < n; p++) {
+      total += shares[c * n + p]!;
+      if (shares[c * n + p]! > shares[c * n + best]!) best = p;
+    }
+    // A column the kept records cover for less than half its time (where they begin) is not known.
+    if (!(total > 0) || total < columnUs / 2) codes[c] = -1;
+    else if (shares[c * n + best]! >= PURE_SHARE * total) codes[c] = best;
+    else {
+      codes[c] = MIXED;
+      mixed++;
+      for (let p = 0; p < n; p++) mixedUs[p]! += shares[c * n + p]!;
+    }
+  }
+  const mark = ascii ? "." : "┈";
+  const runs = phaseRuns(codes, ascii).map((r) => (r.phase === MIXED ? { phase: MIXED, text: mark.repeat(r.text.length) } : r));
+  if (mixed === 0) return { runs, legend: PHASE_LEGEND };
+  const all = mixedUs.reduce((a, b) => a + b, 0);
+  const split = [1, 2, 3, 0]
+    .filter((p) => mixedUs[p]! > 0)
+    .map((p) => `${PHASE_LETTER[p]} ${Math.round((mixedUs[p]! / all) * 100)}%`)
+    .join(" ");
+  const drawn = [1, 2, 3, 0].filter((p) => codes.includes(p)).map((p) => PHASE_WORDS[p]);
+  const blank = codes.includes(-1) && codes.some((c) => c >= 0) ? ["blank: no record kept"] : [];
+  return { runs, legend: [`${mark} phases mixed in a ${formatSpan(columnUs)} column: ${split}`, ...drawn, ...blank].join("  ") };
+}
+

@@ -86,8 +86,9 @@ describe("the demo at every size", () => {
         // A chart's rows: the y axis in the gutter's last column, braille after it.
         const axisRows = p.filter((l) => (l[10] === "┤" || l[10] === "│") && /[⠀-⣿]/.test(l));
         expect(axisRows.length).toBeGreaterThanOrEqual(4);
-        expect(p.some((l) => /^ +phase [oFBO━ ]+$/.test(l))).toBe(true);
-        expect(p.some((l) => l.includes("phase: F forward  B backward  O optimizer"))).toBe(true);
+        expect(p.some((l) => /^ +phase [oFBO━┈ ]+$/.test(l))).toBe(true);
+        // The letters, or (steps shorter than a column) the share of each phase in the mixed columns.
+        expect(p.some((l) => l.includes("phase: F forward  B backward  O optimizer") || /phase: ┈ phases mixed in a [\d.]+ ms column: F \d+%/.test(l))).toBe(true);
         // The step table: what each column is, then what it adds up (a phase's own bytes, against
         // PEAK: all memory in use), and every phase's row under them.
         const h = p.findIndex((l) => /^PHASE +ALLOCATED +TEMPORARY +HELD AT END +PEAK +SHARE OF PEAK$/.test(l));

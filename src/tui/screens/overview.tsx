@@ -3,9 +3,9 @@
 import { Box, Text } from "ink";
 import { jobNotes } from "../../system/jobs";
 import type { Device, Document, Job, Process } from "../../system/schema";
-import { areaChart, bar, GUTTER, timeAxis, yAxis } from "../chart";
+import { areaChart, bar, byteScale, GUTTER, PERCENT_SCALE, timeAxis, yAxis, type AxisScale } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
-import { color, formatBytes, formatBytesShort, orNa, pad, pct, rate, recordedMark } from "../format";
+import { color, formatBytes, orNa, pad, pct, rate, recordedMark } from "../format";
 import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
 import { headerParts, jobCells, PROCESS_SORTS, processCells, sortAtColumn, sortProcesses, tableColumns, visibleSorts, type ProcessSort } from "./process-table";
@@ -84,9 +84,11 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
   // Two charts side by side, each with its y axis (GUTTER) and a time axis under it.
   const half = Math.max(GUTTER + 10, Math.floor((width - 3) / 2));
   const cells = half - GUTTER;
-  const axis = (lines: string[], max: number, f: (v: number) => string) => yAxis(lines.length, max, f, ascii).map((g, i) => g + lines[i]);
-  const util = h ? axis(areaChart(h.util, { width: cells, height: chartRows, max: 100, ascii }), 100, (v) => `${Math.round(v)}%`) : [];
-  const mem = h ? axis(areaChart(h.memUsed, { width: cells, height: chartRows, max: total || 1, ascii }), total || 1, formatBytesShort) : [];
+  // Each chart drawn to its scale's round top (80 GiB of a 79.6 GiB GPU), so its ticks are true.
+  const axis = (lines: string[], scale: AxisScale) => yAxis(lines.length, scale, ascii).map((g, i) => g + lines[i]);
+  const memScale = byteScale(total || 1);
+  const util = h ? axis(areaChart(h.util, { width: cells, height: chartRows, max: PERCENT_SCALE.top, ascii }), PERCENT_SCALE) : [];
+  const mem = h ? axis(areaChart(h.memUsed, { width: cells, height: chartRows, max: memScale.top, ascii }), memScale) : [];
   const time = h ? timeAxis(cells, chartSpanMs(h, ascii ? cells : cells * 2) * 1000, "now") : "";
   return (
     <Box flexDirection="column">
@@ -146,7 +148,8 @@ export function overviewLayout(doc: Document, history: Map<number, DeviceHistory
   const charted = devices.filter((d) => history.has(d.index)).length;
   const spare = room - Math.max(3, rows.length);
   const perDevice = charted ? Math.floor(spare / charted) - 2 : 0;
-  const chartRows = perDevice >= 3 ? Math.min(MAX_CHART_ROWS, perDevice) : 0;
+  // Free rows go to the charts, up to half the screen (the table keeps room for processes to come).
+  const chartRows = perDevice >= 3 ? Math.min(Math.max(MAX_CHART_ROWS, Math.floor(height / 2)), perDevice) : 0;
   const deviceLines = devices.reduce((n, d) => n + 2 + (chartRows && history.has(d.index) ? chartRows + 2 : 0), 0);
   const tableRows = Math.max(3, height - deviceLines - 1);
   // The selection counts processes only; the window scrolls over every row.

@@ -2,9 +2,10 @@
 // and where the last step's memory went, by phase and by record_function range.
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
-import { breakdown, distinctFindings, findings, oomColumns, phaseBands, poolsLine, summary, timeline, unallocatedLine, unallocatedView, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
-import { areaChart, GUTTER, markLine, onTimeAxis, PHASE_LEGEND, phaseRuns, timeAxis, yAxis } from "../chart";
-import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { breakdown, distinctFindings, findings, oomColumns, poolsLine, summary, timeline, unallocatedLine, unallocatedView, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
+import { areaChart, byteScale, GUTTER, markLine, onTimeAxis, phaseStrip, timeAxis, yAxis } from "../chart";
+import { phaseShares } from "../../profiler/phase-shares";
+import { color, formatBytes, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
@@ -134,12 +135,14 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   const nvml = withNvml.length
     ? onTimeAxis(withNvml.map((b) => ({ start_us: b.start_us, max: b.nvml_used_max_bytes!, last: b.nvml_used_last_bytes! })), fromUs, toUs, points)
     : undefined;
-  const withAxis = (lines: string[]) => yAxis(lines.length, reservedMax, formatBytesShort, ascii).map((g, i) => g + lines[i]);
+  // Drawn to a round top (20 GiB for 18.46 GiB reserved), so that the axis's ticks are true.
+  const scale = byteScale(reservedMax);
+  const withAxis = (lines: string[]) => yAxis(lines.length, scale, ascii).map((g, i) => g + lines[i]);
   const reservedSeries = series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]);
-  const alloc = withAxis(areaChart(allocSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: both ? undefined : reservedSeries }));
-  const resv = both ? withAxis(areaChart(reservedSeries, { width: chartWidth, height: chartRows, max: reservedMax, ascii, line: nvml })) : [];
+  const alloc = withAxis(areaChart(allocSeries, { width: chartWidth, height: chartRows, max: scale.top, ascii, line: both ? undefined : reservedSeries }));
+  const resv = both ? withAxis(areaChart(reservedSeries, { width: chartWidth, height: chartRows, max: scale.top, ascii, line: nvml })) : [];
   // Under the charts: the phase of each column, and where the window's peak and any OOM fall.
-  const bands = phaseRuns(phaseBands(m, s.device, fromUs, toUs, chartWidth), ascii);
+  const strip = phaseStrip(phaseShares(m, s.device, fromUs, toUs, chartWidth), (toUs - fromUs) / chartWidth, ascii);
   let peakAt = -1;
   for (let i = 0; i < allocSeries.length; i++) if (!Number.isNaN(allocSeries[i]!) && (peakAt < 0 || allocSeries[i]! > allocSeries[peakAt]!)) peakAt = i;
   const chartPeak = peakAt >= 0 ? allocSeries[peakAt]! : null;
@@ -183,11 +186,11 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
       ))}
       <Text wrap="truncate-end">
         <Text dimColor>{pad("phase", GUTTER - 1, true)} </Text>
-        {bands.map((r, i) => (
+        {strip.runs.map((r, i) => (
           <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
         ))}
       </Text>
-      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}phase: {PHASE_LEGEND}</Text>
+      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}phase: {strip.legend}</Text>
       <Text color={color("red")}>{" ".repeat(GUTTER)}{markLine(chartWidth, marks)}</Text>
       <Text dimColor>{snap ? recordingAxis(chartWidth, fromUs - (s.first_time_us ?? fromUs), toUs - (s.first_time_us ?? fromUs)) : timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
       <Text bold>Findings{allFindings.length ? <Text dimColor>{`  (${allFindings.length}; Enter shows each whole, with its numbers)`}</Text> : null}</Text>

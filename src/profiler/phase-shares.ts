@@ -1,0 +1,41 @@
+// How long each training phase lasted in each column of a chart's time window, from the records
+// the model keeps (model.keepTrace): the truth a phase strip tells. A column longer than a step
+// holds several phases; counting its records (phaseBands) names the phase with the most of them
+// (backward: a step's frees), which read as one backward lasting seconds. Pure: model and window
+// in, microseconds per column and phase out.
+
+import type { ProfilerModel } from "./model";
+import { N_PHASE } from "./steps";
+
+/** Per column, µs in each phase (column c, phase p at c * N_PHASE + p; 0 other, 1 forward,
+ *  2 backward, 3 optimizer): from each record of the device to the next, in the phase the first
+ *  one says. A column before the first kept record, or after the last, has none: not known. */
+export function phaseShares(m: ProfilerModel, device: number, fromUs: number, toUs: number, columns: number): Float64Array {
+  const out = new Float64Array(Math.max(0, columns) * N_PHASE);
+  const t = m.tail;
+  if (!t || columns <= 0 || !(toUs > fromUs)) return out;
+  const width = (toUs - fromUs) / columns;
+  let prevTime = Number.NaN;
+  let prevPhase = -1;
+  for (let k = t.first; k < t.total; k++) {
+    const s = t.slot(k);
+    if (t.device[s] !== device) continue;
+    const time = t.time_us[s]!;
+    if (prevPhase >= 0 && prevPhase < N_PHASE && time > prevTime) spread(out, Math.max(prevTime, fromUs), Math.min(time, toUs), prevPhase, fromUs, width, columns);
+    if (time >= prevTime || prevTime !== prevTime) (prevTime = time), (prevPhase = t.phase[s]!);
+    if (time >= toUs) break;
+  }
+  return out;
+}
+
+/** Adds the time from `a` to `b` (within the window) to `phase` in the columns it crosses. */
+function spread(out: Float64Array, a: number, b: number, phase: number, fromUs: number, width: number, columns: number): void {
+  if (!(b > a)) return;
+  const first = Math.max(0, Math.floor((a - fromUs) / width));
+  const last = Math.min(columns - 1, Math.floor((b - fromUs) / width));
+  for (let c = first; c <= last; c++) {
+    const lo = Math.max(a, fromUs + c * width);
+    const hi = Math.min(b, fromUs + (c + 1) * width);
+    if (hi > lo) out[c * N_PHASE + phase]! += hi - lo;
+  }
+}
