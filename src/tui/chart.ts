@@ -199,14 +199,12 @@ export function yAxis(rows: number, scale: AxisScale, ascii = false): string[] {
 const TICK_SPANS_US = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400].map((s) => s * 1e6);
 const SUBSECOND_SPANS_US = [1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5];
 
-/** "-500 ms", "-30 s", "-2 min", "-1.5 h": a tick's time before the right edge, exact. */
-export function tickLabel(us: number): string {
-  const s = us / 1e6;
+/** "-500 ms", "-30 s", "-2 min", "-1.5 h": a tick's time before the right edge, exact, in the
+ *  unit of the ticks' spacing `everyUs` (one unit along an axis: -150 s, -120 s, not -2 min). */
+export function tickLabel(us: number, everyUs = us): string {
   if (us === 0) return "0";
-  if (s < 1) return `-${Math.round(us / 1000)} ms`;
-  if (s < 120 || s % 60 !== 0) return `-${Number(s.toFixed(1))} s`;
-  if (s < 7200 || s % 3600 !== 0) return `-${s / 60} min`;
-  return `-${s / 3600} h`;
+  const [unit, name] = everyUs < 1e6 ? [1e3, "ms"] : everyUs < 60e6 ? [1e6, "s"] : everyUs < 3600e6 ? [60e6, "min"] : [3600e6, "h"];
+  return `-${Number((us / unit).toFixed(1))} ${name}`;
 }
 
 /**
@@ -228,7 +226,7 @@ export function timeAxis(width: number, spanUs: number, end: string): string {
     const every = [...SUBSECOND_SPANS_US, ...TICK_SPANS_US].find((t) => (t / spanUs) * width >= 12) ?? TICK_SPANS_US.at(-1)!;
     for (let t = every; t <= spanUs; t += every) {
       const column = Math.floor(((spanUs - t) / spanUs) * width);
-      const text = tickLabel(t);
+      const text = tickLabel(t, every);
       const from = column - Math.floor(text.length / 2);
       if (free(from, from + text.length)) put(from, text);
     }

@@ -42,8 +42,8 @@ describe("true time labels", () => {
       const column = Math.floor(((span - seconds * 1e6) / span) * width);
       expect({ label: m[0], centre: m.index! + Math.floor(m[0].length / 2) }).toEqual({ label: m[0], centre: column });
     }
-    // Two minutes and more in minutes, under a second in ms.
-    expect([tickLabel(120e6), tickLabel(90e6), tickLabel(5e5), tickLabel(5400e6), tickLabel(7200e6)]).toEqual(["-2 min", "-90 s", "-500 ms", "-90 min", "-2 h"]);
+    // One unit along an axis, that of the ticks' spacing: 150 s in ticks of 30 s, 2 min in ticks of a minute.
+    expect([tickLabel(150e6, 30e6), tickLabel(120e6, 60e6), tickLabel(5e5, 1e5), tickLabel(5400e6, 1800e6), tickLabel(7200e6, 3600e6)]).toEqual(["-150 s", "-2 min", "-500 ms", "-90 min", "-2 h"]);
   });
 });
 
