@@ -23,6 +23,8 @@ export interface ProcessModel {
   source: "live" | "replay";
   socket: string | null;
   title: string;
+  /** A replay's command line, as its recording's manifest has it (the Overview's COMMAND). */
+  command?: string | null;
   ended: boolean;
   /** Live agents: the names asked of the agent, and what they cost (null for replays). */
   names?: NameRequests | null;

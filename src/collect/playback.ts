@@ -79,7 +79,7 @@ export interface ReplayHandle {
 
 /** Replays a recording into a model at `speed` times the recorded pace (looping for the demo). */
 export function startReplay(recording: Recording, opts: { speed: number; onUpdate: () => void; loop?: () => Recording | null; maxIdleMs?: number; clock?: ReplayClock }): ReplayHandle {
-  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace().keepPeaks(MAX_STEPS), source: "replay", socket: null, title: `replay of ${recording.path}`, ended: false, names: null, notes: recording.manifest ? processNotes(recording.manifest) : undefined };
+  const pm: ProcessModel = { pid: recording.manifest?.pid ?? 0, model: createModel().keepTrace().keepPeaks(MAX_STEPS), source: "replay", socket: null, title: `replay of ${recording.path}`, command: recording.manifest?.cmdline.join(" ") || null, ended: false, names: null, notes: recording.manifest ? processNotes(recording.manifest) : undefined };
   let stopped = false;
   const wall = new PausableClock(opts.clock ?? wallClock);
   (async () => {

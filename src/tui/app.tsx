@@ -5,7 +5,9 @@ import { useEffect, useRef, useState } from "react";
 import type { Controller } from "./controller";
 import { color, cut, pad, textWidth } from "./format";
 import { KeyReader, type Key } from "./keys";
-import { BODY_TOP, handleKey, type KeyContext } from "./keymap";
+import { BODY_TOP, handleKey, openScreen, type KeyContext } from "./keymap";
+import { rowAlert } from "./controller";
+import { barPlace, F_BAR_WIDTH, FunctionBar } from "./footer";
 import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
 import { overviewProcesses } from "./screens/overview";
 import { pastMark } from "./moment";
@@ -73,7 +75,10 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   const ui = useRef<UiState>(newUiState(screenIndex(initialScreen), SCREENS.length)).current;
   useEffect(() => ctl.subscribe(redraw), [ctl]);
 
-  const tabRoom = Math.max(10, columns - 22);
+  // The header's corner: the past shown, else how many findings ask for attention, else the size.
+  const alerts = ctl.state.alertCount;
+  const corner = ui.when !== null && pastMark(ui, SCREENS[ui.screen]!.id) ? `PAST ${ui.when}` : alerts ? `${alerts} finding${alerts === 1 ? "" : "s"}` : `${columns}x${rows}`;
+  const tabRoom = Math.max(10, columns - 13 - Math.max(9, corner.length));
   // A message shows for MESSAGE_MS, then the key hint again; a question stays until answered.
   const age = Date.now() - ctl.statusAt;
   const message = ctl.status && (ui.prompt || age < MESSAGE_MS) ? ctl.status : "";
@@ -84,10 +89,25 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   }, [message, ctl.statusAt]);
   // A snapshot is read once: there is no interval to tell.
   const snapshot = ctl.replay?.snapshot ?? null;
-  const statusText = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : message || pastMark(ui, SCREENS[ui.screen]!.id) || `${snapshot ? "" : `every ${ctl.intervalMs} ms  `}? help  Esc back  q quit`;
+  // On the Overview, the selected row's finding, where it has one (what its mark stands for).
+  const selectedRow = ui.screen === screenIndex("overview") ? overviewProcesses(ctl.state.doc, ui.procSort, ui.filter, ui.procReverse)[ui.selected[ui.screen]!] : undefined;
+  const alert = selectedRow ? rowAlert(ctl.state, selectedRow) : null;
+  const alertTitle = alert ? `! ${alert.severity}: ${alert.title}` : "";
+  const alertText = alertTitle && textWidth(`${alertTitle}  Enter: its process`) <= columns - 1 ? `${alertTitle}  Enter: its process` : alertTitle;
+  const searchText = ui.search ? `search: ${ui.search.text}▏${ui.search.found ? "" : " (no row holds it)"}  (F3 next, Enter or Esc ends)` : "";
+  const alertShown = !ui.typing && !searchText && !message && !pastMark(ui, SCREENS[ui.screen]!.id) && alert !== null;
+  const said = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : searchText || message || pastMark(ui, SCREENS[ui.screen]!.id) || alertText;
   const mark = ctl.paused ? "PAUSED " : "";
+  // Nothing said: htop's function keys and the interval where the width holds them, else the keys in words.
+  const interval = snapshot ? "" : `every ${ctl.intervalMs} ms  `;
+  // Idle, the bar leads and the interval follows where there is room for it (the bar alone at 60 columns).
+  const idle = [`${interval}? help`, ""].find((t) => barPlace(`${mark}${t}`, columns - 1, "idle"));
+  const place = said ? barPlace(`${mark}${said}`, columns - 1, alertShown ? "beside" : "alone") : idle !== undefined ? "first" : null;
+  const statusText = said || (idle ?? `${interval}? help  Esc back  q quit`);
   const past = pastMark(ui, SCREENS[ui.screen]!.id);
-  const status = statusLine(`${mark}${statusText}`, columns - 1);
+  // The bar's last label ends in a space: one more parts it from the text.
+  const textRoom = columns - 1 - (place ? F_BAR_WIDTH + 1 : 0);
+  const status = statusLine(`${mark}${statusText}`, textRoom);
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
   // whole screen (the flicker full-screen Ink apps are known for). The tab line, the screen, one
   // status line; a snapshot's header under the tabs.
@@ -108,9 +128,10 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     rowAt: (u, line) => (line < head ? null : (SCREENS[u.screen]!.rowAt?.(props(u), line - head) ?? null)),
     sortAt: (u, line, x) => (line < head ? null : (SCREENS[u.screen]!.sortAt?.(props(u), line - head, x) ?? null)),
     sorts: (u) => SCREENS[u.screen]!.sorts?.(props(u)) ?? [],
+    rowTexts: (u) => SCREENS[u.screen]!.rowTexts?.(props(u)) ?? [],
     show: (u, id) => {
       const i = SCREENS.findIndex((s) => s.id === id);
-      if (i >= 0) u.screen = i;
+      if (i >= 0) openScreen(u, i);
     },
     tabAt: (u, x) => {
       const k = tabLine(u.screen, tabRoom).spans.findIndex(([a, b]) => x - 1 - TAB_START >= a && x - 1 - TAB_START < b);
@@ -154,7 +175,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   return (
     <Box flexDirection="column" width={columns} height={rows - 1}>
       <Text>
-        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} {past ? <Text bold color={color("yellow")}>PAST {ui.when}</Text> : <Text dimColor>{columns}x{rows}</Text>}
+        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} {past ? <Text bold color={color("yellow")}>{corner}</Text> : alerts ? <Text bold color={color([...ctl.state.alerts.values()].some((f) => f.severity === "error") ? "red" : "yellow")}>{corner}</Text> : <Text dimColor>{corner}</Text>}
       </Text>
       {snapshot ? <Text bold wrap="truncate-end">{snapshotHeader(snapshot, columns - 1)}</Text> : null}
       <Box flexDirection="column" height={body} overflow="hidden">
@@ -164,9 +185,13 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
           <Current {...props(ui)} />
         </Box>
       </Box>
-      <Text inverse={!!message || ctl.paused}>
-        {mark ? <Text bold color={color("yellow")}>{mark}</Text> : null}
-        {pad(status.slice(mark.length), columns - 1 - mark.length)}
+      <Text>
+        {place === "first" ? <><FunctionBar /> </> : null}
+        <Text inverse={!!message || ctl.paused} color={alertShown ? color(alert!.severity === "error" ? "red" : "yellow") : undefined}>
+          {mark ? <Text bold color={color("yellow")}>{mark}</Text> : null}
+          {pad(status.slice(mark.length), textRoom - mark.length)}
+        </Text>
+        {place === "after" ? <> <FunctionBar /></> : null}
       </Text>
     </Box>
   );

@@ -11,13 +11,25 @@ import { agentCommand, dumpSnapshot, stopProcess, type ActionResult, type AgentC
 import { wallClock, type ReplayHandle } from "../collect/playback";
 import type { StopSignal } from "../collect/signal";
 import type { Session, DeviceHistory } from "../collect/session";
-import type { RecordedMachine } from "../collect/demo";
+import { replayedPytorch, type RecordedMachine } from "../collect/demo";
 import { TickGate } from "../collect/tick-gate";
 import { distinctFindings, findings, type FindingGroup, type ReplayClock } from "../profiler";
 import { withRecorded } from "../system/recorded";
-import type { Document } from "../system/schema";
+import type { Document, Process } from "../system/schema";
+import { SCHEMA_VERSION } from "../system/version";
 
 export type { DeviceHistory };
+
+/** The sampling intervals `+` and `-` step through (ms): each reached again from either side. */
+export const INTERVALS = [250, 500, 1000, 2000, 5000] as const;
+
+/** The interval one step up (`dir` 1) or down (-1) the ladder from `ms`; an interval off the ladder
+ *  (--interval 300) goes to the nearest rung that way; past either end it stays. */
+export function nextInterval(ms: number, dir: 1 | -1): number {
+  const up = INTERVALS.find((v) => v > ms);
+  const down = INTERVALS.findLast((v) => v < ms);
+  return (dir > 0 ? up : down) ?? ms;
+}
 
 /** How far the resident set may grow past the last full collection before the next (collectGarbage). */
 const GC_GROWTH_BYTES = 48 * 2 ** 20;
@@ -31,6 +43,62 @@ export interface ScreenState {
   processes: ProcessModel[];
   /** Each process's findings (by pid), each once by its title. */
   findings: Map<number, FindingGroup[]>;
+  /** Each process's most severe finding that asks for attention (a warning or an error), by pid:
+   *  the mark on its Overview row. Info findings (memory outside PyTorch: the CUDA context of every
+   *  process) mark nothing, or every row would be marked. */
+  alerts: Map<number, FindingGroup>;
+  /** How many findings ask for attention, over every process (the header's count). */
+  alertCount: number;
+}
+
+const SEVERITY_RANK = { error: 0, warning: 1, info: 2 } as const;
+
+/** The more severe of two findings (the first where they are alike). */
+export function moreSevere<T extends { severity: keyof typeof SEVERITY_RANK }>(a: T | null | undefined, b: T | null | undefined): T | null {
+  if (!a || !b) return a ?? b ?? null;
+  return SEVERITY_RANK[b.severity] < SEVERITY_RANK[a.severity] ? b : a;
+}
+
+/** The finding that marks an Overview row: its agent's process's (a row without an agent has none). */
+export function rowAlert(state: ScreenState, p: Process): FindingGroup | null {
+  return p.agent_pid === null ? null : (state.alerts.get(p.agent_pid) ?? null);
+}
+
+/**
+ * The replayed process as a row of the Overview, where no recorded machine gives it one (`replay
+ * FILE`, a demo without an NVML track): its PyTorch figures at the replay's moment, what NVML would
+ * say unknown, marked recorded (it runs on no GPU here: nothing to stop or attach to). A snapshot
+ * (`view FILE`) is a file, not a process, and has no row.
+ */
+function replayRow(pm: ProcessModel): Process | null {
+  const pytorch = pm.pid > 0 && !pm.snapshot ? replayedPytorch(pm.model, null) : null;
+  if (!pytorch) return null;
+  return {
+    pid: pm.pid,
+    agent_pid: pm.pid,
+    pid_namespace: null,
+    device: pytorch.device,
+    kind: "compute",
+    used_bytes: null,
+    user: null,
+    name: null,
+    command: pm.command ?? pm.title,
+    pytorch,
+    gpu_sm_percent: null,
+    cpu_percent: null,
+    host_memory_bytes: null,
+    run_time_seconds: null,
+    nvml_visible: false,
+    // Marked recorded already: "[exited]" would take COMMAND's room to say the same.
+    exited: false,
+    recorded: true,
+  };
+}
+
+/** The machine's document with the replay's row among its processes (no machine: a document of it alone). */
+function withReplayRow(doc: Document | null, row: Process): Document {
+  if (doc) return { ...doc, processes: [...doc.processes, row] };
+  return { version: SCHEMA_VERSION, time_unix_ms: 0, host: "", driver_version: null, nvml_version: null, cuda_driver_version: null, reason: "this mode samples no GPUs", devices: [], processes: [row], jobs: [], warnings: [] };
 }
 
 export class Controller {
@@ -107,13 +175,26 @@ export class Controller {
     const processes = [...this.models.byPid.values()];
     if (this.replayNow) processes.unshift(this.replayNow);
     const found = new Map<number, FindingGroup[]>();
-    for (const pm of processes) found.set(pm.pid, distinctFindings(pm.found ?? findings(pm.model)));
+    const alerts = new Map<number, FindingGroup>();
+    let alertCount = 0;
+    for (const pm of processes) {
+      const fs = distinctFindings(pm.found ?? findings(pm.model));
+      found.set(pm.pid, fs);
+      const attention = fs.filter((f) => f.severity !== "info");
+      alertCount += attention.length;
+      const worst = attention.reduce<FindingGroup | null>(moreSevere, null);
+      if (worst) alerts.set(pm.pid, worst);
+    }
+    const marks = { findings: found, alerts, alertCount };
     const rec = this.recordedNow?.doc;
-    if (!rec) return { doc: this.docNow, history: this.history, processes, findings: found };
+    if (!rec) {
+      const row = this.replayNow ? replayRow(this.replayNow) : null;
+      return { doc: row ? withReplayRow(this.docNow, row) : this.docNow, history: this.history, processes, ...marks };
+    }
     const { doc, index } = withRecorded(this.docNow, rec);
     const history = new Map(this.history);
     for (const [i, h] of this.recordedNow!.history) history.set(index(i), h);
-    return { doc, history, processes, findings: found };
+    return { doc, history, processes, ...marks };
   }
 
   subscribe(fn: () => void): () => void {
@@ -210,6 +291,13 @@ export class Controller {
     this.intervalMs = Math.max(100, Math.min(10_000, ms));
     this.status = `interval ${this.intervalMs} ms`;
     this.notify();
+  }
+
+  /** `+` / `-`: the next interval of the ladder (INTERVALS); at its end, said so. */
+  stepInterval(dir: 1 | -1): void {
+    const next = nextInterval(this.intervalMs, dir);
+    if (next !== this.intervalMs) return this.setInterval(next);
+    this.say(`interval ${this.intervalMs} ms: the ${dir > 0 ? "longest + gives" : "shortest - gives"} (${INTERVALS.join(", ")} ms)`);
   }
 
   /** What the Overview shows: the machine's document, and a recorded machine's beside it. */

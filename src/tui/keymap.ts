@@ -1,7 +1,8 @@
 // What each key does: one key at a time against the user's choices (UiState), so that the keys of
 // one read count once each, in order. The current screen is asked first (its own keys: Enter, Esc,
 // s, I… in its file, src/tui/screens/*); the keys every screen shares are here. Commands go
-// through the controller; nothing here draws.
+// through the controller; nothing here draws. htop's function keys are the same keys by another
+// name: F1 help, F3 search, F4 filter, F6 sort, F9 kill, F10 quit.
 import type { Key } from "./keys";
 import { SCREENS, screenIndex } from "./registry";
 import type { KeyContext } from "./screen-spec";
@@ -16,6 +17,78 @@ const HELP = screenIndex("help");
 /** Lines above a screen's body: the tab line. */
 export const BODY_TOP = 2;
 
+/** Shows screen `to` as Enter opens it: Esc there goes back to the screen it was opened from. The
+ *  list stays one path (the screens opened from the one shown, and so on back), at most as long as
+ *  there are screens. */
+export function openScreen(ui: UiState, to: number): void {
+  const at = ui.opened.findIndex((o) => o.screen === ui.screen);
+  ui.opened = at >= 0 ? ui.opened.slice(0, at + 1) : [];
+  ui.opened.push({ screen: to, from: ui.screen });
+  ui.screen = to;
+}
+
+/** Esc with nothing of the screen's own to close: Help back to where `?` was pressed; a kept
+ *  filter cleared; the past back to now; back to the screen Enter was pressed on; the Overview. */
+function back(ui: UiState, ctx: KeyContext): void {
+  const screen = ui.screen;
+  if (screen === HELP) return void (ui.screen = ui.back ?? OVERVIEW);
+  if (ui.filter !== "") {
+    ui.filter = "";
+    return ctx.ctl.say("filter cleared (Esc again: back)");
+  }
+  if (ui.when !== null) return void (ui.when = null);
+  const top = ui.opened.at(-1);
+  if (top && top.screen === screen) return void (ui.opened.pop(), (ui.screen = top.from));
+  ui.opened = [];
+  ui.screen = OVERVIEW;
+}
+
+/** The next row from `from` (itself where `inclusive`), round, whose text holds the search. */
+function findRow(ui: UiState, ctx: KeyContext, from: number, inclusive: boolean): void {
+  const s = ui.search!;
+  const texts = ctx.rowTexts(ui);
+  const want = s.text.toLowerCase();
+  for (let k = inclusive ? 0 : 1; k <= texts.length; k++) {
+    const i = (from + k) % texts.length;
+    if (texts[i]!.toLowerCase().includes(want)) {
+      s.found = true;
+      return select(ui, ctx, () => i);
+    }
+  }
+  s.found = want === "";
+}
+
+/** A key while F3's search is typed: it grows or shrinks the text (the selection follows), F3
+ *  goes to the next row holding it, Enter or Esc ends it where it is; another key ends it and
+ *  does what it does. Returns whether it took the key. */
+function searchKey(ui: UiState, key: Key, ctx: KeyContext): boolean {
+  const s = ui.search!;
+  const at = ui.selected[ui.screen]!;
+  if (key.kind === "char") return (s.text += key.ch), findRow(ui, ctx, at, true), true;
+  if (key.kind !== "key") return (ui.search = null), false;
+  if (key.name === "f3") return findRow(ui, ctx, at, false), true;
+  if (key.name === "backspace" || key.name === "delete") return (s.text = s.text.slice(0, -1)), findRow(ui, ctx, at, true), true;
+  ui.search = null;
+  return key.name === "return" || key.name === "escape";
+}
+
+/** F3: a search over the screen's rows, where the screen lists them as text. */
+function startSearch(ui: UiState, ctx: KeyContext): void {
+  if (!SCREENS[ui.screen]!.rowTexts) return ctx.ctl.say("F3: search finds rows on the Overview and Findings; / filters this screen");
+  ui.search = { text: "", found: true };
+}
+
+/** `k` and F9: ask how to stop the process (the selected row's on the Overview). */
+function askKill(ui: UiState, ctx: KeyContext): void {
+  const t = killTarget(ui, ctx);
+  if (typeof t === "string") return ctx.ctl.say(t);
+  ui.prompt = { kind: "kill_signal", ...t };
+  ctx.ctl.say(`stop ${t.label}: t SIGTERM (asks it to end), 9 SIGKILL (ends it at once), any other key cancels`);
+}
+
+/** htop's function keys as the keys they stand for here (F3, F9 and F10 are handled apart). */
+const F_KEYS: Partial<Record<string, string>> = { f1: "?", f4: "/", f6: "s" };
+
 function select(ui: UiState, ctx: KeyContext, to: (at: number) => number): void {
   const n = ctx.rows(ui);
   const at = ui.selected[ui.screen]!;
@@ -29,7 +102,8 @@ function killTarget(ui: UiState, ctx: KeyContext): { pid: number; label: string;
     const p = ctx.procs(ui)[ui.selected[OVERVIEW]!];
     if (!p) return "k: select a process first (↑ ↓)";
     // A row of the demo's recorded machine is a process of another machine, long gone.
-    if (!ctx.ctl.doc?.processes.some((q) => q.pid === p.pid && q.device === p.device)) return `k: pid ${p.pid} is a recording: there is no process to stop`;
+    // (A replay's row is such a one too, whatever this machine runs under its pid.)
+    if (p.recorded || !ctx.ctl.doc?.processes.some((q) => q.pid === p.pid && q.device === p.device)) return `k: pid ${p.pid} is a recording: there is no process to stop`;
     return { pid: p.pid, label: `${p.pid} ${p.name ?? p.command ?? ""}`.trim(), command: p.command };
   }
   const pm = ctx.pm(ui);
@@ -63,14 +137,17 @@ function answer(ui: UiState, key: Key, ctx: KeyContext): void {
   ctx.ctl.say(`pid ${p.pid} left running`);
 }
 
-export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
+export function handleKey(ui: UiState, input: Key, ctx: KeyContext): void {
   const { ctl } = ctx;
-  if ((key.kind === "ctrl" && key.ch === "c") || (key.kind === "key" && key.name === "f10")) return ctx.exit();
+  if ((input.kind === "ctrl" && input.ch === "c") || (input.kind === "key" && input.name === "f10")) return ctx.exit();
+  if (ui.search && !ui.typing && searchKey(ui, input, ctx)) return;
+  const alias = input.kind === "key" ? F_KEYS[input.name] : undefined;
+  const key: Key = alias ? { kind: "char", ch: alias } : input;
   if (ui.typing) {
-    if (key.kind === "key" && key.name === "return") ui.typing = false;
-    else if (key.kind === "key" && key.name === "escape") (ui.typing = false), (ui.filter = "");
-    else if (key.kind === "key" && (key.name === "backspace" || key.name === "delete")) ui.filter = ui.filter.slice(0, -1);
-    else if (key.kind === "char") ui.filter += key.ch;
+    if (input.kind === "key" && input.name === "return") ui.typing = false;
+    else if (input.kind === "key" && input.name === "escape") (ui.typing = false), (ui.filter = "");
+    else if (input.kind === "key" && (input.name === "backspace" || input.name === "delete")) ui.filter = ui.filter.slice(0, -1);
+    else if (input.kind === "char") ui.filter += input.ch;
     return;
   }
   if (key.kind === "mouse") return mouse(ui, key, ctx);
@@ -78,14 +155,17 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
   if (ui.prompt) return answer(ui, key, ctx);
   const screen = ui.screen;
   if (SCREENS[screen]!.onKey?.(ui, key, ctx)) return;
+  // F6 where no column sorts (the screen did not take its `s`).
+  if (alias === "s") return ctl.say("F6: this screen has no columns to sort by");
   if (key.kind === "key") {
     switch (key.name) {
       case "escape":
-        // Back: from the past to now first; from Help to the screen it was opened on, from any
-        // other screen to the Overview (a screen that opened something, a finding or a segment,
-        // closed it above).
-        if (ui.when !== null && screen !== HELP) return void (ui.when = null);
-        return void (ui.screen = screen === HELP ? (ui.back ?? OVERVIEW) : OVERVIEW);
+        // A screen that opened something (a finding, a segment) closed it above.
+        return back(ui, ctx);
+      case "f3":
+        return startSearch(ui, ctx);
+      case "f9":
+        return askKill(ui, ctx);
       case "tab":
         return void (ui.screen = (screen + 1) % SCREENS.length);
       case "backtab":
@@ -129,15 +209,11 @@ export function handleKey(ui: UiState, key: Key, ctx: KeyContext): void {
     case "p":
       return ctl.setPaused(!ctl.paused);
     case "+":
-      return ctl.setInterval(ctl.intervalMs * 2);
+      return ctl.stepInterval(1);
     case "-":
-      return ctl.setInterval(ctl.intervalMs / 2);
-    case "k": {
-      const t = killTarget(ui, ctx);
-      if (typeof t === "string") return ctl.say(t);
-      ui.prompt = { kind: "kill_signal", ...t };
-      return ctl.say(`stop ${t.label}: t SIGTERM (asks it to end), 9 SIGKILL (ends it at once), any other key cancels`);
-    }
+      return ctl.stepInterval(-1);
+    case "k":
+      return askKill(ui, ctx);
     case "D":
       return ctx.onDemo?.();
     case "[":

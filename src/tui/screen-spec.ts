@@ -46,6 +46,9 @@ export interface KeyContext {
   sortAt: (ui: UiState, line: number, x: number) => string | null;
   /** The sorts of the columns the current screen shows, in their order (what `s` steps through). */
   sorts: (ui: UiState) => string[];
+  /** The current screen's rows as text, in the selection's order (what F3 searches; [] where the
+   *  screen lists none). */
+  rowTexts: (ui: UiState) => string[];
   /** Shows another screen, by id (the registry's ScreenId: a screen's file names others by id). */
   show(ui: UiState, id: string): void;
 }
@@ -64,6 +67,8 @@ export interface ScreenSpec {
   sortAt?: (p: ScreenProps, line: number, x: number) => string | null;
   /** The sorts of the columns shown, in their order: `s` steps through these only. */
   sorts?: (p: ScreenProps) => string[];
+  /** Each row's text, in the selection's order: F3 searches it (absent: no search here). */
+  rowTexts?: (p: ScreenProps) => string[];
   /** Sorts by `sort` (a header click, s, I); the same sort again reverses it. */
   sortBy?: (ui: UiState, sort: string) => void;
   /** A key this screen gives a meaning (Enter, Esc, s, I…): true where it took the key. */

@@ -16,6 +16,9 @@ export interface UiState {
   screen: number;
   /** The screen `?` left for Help, where `?` or Esc goes back to. */
   back: number | null;
+  /** The screens Enter opened, each with the screen it was opened from, latest last: Esc on the
+   *  one opened goes back to where Enter was pressed (Findings opened on Process: back to Process). */
+  opened: { screen: number; from: number }[];
   /** The selected row, per screen. */
   selected: number[];
   /** The process the Process, Tensors, Segments, Lines and Findings screens show. */
@@ -28,6 +31,9 @@ export interface UiState {
   tensorOpen: string[];
   filter: string;
   typing: boolean;
+  /** F3: the text searched for while it is typed (the selection moves to the first row holding
+   *  it, F3 again to the next); null: no search. */
+  search: { text: string; found: boolean } | null;
   prompt: Prompt | null;
   /** The finding opened with Enter on the Findings screen (its index there), or null. */
   openFinding: number | null;
@@ -53,6 +59,7 @@ export function newUiState(screen: number, screens: number): UiState {
   return {
     screen,
     back: null,
+    opened: [],
     selected: new Array(screens).fill(0),
     pid: null,
     procSort: "memory",
@@ -62,6 +69,7 @@ export function newUiState(screen: number, screens: number): UiState {
     tensorOpen: [],
     filter: "",
     typing: false,
+    search: null,
     prompt: null,
     openFinding: null,
     segment: null,

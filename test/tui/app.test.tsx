@@ -55,8 +55,9 @@ describe("screens", () => {
     ctl.replay = await replayed("normal");
     const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
     await tick();
-    // A replay samples no machine: the Overview says where the replay is instead of "sampling…".
-    expect(ui.lastFrame()).toContain("The normal.ring: this mode samples no GPUs; 2 Process, 3 Tensors and 4 Segments show it.");
+    // A replay samples no machine: the Overview says so and shows the replayed process as its row.
+    expect(ui.lastFrame()).toContain("No GPU here: this mode samples no GPUs. The normal.ring plays on 2 Process.");
+    expect(ui.lastFrame()).toMatch(/^4242 .* 83\.10 MiB 144\.00 MiB .*\[recorded\] normal\.ring/m);
     ui.stdin.write("2");
     await tick();
     expect(ui.lastFrame()).toContain("[2 Process]");

@@ -32,16 +32,16 @@ function overview(doc: Document = tenProcesses, size = { columns: 120, rows: 40 
 }
 
 describe("keys that arrive in one read", () => {
-  test("4 and 3 in one read end on screen 3; +++ doubles the interval three times; arrows among letters each count", async () => {
+  test("4 and 3 in one read end on screen 3; +++ steps the interval three times up its ladder (to its top); arrows among letters each count", async () => {
     const { ui, press, selectedPid, ctl } = overview();
     await press("43");
     expect(ui.lastFrame()).toContain("[3 Tensors]");
     await press("1");
     await press("+++");
-    expect(ctl.intervalMs).toBe(8000);
-    expect(ui.lastFrame()).toContain("interval 8000 ms");
+    expect(ctl.intervalMs).toBe(5000);
+    expect(ui.lastFrame()).toContain("interval 5000 ms");
     await press("--");
-    expect(ctl.intervalMs).toBe(2000);
+    expect(ctl.intervalMs).toBe(1000);
     // Down, down, j and an arrow up in one read: the third row.
     await press("\x1b[B\x1b[Bj\x1b[A");
     expect(await selectedPid()).toBe(1009 - 2);

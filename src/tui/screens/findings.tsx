@@ -100,6 +100,7 @@ export const findingsScreen = {
   title: "Findings",
   component: (p) => <FindingsScreen pm={p.pm} found={foundOf(p)} width={p.width} height={p.height} selected={p.selected} open={p.ui.openFinding} />,
   rows: (p) => foundOf(p).length,
+  rowTexts: (p) => foundOf(p).map((f) => `${f.severity} ${f.title} ${f.evidence}`),
   rowAt: (p, line) => findingAt(foundOf(p), p.width, p.height, p.selected, p.ui.openFinding, line),
   onSelect: (ui) => void (ui.openFinding = null),
   onClickSelected: (ui, row) => ((ui.openFinding = ui.openFinding === row ? null : row), true),

@@ -8,6 +8,8 @@ import type { DeviceHistory } from "../../collect/session";
 import { color, formatBytes, orNa, pad, pct, rate, recordedMark } from "../format";
 import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
+import { moreSevere, rowAlert } from "../controller";
+import type { FindingGroup } from "../../profiler";
 import { headerParts, jobCells, PROCESS_SORTS, processCells, sortAtColumn, sortProcesses, tableColumns, visibleSorts, type ProcessSort } from "./process-table";
 
 export { PROCESS_SORTS, type ProcessSort } from "./process-table";
@@ -190,6 +192,8 @@ export function Overview(props: {
   /** Where a replay shows: "2 Process, 3 Tensors and 4 Segments", and where it plays: "2 Process". */
   replayHint: string;
   replayAt: string;
+  /** The finding that marks a process's row (the store's: ScreenState.alerts), or null. */
+  alertOf?: (p: Process) => FindingGroup | null;
 }) {
   const { doc, width, height } = props;
   if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; ${props.replayHint} show it.`}</Text>;
@@ -198,6 +202,10 @@ export function Overview(props: {
   const title = `COMMAND  (sort: ${props.sort}${props.reverse ? ", reversed" : ""}${props.filter ? `, filter: ${props.filter}` : ""})`;
   const users = new Map<Job, Set<string>>();
   for (const r of rows) if (r.kind === "process" && r.job && r.p.user) (users.get(r.job) ?? users.set(r.job, new Set()).get(r.job)!).add(r.p.user);
+  // A job's row is marked as its most severe rank.
+  const alertOf = props.alertOf ?? (() => null);
+  const jobAlert = new Map<Job, FindingGroup | null>();
+  for (const r of rows) if (r.kind === "process" && r.job) jobAlert.set(r.job, moreSevere(jobAlert.get(r.job), alertOf(r.p)));
   return (
     <Box flexDirection="column">
       {devices.length === 0 ? (
@@ -221,8 +229,8 @@ export function Overview(props: {
       {rows.slice(first, first + tableRows).map((r, i) => {
         if (r.kind === "job") {
           return (
-            <Text key={`job-${r.job.id}`} bold color={color("cyan")} wrap="truncate-end">
-              {jobCells(cols, r.job, users.get(r.job) ?? new Set(), jobTitle(r.job))}
+            <Text key={`job-${r.job.id}`} bold color={color(alertColor(jobAlert.get(r.job)) ?? "cyan")} wrap="truncate-end">
+              {jobCells(cols, r.job, users.get(r.job) ?? new Set(), `${alertMark(jobAlert.get(r.job))}${jobTitle(r.job)}`)}
             </Text>
           );
         }
@@ -235,15 +243,27 @@ export function Overview(props: {
           );
         }
         const p = r.p;
+        const alert = alertOf(p);
         return (
-          <Text key={`${p.pid}-${p.device}`} inverse={first + i === selRow} color={color(p.pytorch ? "white" : "gray")} wrap="truncate-end">
-            {processCells(cols, p, r.job !== null)}
+          <Text key={`${p.pid}-${p.device}`} inverse={first + i === selRow} color={color(alertColor(alert) ?? (p.pytorch ? "white" : "gray"))} wrap="truncate-end">
+            {processCells(cols, p, r.job !== null, alertMark(alert))}
           </Text>
         );
       })}
     </Box>
   );
 }
+
+/** A row's colour for its finding: red for an error, yellow for a warning; null: the row's own. */
+function alertColor(f: FindingGroup | null | undefined): string | null {
+  return f ? (f.severity === "error" ? "red" : "yellow") : null;
+}
+
+/** The mark that leads a marked row's COMMAND (its finding's title is on the status line). */
+const alertMark = (f: FindingGroup | null | undefined) => (f ? "! " : "");
+
+/** What F3 searches in a process's row: what the filter reads. */
+const rowText = (p: Process) => `${p.pid} ${p.user ?? ""} ${p.name ?? ""} ${p.command ?? ""}`;
 
 /** Sorts the process table by `sort`; the same sort again reverses it. */
 function sortBy(ui: UiState, sort: string): void {
@@ -260,9 +280,11 @@ export const overviewScreen = {
   title: "Overview",
   component: (p) => (
     <Overview doc={p.state.doc} history={p.state.history} width={p.width} height={p.height} selected={p.selected} sort={p.ui.procSort} reverse={p.ui.procReverse} filter={p.ui.filter} ascii={p.ascii}
-      replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.session !== null} replayHint={p.keyHint(["process", "tensors", "segments"])} replayAt={p.keyHint(["process"])} />
+      replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.session !== null} replayHint={p.keyHint(["process", "tensors", "segments"])} replayAt={p.keyHint(["process"])}
+      alertOf={(proc) => rowAlert(p.state, proc)} />
   ),
   rows: (p) => overviewProcesses(p.state.doc, p.ui.procSort, p.ui.filter, p.ui.procReverse).length,
+  rowTexts: (p) => overviewProcesses(p.state.doc, p.ui.procSort, p.ui.filter, p.ui.procReverse).map(rowText),
   rowAt: (p, line) => overviewRowAt(p.state.doc, p.state.history, p.width, p.height, p.selected, p.ui.procSort, p.ui.procReverse, p.ui.filter, line),
   sortAt: (p, line, x) => {
     const { doc, history } = p.state;

@@ -187,9 +187,10 @@ export function commandShown(command: string): string {
 /** Where COMMAND is narrow (80 columns), the marks are short so that the script's name shows. */
 const NARROW_COMMAND = 30;
 
-export function processCells(t: Table, p: Process, inJob: boolean): string {
+/** `alert`: the finding mark that leads COMMAND ("! "), where the process has one. */
+export function processCells(t: Table, p: Process, inJob: boolean, alert = ""): string {
   const narrow = t.command < NARROW_COMMAND;
-  const marks = `${p.exited ? (narrow ? "[exit] " : "[exited] ") : ""}${p.recorded && narrow ? "[rec] " : recordedMark(p)}`;
+  const marks = `${alert}${p.exited ? (narrow ? "[exit] " : "[exited] ") : ""}${p.recorded && narrow ? "[rec] " : recordedMark(p)}`;
   return line(t, (c) => c.process(p, inJob), `${marks}${p.command ? commandShown(p.command) : (p.name ?? "")}`);
 }
 export const jobCells = (t: Table, j: Job, users: Set<string>, title: string) => line(t, (c) => c.job(j, users), title);
