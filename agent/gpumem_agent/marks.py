@@ -20,7 +20,9 @@ Every hook is guarded (guard.py): its first failure turns the mode off ("marks" 
 never reaches the program.
 """
 import ctypes
+import warnings
 
+from .phases import COMPILE_GLOBAL_HOOKS_WARNING
 from .wire import FEATURE_SYNC_POINTS, POINT
 
 ENV = "GPUMEM_TUI_MARKS"
@@ -142,6 +144,10 @@ class SyncPoints:
             nn_module.register_module_forward_pre_hook(self.forward_pre),
             nn_module.register_module_forward_hook(self.forward),
         ]
+        # torch.compile's warning about global hooks at every compiled call site: ours stay on
+        # after the phases' narrow (phases.py), so the mode filters it for as long as it is on.
+        warnings.filterwarnings("ignore", message=COMPILE_GLOBAL_HOOKS_WARNING, category=UserWarning)
+        self.warning_filter = warnings.filters[0]
         # Left registered at stop (they return at once): torch walks the optimizer hooks' dict
         # while calling them, and removing one there would raise into the step (phases.py).
         self.optimizer_handles = [
@@ -160,6 +166,11 @@ class SyncPoints:
             except Exception:
                 pass
         self.handles = []
+        f, self.warning_filter = getattr(self, "warning_filter", None), None
+        try:
+            warnings.filters.remove(f)
+        except ValueError:  # the program reset the filters itself
+            pass
 
 
 def start(torch, hook, features, env, notes, guard):

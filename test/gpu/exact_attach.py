@@ -31,7 +31,7 @@ os.makedirs(args.out, exist_ok=True)
 work = tempfile.mkdtemp(prefix="gpumem-exact-attach-")
 agents = os.path.join(work, "agents")
 os.mkdir(agents, 0o700)
-env = dict(os.environ, GPUMEM_TUI_DIR=agents, GPUMEM_TUI_MARKS="hooks", GPUMEM_TUI_KEEP="1")
+env = dict(os.environ, GPUMEM_TUI_DIR=agents, GPUMEM_TUI_MARKS="hooks", GPUMEM_TUI_KEEP="1", GPUMEM_TUI_RING_CAPACITY="524288")
 env.pop("PYTHONPATH", None)  # no agent on the training's path: started as a user would
 train = subprocess.Popen([sys.executable, "test/gpu/exact_train.py", "--model", "gpt2", "--name", args.name, "--out", args.out,
                           "--steps", str(args.steps), "--attach-wait", str(args.wait)],

@@ -108,9 +108,12 @@ def step(torch, kind, called, batch, loss, opt):
 
 
 def agent():
+    """(the agent's module, the agent once its ring is there and its hooks are in), else (module, None)."""
     mod = sys.modules.get("gpumem_agent")
     a = mod.current() if mod else None
-    return mod, (a if a is not None and a.ring is not None else None)
+    # The sync points' hooks go in after the ring (Agent._start): steps before them would have none.
+    ready = a is not None and a.ring is not None and (getattr(a, "marks", None) is not None or "marks" in a.notes or a.mode != "hook")
+    return mod, (a if ready else None)
 
 
 def main():
