@@ -13,7 +13,7 @@ import { createModel, findings } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
 import { recordFields } from "../../src/system/manifest";
 import { App } from "../../src/tui/app";
-import { Controller, nextInterval } from "../../src/tui/controller";
+import { Controller } from "../../src/tui/controller";
 import { KEYS } from "../../src/tui/screens/help";
 import { hostDocument, TORCHRUN } from "../support/jobs";
 import { replayed } from "../support/replayed";
@@ -215,9 +215,19 @@ describe("Esc, + and -", () => {
     expect(status()).toContain("interval 250 ms: the shortest - gives");
     for (let i = 0; i < 5; i++) (await keys("+"), seen.push(ctl.intervalMs));
     expect(seen.slice(6)).toEqual([500, 1000, 2000, 5000, 5000]);
-    expect(nextInterval(300, 1)).toBe(500);
-    expect(nextInterval(300, -1)).toBe(250);
     ui.unmount();
+    // From an interval off the ladder (--interval 300), the next rung either way.
+    for (const [key, want] of [
+      ["+", 500],
+      ["-", 250],
+    ] as const) {
+      const c = new Controller(null, 300);
+      c.replay = ctl.replay;
+      const m = mount(c, 80, 24, "process");
+      await m.keys(key);
+      expect(c.intervalMs).toBe(want);
+      m.ui.unmount();
+    }
   });
 });
 
