@@ -154,6 +154,30 @@ export function cutWords(s: string, width: number): string {
   return kept.trim() ? `${kept}…` : `${head}…`;
 }
 
+/**
+ * A status message in lines of `width`: where it fits, one line; else its sentence in one line (cut
+ * after a whole word) and each path in it (a line of its own, from "/", as actions and `run` write
+ * them) in full on the lines after it, wrapped where it is wider than a line: a log or a snapshot
+ * that cannot be found is no answer.
+ */
+export function messageLines(text: string, width: number): string[] {
+  const parts = text.split("\n");
+  const joined = parts.join("  ");
+  if (textWidth(joined) <= width) return [joined];
+  const paths = parts.filter((p) => p.startsWith("/"));
+  const words = parts.filter((p) => !p.startsWith("/")).join("  ");
+  const chunks = (p: string) => {
+    const out: string[] = [];
+    for (let rest = p; rest; ) {
+      const head = cut(rest, width) || rest.slice(0, 1);
+      out.push(head);
+      rest = rest.slice(head.length);
+    }
+    return out;
+  };
+  return [...(words ? [cutWords(words, width)] : []), ...paths.flatMap(chunks)];
+}
+
 /** `text` in lines of at most `width` columns, broken at spaces; a word longer than a line (a
  *  path) is broken where the line ends, between graphemes, so nothing of it is lost. */
 export function wrap(text: string, width: number): string[] {

@@ -157,7 +157,8 @@ export async function runMonitorOnChild(opts: MonitorOptions & { rest: string[] 
   let code: number | null = null;
   void child.exited.then((c) => {
     code = c;
-    ctl.say(`pid ${child.pid} exited with status ${c}; its output is in ${log}; q quits`);
+    // The log on a line of its own: the status line keeps a path whole (statusLine, messageLines).
+    ctl.say(`pid ${child.pid} exited with status ${c} (q quits); its output is in\n${log}`);
   });
   ctl.start();
   await show(ctl, opts);

@@ -215,12 +215,13 @@ describe("tables", () => {
     const ui = render(<App ctl={ctl} ascii={false} size={{ columns: 120, rows: 40 }} initialScreen="tensors" />);
     const frame = () => plain(ui.lastFrame()!).split("\n");
     await tick();
-    const group = frame().findIndex((l) => /^\s*\d+ × [\d.]+ (B|KiB|MiB|GiB) /.test(l));
+    // The count in its own column ("12 ×"), then SIZE whole.
+    const group = frame().findIndex((l) => /^\s*\d+ ×\s+[\d.]+ (B|KiB|MiB|GiB) /.test(l));
     expect(group).toBeGreaterThan(0);
     const n = Number(frame()[group]!.trim().split(" ")[0]);
     expect(n).toBeGreaterThan(1);
     for (const l of frame()) {
-      const m = /^\s*(?:\d+ × )?[\d.]+ (?:B|KiB|MiB|GiB) +(\S+) +(.*)$/.exec(l);
+      const m = /^\s*(?:\d+ ×\s+)?[\d.]+ (?:B|KiB|MiB|GiB) +(\S+) +(.*)$/.exec(l);
       if (m) expect(m[2]!.startsWith(`(${m[1]},`)).toBe(false);
     }
     // Select the group (rows before it: the header is the line before the first row) and open it.

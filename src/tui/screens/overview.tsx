@@ -5,7 +5,7 @@ import { jobNotes } from "../../system/jobs";
 import type { Device, Document, Job, Process } from "../../system/schema";
 import { areaChart, bar, byteScale, GUTTER, PERCENT_SCALE, timeAxis, yAxis, type AxisScale } from "../chart";
 import type { DeviceHistory } from "../../collect/session";
-import { color, formatBytes, orNa, pad, pct, rate, recordedMark } from "../format";
+import { color, cut, cutWords, formatBytes, orNa, pad, pct, rate, recordedMark, textWidth } from "../format";
 import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
 import { moreSevere, rowAlert } from "../controller";
@@ -76,12 +76,31 @@ function jobTitle(job: Job): string {
   return `${job.name}${job.launcher_pid === null ? "" : ` (launcher ${job.launcher_pid})`}`;
 }
 
+/** A GPU's name in `width`: "[recorded] " shortened to "[rec] " before the name is cut, and the name
+ *  cut after a whole word ("NVIDIA H100 80GB…", never "NVIDIA H100 80…"). */
+function gpuName(d: Device, width: number): string {
+  const full = recordedMark(d) + d.name;
+  if (textWidth(full) <= width) return full;
+  const short = (d.recorded ? "[rec] " : "") + d.name;
+  if (textWidth(short) <= width) return short;
+  const head = cut(short, width - 2);
+  const space = head.lastIndexOf(" ");
+  const kept = space > 0 ? head.slice(0, space) : head;
+  // After a figure ("H100") a space before "…": "H100…" reads as a number cut.
+  return /\d$/.test(kept) ? `${kept} …` : `${kept}…`;
+}
+
 function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHistory | undefined; width: number; chartRows: number; ascii: boolean }) {
   const total = d.memory_total_bytes ?? 0;
   const used = d.memory_used_bytes ?? 0;
   // The name gets up to 14 more columns where the terminal is wider than 110 (a "[recorded] " mark).
-  const nameWidth = 26 + Math.max(0, Math.min(14, width - 110));
-  const barWidth = Math.max(10, Math.min(40, width - 70 - (nameWidth - 26)));
+  const wanted = 26 + Math.max(0, Math.min(14, width - 110));
+  // Below 80 columns (a tmux split) the name, then the bar, give way: the memory figures stay whole
+  // on the line ("19.19 GiB/79.65 GiB" wrapped mid-figure at 72 columns).
+  const fixed = `GPU ${d.index}  GPU ${pct(d.gpu_utilization_percent).padStart(4)}  MEM  ${formatBytes(used)}/${formatBytes(total)}`.length;
+  let barWidth = Math.max(10, Math.min(40, width - 70 - (wanted - 26)));
+  if (width - 1 - fixed - barWidth < 12) barWidth = Math.max(4, width - 1 - fixed - 12);
+  const nameWidth = Math.max(4, Math.min(wanted, width - 1 - fixed - barWidth));
   const power = d.power_draw_milliwatts === null ? "n/a" : `${Math.round(d.power_draw_milliwatts / 1000)}/${d.power_limit_milliwatts === null ? "?" : Math.round(d.power_limit_milliwatts / 1000)} W`;
   // Two charts side by side, each with its y axis (GUTTER) and a time axis under it.
   const half = Math.max(GUTTER + 10, Math.floor((width - 3) / 2));
@@ -95,11 +114,12 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
   return (
     <Box flexDirection="column">
       <Text>
-        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(recordedMark(d) + d.name, nameWidth)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
+        <Text bold color={color("cyan")}>GPU {d.index}</Text> {pad(gpuName(d, nameWidth), nameWidth)} GPU <Text bold>{pad(pct(d.gpu_utilization_percent), 4, true)}</Text>  MEM{" "}
         <Text color={color(used / (total || 1) > 0.9 ? "red" : "green")}>{bar(used / (total || 1), barWidth, ascii)}</Text> {formatBytes(used)}/{formatBytes(total)}
       </Text>
-      <Text dimColor wrap="truncate-end">
-        {"      "}{orNa(d.temperature_celsius, "°C")}  {power}  SM {orNa(d.sm_clock_mhz)}/{orNa(d.sm_clock_max_mhz)} MHz  MEM {orNa(d.memory_clock_mhz)} MHz  PCIe rx {rate(d.pcie_rx_bytes_per_second)} tx {rate(d.pcie_tx_bytes_per_second)}  fan {pct(d.fan_speed_percent)}  {d.performance_state === null ? "" : `P${d.performance_state}`}
+      {/* Cut after a whole figure where the line ends (cutWords), never inside one. */}
+      <Text dimColor>
+        {cutWords(`      ${orNa(d.temperature_celsius, "°C")}  ${power}  SM ${orNa(d.sm_clock_mhz)}/${orNa(d.sm_clock_max_mhz)} MHz  MEM ${orNa(d.memory_clock_mhz)} MHz  PCIe rx ${rate(d.pcie_rx_bytes_per_second)} tx ${rate(d.pcie_tx_bytes_per_second)}  fan ${pct(d.fan_speed_percent)}  ${d.performance_state === null ? "" : `P${d.performance_state}`}`.trimEnd(), width - 1)}
       </Text>
       {chartRows > 0 && h ? (
         <Box>
@@ -111,7 +131,7 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
             <Text dimColor>{time}</Text>
           </Box>
           <Box flexDirection="column">
-            <Text dimColor>{pad(`${" ".repeat(GUTTER)}GPU memory used, of ${formatBytes(total)}`, half)}</Text>
+            <Text dimColor>{pad(cutWords(`${" ".repeat(GUTTER)}GPU memory used, of ${formatBytes(total)}`, half), half)}</Text>
             {mem.map((l, i) => (
               <Text key={i} color={color("green")}>{l}</Text>
             ))}

@@ -2,7 +2,7 @@
 // each cell of a process or a job row says, and the sort each column stands for. Unknown is "–",
 // never 0.
 import type { Job, Process } from "../../system/schema";
-import { formatBytes, formatDuration, pad, phaseLabel, recordedMark, UNKNOWN } from "../format";
+import { cut, formatBytes, formatDuration, pad, phaseLabel, recordedMark, textWidth, UNKNOWN } from "../format";
 
 /** The process table's sorts, one a column (`s` steps through those of the columns shown, in their order). */
 export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user", "gpu", "sm", "cpu", "host", "time", "phase", "step", "rank", "command"] as const;
@@ -191,6 +191,23 @@ const NARROW_COMMAND = 30;
 export function processCells(t: Table, p: Process, inJob: boolean, alert = ""): string {
   const narrow = t.command < NARROW_COMMAND;
   const marks = `${alert}${p.exited ? (narrow ? "[exit] " : "[exited] ") : ""}${p.recorded && narrow ? "[rec] " : recordedMark(p)}`;
-  return line(t, (c) => c.process(p, inJob), `${marks}${p.command ? commandShown(p.command) : (p.name ?? "")}`);
+  return line(t, (c) => c.process(p, inJob), cutCommand(marks, p.command ? commandShown(p.command) : (p.name ?? ""), t.command - 1));
 }
+/**
+ * COMMAND in `width` columns: the marks, the script, then its first arguments, each whole, and "…"
+ * where some are left out; the script cut at its end only where it alone is too long ("hf_gp…").
+ */
+export function cutCommand(marks: string, command: string, width: number): string {
+  if (textWidth(marks + command) <= width) return marks + command;
+  const [script = "", ...args] = command.split(" ");
+  const head = marks + script;
+  if (textWidth(head) + (args.length ? 1 : 0) > width) return `${cut(head, width - 1)}…`;
+  let out = head;
+  for (const a of args) {
+    if (textWidth(`${out} ${a}`) + 1 > width) break;
+    out += ` ${a}`;
+  }
+  return `${out}…`;
+}
+
 export const jobCells = (t: Table, j: Job, users: Set<string>, title: string) => line(t, (c) => c.job(j, users), title);

@@ -5,7 +5,8 @@ import type { ProcessModel } from "../../collect/live";
 import { breakdown, distinctFindings, findings, oomColumns, poolsLine, summary, timeline, unallocatedLine, unallocatedView, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
 import { areaChart, byteScale, GUTTER, markLine, onTimeAxis, phaseStrip, timeAxis, yAxis } from "../chart";
 import { phaseShares } from "../../profiler/phase-shares";
-import { color, formatBytes, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { color, cutMiddle, cutWords, formatBytes, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
@@ -73,7 +74,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   const attached = attachedLine(pm);
   if (attached) notes.unshift(attached);
   const noteLines = notes.map((n, i) => (
-    <Text key={n} color={color(attached && i === 0 ? "cyan" : "yellow")} wrap="truncate-end">{n}</Text>
+    <Text key={n} color={color(attached && i === 0 ? "cyan" : "yellow")}>{cutWords(n, width - 1)}</Text>
   ));
   if (m.devices.length === 0) {
     return (
@@ -107,7 +108,29 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   // A snapshot has no title line, nor allocated and reserved: the frame's header says them
   // (snapshot-header.ts); its peak joins the line of its OOMs and steps.
   const snap = pm.snapshot ?? null;
-  let fixedLines = (snap ? 15 : 17) + notes.length + Math.max(1, f.length) + b.phases.length;
+  // The headline: short pieces laid in as many lines as the width needs (./flow.tsx), never a
+  // figure cut; reserved but unallocated on lines of its own, broken after its clauses.
+  // One peak on the screen, torch's: a second figure only with its cause (queries.ts peakOf).
+  const peak: Piece = { text: `peak ${formatBytes(s.peak_allocated_bytes)}${s.peak_note ? ` (${s.peak_note})` : ""}` };
+  const headline: Piece[] = [
+    { text: `allocated ${formatBytes(s.allocated_bytes)}`, node: <>allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text></> },
+    { text: `reserved ${formatBytes(s.reserved_bytes)}`, node: <>reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text></> },
+    peak,
+    { text: `NVML ${s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}` },
+    { text: `non-PyTorch ${s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}` },
+  ];
+  const status: Piece[] = [
+    snap ? peak : { text: `retries ${s.n_retries ?? "n/a"}` },
+    { text: `OOMs ${s.n_oom}`, node: <>OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text></> },
+    { text: `step ${s.step}` },
+    { text: `phase ${phaseLabel(s.phase)}`, node: <>phase <Text bold>{phaseLabel(s.phase)}</Text></> },
+    ...(s.range_name ? [{ text: `range ${s.range_name}` }] : []),
+    ...(s.partial ? [{ text: `(block detail partial: ${s.partial_causes.join("; ")})` }] : []),
+  ];
+  const unallocatedPieces = clausePieces(unallocated);
+  const w = width - 1;
+  const extraLines = (pieces: Piece[]) => flowLines(pieces, w) - 1;
+  let fixedLines = (snap ? 14 : 16) + notes.length + Math.max(1, f.length) + b.phases.length + (snap ? 0 : extraLines(headline)) + extraLines(status) + extraLines(unallocatedPieces);
   // On a short terminal the table's rows keep their lines: the peak's composition in words gives
   // its line first, then the findings after the first (the heading counts them; Enter shows all).
   const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
@@ -115,12 +138,21 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   if (!showWords) fixedLines--;
   // Then the reserved but unallocated line joins the end of the line above it.
   const ownLine = !short();
-  if (!ownLine) fixedLines--;
+  if (!ownLine) fixedLines += flowLines([...status, ...unallocatedPieces], w) - flowLines(status, w) - flowLines(unallocatedPieces, w);
   while (short() && f.length > 1) (f = f.slice(0, -1)), fixedLines--;
-  const both = height - fixedLines >= 2 * MIN_CHART_ROWS;
-  const chartRows = both ? Math.min(10, Math.floor((height - fixedLines) / 2)) : Math.max(MIN_CHART_ROWS, Math.min(10, height - fixedLines + 1));
+  // Then the lines that explain rather than tell, one by one: the shares' note, the findings'
+  // heading (each finding says its severity), the chart's title (the legend under it names the
+  // phases; its axis the bytes), what each column sums, last the phase strip's legend.
+  const keep = { share: true, sums: true, legend: true, heading: true, label: true };
+  for (const k of ["share", "heading", "label", "sums", "legend"] as const) if (short()) (keep[k] = false), fixedLines--;
+  // Last (60×15), the chart and its lines give way: a chart of fewer rows reads as a line, and
+  // the figures above and the step's table below say more.
+  const chart = !short();
+  if (!chart) fixedLines -= 3 + (keep.label ? 2 : 1) + (keep.legend ? 1 : 0);
+  const both = chart && height - fixedLines >= 2 * MIN_CHART_ROWS;
+  const chartRows = !chart ? 0 : both ? Math.min(10, Math.floor((height - fixedLines) / 2)) : Math.max(MIN_CHART_ROWS, Math.min(10, height - fixedLines + 1));
   // The ranges' list: its header, then a row each.
-  const rangeRows = Math.max(0, height - fixedLines - (both ? 2 * chartRows : chartRows - 1) - 1);
+  const rangeRows = Math.max(0, height - fixedLines - (both ? 2 * chartRows : chart ? chartRows - 1 : 0) - 1);
   const chartWidth = Math.max(20, width - 2 - GUTTER);
   const points = ascii ? chartWidth : chartWidth * 2;
   const toUs = s.last_time_us ?? 0;
@@ -153,58 +185,52 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
       ? [{ column: Math.min(chartWidth - 1, Math.floor(((b.peak.time_us - fromUs) / Math.max(1, toUs - fromUs)) * chartWidth)), mark: "v", label: `step ${when}'s peak` }]
       : []),
   ];
-  // One peak on the screen: where torch's own (the ring header's max_memory_allocated) lies above
-  // what the records ever held at once (the chart covers the whole run), both are named.
-  const whole = fromUs === (s.first_time_us ?? toUs);
-  const peakWords = chartPeak !== null && whole && chartPeak !== s.peak_allocated_bytes ? ` (torch; records ${formatBytes(chartPeak)})` : "";
   const share = shareNote(b);
   const state = pm.ended ? (pm.source === "replay" ? "replay finished" : "exited") : pm.source === "replay" ? "replaying" : "live";
   return (
     <Box flexDirection="column">
       {snap ? null : (
-        <Text wrap="truncate-end">
-          <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {pad(pm.title, Math.max(10, width - 30))}</Text>
+        <Text>
+          <Text bold color={color("cyan")}>pid {pm.pid}</Text> <Text dimColor>[{state}] {cutMiddle(pm.title, Math.max(10, w - `pid ${pm.pid} [${state}] `.length))}</Text>
         </Text>
       )}
-      {snap ? null : (
-        <Text wrap="truncate-end">
-          allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text>  reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text>  peak {formatBytes(s.peak_allocated_bytes)}{peakWords}  NVML {s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}  non-PyTorch {s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}
-        </Text>
-      )}
-      <Text wrap="truncate-end">
-        {snap ? `peak ${formatBytes(s.peak_allocated_bytes)}${peakWords}  ` : `retries ${s.n_retries ?? "n/a"}  `}OOMs <Text color={color(s.n_oom ? "red" : "white")}>{s.n_oom}</Text>  step {s.step}  phase <Text bold>{phaseLabel(s.phase)}</Text>{s.range_name ? `  range ${s.range_name}` : ""}{s.partial ? `  (block detail partial: ${s.partial_causes.join("; ")})` : ""}{ownLine ? "" : `  ${unallocated}`}
-      </Text>
-      {ownLine ? <Text wrap="truncate-end">{unallocated}</Text> : null}
+      {snap ? null : <Flow pieces={headline} width={w} />}
+      <Flow pieces={ownLine ? status : [...status, ...unallocatedPieces]} width={w} />
+      {ownLine ? <Flow pieces={unallocatedPieces} width={w} /> : null}
       {noteLines}
-      {both ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text> : null}
-      {resv.map((line, i) => (
-        <Text key={i} color={color("yellow")}>{line}</Text>
-      ))}
-      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}{both ? "allocated" : "allocated, dotted: reserved (each column keeps its maximum)"}</Text>
-      {alloc.map((line, i) => (
-        <Text key={i} color={color("green")}>{line}</Text>
-      ))}
-      <Text wrap="truncate-end">
-        <Text dimColor>{pad("phase", GUTTER - 1, true)} </Text>
-        {strip.runs.map((r, i) => (
-          <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
-        ))}
-      </Text>
-      <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}phase: {strip.legend}</Text>
-      <Text color={color("red")}>{" ".repeat(GUTTER)}{markLine(chartWidth, marks)}</Text>
-      <Text dimColor>{snap ? recordingAxis(chartWidth, fromUs - (s.first_time_us ?? fromUs), toUs - (s.first_time_us ?? fromUs)) : timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
-      <Text bold>Findings{allFindings.length ? <Text dimColor>{`  (${allFindings.length}; Enter shows each whole, with its numbers)`}</Text> : null}</Text>
+      {chart ? (
+        <>
+          {both ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text> : null}
+          {resv.map((line, i) => (
+            <Text key={i} color={color("yellow")}>{line}</Text>
+          ))}
+          {both || keep.label ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}{both ? "allocated" : "allocated, dotted: reserved (each column keeps its maximum)"}</Text> : null}
+          {alloc.map((line, i) => (
+            <Text key={i} color={color("green")}>{line}</Text>
+          ))}
+          <Text wrap="truncate-end">
+            <Text dimColor>{pad("phase", GUTTER - 1, true)} </Text>
+            {strip.runs.map((r, i) => (
+              <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
+            ))}
+          </Text>
+          {keep.legend ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}phase: {strip.legend}</Text> : null}
+          <Text color={color("red")}>{" ".repeat(GUTTER)}{markLine(chartWidth, marks)}</Text>
+          <Text dimColor>{snap ? recordingAxis(chartWidth, fromUs - (s.first_time_us ?? fromUs), toUs - (s.first_time_us ?? fromUs)) : timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
+        </>
+      ) : null}
+      {keep.heading ? <Text bold>Findings{allFindings.length ? <Text dimColor>{`  (${allFindings.length}; Enter shows each whole, with its numbers)`}</Text> : null}</Text> : null}
       {f.length === 0 ? <Text dimColor>  nothing wrong found</Text> : null}
       {f.map((x, i) => (
         <Text key={i} color={color(x.severity === "error" ? "red" : x.severity === "warning" ? "yellow" : "white")}>
-          {pad(`  ${x.severity}: ${x.title}${x.count > 1 ? ` (${x.count} times)` : ""}`, width - 1)}
+          {pad(cutWords(`  ${x.severity}: ${x.title}${x.count > 1 ? ` (${x.count} times)` : ""}`, width - 1), width - 1)}
         </Text>
       ))}
       <Text bold>
         {when !== null && b.step === when ? <Text color={color("yellow")}>PAST </Text> : null}Step {b.step}{b.complete ? "" : " (running)"}{when !== null && b.step !== when ? ` (step ${when} is no longer kept)` : ""}: peak {formatBytes(b.peak.allocated_bytes)} {b.peak.phase ? inPhase(b.peak.phase) : ""}
       </Text>
-      {showWords ? <Text dimColor>{pad(b.peak.words, width - 1)}</Text> : null}
-      {STEP_HEADER.map((cell, i) => (
+      {showWords ? <Text dimColor>{cutWords(b.peak.words, width - 1)}</Text> : null}
+      {STEP_HEADER.slice(0, keep.sums ? 2 : 1).map((cell, i) => (
         <Text key={i} inverse>{STEP_COLUMNS.map((c, k) => pad(cell(c, b.step), c.width, k > 0)).join("")}</Text>
       ))}
       {b.phases.map((p) => {
@@ -217,7 +243,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
           </Text>
         );
       })}
-      <Text dimColor wrap="truncate-end">{share}</Text>
+      {keep.share ? <Text dimColor>{cutWords(share, width - 1)}</Text> : null}
       {rangeRows > 0 && b.ranges.length ? <Text inverse>{pad("RANGE (record_function)", 40)}{pad("ALLOCATED IN STEP", 18, true)}{pad("  every allocation in the range this step, added up (freed ones too)", Math.max(0, width - 59))}</Text> : null}
       {b.ranges.slice(0, rangeRows).map((r) => (
         <Text key={r.range} dimColor>

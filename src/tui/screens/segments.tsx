@@ -4,7 +4,8 @@
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { poolsLine, segments, unallocatedLine, unallocatedView, type UnallocatedView } from "../../profiler";
-import { color, formatBytes, pad } from "../format";
+import { color, cutWords, formatBytes, pad } from "../format";
+import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenSpec } from "../screen-spec";
 import { counted, PRIVATE_POOLS, UNALLOCATED } from "../../words";
 import { firstShown, rowUnder } from "./scroll";
@@ -25,14 +26,40 @@ export function segmentsInOrder(pm: ProcessModel | undefined, moment: TensorsMom
   return [...(mapAt(pm, moment)?.segments ?? [])].sort((a, b) => b.size_bytes - a.size_bytes);
 }
 
-/** The rows the list has room for (they start at line 4, below the totals, the private pools,
- *  the Enter hint and the column titles). */
-const listRoom = (height: number) => Math.max(3, height - 6);
+/** The rows the list has room for below `head` lines (the totals, the private pools or the
+ *  moment's second line, and the keys), and the column titles. */
+const listRoom = (height: number, head: number) => Math.max(3, height - head - 2);
 
 /** The segment (its place in the list) under line `line` of the screen, for a click; or null. */
-export function segmentRowAt(count: number, height: number, selected: number, line: number): number | null {
-  return rowUnder(count, listRoom(height), selected, 4, line);
+export function segmentRowAt(pm: ProcessModel | undefined, width: number, height: number, moment: TensorsMoment, selected: number, line: number): number | null {
+  const head = headLines(pm, width, moment);
+  return rowUnder(segmentsInOrder(pm, moment).length, listRoom(height, head), selected, head + 1, line);
 }
+
+/** The totals above the list as pieces of a sentence, broken after a clause where the line ends
+ *  (./flow.tsx): "73 segments: reserved 3.27 GiB, allocated 1.22 GiB, reserved but unallocated
+ *  2.03 GiB now, …" never cut inside a figure. */
+function totalsNow(pm: ProcessModel): Piece[] {
+  const map = segments(pm.model, { withBlocks: true });
+  const dev = pm.model.device(map.device);
+  const u = dev ? unallocatedView(pm.model, dev) : null;
+  const count = counted(map.segments.length, "segment");
+  const rest = `reserved ${formatBytes(map.reserved_bytes)}, allocated ${formatBytes(map.allocated_bytes)}, ${u ? unallocatedLine(u) : `${formatBytes(map.reserved_unallocated_bytes)} ${UNALLOCATED}`}, largest free block ${formatBytes(map.largest_free_bytes)}, ${map.n_inactive_splits} inactive splits${map.approximate ? " (placement approximate)" : ""}`;
+  return [{ text: `${count}:`, node: <Text bold>{count}:</Text> }, ...clausePieces(rest).map((p, i) => (i ? p : { ...p, sep: " " }))];
+}
+
+/** Lines above the list: the totals (as many lines as they take), the private pools (now) and the keys. */
+function headLines(pm: ProcessModel | undefined, width: number, moment: TensorsMoment): number {
+  if (!pm || pm.model.devices.length === 0) return 3;
+  if (moment.kind !== "now") {
+    const map = momentSegments(pm, moment);
+    return map ? flowLines(totalsThen(pm, moment, map), width - 1) + 1 : 3;
+  }
+  return flowLines(totalsNow(pm), width - 1) + 2;
+}
+
+/** The keys of the list, the longest wording that fits. */
+const listKeys = (width: number) => (width - 1 >= 74 ? "Enter: the selected segment's blocks (names, shapes, ages)  P: at the peak" : "Enter: a segment's blocks  P: at the peak");
 
 /** The private pools line: always drawn, so that the list starts on the same line. */
 function privatePoolsLine(pools: UnallocatedView["private_pools"]): string {
@@ -45,7 +72,7 @@ export function SegmentsScreen({ pm, width, height, ascii, selected, moment = { 
   if (moment.kind !== "now") return <SegmentsThen pm={pm} width={width} height={height} ascii={ascii} selected={selected} moment={moment} />;
   const map = segments(pm.model, { withBlocks: true });
   const segs = segmentsInOrder(pm);
-  const room = listRoom(height);
+  const room = listRoom(height, headLines(pm, width, moment));
   const first = firstShown(segs.length, room, selected);
   const stripWidth = Math.max(10, width - 44);
   const dev = pm.model.device(map.device);
@@ -53,12 +80,9 @@ export function SegmentsScreen({ pm, width, height, ascii, selected, moment = { 
   const pools = privatePoolsLine(u ? u.private_pools : null);
   return (
     <Box flexDirection="column">
-      <Text wrap="truncate-end">
-        <Text bold>{counted(map.segments.length, "segment")}</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)},{" "}
-        {u ? unallocatedLine(u) : `${formatBytes(map.reserved_unallocated_bytes)} ${UNALLOCATED}`}, largest free block {formatBytes(map.largest_free_bytes)}, {map.n_inactive_splits} inactive splits{map.approximate ? " (placement approximate)" : ""}
-      </Text>
-      <Text dimColor wrap="truncate-end">{pools}</Text>
-      <Text dimColor>Enter: the selected segment's blocks (names, shapes, ages)  P: at the peak</Text>
+      <Flow pieces={totalsNow(pm)} width={width - 1} />
+      <Text dimColor>{cutWords(pools, width - 1)}</Text>
+      <Text dimColor>{listKeys(width)}</Text>
       <SegmentList segs={segs} first={first} room={room} selected={selected} stripWidth={stripWidth} ascii={ascii} />
     </Box>
   );
@@ -87,19 +111,24 @@ function SegmentsThen({ pm, width, height, ascii, selected, moment }: { pm: Proc
   const what = momentWords(moment);
   if (!map) return <Text color={color("yellow")}>{`Segments at ${what}: that step's blocks are no longer kept (P: another moment, Esc: now)`}</Text>;
   const segs = segmentsInOrder(pm, moment);
-  const room = listRoom(height);
+  const room = listRoom(height, headLines(pm, width, moment));
   const first = firstShown(segs.length, room, selected);
-  const released = map.released_since_bytes ? `; ${formatBytes(map.released_since_bytes)} of segments released since, not drawn` : "";
   return (
     <Box flexDirection="column">
-      <Text wrap="truncate-end" color={color("yellow")}>
-        <Text bold>{`At ${what}${moment.kind === "peak" && typeof moment.which === "string" ? ` (step ${map.step})` : ""}: ${counted(map.segments.length, "segment")}`}</Text>: reserved {formatBytes(map.reserved_bytes)}, allocated {formatBytes(map.allocated_bytes)}, {formatBytes(map.reserved_unallocated_bytes)} {UNALLOCATED}
-      </Text>
-      <Text dimColor wrap="truncate-end">{`largest free block ${formatBytes(map.largest_free_bytes)}, ${map.n_inactive_splits} inactive splits${released}`}</Text>
-      <Text dimColor>{pad("P: another moment  [ ]: steps  Esc: now  (Enter opens a segment as it is now)", width - 1)}</Text>
+      <Flow pieces={totalsThen(pm, moment, map)} width={width - 1} color={color("yellow")} />
+      <Text dimColor>{cutWords("P: another moment  [ ]: steps  Esc: now  (Enter opens a segment as it is now)", width - 1)}</Text>
       <SegmentList segs={segs} first={first} room={room} selected={selected} stripWidth={Math.max(10, width - 44)} ascii={ascii} />
     </Box>
   );
+}
+
+/** The totals at a peak or a past step's end, as pieces (see totalsNow); segments released since
+ *  are counted in words. */
+function totalsThen(pm: ProcessModel, moment: Exclude<TensorsMoment, { kind: "now" }>, map: NonNullable<ReturnType<typeof momentSegments>>): Piece[] {
+  const head = `At ${momentWords(moment)}${moment.kind === "peak" && typeof moment.which === "string" ? ` (step ${map.step})` : ""}: ${counted(map.segments.length, "segment")}`;
+  const released = map.released_since_bytes ? `; ${formatBytes(map.released_since_bytes)} of segments released since, not drawn` : "";
+  const rest = `reserved ${formatBytes(map.reserved_bytes)}, allocated ${formatBytes(map.allocated_bytes)}, ${formatBytes(map.reserved_unallocated_bytes)} ${UNALLOCATED}, largest free block ${formatBytes(map.largest_free_bytes)}, ${map.n_inactive_splits} inactive splits${released}`;
+  return [{ text: `${head}:`, node: <Text bold>{head}:</Text> }, ...clausePieces(rest).map((p, i) => (i ? p : { ...p, sep: " " }))];
 }
 
 /** The Segments screen in the frame: the list, or one segment opened with Enter (its blocks; Esc
@@ -116,7 +145,7 @@ export const segmentsScreen = {
     ),
   rows: (p) => (p.ui.segment && p.pm ? segmentPartCount(p.pm, p.ui.segment.address) : segmentsInOrder(p.pm, tensorsMoment(p.ui)).length),
   rowAt: (p, line) =>
-    p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(segmentsInOrder(p.pm, tensorsMoment(p.ui)).length, p.height, p.selected, line),
+    p.ui.segment && p.pm ? segmentPartAt(p.pm, p.ui.segment.address, p.height, p.selected, line) : segmentRowAt(p.pm, p.width, p.height, tensorsMoment(p.ui), p.selected, line),
   onKey: (ui, key, ctx) => {
     // Esc closes an opened segment; with none open it is the frame's (the past, then the Overview).
     if (isKey(key, "escape") || isKey(key, "backspace")) {
