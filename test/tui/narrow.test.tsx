@@ -143,6 +143,9 @@ describe("every screen at 60×15 … 200×60: no line wider than the terminal, n
             if (key !== "8") expect({ columns, key, l, cut: cutFigure(l) }).toEqual({ columns, key, l, cut: false });
           }
         }
+        // Process: the step table's header on one line with PEAK (at 60 columns it wrapped, a row's PEAK cut).
+        const head = screens["2"]!.find((l) => /^PHASE /.test(l));
+        if (head) expect({ columns, head, peak: /ALLOCATED|HELD AT END/.test(head) && / PEAK/.test(head) }).toEqual({ columns, head, peak: true });
         // Tensors: one line a row (no blank line after each at 60×15), every size whole.
         const t = screens["3"]!;
         const header = t.findIndex((l) => /SIZE. CATEGORY/.test(l));

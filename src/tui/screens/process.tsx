@@ -29,6 +29,17 @@ const STEP_COLUMNS: { key: string; width: number; title: string; sums: string; c
   { key: "share", width: 15, title: "SHARE OF PEAK", sums: "of it at peak", cell: (p) => `${Math.round(p.share_of_step_peak * 100)}%` },
 ];
 
+/** The step table's columns that fit `width`: below 80 columns TEMPORARY, then SHARE OF PEAK, then
+ *  ALLOCATED give way (a row wrapped at 60 columns, its PEAK cut); PHASE, HELD AT END and PEAK stay. */
+export function stepColumns(width: number): typeof STEP_COLUMNS {
+  let cols = STEP_COLUMNS;
+  for (const key of ["temporary", "share", "allocated"]) {
+    if (cols.reduce((n, c) => n + c.width, 0) <= width) break;
+    cols = cols.filter((c) => c.key !== key);
+  }
+  return cols;
+}
+
 /** The step table's two header lines: the columns' titles, then what each sums (the first cell: the step). */
 const STEP_HEADER: ((c: (typeof STEP_COLUMNS)[number], step: number) => string)[] = [(c) => c.title, (c, step) => (c.key === "phase" ? `step ${step}` : c.sums)];
 
@@ -186,6 +197,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
       : []),
   ];
   const share = shareNote(b);
+  const stepCols = stepColumns(w);
   const state = pm.ended ? (pm.source === "replay" ? "replay finished" : "exited") : pm.source === "replay" ? "replaying" : "live";
   return (
     <Box flexDirection="column">
@@ -231,7 +243,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
       </Text>
       {showWords ? <Text dimColor>{cutWords(b.peak.words, width - 1)}</Text> : null}
       {STEP_HEADER.slice(0, keep.sums ? 2 : 1).map((cell, i) => (
-        <Text key={i} inverse>{STEP_COLUMNS.map((c, k) => pad(cell(c, b.step), c.width, k > 0)).join("")}</Text>
+        <Text key={i} inverse>{stepCols.map((c, k) => pad(cell(c, b.step), c.width, k > 0)).join("")}</Text>
       ))}
       {b.phases.map((p) => {
         // A phase the step never entered has no figures: "–", not zeros (a snapshot has no phases).
@@ -239,7 +251,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
         const v = (x: string) => (none ? UNKNOWN : x);
         return (
           <Text key={p.phase} dimColor={none}>
-            {STEP_COLUMNS.map((c, k) => pad(k === 0 ? phaseLabel(p.phase) : c.key === "peak" ? c.cell!(p) : v(c.cell!(p)), c.width, k > 0)).join("")}
+            {stepCols.map((c, k) => pad(k === 0 ? phaseLabel(p.phase) : c.key === "peak" ? c.cell!(p) : v(c.cell!(p)), c.width, k > 0)).join("")}
           </Text>
         );
       })}
