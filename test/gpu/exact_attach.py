@@ -38,11 +38,15 @@ train = subprocess.Popen([sys.executable, "test/gpu/exact_train.py", "--model", 
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 status = 1
 try:
-    line = train.stdout.readline()
-    print(line.strip(), flush=True)
-    if not line.startswith("ready "):
-        sys.exit("the training did not get ready: %s%s" % (line, train.stdout.read()))
-    pid = int(line.split()[1])
+    # Its stderr comes on the same pipe (transformers' warnings): the lines before "ready" are said.
+    pid = None
+    for line in train.stdout:
+        print(line.rstrip(), flush=True)
+        if line.startswith("ready "):
+            pid = int(line.split()[1])
+            break
+    if pid is None:
+        sys.exit("the training ended before it was ready (exit %s)" % train.wait())
     t = time.time()
     p = subprocess.run(["bun", "src/cli.ts", "attach", str(pid), "--no-monitor", "--timeout", "60"], env=env,
                        capture_output=True, text=True, timeout=120)
