@@ -61,6 +61,9 @@ export class BlockTable {
   unsized: Uint8Array;
   /** Live blocks with `unsized` set. */
   unsizedCount = 0;
+  /** A large block's slot in its segment's chain (LargePoolLayout.lastSlot at its alloc, −1:
+   *  none): its free hands it back, so the chain needs no lookup of the address. */
+  chain: Int32Array;
   /** Tensor names from the agent, by slot (undefined where unknown). As long as the columns and
    *  filled with undefined: a JS array given a few names at far slots turns sparse, and then every
    *  free's read of it was a lookup in a map (24 ns against 0.8, a real job's named model: its
@@ -104,6 +107,7 @@ export class BlockTable {
     this.stack = new Uint32Array(initial);
     this.flags = new Uint8Array(initial);
     this.unsized = new Uint8Array(initial);
+    this.chain = new Int32Array(initial);
     this.freeSlots = new Int32Array(initial);
     this.names = new Array<string | undefined>(initial).fill(undefined);
     this.tensors = new Array<TensorInfo | undefined>(initial).fill(undefined);
@@ -302,6 +306,9 @@ export class BlockTable {
     this.category = u8(this.category);
     this.flags = u8(this.flags);
     this.unsized = u8(this.unsized);
+    const chain = new Int32Array(n);
+    chain.set(this.chain);
+    this.chain = chain;
     const fs = new Int32Array(n);
     fs.set(this.freeSlots);
     this.freeSlots = fs;

@@ -286,6 +286,7 @@ export class DeviceState extends TotalsReadout {
     const cCat = blocks.category;
     const cFlags = blocks.flags;
     const cUnsized = blocks.unsized;
+    const cChain = blocks.chain;
     const cStack = blocks.stack;
     let requested = tt.requested;
     let allocated = tt.allocated;
@@ -337,14 +338,17 @@ export class DeviceState extends TotalsReadout {
         // torch's block: the small pool's (and expandable segments') is the request rounded; a
         // large one is what its segment's chain gives, where the chain is known.
         let size = rounded;
+        let chain = -1;
         if (rounded > SMALL_SIZE && layout !== null) {
           const unknown = layout.inferred;
           size = layout.alloc(addr, rounded, NaN, -1);
+          chain = layout.lastSlot;
           if (layout.inferred !== unknown) {
             cUnsized[slot] = 1;
             blocks.unsizedCount++;
           }
         }
+        cChain[slot] = chain;
         // BlockTable.add's columns and sums, on the columns read once a run.
         cAddress[slot] = addr;
         cSize[slot] = size;
@@ -384,6 +388,7 @@ export class DeviceState extends TotalsReadout {
         const slot = map.remove(addr);
         // The block's own size where the model holds it: a free's requested size may differ by rounding.
         const size = slot >= 0 ? cSize[slot]! : rounded;
+        const chain = slot >= 0 ? cChain[slot]! : -1;
         requested += RF.rq * rq;
         allocated += RF.al * size;
         active += RF.ac * size;
@@ -413,7 +418,7 @@ export class DeviceState extends TotalsReadout {
         }
         if (a === ACTION.free) {
           // the fold's free_completed: the block leaves its chain, merged with free neighbours
-          const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(addr) : undefined;
+          const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(addr, chain) : undefined;
           active += RC.ac * (slot >= 0 ? size : (freed ?? rounded));
           lastTime = extra[i]!;
           folded++;

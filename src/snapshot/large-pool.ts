@@ -15,10 +15,15 @@
 import { AddressMap } from "../profiler/address-map";
 import { SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 
-const FREE = 1;
-const LIVE = 2;
-const UNKNOWN = 3;
-const NONE = -1;
+// A const enum: the transpiler writes its members in as numbers. Module constants cost the JIT a
+// scope lookup at each use, which made the per-record methods too large to be inlined (see alloc).
+const enum B {
+  FREE = 1,
+  LIVE = 2,
+  UNKNOWN = 3,
+  /** No slot. */
+  NONE = -1,
+}
 
 /** A block that existed before the recording: its size is proven where the final segments hold it. */
 export interface SeedBlock {
@@ -47,10 +52,18 @@ export class LargePoolLayout {
   private next = new Int32Array(256);
   private entry = new Int32Array(256);
   private freeEntry = new Int32Array(256);
-  private spare: number[] = [];
+  private spare = new Int32Array(256);
+  private nSpare = 0;
   private used = 0;
-  /** Start address → slot of every FREE, LIVE and UNKNOWN block. */
-  private readonly at = new AddressMap(256);
+  /** Start address → slot of every FREE, LIVE and UNKNOWN block, and of blocks since merged into
+   *  the one before them: a merge leaves the index as it is (a probe saved on every merge), so an
+   *  entry counts only where its slot still starts there (find). Rebuilt once stale entries
+   *  outnumber the blocks (reindexAt), so it stays within a few times the blocks alive. */
+  private at = new AddressMap(256);
+  private reindexAt = 1024;
+  /** The slot of the block the last alloc laid out, −1 where it had no layout to go by: the caller
+   *  keeps it with its block and gives it back to freeCompleted, which then needs no lookup. */
+  lastSlot = B.NONE;
   private unknowns = 0;
   /** UNKNOWN slots as seeded (in address order once sorted) and their starts then. */
   private unknownAt: number[] = [];
@@ -72,17 +85,17 @@ export class LargePoolLayout {
   seed(start: number, size: number, blocks: readonly SeedBlock[]): void {
     this.clear(start, size);
     let cursor = start;
-    let last = NONE;
+    let last = B.NONE;
     const stretch = (to: number) => {
       if (to === cursor) return;
-      const open = last !== NONE && this.unsettled[last] === 1;
-      last = this.add(cursor, to - cursor, open ? UNKNOWN : FREE, last);
+      const open = last !== B.NONE && this.unsettled[last] === 1;
+      last = this.add(cursor, to - cursor, open ? B.UNKNOWN : B.FREE, last);
     };
     for (const b of blocks) {
       if (b.address < cursor || b.address + b.size > start + size) continue; // inconsistent: left out
       stretch(b.address);
-      if (last !== NONE && this.unsettled[last] === 1) this.settle(last, 0); // the next block starts where it ends
-      last = this.add(b.address, b.size, LIVE, last);
+      if (last !== B.NONE && this.unsettled[last] === 1) this.settle(last, 0); // the next block starts where it ends
+      last = this.add(b.address, b.size, B.LIVE, last);
       if (!b.known) {
         this.unsettled[last] = 1;
         this.inferred++;
@@ -90,12 +103,12 @@ export class LargePoolLayout {
       cursor = b.address + b.size;
     }
     stretch(start + size);
-    if (last !== NONE && this.unsettled[last] === 1) this.settle(last, 0); // it ends where the segment does
+    if (last !== B.NONE && this.unsettled[last] === 1) this.settle(last, 0); // it ends where the segment does
   }
 
   segmentAlloc(start: number, size: number): void {
     this.clear(start, size); // a stale layout there (its segment_free never came)
-    this.add(start, size, FREE, NONE);
+    this.add(start, size, B.FREE, B.NONE);
   }
 
   /** The allocator gives back only a segment that is one free block; anything else the layout
@@ -109,16 +122,42 @@ export class LargePoolLayout {
    * where the final segments state it (alive at the end), else NaN. `entry`: the trace entry.
    */
   alloc(address: number, rounded: number, exact: number, entry: number): number {
-    let s = this.at.get(address);
-    if (s === undefined && this.unknowns > 0) s = this.inUnknown(address);
-    if (s !== undefined && this.kind[s] === UNKNOWN) s = this.freeUnknown(s);
+    // The common case, a free block taken whole, kept under the JIT's size for inlining into the
+    // caller's loop (FTL inlines a callee of bytecode cost ≤ 170; the whole method is ~500, and a
+    // call of it cost the live model ~10 ns a large block: bench/results/ingest-ring-exact-blocks).
+    const s = this.find(address);
+    if (s !== B.NONE && exact !== exact && this.fitsWhole(s, rounded)) return this.take(s);
+    return this.allocAt(address, rounded, exact, entry, s);
+  }
+
+  /** Slot `s` is a free block that a request rounded to `rounded` takes whole (it would leave no
+   *  more than 1 MiB, which the allocator never cuts off, whatever max_split_size says). */
+  private fitsWhole(s: number, rounded: number): boolean {
+    const f = this.size[s]!;
+    return this.kind[s] === B.FREE && f >= rounded && f - rounded <= SMALL_SIZE;
+  }
+
+  /** Free slot `s` handed out whole: its size. (A block the trace allocates is never unsettled,
+   *  so its entries are never read, see settle.) */
+  private take(s: number): number {
+    this.kind[s] = B.LIVE;
+    this.lastSlot = s;
+    return this.size[s]!;
+  }
+
+  /** alloc's every case, `s` the slot find gave for `address`. */
+  private allocAt(address: number, rounded: number, exact: number, entry: number, s: number): number {
+    if (s === B.NONE && this.unknowns > 0) s = this.inUnknown(address);
+    if (s !== B.NONE && this.kind[s] === B.UNKNOWN) s = this.freeUnknown(s);
     // no layout here (a segment the trace never showed), or one the trace contradicts (a block
     // already there, a free block too small): nothing to go by
-    if (s === undefined || this.kind[s] !== FREE || (this.size[s]! < rounded && exact !== exact)) {
+    if (s === B.NONE || this.kind[s] !== B.FREE || (this.size[s]! < rounded && exact !== exact)) {
+      this.lastSlot = B.NONE;
       if (exact === exact) return exact;
       this.inferred++;
       return rounded;
     }
+    this.lastSlot = s;
     const f = this.size[s]!;
     const cut = rounded < this.rules.maxSplitSize && f - rounded > SMALL_SIZE;
     let size = cut ? rounded : f;
@@ -126,51 +165,80 @@ export class LargePoolLayout {
       if (exact !== size) this.disagreements++;
       size = Math.min(exact, f);
     }
-    this.kind[s] = LIVE;
+    this.kind[s] = B.LIVE;
     this.entry[s] = entry;
-    this.freeEntry[s] = NONE;
+    this.freeEntry[s] = B.NONE;
     if (size < f) {
       this.size[s] = size;
-      this.add(address + size, f - size, FREE, s);
+      this.add(address + size, f - size, B.FREE, s);
     }
     return exact === exact ? exact : size;
   }
 
   /** free_requested: the block's size (it stays in place until its free completes). */
   freeRequested(address: number, entry: number): number | undefined {
-    const s = this.at.get(address);
-    if (s === undefined || this.kind[s] !== LIVE) return undefined;
+    const s = this.find(address);
+    if (s === B.NONE || this.kind[s] !== B.LIVE) return undefined;
     this.freeEntry[s] = entry;
     return this.size[s];
   }
 
-  /** free_completed: the block becomes free and merges with its free neighbours in the segment. */
-  freeCompleted(address: number): number | undefined {
-    const s = this.at.get(address);
-    if (s === undefined || this.kind[s] !== LIVE) return undefined;
+  /** free_completed: the block becomes free and merges with its free neighbours in the segment.
+   *  `slot`: the block's slot as lastSlot gave it at its alloc, where the caller kept it (−1:
+   *  none); taken only where it still holds this block, else the address is looked up. */
+  freeCompleted(address: number, slot = B.NONE): number | undefined {
+    // The common case, small enough to be inlined (see alloc): `slot` holds the block, and no
+    // free neighbour is there to merge with. (A slot left from before, another block's or a
+    // replaced layout's, holds another address or no live block: then the address is looked up.)
+    const s = this.holds(slot, address) ? slot : this.find(address);
+    if (s === B.NONE || this.kind[s] !== B.LIVE) return undefined;
+    return this.alone(s) ? this.freeAlone(s) : this.freeMerging(s);
+  }
+
+  /** `slot` is the live block at `address`. */
+  private holds(slot: number, address: number): boolean {
+    return slot >= 0 && slot < this.kind.length && this.kind[slot] === B.LIVE && this.addr[slot] === address;
+  }
+
+  /** LIVE slot `s` has no free or unknown neighbour and a settled size: freed, it merges with nothing. */
+  private alone(s: number): boolean {
+    const kind = this.kind;
+    const n = this.next[s]!;
+    const p = this.prev[s]!;
+    return (n === B.NONE || kind[n] === B.LIVE) && (p === B.NONE || kind[p] !== B.FREE) && this.unsettled[s] === 0;
+  }
+
+  private freeAlone(s: number): number {
+    this.kind[s] = B.FREE;
+    return this.size[s]!;
+  }
+
+  /** LIVE slot `s` freed, merged with its free neighbours; its size. */
+  private freeMerging(s: number): number {
     const size = this.size[s]!;
-    this.kind[s] = FREE;
+    this.kind[s] = B.FREE;
     this.unsettled[s] = 0; // if unsettled, it stays counted: its own size is still unknown
     let n = this.next[s]!;
     // the stretch after a block of unknown end is its tail or free: free either way now
-    if (n !== NONE && this.kind[n] === UNKNOWN) n = this.absorb(s, n);
-    if (n !== NONE && this.kind[n] === FREE) this.absorb(s, n);
+    if (n !== B.NONE && this.kind[n] === B.UNKNOWN) n = this.absorb(s, n);
+    if (n !== B.NONE && this.kind[n] === B.FREE) this.absorb(s, n);
     const p = this.prev[s]!;
-    if (p !== NONE && this.kind[p] === FREE) this.absorb(p, s);
+    if (p !== B.NONE && this.kind[p] === B.FREE) this.absorb(p, s);
     return size;
   }
 
   /** The free blocks, in address order (tests; not the per-entry path). */
   freeBlocks(): { address: number; size: number }[] {
     const out: { address: number; size: number }[] = [];
-    for (let k = 0; k < this.used; k++) if (this.kind[k] === FREE) out.push({ address: this.addr[k]!, size: this.size[k]! });
+    for (let k = 0; k < this.used; k++) if (this.kind[k] === B.FREE) out.push({ address: this.addr[k]!, size: this.size[k]! });
     return out.sort((a, b) => a.address - b.address);
   }
 
   /** A block after slot `after` (NONE: a chain's first), linked in; its slot. */
   private add(address: number, size: number, kind: number, after: number): number {
-    let s = this.spare.pop();
-    if (s === undefined) {
+    let s: number;
+    if (this.nSpare > 0) s = this.spare[--this.nSpare]!;
+    else {
       if (this.used === this.addr.length) this.grow();
       s = this.used++;
     }
@@ -178,15 +246,16 @@ export class LargePoolLayout {
     this.size[s] = size;
     this.kind[s] = kind;
     this.unsettled[s] = 0;
-    this.entry[s] = NONE;
-    this.freeEntry[s] = NONE;
+    this.entry[s] = B.NONE;
+    this.freeEntry[s] = B.NONE;
     this.prev[s] = after;
-    const n = after === NONE ? NONE : this.next[after]!;
+    const n = after === B.NONE ? B.NONE : this.next[after]!;
     this.next[s] = n;
-    if (after !== NONE) this.next[after] = s;
-    if (n !== NONE) this.prev[n] = s;
+    if (after !== B.NONE) this.next[after] = s;
+    if (n !== B.NONE) this.prev[n] = s;
     this.at.set(address, s);
-    if (kind === UNKNOWN) {
+    if (this.at.size > this.reindexAt) this.reindex();
+    if (kind === B.UNKNOWN) {
       this.unknowns++;
       this.unknownAt.push(s);
       this.unknownSorted = false;
@@ -199,32 +268,46 @@ export class LargePoolLayout {
     this.size[a]! += this.size[b]!;
     const n = this.next[b]!;
     this.next[a] = n;
-    if (n !== NONE) this.prev[n] = a;
+    if (n !== B.NONE) this.prev[n] = a;
     this.drop(b);
     return n;
   }
 
+  /** Its entry in the index stays until a block starts there again or a reindex: find tells. */
   private drop(s: number): void {
-    if (this.at.get(this.addr[s]!) === s) this.at.remove(this.addr[s]!);
-    if (this.kind[s] === UNKNOWN) this.unknowns--;
+    if (this.kind[s] === B.UNKNOWN) this.unknowns--;
     this.kind[s] = 0;
-    this.spare.push(s);
+    this.spare[this.nSpare++] = s;
+  }
+
+  /** The slot of the block that starts at `address`, or NONE. */
+  private find(address: number): number {
+    const s = this.at.get(address);
+    return s !== undefined && this.kind[s] !== 0 && this.addr[s] === address ? s : B.NONE;
+  }
+
+  /** The index anew from the blocks there are: entries of merged blocks gone. */
+  private reindex(): void {
+    const at = new AddressMap(Math.max(256, this.used - this.nSpare));
+    for (let k = 0; k < this.used; k++) if (this.kind[k] !== 0) at.set(this.addr[k]!, k);
+    this.at = at;
+    this.reindexAt = Math.max(1024, 4 * at.size);
   }
 
   /** Forget the blocks of the segment at `start`: given back, or made there anew. Each block is
    *  dropped once, so however the trace repeats this, the work stays linear. */
   private clear(start: number, size: number): void {
-    const first = this.at.get(start);
-    if (first === undefined) return; // nothing known there
+    const first = this.find(start);
+    if (first === B.NONE) return; // nothing known there
     const p = this.prev[first]!;
-    if (p !== NONE) this.next[p] = NONE; // an inconsistent trace: what lies before keeps its own chain
+    if (p !== B.NONE) this.next[p] = B.NONE; // an inconsistent trace: what lies before keeps its own chain
     let s: number = first;
-    while (s !== NONE && this.addr[s]! < start + size) {
+    while (s !== B.NONE && this.addr[s]! < start + size) {
       const n: number = this.next[s]!;
       this.drop(s);
       s = n;
     }
-    if (s !== NONE) this.prev[s] = NONE;
+    if (s !== B.NONE) this.prev[s] = B.NONE;
   }
 
   /** The UNKNOWN stretch strictly containing `address`, split there: its slot from `address` on.
@@ -246,7 +329,7 @@ export class LargePoolLayout {
     // a stretch only shrinks from its front, so the last one starting at or before `address` is the only candidate
     const k = this.unknownAt[lo - 1]!;
     const a = this.addr[k]!;
-    if (this.kind[k] !== UNKNOWN || address <= a || address >= a + this.size[k]!) return undefined;
+    if (this.kind[k] !== B.UNKNOWN || address <= a || address >= a + this.size[k]!) return undefined;
     // a block is handed out here: the block before the stretch reached this far
     const owner = this.prev[k]!;
     const tail = address - a;
@@ -254,7 +337,7 @@ export class LargePoolLayout {
     this.at.remove(a);
     this.addr[k] = address;
     this.at.set(address, k);
-    if (owner !== NONE) this.settle(owner, tail);
+    if (owner !== B.NONE) this.settle(owner, tail);
     return k;
   }
 
@@ -262,11 +345,11 @@ export class LargePoolLayout {
    *  with a free block after it, as the allocator would have), and the block before it ended there. */
   private freeUnknown(u: number): number {
     const owner = this.prev[u]!;
-    if (owner !== NONE && this.kind[owner] === LIVE) this.settle(owner, 0);
-    this.kind[u] = FREE;
+    if (owner !== B.NONE && this.kind[owner] === B.LIVE) this.settle(owner, 0);
+    this.kind[u] = B.FREE;
     this.unknowns--;
     const n = this.next[u]!;
-    if (n !== NONE && this.kind[n] === FREE) this.absorb(u, n);
+    if (n !== B.NONE && this.kind[n] === B.FREE) this.absorb(u, n);
     return u;
   }
 
@@ -295,5 +378,6 @@ export class LargePoolLayout {
     this.next = copy(this.next, (k) => new Int32Array(k));
     this.entry = copy(this.entry, (k) => new Int32Array(k));
     this.freeEntry = copy(this.freeEntry, (k) => new Int32Array(k));
+    this.spare = copy(this.spare, (k) => new Int32Array(k));
   }
 }
