@@ -147,7 +147,7 @@ export class LargePoolLayout {
 
   /** alloc's every case, `s` the slot find gave for `address`. */
   private allocAt(address: number, rounded: number, exact: number, entry: number, s: number): number {
-    if (s === B.NONE && this.unknowns > 0) s = this.inUnknown(address);
+    if (s === B.NONE && this.unknowns > 0) s = this.inUnknown(address) ?? B.NONE;
     if (s !== B.NONE && this.kind[s] === B.UNKNOWN) s = this.freeUnknown(s);
     // no layout here (a segment the trace never showed), or one the trace contradicts (a block
     // already there, a free block too small): nothing to go by
