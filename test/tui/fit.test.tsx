@@ -18,6 +18,7 @@ import { SCREENS } from "../../src/tui/registry";
 import { parseKeys } from "../../src/tui/keys";
 import { cut, pad } from "../../src/tui/format";
 import { blocks } from "../../src/profiler";
+import { counted } from "../../src/words";
 
 const SIZES = [[80, 24], [120, 40], [200, 60]] as const;
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
@@ -239,7 +240,8 @@ describe("tables", () => {
     ui.stdin.write("\r");
     await tick();
     const kept = blocks(ctl.replay!.model, { limit: Infinity }).blocks.filter((b) => b.phase === "backward");
-    expect(frame()[1]).toContain(`in ${kept.length} blocks`);
+    // Counted in the singular where it is one ("in 1 block", issue 39's words).
+    expect(frame()[1]).toContain(`in ${counted(kept.length, "block")}`);
     ui.unmount();
   });
 

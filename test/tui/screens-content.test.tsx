@@ -43,7 +43,7 @@ function fits(lines: string[], columns: number, rows: number) {
 }
 
 describe("the Process charts", () => {
-  test("axes in bytes and time, a legend for the phase letters, one peak: torch's and the records' named where they differ", async () => {
+  test("axes in bytes and time, a legend for the phase letters, one peak, torch's, and the chart's mark at it", async () => {
     const ctl = new Controller(null, 1000);
     ctl.replay = await replayed("normal");
     const { ui, lines } = mount(ctl, 120, 40, "process");
@@ -56,9 +56,11 @@ describe("the Process charts", () => {
     expect(f.some((l) => /^ {11}-5 s +-4 s +-3 s +-2 s +-1 s +end$/.test(l))).toBe(true); // a second apart; the run ended: its end, not "now"
     // Its 20 steps of 6 ms in the last half second: columns of 48 ms hold several phases, drawn as such.
     expect(text).toMatch(/phase: ┈ phases mixed in a 47\.9 ms column: F \d+% B \d+% O \d+% o \d+%  F forward  o outside them/);
-    // torch's max_memory_allocated (the ring header) lies 1 MiB above what the records held at once.
-    expect(text).toContain("peak 126.22 MiB (torch; records 125.22 MiB)");
-    expect(text).toMatch(/peak 125\.22 MiB \^/);
+    // One peak: torch's max_memory_allocated. With torch's block sizes (issue 36) the records reach
+    // it too, so no second figure is named (one is only with its cause: queries.ts peakOf).
+    expect(text).toContain("allocated 83.10 MiB  reserved 144.00 MiB  peak 126.22 MiB  NVML");
+    expect(text).not.toContain("records 1");
+    expect(text).toMatch(/peak 126\.22 MiB \^/);
     expect(text).toContain("SHARE OF PEAK: of the step's peak; the other 66% (83.10 MiB) was held from earlier steps");
     fits(f, 120, 40);
     ui.unmount();
