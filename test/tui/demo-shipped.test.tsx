@@ -95,9 +95,12 @@ describe("the shipped demo", () => {
     expect(s["2"]).toContain(`pid ${pid} [replay finished] recording of /work/main/test/gpu/hf_gpt2.py`);
     expect(s["2"]).toContain("step 69  phase outside  range Optimizer.step#AdamW.step");
     // Reserved (18.46 GiB, the row's) less allocated now, and less the last step's peak (16.22 GiB, below).
-    expect(s["2"]).toMatch(/^reserved but unallocated 14\.45 GiB now, 2\.23 GiB at step 68's peak$/m);
+    // (14.44 GiB now: allocated with torch's block sizes, issue 36; 14.45 with the requested ones.)
+    expect(s["2"]).toMatch(/^reserved but unallocated 14\.44 GiB now, 2\.23 GiB at step 68's peak$/m);
     expect(s["2"]).not.toContain("fragmentation");
-    expect(s["2"]).toContain("F forward  B backward  O optimizer  o outside them");
+    // Steps of ~90 ms under 43 ms columns: most columns hold several phases, drawn ┈ with each
+    // phase's share (issue 39's strip); the letters named are those a column holds whole.
+    expect(s["2"]).toMatch(/phase: ┈ phases mixed in a [\d.]+ ms column: F \d+% B \d+% O \d+% o \d+%  B backward  o outside them/);
     expect(s["2"]).toMatch(/^Step 68: peak 16\.22 GiB in backward$/m);
     expect(s["2"]).toMatch(/^outside +64\.00 KiB /m);
     expect(s["2"]).toMatch(/^forward +17\.38 GiB /m);
@@ -106,9 +109,11 @@ describe("the shipped demo", () => {
     expect(s["2"]).toMatch(/^ +data +64\.00 KiB$/m);
     expect(s["2"]).not.toMatch(/^other /m); // "other" is a category, not a phase, on the screens
 
-    expect(s["3"]).toMatch(/^ +parameter +473\.20 MiB +148 blocks/m);
+    // Blocks in torch's sizes (issue 36): wte's 147.24 MiB request holds a 148.00 MiB block (the
+    // 0.76 MiB left of its segment is too small to split off), so parameters hold 474.46 MiB.
+    expect(s["3"]).toMatch(/^ +parameter +474\.46 MiB +148 blocks/m);
     expect(s["3"]).toMatch(/^ +optimizer_state +946\.40 MiB +296 blocks/m);
-    expect(s["3"]).toMatch(/147\.24 MiB parameter +transformer\.wte\.weight +50257×768 +float32 .* outside +0 *$/m);
+    expect(s["3"]).toMatch(/148\.00 MiB parameter +transformer\.wte\.weight +50257×768 +float32 .* outside +0 *$/m);
     expect(s["3"]).toMatch(/147\.24 MiB optimizer_state exp_avg of transformer\.wte\.weight +50257×768 +float32 .* optimizer +0 Optimizer\.step#Ad/m);
 
     // The run used no @gpumem_agent.profile: no record carries a line, and the Lines screen says so.
