@@ -144,16 +144,25 @@ describe("the Overview's process columns (nvtop, nvitop, htop)", () => {
     ui.unmount();
   });
 
-  test("80 columns: SM% stays, the host's figures give way to the command", async () => {
+  // Issue 39 (COMMAND shows the script and its first arguments at 80 columns, two runs of one script
+  // told apart) over an earlier choice that kept SM% here: PHASE (a training's phase sampled once an
+  // interval reads as chance), SM% and, where every row is on one GPU, GPU give COMMAND their room.
+  test("80 columns: PHASE and SM% give way to the command, as the host's figures do", async () => {
     const ctl = new Controller(null, 1000);
     ctl.doc = doc;
     const { ui, lines } = mount(ctl, 80, 24);
     await tick();
     const f = lines();
     const head = f.find((l) => l.startsWith("PID "))!;
-    expect(head).toMatch(/^PID +GPU +SM% +GPU MEM▼ +ALLOCATED +RESERVED PHASE +STEP COMMAND/);
+    // Every row is on GPU 0 (the header above names it): GPU gives way too.
+    expect(head).toMatch(/^PID +GPU MEM▼ +ALLOCATED +RESERVED +STEP COMMAND/);
     expect(head).not.toContain("CPU%");
-    expect(f.find((l) => l.startsWith("946 "))).toMatch(/^946 +0 +87% /);
+    expect(head).not.toContain("SM%");
+    expect(head).not.toContain("PHASE");
+    const row = f.find((l) => l.startsWith("946 "))!;
+    expect(row).toMatch(/^946 +19\.18 GiB /);
+    // At least 30 columns for COMMAND: the script and its first arguments.
+    expect(80 - 1 - head.indexOf("COMMAND")).toBeGreaterThanOrEqual(30);
     fits(f, 80, 24);
     ui.unmount();
   }, 20_000);

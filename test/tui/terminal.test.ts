@@ -248,11 +248,14 @@ describe("the monitor in a real terminal", () => {
       await until("demo: a training run recorded on an H100, replayed at 1×");
       const text = await until(/^2915 .*\[rec(orded)?\]/m); // "[rec]" where COMMAND is narrow
       // GPU 0 where this machine has none; on a GPU machine the recorded one comes after its own.
-      expect(text).toMatch(/GPU \d+ \[recorded\] NVIDIA H100/);
+      // "[rec]" where the header's line is narrow (80 columns), so that the name and memory stay.
+      expect(text).toMatch(cols >= 120 ? /GPU \d+ \[recorded\] NVIDIA H100/ : /GPU \d+ \[rec\] NVIDIA H100/);
       expect(text).not.toContain("No GPU here");
       const lines = text.split("\n");
       for (const l of lines) expect({ l, fits: [...l].length <= cols }).toEqual({ l, fits: true });
-      expect(lines.find((l) => l.startsWith("PID "))).toMatch(cols >= 120 ? /SM% +GPU MEM▼ +ALLOCATED +RESERVED +CPU%/ : /SM% +GPU MEM▼ +ALLOCATED +RESERVED PHASE/);
+      // At 80 columns PHASE, SM% and (one GPU) GPU give COMMAND the script and its first arguments.
+      expect(lines.find((l) => l.startsWith("PID "))).toMatch(cols >= 120 ? /SM% +GPU MEM▼ +ALLOCATED +RESERVED +CPU%/ : /^PID +GPU MEM▼ +ALLOCATED +RESERVED +STEP COMMAND/);
+      if (cols < 120) expect(text).toMatch(/^2915 .*\[rec\] hf_gpt2\.py --seconds \d+/m);
       sh("send-keys", "-t", session, "Enter");
       await until(`pid ${DEMO_PID} [`);
       sh("send-keys", "-t", session, "q");

@@ -41,7 +41,7 @@ export function overviewRows(doc: Document | null, sort: ProcessSort, filter: st
     rows.push({ kind: "job", job });
     // Where COMMAND is too narrow for the job's name (80 columns), the name leads its notes.
     const name = jobTitle(job);
-    const notes = width !== Infinity && name.length > tableColumns(width, hasRanks(doc)).command ? [name, ...jobNotes(job)] : jobNotes(job);
+    const notes = width !== Infinity && name.length > columnsFor(doc, width).command ? [name, ...jobNotes(job)] : jobNotes(job);
     let line = "";
     for (const note of notes) {
       if (line && line.length + 2 + note.length > width - 1) (rows.push({ kind: "note", job, text: line }), (line = ""));
@@ -68,6 +68,11 @@ export function overviewProcesses(doc: Document | null, sort: ProcessSort, filte
 const NOTE_INDENT = "    ";
 
 /** RANK is a column where some process has a rank or the document has jobs. */
+/** The process table's columns at `width` for `doc`'s rows (process-table.ts tableColumns). */
+function columnsFor(doc: Document, width: number) {
+  return tableColumns(width, hasRanks(doc), new Set(doc.processes.map((p) => p.device)).size <= 1);
+}
+
 function hasRanks(doc: Document): boolean {
   return doc.processes.some((p) => p.pytorch?.rank != null) || (doc.jobs ?? []).length > 0;
 }
@@ -162,7 +167,7 @@ export function overviewLayout(doc: Document, history: Map<number, DeviceHistory
   // Height budget: the table's rows first (every rank of a job: its notes cut to one line where
   // they would push ranks out), then charts with what is left (each with a title and a time axis),
   // at least three rows tall or none.
-  const cols = tableColumns(width, hasRanks(doc));
+  const cols = columnsFor(doc, width);
   const panels = devices.length * 2;
   const room = height - panels - 1;
   let rows = overviewRows(doc, sort, filter, width, reverse);
@@ -313,7 +318,7 @@ export const overviewScreen = {
     return line === l.headerLine ? sortAtColumn(l.cols, x) : null;
   },
   sortBy,
-  sorts: (p) => (p.state.doc ? visibleSorts(tableColumns(p.width, hasRanks(p.state.doc))) : []),
+  sorts: (p) => (p.state.doc ? visibleSorts(columnsFor(p.state.doc, p.width)) : []),
   onKey: (ui, key, ctx) => {
     if (isChar(key, "s")) return sortBy(ui, cycle(ctx.sorts(ui), ui.procSort)), true;
     if (isChar(key, "I")) return sortBy(ui, ui.procSort), true;

@@ -115,11 +115,22 @@ const RANK: Column = {
 };
 
 /** The columns a width holds, in order, and what is left for COMMAND. At 80 columns: PID, GPU,
- *  SM%, GPU memory, PyTorch's allocated and reserved, phase, step (and rank where a process has
- *  one); wider, the host's figures (CPU %, resident memory, run time) and USER join, as room allows. */
-export function tableColumns(width: number, ranks = true): { cols: Column[]; command: number } {
-  const base = [PID, GPU, SM, NVML, ALLOCATED, RESERVED, PHASE, STEP, ...(ranks ? [RANK] : [])];
+ *  GPU memory, PyTorch's allocated and reserved, step (and rank where a process has one), and
+ *  COMMAND with the script and its first arguments (issue 39: two runs of one script told apart);
+ *  wider, SM% and PHASE, then the host's figures (CPU %, resident memory, run time) and USER join,
+ *  as room allows. `oneGpu`: every row is on one GPU (the header above names it). */
+export function tableColumns(width: number, ranks = true, oneGpu = false): { cols: Column[]; command: number } {
   const cellWidth = (c: Column) => c.width + (c.gap ? 1 : 0);
+  // Where COMMAND would be narrower than NARROW_COMMAND, the columns that say least give way, in
+  // order: PHASE (sampled once an interval, a training's phase changes every few milliseconds: at
+  // the Overview's pace it reads as chance; the Process screen tells it), SM% (a process's SM share
+  // is often unknown, and the GPU's utilization is in the header), then GPU where every row is on
+  // one GPU. A job's GPU column (its devices, "0-3") stays: its rows are on several.
+  let base = [PID, GPU, SM, NVML, ALLOCATED, RESERVED, PHASE, STEP, ...(ranks ? [RANK] : [])];
+  for (const c of [PHASE, SM, ...(oneGpu ? [GPU] : [])]) {
+    if (width - 1 - base.reduce((s, x) => s + cellWidth(x), 0) >= NARROW_COMMAND) break;
+    base = base.filter((x) => x !== c);
+  }
   let used = base.reduce((s, c) => s + cellWidth(c), 0);
   const minCommand = 30;
   const extra = new Set<Column>();
@@ -128,7 +139,8 @@ export function tableColumns(width: number, ranks = true): { cols: Column[]; com
     extra.add(c);
     used += cellWidth(c);
   }
-  const order = [PID, ...(extra.has(USER) ? [USER] : []), GPU, SM, NVML, ALLOCATED, RESERVED, ...[CPU, HOST, TIME].filter((c) => extra.has(c)), PHASE, STEP, ...(ranks ? [RANK] : [])];
+  const has = (c: Column) => base.includes(c);
+  const order = [PID, ...(extra.has(USER) ? [USER] : []), ...[GPU, SM, NVML, ALLOCATED, RESERVED].filter(has), ...[CPU, HOST, TIME].filter((c) => extra.has(c)), ...[PHASE, STEP].filter(has), ...(ranks ? [RANK] : [])];
   return { cols: order, command: Math.max(4, width - 1 - used) };
 }
 
