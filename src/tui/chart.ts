@@ -254,7 +254,7 @@ const PHASE_WORDS = ["o " + OUTSIDE_PHASE + " them", "F forward", "B backward", 
  * time (none, or where the kept records begin) stays blank. The legend
  * gives the mixed columns' share of each phase, then the letters drawn, then what blank means.
  */
-export function phaseStrip(shares: ArrayLike<number>, columnUs: number, ascii = false): { runs: { phase: number; text: string }[]; legend: string } {
+export function phaseStrip(shares: ArrayLike<number>, columnUs: number, ascii = false): { runs: { phase: number; text: string }[]; legend: string; parts: string[] } {
   const n = PHASE_LETTER.length;
   const columns = Math.floor(shares.length / n);
   const codes = new Int8Array(columns);
@@ -278,7 +278,8 @@ export function phaseStrip(shares: ArrayLike<number>, columnUs: number, ascii = 
   }
   const mark = ascii ? "." : "┈";
   const runs = phaseRuns(codes, ascii).map((r) => (r.phase === MIXED ? { phase: MIXED, text: mark.repeat(r.text.length) } : r));
-  if (mixed === 0) return { runs, legend: PHASE_LEGEND };
+  // `parts`: the legend's pieces, each whole on a line where the legend is laid in several.
+  if (mixed === 0) return { runs, legend: PHASE_LEGEND, parts: [1, 2, 3, 0].map((p) => PHASE_WORDS[p]!) };
   const all = mixedUs.reduce((a, b) => a + b, 0);
   const split = [1, 2, 3, 0]
     .filter((p) => mixedUs[p]! > 0)
@@ -286,6 +287,7 @@ export function phaseStrip(shares: ArrayLike<number>, columnUs: number, ascii = 
     .join(" ");
   const drawn = [1, 2, 3, 0].filter((p) => codes.includes(p)).map((p) => PHASE_WORDS[p]);
   const blank = codes.includes(-1) && codes.some((c) => c >= 0) ? ["blank: no record kept"] : [];
-  return { runs, legend: [`${mark} phases mixed in a ${formatSpan(columnUs)} column: ${split}`, ...drawn, ...blank].join("  ") };
+  const parts = [`${mark} phases mixed in a ${formatSpan(columnUs)} column: ${split}`, ...drawn, ...blank] as string[];
+  return { runs, legend: parts.join("  "), parts };
 }
 

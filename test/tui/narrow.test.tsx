@@ -103,6 +103,8 @@ describe("cutting without losing a figure", () => {
     expect(cutCommand("", "hf_gpt2_leak.py --steps 70 --leak", 60)).toBe("hf_gpt2_leak.py --steps 70 --leak");
     expect(cutCommand("[rec] ", "hf_gpt2.py --seconds 30", 17)).toBe("[rec] hf_gpt2.py…");
     expect(cutCommand("[rec] ", "hf_gpt2.py --seconds 30", 12)).toBe("[rec] hf_gp…");
+    // A replay's file name alone: cut in its middle, its end naming the file (never "leak.…").
+    expect(cutCommand("! [rec] ", "hf-gpt2-leak.ring.gz", 22)).toBe("! [rec] hf-gpt…ring.gz");
   });
 });
 

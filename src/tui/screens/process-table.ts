@@ -2,7 +2,7 @@
 // each cell of a process or a job row says, and the sort each column stands for. Unknown is "–",
 // never 0.
 import type { Job, Process } from "../../system/schema";
-import { cut, formatBytes, formatDuration, pad, phaseLabel, recordedMark, textWidth, UNKNOWN } from "../format";
+import { cut, cutMiddle, formatBytes, formatDuration, pad, phaseLabel, recordedMark, textWidth, UNKNOWN } from "../format";
 
 /** The process table's sorts, one a column (`s` steps through those of the columns shown, in their order). */
 export const PROCESS_SORTS = ["memory", "pid", "allocated", "reserved", "user", "gpu", "sm", "cpu", "host", "time", "phase", "step", "rank", "command"] as const;
@@ -207,12 +207,15 @@ export function processCells(t: Table, p: Process, inJob: boolean, alert = ""): 
 }
 /**
  * COMMAND in `width` columns: the marks, the script, then its first arguments, each whole, and "…"
- * where some are left out; the script cut at its end only where it alone is too long ("hf_gp…").
+ * where some are left out; the script cut only where it alone is too long.
  */
 export function cutCommand(marks: string, command: string, width: number): string {
   if (textWidth(marks + command) <= width) return marks + command;
   const [script = "", ...args] = command.split(" ");
   const head = marks + script;
+  // A name alone (a replay's file) too long: cut in its middle ("hf-gpt2-leak…ring.gz"), its end
+  // naming the file; a script with arguments after it, at its end ("hf_gp…": one "…" for both).
+  if (!args.length && width - textWidth(marks) >= 5) return marks + cutMiddle(script, width - textWidth(marks));
   if (textWidth(head) + (args.length ? 1 : 0) > width) return `${cut(head, width - 1)}…`;
   let out = head;
   for (const a of args) {

@@ -5,9 +5,9 @@ import type { ProcessModel } from "../../collect/live";
 import { breakdown, distinctFindings, findings, oomColumns, poolsLine, summary, timeline, unallocatedLine, unallocatedView, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
 import { areaChart, byteScale, GUTTER, markLine, onTimeAxis, phaseStrip, timeAxis, yAxis } from "../chart";
 import { phaseShares } from "../../profiler/phase-shares";
-import { color, cutMiddle, cutWords, formatBytes, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { color, cutMiddle, cutWords, flow, formatBytes, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { clausePieces, Flow, flowLines, type Piece } from "./flow";
-import { isKey, type ScreenSpec } from "../screen-spec";
+import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
 
@@ -77,7 +77,23 @@ export function attachedLine(pm: ProcessModel): string | null {
 }
 
 /** `found`: the process's findings of the store's state (absent: computed here). */
-export function ProcessScreen({ pm, found, width, height, ascii, when = null }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean; when?: number | null }) {
+/** A recorded machine's NVML figure of the process (the demo's track) and what PyTorch left of it
+ *  then: NVML less reserved at the sample's moment, as the Overview's row has them. */
+export interface SampledNvml {
+  used_bytes: number | null;
+  non_pytorch_bytes: number | null;
+}
+
+/** The Overview's row of a recorded process (the demo), where its document has one: its NVML
+ *  figures were sampled at a moment up to an interval before the replay's, so non-PyTorch is taken
+ *  there, never as NVML less the replay's reserved now (-17 GiB while the allocator grew). */
+export function sampledNvml(doc: ScreenProps["state"]["doc"], pm: ProcessModel | undefined): SampledNvml | null {
+  if (!doc || !pm) return null;
+  const row = doc.processes.find((q) => q.recorded && q.pytorch && (q.pid === pm.pid || q.agent_pid === pm.pid));
+  return row?.pytorch ? { used_bytes: row.used_bytes, non_pytorch_bytes: row.pytorch.non_pytorch_bytes ?? null } : null;
+}
+
+export function ProcessScreen({ pm, found, width, height, ascii, when = null, sampled = null }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean; when?: number | null; sampled?: SampledNvml | null }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
   const m = pm.model;
   // What the agent runs without, and why ("names: off: RuntimeError: …"): one line each.
@@ -112,8 +128,8 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   const unallocated = (u ? unallocatedLine(u) : `${UNALLOCATED} ${formatBytes(s.reserved_unallocated_bytes)} now`) + (pools ? `; not counted: ${pools}` : "");
   // Lines that are not charts: title, 3 headline lines, 2 chart labels, phase band, marks, time
   // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table's
-  // two header lines, its phases and what the shares leave out. The two charts share what is left (1 to 10 rows
-  // each), ranges get the rest.
+  // two header lines, its phases and what the shares leave out. The two charts share what is left (up to
+  // 10 rows each, more where the ranges' list leaves rows free), ranges get the rest.
   // Charts are at least MIN_CHART_ROWS tall: where two do not fit, one shows both (allocated as
   // the area, reserved as a dotted line over it).
   // A snapshot has no title line, nor allocated and reserved: the frame's header says them
@@ -122,13 +138,15 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   // The headline: short pieces laid in as many lines as the width needs (./flow.tsx), never a
   // figure cut; reserved but unallocated on lines of its own, broken after its clauses.
   // One peak on the screen, torch's: a second figure only with its cause (queries.ts peakOf).
+  const nvmlUsed = sampled ? sampled.used_bytes : s.nvml_used_bytes;
+  const nonPytorch = sampled ? sampled.non_pytorch_bytes : s.non_pytorch_bytes;
   const peak: Piece = { text: `peak ${formatBytes(s.peak_allocated_bytes)}${s.peak_note ? ` (${s.peak_note})` : ""}` };
   const headline: Piece[] = [
     { text: `allocated ${formatBytes(s.allocated_bytes)}`, node: <>allocated <Text bold color={color("green")}>{formatBytes(s.allocated_bytes)}</Text></> },
     { text: `reserved ${formatBytes(s.reserved_bytes)}`, node: <>reserved <Text bold color={color("yellow")}>{formatBytes(s.reserved_bytes)}</Text></> },
     peak,
-    { text: `NVML ${s.nvml_used_bytes === null ? "n/a" : formatBytes(s.nvml_used_bytes)}` },
-    { text: `non-PyTorch ${s.non_pytorch_bytes === null ? "n/a" : formatBytes(s.non_pytorch_bytes)}` },
+    { text: `NVML ${nvmlUsed === null ? "n/a" : formatBytes(nvmlUsed)}` },
+    { text: `non-PyTorch ${nonPytorch === null ? "n/a" : formatBytes(nonPytorch)}` },
   ];
   const status: Piece[] = [
     snap ? peak : { text: `retries ${s.n_retries ?? "n/a"}` },
@@ -140,8 +158,22 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   ];
   const unallocatedPieces = clausePieces(unallocated);
   const w = width - 1;
+  // The charts' window and the phase strip under them (its legend's lines count in the budget).
+  const chartWidth = Math.max(20, width - 2 - GUTTER);
+  const toUs = s.last_time_us ?? 0;
+  const fromUs = Math.max(s.first_time_us ?? toUs, toUs - 600e6);
+  const strip = phaseStrip(phaseShares(m, s.device, fromUs, toUs, chartWidth), (toUs - fromUs) / chartWidth, ascii);
+  // The legend's pieces (each phase's share in mixed columns, the letters, blank) each whole, in as
+  // many lines as the width needs: cut at the line's end it lost "o outside them" at 120 columns.
+  // The mixed columns' shares are pieces of their own ("F 31%"), so a narrow line breaks between them.
+  const legendPieces: Piece[] = strip.parts.flatMap((t, i) => {
+    const [head, ...shares] = (i ? t : `phase: ${t}`).split(/(?<=:) (?=\S+ \d+%)|(?<=%) /);
+    return [{ text: head! }, ...shares.map((x) => ({ text: x, sep: " " }))];
+  });
+  const legendWidth = w - GUTTER;
+  let legendLines = flowLines(legendPieces, legendWidth);
   const extraLines = (pieces: Piece[]) => flowLines(pieces, w) - 1;
-  let fixedLines = (snap ? 14 : 16) + notes.length + Math.max(1, f.length) + b.phases.length + (snap ? 0 : extraLines(headline)) + extraLines(status) + extraLines(unallocatedPieces);
+  let fixedLines = (snap ? 14 : 16) + legendLines - 1 + notes.length + Math.max(1, f.length) + b.phases.length + (snap ? 0 : extraLines(headline)) + extraLines(status) + extraLines(unallocatedPieces);
   // On a short terminal the table's rows keep their lines: the peak's composition in words gives
   // its line first, then the findings after the first (the heading counts them; Enter shows all).
   const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
@@ -155,19 +187,26 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   // heading (each finding says its severity), the chart's title (the legend under it names the
   // phases; its axis the bytes), what each column sums, last the phase strip's legend.
   const keep = { share: true, sums: true, legend: true, heading: true, label: true };
+  // (First the phase strip's legend in one line: the pieces that fit it.)
+  if (short() && legendLines > 1) (fixedLines -= legendLines - 1), (legendLines = 1);
   for (const k of ["share", "heading", "label", "sums", "legend"] as const) if (short()) (keep[k] = false), fixedLines--;
   // Last (60×15), the chart and its lines give way: a chart of fewer rows reads as a line, and
   // the figures above and the step's table below say more.
   const chart = !short();
-  if (!chart) fixedLines -= 3 + (keep.label ? 2 : 1) + (keep.legend ? 1 : 0);
+  if (!chart) fixedLines -= 3 + (keep.label ? 2 : 1) + (keep.legend ? legendLines : 0);
   const both = chart && height - fixedLines >= 2 * MIN_CHART_ROWS;
-  const chartRows = !chart ? 0 : both ? Math.min(10, Math.floor((height - fixedLines) / 2)) : Math.max(MIN_CHART_ROWS, Math.min(10, height - fixedLines + 1));
+  // The charts take up to 10 rows each, and more where the rows are free once the ranges' list
+  // has its rows (a header and a row each), up to a third of the screen each.
+  const rangeNeed = b.ranges.length ? b.ranges.length + 1 : 0;
+  const tallest = Math.max(10, Math.floor(height / 3));
+  const chartRows = !chart
+    ? 0
+    : both
+      ? Math.min(tallest, Math.max(Math.min(10, Math.floor((height - fixedLines) / 2)), Math.floor((height - fixedLines - rangeNeed) / 2)))
+      : Math.max(MIN_CHART_ROWS, Math.min(tallest, Math.max(Math.min(10, height - fixedLines + 1), height - fixedLines - rangeNeed + 1)));
   // The ranges' list: its header, then a row each.
   const rangeRows = Math.max(0, height - fixedLines - (both ? 2 * chartRows : chart ? chartRows - 1 : 0) - 1);
-  const chartWidth = Math.max(20, width - 2 - GUTTER);
   const points = ascii ? chartWidth : chartWidth * 2;
-  const toUs = s.last_time_us ?? 0;
-  const fromUs = Math.max(s.first_time_us ?? toUs, toUs - 600e6);
   const tl = timeline(m, { device: s.device, resolution_us: (toUs - fromUs) / points, since_us: fromUs });
   const buckets = tl.buckets;
   const reservedMax = Math.max(1, ...buckets.map((b) => b.reserved_max_bytes), ...buckets.map((b) => b.nvml_used_max_bytes ?? 0));
@@ -184,8 +223,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
   const reservedSeries = series((b) => [b.reserved_max_bytes, b.reserved_last_bytes]);
   const alloc = withAxis(areaChart(allocSeries, { width: chartWidth, height: chartRows, max: scale.top, ascii, line: both ? undefined : reservedSeries }));
   const resv = both ? withAxis(areaChart(reservedSeries, { width: chartWidth, height: chartRows, max: scale.top, ascii, line: nvml })) : [];
-  // Under the charts: the phase of each column, and where the window's peak and any OOM fall.
-  const strip = phaseStrip(phaseShares(m, s.device, fromUs, toUs, chartWidth), (toUs - fromUs) / chartWidth, ascii);
+  // Under the charts: the phase of each column (strip, above), and where the window's peak and any OOM fall.
   let peakAt = -1;
   for (let i = 0; i < allocSeries.length; i++) if (!Number.isNaN(allocSeries[i]!) && (peakAt < 0 || allocSeries[i]! > allocSeries[peakAt]!)) peakAt = i;
   const chartPeak = peakAt >= 0 ? allocSeries[peakAt]! : null;
@@ -226,7 +264,11 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null }: 
               <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
             ))}
           </Text>
-          {keep.legend ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}phase: {strip.legend}</Text> : null}
+          {keep.legend ? (
+            <Box flexDirection="column" paddingLeft={GUTTER}>
+              <Flow pieces={legendLines > 1 ? legendPieces : legendPieces.slice(0, flow(legendPieces.map((x) => x.text), legendWidth)[0]!.length)} width={legendWidth} dim />
+            </Box>
+          ) : null}
           <Text color={color("red")}>{" ".repeat(GUTTER)}{markLine(chartWidth, marks)}</Text>
           <Text dimColor>{snap ? recordingAxis(chartWidth, fromUs - (s.first_time_us ?? fromUs), toUs - (s.first_time_us ?? fromUs)) : timeAxis(chartWidth, toUs - fromUs, pm.ended ? "end" : "now")}</Text>
         </>
@@ -271,6 +313,6 @@ export const processScreen = {
   id: "process",
   key: "2",
   title: "Process",
-  component: (p) => <ProcessScreen pm={p.pm} found={p.pm && p.state.findings.get(p.pm.pid)} width={p.width} height={p.height} ascii={p.ascii} when={p.ui.when} />,
+  component: (p) => <ProcessScreen pm={p.pm} found={p.pm && p.state.findings.get(p.pm.pid)} width={p.width} height={p.height} ascii={p.ascii} when={p.ui.when} sampled={sampledNvml(p.state.doc, p.pm)} />,
   onKey: (ui, key, ctx) => (isKey(key, "return") ? (ctx.show(ui, "findings"), true) : false),
 } as const satisfies ScreenSpec;
