@@ -3,7 +3,7 @@
 import { Box, Text, useApp, useStdin, useWindowSize } from "ink";
 import { useEffect, useRef, useState } from "react";
 import type { Controller } from "./controller";
-import { color, cut, pad, textWidth } from "./format";
+import { color, cut, messageLines, pad, textWidth } from "./format";
 import { KeyReader, type Key } from "./keys";
 import { BODY_TOP, handleKey, openScreen, type KeyContext } from "./keymap";
 import { rowAlert } from "./controller";
@@ -108,11 +108,16 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   // The bar's last label ends in a space: one more parts it from the text.
   const textRoom = columns - 1 - (place ? F_BAR_WIDTH + 1 : 0);
   const status = statusLine(`${mark}${statusText}`, textRoom);
+  // A message naming a path (the run's log, d's snapshot) that does not fit one line: its sentence,
+  // then the path in full on lines of its own, wrapped where wider than the terminal; the screen
+  // above gives up those lines (a log cut at its start cannot be found).
+  const pathMessage = said === message && /\n\//.test(message) ? messageLines(`${mark}${message}`, columns - 1) : [];
+  const messageRows = pathMessage.length > 1 ? pathMessage : null;
   // The frame stays one line shorter than the terminal: a full-height frame makes Ink redraw the
   // whole screen (the flicker full-screen Ink apps are known for). The tab line, the screen, one
   // status line; a snapshot's header under the tabs.
   const head = snapshot ? 1 : 0;
-  const body = Math.max(3, rows - 3 - head);
+  const body = Math.max(3, rows - 3 - head - (messageRows ? messageRows.length - 1 : 0));
 
   // One state for every screen, and for the keys: the last tick's (the store's).
   const pmOf = (u: UiState) => ctl.state.processes.find((m) => m.pid === u.pid) ?? ctl.state.processes[0];
@@ -185,6 +190,13 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
           <Current {...props(ui)} />
         </Box>
       </Box>
+      {messageRows ? (
+        messageRows.map((l, i) => (
+          <Text key={i} inverse>
+            {pad(l, columns - 1)}
+          </Text>
+        ))
+      ) : (
       <Text>
         {place === "first" ? <><FunctionBar /> </> : null}
         <Text inverse={!!message || ctl.paused} color={alertShown ? color(alert!.severity === "error" ? "red" : "yellow") : undefined}>
@@ -193,6 +205,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
         </Text>
         {place === "after" ? <> <FunctionBar /></> : null}
       </Text>
+      )}
     </Box>
   );
 }
