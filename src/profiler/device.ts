@@ -219,6 +219,9 @@ export class DeviceState extends TotalsReadout {
 
   /** Folded frees among the records the last allocatorRecords() took: each counts as two events. */
   foldedFrees = 0;
+  /** Where allocatorRecords writes each record's block size, by the batch's index (the model's
+   *  kept records, EventTail.block); null: nowhere. */
+  blockOut: Float64Array | null = null;
 
   /**
    * The allocator's records of this device from `from` on (alloc, free_requested, free_completed,
@@ -249,6 +252,7 @@ export class DeviceState extends TotalsReadout {
     const stackCol = batch.stack;
     const extra = batch.extra;
     const lineCol = batch.line;
+    const blockOut = this.blockOut;
     const dev = this.device;
     const step = this._step;
     const phase = this._phase;
@@ -352,6 +356,7 @@ export class DeviceState extends TotalsReadout {
         // BlockTable.add's columns and sums, on the columns read once a run.
         cAddress[slot] = addr;
         cSize[slot] = size;
+        if (blockOut !== null) blockOut[i] = size;
         cStream[slot] = streamCol[i]!;
         cTime[slot] = t;
         cSerial[slot] = ser;
@@ -388,6 +393,7 @@ export class DeviceState extends TotalsReadout {
         const slot = map.remove(addr);
         // The block's own size where the model holds it: a free's requested size may differ by rounding.
         const size = slot >= 0 ? cSize[slot]! : rounded;
+        if (blockOut !== null) blockOut[i] = size;
         const chain = slot >= 0 ? cChain[slot]! : -1;
         requested += RF.rq * rq;
         allocated += RF.al * size;

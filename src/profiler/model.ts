@@ -81,6 +81,8 @@ export class ProfilerModel {
     const extra = batch.extra;
     const allocStacks = this.fields.allocStacks;
     const lineCol = batch.line;
+    // where each allocator record's block size goes, for the kept records' views (EventTail.block)
+    const blockOut = this.tail === null ? null : this.tail.blockSizesFor(batch);
     let lastDev = -1000;
     let d: DeviceState | undefined;
     // The current device's step, phase and range, in locals: most records match them.
@@ -156,6 +158,7 @@ export class ProfilerModel {
         // line it is stamped with is recorded. An attach's seed goes in right after its device's
         // counted record of its point: while one waits, a run is one record.
         const seeding = this.seeds !== null;
+        ds.blockOut = blockOut;
         i = ds.allocatorRecords(batch, i, end, cs, cp, cr, MAX_RANGE_ID, allocStacks, seeding) - 1;
         this.eventsIngested += ds.foldedFrees; // a folded free is two events, as the writer recorded them
         if (seeding && a !== ACTION.free_completed) this.seedDue(ds, t);

@@ -8,7 +8,6 @@
 import { ACTION, isMark } from "../ffi/events";
 import type { ProfilerModel } from "./model";
 import { N_PHASE } from "./steps";
-import { blockSize } from "./totals";
 import { partitionPoint } from "./partition";
 
 /** A block of the window as the pass over its records finds it. */
@@ -134,8 +133,8 @@ export function readWindow(m: ProfilerModel, spec: WindowSpec): StepWindow {
     let b = open.get(a);
     if (b !== undefined) open.delete(a);
     else {
-      // A block from before the window: the free tells its size (the model's rule rounds alike).
-      b = { address: a, size: blockSize(t.size[s]!), stream: null, from: fromUs, to: tUs, alloc: null, free: null, colFrom: 0, colTo: c, phase: -1, range: 0, inst: -1, fPhase: -1, fRange: 0, fInst: -1 };
+      // A block from before the window: its size is the one the model freed (torch's block).
+      b = { address: a, size: t.block[s]!, stream: null, from: fromUs, to: tUs, alloc: null, free: null, colFrom: 0, colTo: c, phase: -1, range: 0, inst: -1, fPhase: -1, fRange: 0, fInst: -1 };
       list.push(b);
       earlierFreed += b.size;
     }
@@ -176,7 +175,7 @@ export function readWindow(m: ProfilerModel, spec: WindowSpec): StepWindow {
       const old = open.get(address);
       // Its free was lost: the model drops the old block here, and so does the band.
       if (old !== undefined) (old.to = tUs), (old.colTo = c), (alloc -= old.size);
-      const b: WindowBlock = { address, size: blockSize(t.size[s]!), stream: t.stream[s]!, from: tUs, to: end, alloc: tUs, free: null, colFrom: c, colTo: columns, phase: curPhase, range: curRange, inst, fPhase: -1, fRange: 0, fInst: -1 };
+      const b: WindowBlock = { address, size: t.block[s]!, stream: t.stream[s]!, from: tUs, to: end, alloc: tUs, free: null, colFrom: c, colTo: columns, phase: curPhase, range: curRange, inst, fPhase: -1, fRange: 0, fInst: -1 };
       open.set(address, b);
       list.push(b);
       alloc += b.size;

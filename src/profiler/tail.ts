@@ -23,6 +23,15 @@ export class EventTail {
   readonly step: Uint32Array;
   readonly line: Uint32Array;
   readonly stack: Uint32Array;
+  /** Each allocator record's block as the model sized it (torch's: a large block the allocator did
+   *  not split holds up to 1 MiB more than its request rounded), written by the model's ingest
+   *  (blockSizesFor): a view of the records (the Timeline's bands) adds up to the model's totals
+   *  only with the model's sizes. 0 for other records. */
+  readonly block: Float64Array;
+  /** Where the model writes the block sizes of a batch that is copied in (push copies them). */
+  private scratch = new Float64Array(0);
+  /** The block column's view beside the window's (its sizes are written in place). */
+  private windowBlock = new Float64Array(0);
   /** Records ever pushed; record k (k < total) sits at k % capacity while k >= total - capacity. */
   total = 0;
   /** The first record after the last loss: a trace that crossed a gap would not add up. */
@@ -49,6 +58,7 @@ export class EventTail {
     this.step = new Uint32Array(capacity);
     this.line = new Uint32Array(capacity);
     this.stack = new Uint32Array(capacity);
+    this.block = new Float64Array(capacity);
     this.window = this.views(0, 0);
   }
 
@@ -87,11 +97,21 @@ export class EventTail {
     const at = this.total % this.capacity;
     const n = Math.min(max, this.capacity - at);
     this.point(this.window, at, n);
+    this.windowBlock = this.block.subarray(at, at + n);
     this.window.count = 0;
     // Only a copied batch (a snapshot's trace) can have left a stack id in these slots.
     if (this.copied) this.window.stack.fill(0);
     this.windowAt = this.total;
     return this.window;
+  }
+
+  /** Where the model writes the block size of `batch`'s record i (at i): the kept column itself
+   *  for the window read in place, else a scratch that push copies with the records. */
+  blockSizesFor(batch: EventBatch): Float64Array {
+    if (batch === this.window) return this.windowBlock;
+    const n = batch.time_us.length;
+    if (this.scratch.length < n) this.scratch = new Float64Array(n);
+    return this.scratch;
   }
 
   /** Records were lost before the next push: the trace restarts after them. */
@@ -106,6 +126,7 @@ export class EventTail {
       return;
     }
     this.copied = true;
+    const sizes = batch === this.window ? this.windowBlock : this.scratch;
     // More than the capacity at once: only the newest fit.
     if (end - start > this.capacity) {
       this.total += end - start - this.capacity;
@@ -126,6 +147,7 @@ export class EventTail {
       this.step.set(batch.step.subarray(start, start + n), at);
       this.line.set(batch.line.subarray(start, start + n), at);
       this.stack.set(batch.stack.subarray(start, start + n), at);
+      this.block.set(sizes.subarray(start, start + n), at);
       this.total += n;
       start += n;
     }

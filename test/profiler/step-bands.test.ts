@@ -1,5 +1,8 @@
 // One step through time (profiler/step-bands.ts) on recordings made on H100/H200 GPUs, held to an
-// independent pass over the same records: every band lives exactly from its block's alloc record
+// independent pass over the same records (each block of torch's size: the request rounded, and a
+// large one what its segment's chain of blocks gives, snapshot/large-pool.ts, the definition the
+// model's blocks follow; exact-blocks.test.ts holds those to torch's memory_allocated() at every
+// sync record): every band lives exactly from its block's alloc record
 // (or the step's start) to its free record (or the step's end); held + bands + rest add up to
 // what the records say was allocated at every column's end, to the step record's allocated at the
 // step's end and to its peak; the phase strip is the records' own phase stamps. Where the kept
@@ -9,6 +12,8 @@ import { join } from "node:path";
 import { openRingRecording } from "../../src/collect/recording";
 import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { blocks, createModel, replay, stepBands, timelineSteps, type ProfilerModel, type StepBands } from "../../src/profiler";
+import { DEFAULT_RULES, SMALL_BUFFER, SMALL_SIZE } from "../../src/snapshot/block-sizes";
+import { LargePoolLayout } from "../../src/snapshot/large-pool";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
 const FIXTURES = ["normal", "hf-gpt2", "kept-loss-graph"] as const;
@@ -69,6 +74,8 @@ function truth(all: EventBatch, step: number, sb: StepBands) {
   const phaseBefore = new Array<number>(sb.columns).fill(-1);
   let phaseNow = -1;
   let lastCol = -1;
+  // torch's block of each large request: the free block it takes whole where no more than 1 MiB would remain
+  const chains = new LargePoolLayout(DEFAULT_RULES);
   for (let i = 0; i < all.count; i++) {
     const a = all.action[i]!;
     const mark = a >= MARK;
@@ -93,8 +100,13 @@ function truth(all: EventBatch, step: number, sb: StepBands) {
     }
     if (!(mark && a === SYNC)) phaseNow = all.phase[i]!;
     if (mark) continue;
+    const large = round(all.size[i]!) > SMALL_SIZE;
+    if (a === ACTION.segment_alloc && all.size[i] !== SMALL_BUFFER) chains.segmentAlloc(all.address[i]!, all.size[i]!);
+    else if (a === ACTION.segment_free && all.size[i] !== SMALL_BUFFER) chains.segmentFree(all.address[i]!, all.size[i]!);
+    else if (a === ACTION.free_completed && large) chains.freeCompleted(all.address[i]!);
     if (a === ACTION.alloc) {
-      const life: Life = { address: all.address[i]!, size: round(all.size[i]!), alloc: t, free: null };
+      const rounded = round(all.size[i]!);
+      const life: Life = { address: all.address[i]!, size: large ? chains.alloc(all.address[i]!, rounded, NaN, -1) : rounded, alloc: t, free: null };
       live.set(life.address, life);
       allocated += life.size;
       if (inStep) lives.push(life), (peak = Math.max(peak, allocated));
@@ -102,6 +114,7 @@ function truth(all: EventBatch, step: number, sb: StepBands) {
       const life = live.get(all.address[i]!)!;
       live.delete(life.address);
       allocated -= life.size;
+      if (a === ACTION.free && large) chains.freeCompleted(life.address);
       if (inStep) {
         life.free = t;
         if (atStart!.has(life.address) && atStart!.get(life.address) === life) lives.push(life);
