@@ -4,25 +4,45 @@
 
 import { PHASE_NAMES } from "../ffi/events";
 import { RESYNCED_STEP } from "./blocks";
+import { LARGE_REMAINDER } from "./consistency";
 import type { DeviceState } from "./device";
 import type { ProfilerModel } from "./model";
 import { frameLabel } from "./user-frame";
 import { formatBytes, inPhase } from "../words";
 
 /**
+ * Size classes of large blocks: each size → the smallest size within LARGE_REMAINDER below it, in
+ * a chain from the smallest. One request's blocks are torch's, not its request rounded: the
+ * allocator keeps a large free block whole where a split would leave 1 MiB or less, so the same
+ * tensor kept each step holds anything from its request rounded to 1 MiB more (hf-gpt2-leak's
+ * 1,608,224-byte logits: blocks of 1,608,704, 1,765,376, 2,097,152 and 2,585,600 bytes).
+ */
+function sizeClasses(sizes: Iterable<number>): Map<number, number> {
+  const out = new Map<number, number>();
+  let start = -Infinity;
+  for (const s of [...new Set(sizes)].sort((x, y) => x - y)) {
+    if (s <= LARGE_REMAINDER || s > start + LARGE_REMAINDER) start = s;
+    out.set(s, start);
+  }
+  return out;
+}
+
+/**
  * Where the growing memory was allocated: the phase and range of the live blocks of the growing
  * category that later steps allocated and still hold (a leak's tensors, step after step), by bytes.
  * Outside every record_function range is a place too: a list the training loop appends to. Only
  * blocks of a kind that more than one step left behind count (the same place and stack, or size
- * where no stack is known): the last step's own output, still referenced, is not the growth.
+ * class where no stack is known): the last step's own output, still referenced, is not the growth.
  */
 export function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, cat: number) {
   const b = d.blocks;
+  const candidates: number[] = [];
+  for (const slot of b.bySlot.values()) if (b.category[slot] === cat && b.step[slot]! > sinceStep && b.step[slot] !== RESYNCED_STEP) candidates.push(slot);
+  const sizeClass = sizeClasses(candidates.map((slot) => b.size[slot]!));
   // The candidates by kind, and the kinds found in more than one step.
   const kinds = new Map<string, { firstStep: number; recurring: boolean; slots: number[] }>();
-  for (const slot of b.bySlot.values()) {
-    if (b.category[slot] !== cat || b.step[slot]! <= sinceStep || b.step[slot] === RESYNCED_STEP) continue;
-    const kind = `${b.phase[slot]}:${b.range[slot]}:${b.stack[slot] ? `s${b.stack[slot]}` : b.size[slot]}`;
+  for (const slot of candidates) {
+    const kind = `${b.phase[slot]}:${b.range[slot]}:${b.stack[slot] ? `s${b.stack[slot]}` : sizeClass.get(b.size[slot]!)}`;
     const k = kinds.get(kind);
     if (!k) kinds.set(kind, { firstStep: b.step[slot]!, recurring: false, slots: [slot] });
     else {
