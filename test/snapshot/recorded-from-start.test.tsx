@@ -18,6 +18,7 @@ import { summarize } from "../../src/snapshot/summary";
 import { snapshotModel, viewJson } from "../../src/snapshot/view";
 import { ProcessScreen } from "../../src/tui/screens/process";
 import { SegmentsScreen } from "../../src/tui/screens/segments";
+import { Wide } from "../support/wide";
 import { formatBytes } from "../../src/words";
 import { recordFields } from "../../src/system/manifest";
 
@@ -37,10 +38,10 @@ function poolsOf(facts: { pools: PoolFacts[] }) {
 
 function screens(model: ProfilerModel, pid: number, title: string) {
   const pm = { pid, model, source: "replay" as const, socket: null, title, ended: true };
-  const seg = render(<SegmentsScreen pm={pm} width={200} height={30} ascii={false} selected={0} />);
+  const seg = render(<Wide columns={200}><SegmentsScreen pm={pm} width={200} height={30} ascii={false} selected={0} /></Wide>);
   const segments = plain(seg.lastFrame()!).split("\n");
   seg.unmount();
-  const proc = render(<ProcessScreen pm={pm} width={200} height={50} ascii={false} />);
+  const proc = render(<Wide columns={200}><ProcessScreen pm={pm} width={200} height={50} ascii={false} /></Wide>);
   const process = plain(proc.lastFrame()!);
   proc.unmount();
   return { segments, process };
