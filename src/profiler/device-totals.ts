@@ -9,6 +9,11 @@ export abstract class TotalsReadout {
   /** Totals from the events, moved as the ring header's rule says (totals.ts); the ring
    *  header's exact ones, where there is a header, re-anchor them after lost records. */
   protected readonly t = new Totals();
+  /** torch's peaks from before the records (an attach's: max_memory_allocated() and
+   *  max_memory_reserved() may have been reached before the agent came), as a sync point read
+   *  them (DeviceState.peaksFromTorch); 0 where none was read. The peaks shown are the higher of
+   *  these and the blocks' own. */
+  protected readonly before = { allocated: 0, reserved: 0 };
 
   get allocated(): number {
     return this.t.allocated;
@@ -23,11 +28,16 @@ export abstract class TotalsReadout {
   get active(): number {
     return this.t.active;
   }
+  /** torch's max_memory_allocated(): the blocks' highest, or torch's from before the records. */
   get peakAllocated(): number {
-    return this.t.peakAllocated;
+    return Math.max(this.t.peakAllocated, this.before.allocated);
   }
   get peakReserved(): number {
-    return this.t.peakReserved;
+    return Math.max(this.t.peakReserved, this.before.reserved);
+  }
+  /** The most the records' blocks held at once (from an attach's seed on: since the attach). */
+  get blocksPeakAllocated(): number {
+    return this.t.peakAllocated;
   }
   get peakActive(): number {
     return this.t.peakActive;

@@ -556,6 +556,26 @@ export class DeviceState extends TotalsReadout {
     return p;
   }
 
+  /** Set by a seed: torch's peaks may predate the records, and the next SYNC_PEAKS tied to its
+   *  point says by how much (peaksFromTorch). */
+  private peaksUnknown = false;
+
+  /**
+   * torch's max_memory_allocated() and max_memory_reserved() at a sync point the records have
+   * exactly reached (its SYNC tied to its count of events). Taken once after an attach's seed, the
+   * first chance the records have to learn what the blocks cannot know: torch's peak there is the
+   * higher of the blocks' highest since the attach and its peak before it, so where it is higher it
+   * is the peak before the attach, from then on the floor of the peaks shown. Never taken on a
+   * device whose records start with its allocator (a run's): there the blocks alone are torch's,
+   * and every later sync point stays a comparison, not a source.
+   */
+  peaksFromTorch(peakAllocated: number, peakReserved: number): void {
+    if (!this.peaksUnknown) return;
+    this.peaksUnknown = false;
+    if (peakAllocated > this.before.allocated) this.before.allocated = peakAllocated;
+    if (peakReserved > this.before.reserved) this.before.reserved = peakReserved;
+  }
+
   /** A closed ring's final header, read after its last record (see Consistency.observeEnd). */
   endPoint(allocated: number, reserved: number, requested: number): SyncPoint {
     return this.consistency.observeEnd(this.detail(), this._lastTime_us, allocated, reserved, requested);
@@ -650,6 +670,8 @@ export class DeviceState extends TotalsReadout {
     if (tt.allocated > tt.peakAllocated) tt.peakAllocated = tt.allocated;
     if (tt.reserved > tt.peakReserved) tt.peakReserved = tt.reserved;
     if (tt.active > tt.peakActive) tt.peakActive = tt.active;
+    // torch's peaks before the attach are in no block: the next sync point's figures give them
+    this.peaksUnknown = true;
     this._unknownFrees = 0;
     this._unknownFreeBytes = 0;
     this._replacedBlocks = 0;

@@ -55,6 +55,8 @@ export class ProfilerModel {
   invalidRecords = 0;
   /** Sync records of devices that held nothing at the attach, by device: their counts' start. */
   private readonly emptyAtAttach = new Map<number, { t: number; events: number }>();
+  /** By device: its last sync record lay at its point of the stream (its SYNC_PEAKS may be taken). */
+  private readonly tiedSync: boolean[] = [];
   /** An attach's seed per device, until the device's records reach its point (seed.ts). */
   private seeds: Map<number, SeedDevice> | null = null;
   private seedTime_us = 0;
@@ -107,8 +109,20 @@ export class ProfilerModel {
         // The attach's sync of a device that holds nothing yet: kept for when the device shows up
         // (a rank's neighbour GPU never does, and gets no empty state in the views).
         else if (this.byIndex[dev] || address[i]! !== 0 || size[i]! !== 0)
-          this.deviceFor(dev, t, st, ph, rg).syncPoint(t, address[i]!, size[i]!, stream[i]!, extra[i]!);
+          this.tiedSync[dev] = this.deviceFor(dev, t, st, ph, rg).syncPoint(t, address[i]!, size[i]!, stream[i]!, extra[i]!) !== null;
         else this.emptyAtAttach.set(dev, { t, events: extra[i]! });
+        continue;
+      }
+      if (a === ACTION.sync_peaks) {
+        // torch's peaks and active beside the sync record before it (mark-every-hook rings): where
+        // that sync lay at its point of the stream, an attached device learns its peaks from
+        // before the attach (DeviceState.peaksFromTorch); otherwise known, not taken (the blocks'
+        // figures are compared with them, tests/support/exact.ts)
+        const dev = device[i]!;
+        if (dev >= 0 && dev < MAX_DEVICES && this.tiedSync[dev] === true) {
+          this.tiedSync[dev] = false;
+          this.byIndex[dev]?.peaksFromTorch(address[i]!, size[i]!);
+        }
         continue;
       }
       if (isMark(a)) {
@@ -116,9 +130,6 @@ export class ProfilerModel {
         if (a === ACTION.range_enter) this.mark(t, st, ph, this.enterRange(rg));
         else if (a === ACTION.range_exit) this.mark(t, st, ph, this.exitRange(rg));
         else if (a === ACTION.phase || a === ACTION.step) this.mark(t, st, ph, this.keepRange(rg));
-        // torch's peaks and active beside the sync record before it (mark-every-hook rings): known,
-        // not yet compared with the blocks' (the sync's allocated is)
-        else if (a === ACTION.sync_peaks) continue;
         else this.invalidRecords++; // a mark this model does not know (a newer writer)
         if (d !== undefined) {
           cs = d.step;

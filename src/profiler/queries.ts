@@ -105,16 +105,27 @@ export function totalsCause(d: DeviceState, causes: string[]): string | null {
 }
 
 /** The one peak shown: torch's. The blocks' own highest where they give torch's totals; after an
- *  attach torch's max_memory_allocated() (the header's) may have been reached before it. */
+ *  attach torch's max_memory_allocated() may have been reached before it: the device's peak holds
+ *  it from the first sync point that read it (DeviceState.peaksFromTorch), else the header's (the
+ *  agent's copy, ahead of the records) says it. A note only where the peak is not one the blocks
+ *  reached since the attach: where they reached it again, it is theirs too. */
 function peakOf(m: ProfilerModel, d: DeviceState, source: TotalsSource, h: { peak_allocated: number } | undefined): { peak: number; note: string | null } {
   const own = d.peakAllocated;
   if (source === "blocks") {
-    if (m.seedStatus !== null && h && h.peak_allocated > own)
-      return { peak: h.peak_allocated, note: `torch's max_memory_allocated(), reached before the agent attached; ${formatBytes(own)} since` };
-    return { peak: own, note: null };
+    const torch = m.seedStatus !== null && h && h.peak_allocated > own ? h.peak_allocated : own;
+    const blocks = d.blocksPeakAllocated;
+    if (torch > blocks) return { peak: torch, note: `torch's max_memory_allocated(), reached before the agent attached; ${formatBytes(blocks)} since` };
+    return { peak: torch, note: null };
   }
   if (!h) return { peak: own, note: null };
   return { peak: h.peak_allocated, note: h.peak_allocated !== own ? `torch's max_memory_allocated() as the agent last read it; the records reach ${formatBytes(own)}` : null };
+}
+
+/** torch's max_memory_reserved() where the blocks give the totals: the segments' highest, or after
+ *  an attach the peak from before it, as a sync point read it (in the device's peak) or the
+ *  header says it (the hook keeps the header's reserved peak from torch's at the attach on). */
+function peakReservedOf(m: ProfilerModel, d: DeviceState, h: { peak_reserved: number } | undefined): number {
+  return m.seedStatus !== null && h && h.peak_reserved > d.peakReserved ? h.peak_reserved : d.peakReserved;
 }
 
 export function num(v: number): number | null {
@@ -164,7 +175,7 @@ export function deviceSummary(m: ProfilerModel, d: DeviceState): DeviceSummary {
     reserved_bytes: reserved,
     active_bytes: h ? h.active : d.active,
     peak_allocated_bytes: peak.peak,
-    peak_reserved_bytes: h ? h.peak_reserved : d.peakReserved,
+    peak_reserved_bytes: h ? h.peak_reserved : peakReservedOf(m, d, hc),
     peak_active_bytes: h ? h.peak_active : d.peakActive,
     n_alloc: hc ? hc.n_alloc : d.nAlloc,
     n_free: hc ? hc.n_free : d.nFree,

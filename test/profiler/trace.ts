@@ -48,6 +48,13 @@ export class Trace {
     this.rows.push([this.t, ACTION.sync, this.device, this.phase, allocated, reserved, requested, events, this.step, this.range]);
     return this;
   }
+  /** The SYNC_PEAKS record the hook writes right after a sync at a hook (GPUMEM_TUI_MARKS=hooks):
+   *  torch's peak allocated, peak reserved and active from the same reading; `point` where. */
+  syncPeaks(peakAllocated: number, peakReserved: number, active: number, point = 1): this {
+    this.t += this.dt;
+    this.rows.push([this.t, ACTION.sync_peaks, this.device, this.phase, peakAllocated, peakReserved, active, point, this.step, this.range]);
+    return this;
+  }
   setPhase(p: number): this {
     this.phase = p;
     return this.push(ACTION.phase);

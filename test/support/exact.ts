@@ -8,8 +8,11 @@
 // so a sync written on another thread can land a few records away from its point. Its figures are
 // compared with the model's right after the model has taken as many of that device's counted
 // records (the first sync of a device sets the offset between the two counts, as the model's own
-// consistency check does); a sync whose point the stream had already passed is "misplaced", one
-// read while an event raced it (SYNC_UNSURE) is "unsure": neither is compared.
+// consistency check does), and again after its SYNC_PEAKS where none of the device's events came
+// between (the two records are one reading; after an attach the model learns torch's peak from
+// before it from the first such pair: that one point is its source, every later one a comparison);
+// a sync whose point the stream had already passed is "misplaced", one read while an event raced it
+// (SYNC_UNSURE) is "unsure": neither is compared.
 import { existsSync } from "node:fs";
 import { openRingRecording } from "../../src/collect/recording";
 import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
@@ -36,6 +39,9 @@ export interface SyncCompare {
   model: Figures | null;
   /** The fields whose figures differ (compared syncs only). */
   differ: Field[];
+  /** The device's counted records fed when it was compared (its SYNC_PEAKS, read with it, is
+   *  taken in before the figures are final where none came between). */
+  countedAt: number;
 }
 
 export interface ExactReport {
@@ -111,6 +117,7 @@ export function compareBatches(model: ProfilerModel, batches: { batch: EventBatc
   const compareNow = (m: SyncCompare) => {
     m.model = figuresOf(model, m.device);
     m.state = "compared";
+    m.countedAt = counted.get(m.device) ?? 0;
   };
   const reached = (dev: number) => {
     const w = waiting.get(dev);
@@ -134,7 +141,7 @@ export function compareBatches(model: ProfilerModel, batches: { batch: EventBatc
         const events = batch.extra[i]!;
         const m: SyncCompare = {
           index, device: dev, step: batch.step[i]!, phase: batch.phase[i]!, point: null, events, state: "unsure",
-          torch: { allocated: batch.address[i]!, reserved: batch.size[i]! }, model: null, differ: [],
+          torch: { allocated: batch.address[i]!, reserved: batch.size[i]! }, model: null, differ: [], countedAt: -1,
         };
         marks.push(m);
         last.set(dev, m);
@@ -157,6 +164,11 @@ export function compareBatches(model: ProfilerModel, batches: { batch: EventBatc
         m.torch.peakAllocated = batch.address[i]!;
         m.torch.peakReserved = batch.size[i]!;
         m.torch.active = batch.stream[i]!;
+        // A point is one reading of torch's statistics written as two records (SYNC, then
+        // SYNC_PEAKS): the model's figures there are those after both, where none of the
+        // device's events came between (the model may take the peaks from before an attach from
+        // the first of them: DeviceState.peaksFromTorch).
+        if (m.state === "compared" && m.countedAt === (counted.get(dev) ?? 0)) m.model = figuresOf(model, dev);
       }
     }
   }
