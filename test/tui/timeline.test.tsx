@@ -81,7 +81,7 @@ describe.each([
     expect(f[rest + 3]!.trimStart()).toStartWith("range ");
     expect(f[rest + 3]).toContain(columns >= 200 ? "train_step" : "tr");
     expect(f[rest + 4]).toMatch(/ 0 +\d+\.\d+ ms +\d+\.\d+ ms$/);
-    // Every activation begins in a forward column, every band's cells are under the strip's columns.
+    // Every activation begins in a column forward holds (whole or in part), every band's cells are under the strip's columns.
     const phases = stripPhases(phaseLine, cellsAt);
     let activations = 0;
     for (const b of bands) {
@@ -89,7 +89,9 @@ describe.each([
       expect(cells.length).toBeLessThanOrEqual(phases.length);
       if (!b.startsWith("activation")) continue;
       activations++;
-      expect(phases[cells.findIndex((c) => c !== " ")]).toBe("F");
+      // A forward column, or one shared by forward and the phase before it (drawn ┈ by the Process
+      // strip's rule, issue 39: a column takes a letter only where that phase held nearly all of it).
+      expect(["F", "┈"]).toContain(phases[cells.findIndex((c) => c !== " ")]!);
     }
     expect(activations).toBeGreaterThan(3);
     ui.unmount();

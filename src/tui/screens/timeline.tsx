@@ -7,8 +7,9 @@ import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { PHASE_NAMES } from "../../ffi/events";
 import { stepBands, steps, timelineSteps, type StepBand, type StepBands } from "../../profiler";
-import { PHASE_LEGEND, phaseRuns } from "../chart";
-import { color, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { phaseStrip } from "../chart";
+import { phaseShares } from "../../profiler/phase-shares";
+import { color, cutWords, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
 import { formatShape } from "./tensor-table";
@@ -126,20 +127,26 @@ function rows(l: Layout, selected: number, ascii: boolean, only: number | null) 
 }
 
 /** Beneath the rows: allocated, the phase and range strips, the time axis. */
-function Beneath({ l, ascii, legend }: { l: Layout; ascii: boolean; legend: boolean }) {
+function Beneath({ l, ascii, legend, width }: { l: Layout; ascii: boolean; legend: boolean; width: number }) {
   const { sb } = l;
   const gutter = l.label + 1 + SIZE_WIDTH + 1;
-  const phases = phaseRuns(sb.phase.map(phaseCode), ascii);
+  // The phase strip by the Process chart's rule (profiler/phase-shares.ts, chart.ts phaseStrip): a
+  // column takes a phase's letter where that phase held nearly all of its time, else it is drawn as
+  // mixed; never the phase with the most records (a step's frees made columns read as backward).
+  const strip = phaseStrip(phaseShares(l.pm.model, sb.device, sb.start_us, sb.start_us + sb.columns * sb.column_us, sb.columns), sb.column_us, ascii);
   // Allocated from its least in the step to its peak: what was held all along would flatten it.
   const least = Math.min(...sb.allocated_bytes.filter((v): v is number => v !== null), sb.peak_bytes);
+  // Its label whole (never "allocated, from 1.…"): shorter words where the label's column is narrow.
+  const from = formatBytesShort(least);
+  const allocatedLabel = [`allocated, from ${from}`, `alloc from ${from}`, `from ${from}`].find((t) => t.length <= l.label) ?? `from ${from}`;
   return (
     <>
       <Text>
-        {pad(`allocated, from ${formatBytesShort(least)}`, l.label)} {pad(formatBytesShort(sb.peak_bytes), SIZE_WIDTH, true)} <Text color={color("green")}>{sparkRow(sb.allocated_max_bytes, sb.peak_bytes, ascii, least)}</Text>
+        {pad(allocatedLabel, l.label)} {pad(formatBytesShort(sb.peak_bytes), SIZE_WIDTH, true)} <Text color={color("green")}>{sparkRow(sb.allocated_max_bytes, sb.peak_bytes, ascii, least)}</Text>
       </Text>
       <Text wrap="truncate-end">
         <Text dimColor>{pad("phase", gutter - 1, true)} </Text>
-        {phases.map((r, i) => (
+        {strip.runs.map((r, i) => (
           <Text key={i} color={color(PHASE_COLORS[r.phase] ?? "gray")}>{r.text}</Text>
         ))}
       </Text>
@@ -150,7 +157,7 @@ function Beneath({ l, ascii, legend }: { l: Layout; ascii: boolean; legend: bool
         ))}
       </Text>
       <Text dimColor>{" ".repeat(gutter)}{stepAxis(sb.columns, sb.end_us - sb.start_us)}</Text>
-      {legend ? <Text dimColor wrap="truncate-end">phase: {PHASE_LEGEND}; a band has the color of the phase that allocated it</Text> : null}
+      {legend ? <Text dimColor>{cutWords(`phase: ${strip.legend}; a band has the color of the phase that allocated it`, width - 1)}</Text> : null}
     </>
   );
 }
@@ -222,20 +229,22 @@ export function TimelineScreen({ pm, ui, width, height, ascii, selected }: { pm:
   const { sb } = l;
   const open = ui.timeline?.open ?? null;
   const first = l.order[0] === "running" ? sb.step : l.order[0];
-  const steps = l.order.length > 1 ? `← → an earlier / later step (${first}…${l.pm.model.devices[0]?.cur.step} kept)` : "";
+  // The steps kept as a range ("0-40": "0…40" read as a figure cut), in fewer words where narrow.
+  const kept = `${first}-${l.pm.model.devices[0]?.cur.step} kept`;
+  const keys = [`↑↓ a row  Enter what is known of it  ${l.order.length > 1 ? `← → an earlier / later step (${kept})` : ""}`, `↑↓ a row  Enter: what is known  ${l.order.length > 1 ? `← → step (${kept})` : ""}`];
   // The opened row alone above the detail (−1: a band no longer among them, none).
   const openRow = open === null ? null : open.row === "held" ? 0 : open.row === "rest" ? sb.bands.length + 1 : sb.bands.findIndex((b) => b.address === open.address && b.from_us === open.from_us) + 1 || -1;
   const lines = open ? detail(l, open) : [];
   return (
     <Box flexDirection="column">
       <Text bold wrap="truncate-end">{title(l)}</Text>
-      <Text dimColor wrap="truncate-end">{open ? "Esc: back to the bands" : `↑↓ a row  Enter what is known of it  ${steps}`}</Text>
+      <Text dimColor>{open ? "Esc: back to the bands" : cutWords(keys.find((k) => k.trimEnd().length <= width - 1) ?? keys[1]!, width - 1)}</Text>
       {sb.notes.map((n) => (
         <Text key={n} color={color("yellow")} wrap="truncate-end">Partial: {n}</Text>
       ))}
       <Text inverse>{header(l, ascii)}</Text>
       {rows(l, open ? -1 : selected, ascii, openRow)}
-      <Beneath l={l} ascii={ascii} legend={!open} />
+      <Beneath l={l} ascii={ascii} legend={!open} width={width} />
       {lines.slice(0, Math.max(1, height - 8 - sb.notes.length)).map((t, i) => (
         <Text key={i} wrap="truncate-end">{t}</Text>
       ))}
