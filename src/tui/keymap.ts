@@ -48,6 +48,7 @@ function findRow(ui: UiState, ctx: KeyContext, from: number, inclusive: boolean)
   const s = ui.search!;
   const texts = ctx.rowTexts(ui);
   const want = s.text.toLowerCase();
+  if (!texts.length) return void (s.found = want === ""); // no rows (yet): nothing to find
   for (let k = inclusive ? 0 : 1; k <= texts.length; k++) {
     const i = (from + k) % texts.length;
     if (texts[i]!.toLowerCase().includes(want)) {
@@ -74,7 +75,7 @@ function searchKey(ui: UiState, key: Key, ctx: KeyContext): boolean {
 
 /** F3: a search over the screen's rows, where the screen lists them as text. */
 function startSearch(ui: UiState, ctx: KeyContext): void {
-  if (!SCREENS[ui.screen]!.rowTexts) return ctx.ctl.say("F3: search finds rows on the Overview and Findings; / filters this screen");
+  if (!SCREENS[ui.screen]!.rowTexts) return ctx.ctl.say("F3: search finds rows on the Overview, Tensors and Findings; / filters this screen");
   ui.search = { text: "", found: true };
 }
 

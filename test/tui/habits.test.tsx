@@ -169,8 +169,34 @@ describe("htop's function keys", () => {
     expect(await selectedPid()).toBe(ranks[1]!);
     await keys(F[3], ..."zzz");
     expect(status()).toContain("search: zzz▏ (no row holds it)");
-    await keys("\x1b", "3", F[3]);
-    expect(status()).toContain("F3: search finds rows on the Overview and Findings");
+    // Segments lists no rows as text (its filter is /): F3 says where it searches.
+    await keys("\x1b", "4", F[3]);
+    expect(status()).toContain("F3: search finds rows on the Overview, Tensors and Findings");
+    ui.unmount();
+  });
+});
+
+describe("F3 on Tensors", () => {
+  test("the selection goes to the first row whose text holds what is typed: Enter then opens that row's group", async () => {
+    const ctl = new Controller(null, 1000);
+    ctl.replay = leak;
+    const { ui, keys, status, frame } = mount(ctl, 120, 40, "tensors");
+    const table = () => frame().slice(frame().findIndex((l) => l.includes("SIZE▼")) + 1, -1);
+    // The first row holding "optimizer_state" is a group of two alike blocks (the leak's recording has no names).
+    const group = table().find((l) => / optimizer_state /.test(l))!;
+    expect(group).toMatch(/^ *2 × /);
+    await keys(F[3], ..."optimizer_state");
+    expect(status()).toContain("search: optimizer_state▏");
+    expect(status()).not.toContain("no row holds it");
+    await keys("\r"); // ends the search where it is
+    expect(status()).not.toContain("search:");
+    await keys("\r"); // opens the selected row: the group's two blocks under it
+    const at = table().findIndex((l) => / optimizer_state ▾ /.test(l));
+    expect(at).toBe(table().findIndex((l) => / optimizer_state /.test(l)));
+    expect(table().slice(at + 1, at + 3).every((l) => /^ +98\.16 MiB optimizer_state +\(/.test(l))).toBe(true);
+    await keys(F[3], ..."zzz-no-such-tensor");
+    expect(status()).toContain("(no row holds it)");
+    await keys("\x1b");
     ui.unmount();
   });
 });

@@ -17,7 +17,7 @@ export const KEYS: [string, string][] = [
   ["s  I  F6", "sort by the next column shown (F6 too); reverse the sort (or click the column again)"],
   ["w", "on Tensors: group the blocks by the line of your code that allocated them, and back (where stacks were recorded)"],
   ["/  F4", "filter (type, Enter to keep, Esc to clear): every figure of the screen counts what it keeps"],
-  ["F3", "search: the selection goes to the first row holding what is typed (Overview, Findings); F3 again: the next; Enter or Esc ends it"],
+  ["F3", "search: the selection goes to the first row holding what is typed (Overview, Tensors, Findings); F3 again: the next; Enter or Esc ends it"],
   ["space  p", "pause / resume: nothing is read, replays stand still"],
   ["+ -", "sampling interval, a step along 250, 500, 1000, 2000, 5000 ms"],
   ["d", "snapshot of the selected process for pytorch.org/memory_viz (into the current directory, or --dump-dir)"],

@@ -6,8 +6,8 @@
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import type { NamesStatus } from "../../collect/name-requests";
-import { blocks, categories } from "../../profiler";
-import { color, formatBytes, pad } from "../format";
+import { blocks, categories, type BlockLine } from "../../profiler";
+import { color, formatBytes, pad, phaseLabel } from "../format";
 import { counted } from "../../words";
 import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
@@ -171,6 +171,15 @@ export const tensorsScreen = {
     const open = stackOpen(p.ui, p.pm);
     if (open && p.pm) return stackRows(p.pm, open.address);
     return p.pm && p.pm.model.devices.length ? tensorsLayout(p.pm, p.height, p.ui.tensorSort, p.ui.tensorReverse, p.ui.filter, p.selected, p.ui.tensorOpen, p.ui.tensorByFrame, tensorsMoment(p.ui)).rows.length : 0;
+  },
+  // F3 finds a row by what it shows: a block's name, category, shape, dtype, phase and range; a
+  // group's (its first block's, with its count); a line's (w) label. A stack opened: none.
+  rowTexts: (p) => {
+    if (stackOpen(p.ui, p.pm) || !p.pm || !p.pm.model.devices.length) return [];
+    const block = (b: BlockLine) => [b.name ?? "", b.category, b.shape ? b.shape.join("×") : "", b.dtype ?? "", phaseLabel(b.phase), b.range_name ?? ""].join(" ");
+    return tensorsLayout(p.pm, p.height, p.ui.tensorSort, p.ui.tensorReverse, p.ui.filter, p.selected, p.ui.tensorOpen, p.ui.tensorByFrame, tensorsMoment(p.ui)).rows.map((r) =>
+      r.kind === "block" ? block(r.b) : r.kind === "group" ? `${r.blocks.length} × ${block(r.blocks[0]!)}` : r.label,
+    );
   },
   rowAt: (p, line) => (stackOpen(p.ui, p.pm) ? null : tensorRowAt(p.pm, p.height, p.ui, p.selected, line)),
   sortAt: (p, line, x) => (stackOpen(p.ui, p.pm) ? null : tensorSortAt(p.pm, p.width, p.height, p.ui, p.selected, line, x)),
