@@ -159,3 +159,12 @@ describe("every screen at 60×15 … 200×60: no line wider than the terminal, n
     }, 60_000);
   }
 });
+
+describe("Findings below 80 columns", () => {
+  test("its first line keeps whole words: the keys in fewer words, then none (never \"Enter …\")", async () => {
+    const { findingsHead } = await import("../../src/tui/screens/findings");
+    expect(findingsHead("pid 601: 1 finding", true, 119)).toBe("pid 601: 1 finding, most severe first  (↑ ↓ select, Enter opens)");
+    expect(findingsHead("pid 601: 1 finding", true, 59)).toBe("pid 601: 1 finding  (↑ ↓, Enter opens)");
+    expect(findingsHead("pid 601: 1 finding", true, 30)).toBe("pid 601: 1 finding");
+  });
+});

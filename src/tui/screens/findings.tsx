@@ -3,7 +3,7 @@
 import { Box, Text } from "ink";
 import type { ProcessModel } from "../../collect/live";
 import { distinctFindings, findings, type FindingGroup } from "../../profiler";
-import { color, formatBytes, pad, wrap } from "../format";
+import { color, formatBytes, pad, textWidth, wrap } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
 import { whose } from "../snapshot-header";
 
@@ -76,7 +76,7 @@ export function FindingsScreen({ pm, found, width, height, selected, open }: { p
   const { lines, first } = findingsLayout(fs, width, height, selected, open);
   return (
     <Box flexDirection="column">
-      <Text dimColor>{pad(`${whose(pm)}: ${fs.length} finding${fs.length === 1 ? "" : "s"}, most severe first${open === null ? "  (↑ ↓ select, Enter opens)" : ""}`, width - 1)}</Text>
+      <Text dimColor>{pad(findingsHead(`${whose(pm)}: ${fs.length} finding${fs.length === 1 ? "" : "s"}`, open === null, width - 1), width - 1)}</Text>
       {lines.slice(first, first + height - 1).map((l, i) => {
         const f = l.finding === null ? null : fs[l.finding]!;
         return (
@@ -116,3 +116,10 @@ export const findingsScreen = {
     return true;
   },
 } as const satisfies ScreenSpec;
+
+/** The screen's first line in `width`: the count, "most severe first" and the keys where they fit,
+ *  else fewer words (at 60 columns it read "(↑ ↓ select, Enter …"), never a key's words cut. */
+export function findingsHead(count: string, keys: boolean, width: number): string {
+  const tries = [`${count}, most severe first${keys ? "  (↑ ↓ select, Enter opens)" : ""}`, `${count}${keys ? "  (↑ ↓, Enter opens)" : ""}`, count];
+  return tries.find((t) => textWidth(t) <= width) ?? count;
+}
