@@ -29,9 +29,9 @@ export class EventTail {
    *  only with the model's sizes. 0 for other records. */
   readonly block: Float64Array;
   /** Where the model writes the block sizes of a batch that is copied in (push copies them). */
-  private scratch = new Float64Array(0);
+  private scratch: Float64Array = new Float64Array(0);
   /** The block column's view beside the window's (its sizes are written in place). */
-  private windowBlock = new Float64Array(0);
+  private windowBlock: Float64Array = new Float64Array(0);
   /** Records ever pushed; record k (k < total) sits at k % capacity while k >= total - capacity. */
   total = 0;
   /** The first record after the last loss: a trace that crossed a gap would not add up. */
