@@ -4,7 +4,7 @@
 // with no GPU shows the GPU the run was recorded on, its utilization and memory, and the process.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createModel, feed, FeedSource, summary, type ProfilerModel } from "../profiler";
+import { createModel, feed, FeedSource, processProfile, summary, type ProfilerModel } from "../profiler";
 import { pytorchBlock } from "../system/document";
 import { readSmallText } from "../snapshot/input-file";
 import { MAX_TRACK_BYTES, parseTrack, sampleAt, trackDocument, type NvmlTrack } from "../system/recorded";
@@ -61,8 +61,10 @@ export function replayedPytorch(model: ProfilerModel, manifest: Manifest | null)
  * start (the demo's takes some 40 ms). A document pairs a sample with these, never with the
  * replay's latest figures: NVML samples a second apart, and the allocator reserving 17 GiB within
  * one of them read as less memory on the GPU than PyTorch had reserved there.
+ * `profiles`: each with the model's profile at that moment too (the documents of `--json --demo`;
+ * the screens draw the live replay's).
  */
-export function figuresAtSamples(ring: string, track: NvmlTrack): (Pytorch | null)[] {
+export function figuresAtSamples(ring: string, track: NvmlTrack, opts: { profiles?: boolean } = {}): (Pytorch | null)[] {
   const rec = openRingRecording(ring);
   try {
     const model = createModel();
@@ -72,7 +74,9 @@ export function figuresAtSamples(ring: string, track: NvmlTrack): (Pytorch | nul
     const from = new FeedSource(rec.source);
     return track.samples.map((s) => {
       feed(model, from, { time_us: s.t_us });
-      return model.devices.length > 0 ? replayedPytorch(model, rec.manifest) : null;
+      const pytorch = model.devices.length > 0 ? replayedPytorch(model, rec.manifest) : null;
+      // A document's profile (its step, findings, categories) at the same moment as its figures.
+      return pytorch && opts.profiles ? { ...pytorch, profile: processProfile(model, { device: pytorch.device }) } : pytorch;
     });
   } finally {
     rec.close();
@@ -154,7 +158,7 @@ export interface Demo {
 /** Starts the demo: `ring` replayed at `speed` times its pace and over again at its end, idle
  *  stretches (the model loading) cut to 2 s. Throws, in words, where it cannot be read. `clock`:
  *  the wall clock, unless a test gives its own. */
-export function startDemo(ring: string, opts: { speed: number; onUpdate: () => void; clock?: ReplayClock }): Demo {
+export function startDemo(ring: string, opts: { speed: number; onUpdate: () => void; clock?: ReplayClock; profiles?: boolean }): Demo {
   const rec = openRingRecording(ring);
   let track: NvmlTrack | null;
   try {
@@ -165,5 +169,5 @@ export function startDemo(ring: string, opts: { speed: number; onUpdate: () => v
   }
   const handle = startReplay(rec, { speed: opts.speed, onUpdate: opts.onUpdate, loop: () => openRingRecording(ring), maxIdleMs: 2000, clock: opts.clock });
   handle.pm.title = `recording of ${rec.manifest?.cmdline.join(" ") ?? rec.path}`;
-  return { handle, machine: track ? new RecordedMachine(track, handle.pm, figuresAtSamples(ring, track)) : null, gpu: track ? shortGpu(track.samples[0]?.devices[0]?.name) : null };
+  return { handle, machine: track ? new RecordedMachine(track, handle.pm, figuresAtSamples(ring, track, { profiles: opts.profiles })) : null, gpu: track ? shortGpu(track.samples[0]?.devices[0]?.name) : null };
 }

@@ -1,23 +1,15 @@
 // `--json --demo`, `--json --once --demo` and `serve --demo`: the demo's recorded machine (the GPU
 // the run was recorded on, its NVML samples, the process with its replayed PyTorch figures and the
-// model's profile) as the document, so a jq pipeline or a Grafana dashboard can be tried on a
+// model's profile, both at the NVML sample's moment) as the document, so a jq pipeline or a Grafana dashboard can be tried on a
 // machine with no GPU. The same replay and recorded machine as the screens' demo (collect/demo.ts).
 import { openRingRecording } from "../collect/recording";
 import { DEMO_RECORDING, figuresAtSamples, readTrack, RecordedMachine, startDemo, type Demo } from "../collect/demo";
 import type { ProcessModel } from "../collect/live";
-import { createModel, processProfile, replayToEnd, type ProfilerModel, type ReplayClock } from "../profiler";
+import { createModel, replayToEnd, type ReplayClock } from "../profiler";
 import type { Document } from "../system/schema";
 import { recordFields } from "../system/manifest";
 
 const NO_TRACK = "has no recorded machine beside it (no .nvml.ndjson track): nothing to make a document of";
-
-/** The recorded process's row with the model's profile (its findings, categories, steps). */
-function withProfile(doc: Document, model: ProfilerModel): Document {
-  return {
-    ...doc,
-    processes: doc.processes.map((p) => (p.pytorch ? { ...p, pytorch: { ...p.pytorch, profile: processProfile(model, { device: p.pytorch.device }) } } : p)),
-  };
-}
 
 /** `--json --once --demo`: the recording played to its end as fast as it goes, and the recorded
  *  machine's document at that moment. */
@@ -28,7 +20,8 @@ export function demoDocument(ring = DEMO_RECORDING): Document {
     if (!track) throw new Error(`the demo ${ring} ${NO_TRACK}`);
     const model = replayToEnd(rec.source, { ranges: rec.ranges, lines: rec.manifest?.lines, ...recordFields(rec.manifest), names: rec.names, model: createModel() });
     const pm: ProcessModel = { pid: rec.manifest?.pid ?? 0, model, source: "replay", socket: null, title: rec.path, ended: true };
-    return withProfile(new RecordedMachine(track, pm, figuresAtSamples(ring, track)).tick(), model);
+    // Figures and profile at the last NVML sample's moment: one moment in one document.
+    return new RecordedMachine(track, pm, figuresAtSamples(ring, track, { profiles: true })).tick();
   } finally {
     rec.close();
   }
@@ -43,7 +36,7 @@ export class DemoSampler {
   /** `clock` and `onUpdate` (each replayed state): a test's, stepping through the recording. */
   constructor(opts: { speed: number; ring?: string; clock?: ReplayClock; onUpdate?: () => void }) {
     const ring = opts.ring ?? DEMO_RECORDING;
-    this.demo = startDemo(ring, { speed: opts.speed, onUpdate: opts.onUpdate ?? (() => {}), clock: opts.clock });
+    this.demo = startDemo(ring, { speed: opts.speed, onUpdate: opts.onUpdate ?? (() => {}), clock: opts.clock, profiles: true });
     if (!this.demo.machine) {
       this.demo.handle.stop();
       throw new Error(`the demo ${ring} ${NO_TRACK}`);
@@ -52,7 +45,7 @@ export class DemoSampler {
   }
 
   tick(): Document {
-    return withProfile(this.machine.tick(), this.demo.handle.pm.model);
+    return this.machine.tick();
   }
 
   close(): void {

@@ -29,4 +29,7 @@ test("a whole demo loop, at every replayed state: the NVML figure is never below
   const below = rows.filter((r) => r.p.used_bytes! < r.p.pytorch!.reserved_bytes || r.gpu.memory_used_bytes! < r.p.pytorch!.reserved_bytes);
   expect(below.map((r) => `${r.p.used_bytes} < ${r.p.pytorch!.reserved_bytes}`)).toEqual([]);
   expect(rows.every((r) => r.p.pytorch!.non_pytorch_bytes! >= 0)).toBe(true);
+  // The profile is of the same moment as the figures beside it: one step in one document.
+  const split = rows.filter((r) => r.p.pytorch!.profile?.step !== r.p.pytorch!.step);
+  expect(split.map((r) => `step ${r.p.pytorch!.step}, profile's ${r.p.pytorch!.profile?.step}`)).toEqual([]);
 });
