@@ -196,14 +196,20 @@ export function commandShown(command: string): string {
   return i < words.length ? [base(words[i]!), ...words.slice(i + 1)].join(" ") : command;
 }
 
-/** Where COMMAND is narrow (80 columns), the marks are short so that the script's name shows. */
+/** Where COMMAND is narrow (80 columns), the marks are short so that the script's name shows; wider,
+ *  they are short where the whole command would not fit beside the long ones. */
 const NARROW_COMMAND = 30;
 
 /** `alert`: the finding mark that leads COMMAND ("! "), where the process has one. */
 export function processCells(t: Table, p: Process, inJob: boolean, alert = ""): string {
-  const narrow = t.command < NARROW_COMMAND;
-  const marks = `${alert}${p.exited ? (narrow ? "[exit] " : "[exited] ") : ""}${p.recorded && narrow ? "[rec] " : recordedMark(p)}`;
-  return line(t, (c) => c.process(p, inJob), cutCommand(marks, p.command ? commandShown(p.command) : (p.name ?? ""), t.command - 1));
+  const command = p.command ? commandShown(p.command) : (p.name ?? "");
+  const marksOf = (short: boolean) => `${alert}${p.exited ? (short ? "[exit] " : "[exited] ") : ""}${p.recorded && short ? "[rec] " : recordedMark(p)}`;
+  // Short marks wherever the long ones would leave out the script's first argument (what tells two
+  // runs of one script apart): "[rec] hf_gpt2.py --seconds 30…", not "[recorded] hf_gpt2.py…".
+  const [script = "", first, second] = command.split(" ");
+  const head = [script, first, second].filter((w) => w !== undefined).join(" ");
+  const narrow = t.command < NARROW_COMMAND || textWidth(marksOf(false) + head) + (head.length < command.length ? 1 : 0) > t.command - 1;
+  return line(t, (c) => c.process(p, inJob), cutCommand(marksOf(narrow), command, t.command - 1));
 }
 /**
  * COMMAND in `width` columns: the marks, the script, then its first arguments, each whole, and "…"

@@ -5,7 +5,7 @@ import type { ProcessModel } from "../../collect/live";
 import { breakdown, distinctFindings, findings, oomColumns, poolsLine, summary, timeline, unallocatedLine, unallocatedView, type FindingGroup, type PhaseBreakdown, type StepBreakdown } from "../../profiler";
 import { areaChart, byteScale, GUTTER, markLine, onTimeAxis, phaseStrip, timeAxis, yAxis } from "../chart";
 import { phaseShares } from "../../profiler/phase-shares";
-import { color, cutMiddle, cutWords, flow, formatBytes, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { color, cutMiddle, cutWords, flow, formatBytes, inPhase, pad, phaseLabel, textWidth, UNKNOWN } from "../format";
 import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
@@ -166,11 +166,16 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   // The legend's pieces (each phase's share in mixed columns, the letters, blank) each whole, in as
   // many lines as the width needs: cut at the line's end it lost "o outside them" at 120 columns.
   // The mixed columns' shares are pieces of their own ("F 31%"), so a narrow line breaks between them.
-  const legendPieces: Piece[] = strip.parts.flatMap((t, i) => {
-    const [head, ...shares] = (i ? t : `phase: ${t}`).split(/(?<=:) (?=\S+ \d+%)|(?<=%) /);
+  // The letters' words stay together where a line holds them (the shares on one line, what the
+  // letters mean on the next), else each whole.
+  const legendWidth = w - GUTTER;
+  const mixedFirst = /^\S+ phases mixed/.test(strip.parts[0] ?? "");
+  const words = strip.parts.slice(mixedFirst ? 1 : 0);
+  const legendParts = [...(mixedFirst ? [strip.parts[0]!] : []), ...(words.length && textWidth(words.join("  ")) <= legendWidth ? [words.join("  ")] : words)];
+  const legendPieces: Piece[] = legendParts.flatMap((t, i) => {
+    const [head, ...shares] = (i ? t : `phase: ${t}`).split(/(?<=:) (?=\S+ \d+%)|(?<=%) (?=\S \d+%)/);
     return [{ text: head! }, ...shares.map((x) => ({ text: x, sep: " " }))];
   });
-  const legendWidth = w - GUTTER;
   let legendLines = flowLines(legendPieces, legendWidth);
   const extraLines = (pieces: Piece[]) => flowLines(pieces, w) - 1;
   let fixedLines = (snap ? 14 : 16) + legendLines - 1 + notes.length + Math.max(1, f.length) + b.phases.length + (snap ? 0 : extraLines(headline)) + extraLines(status) + extraLines(unallocatedPieces);
