@@ -98,10 +98,10 @@ describe("cutting without losing a figure", () => {
     expect(messageLines("resumed", 60)).toEqual(["resumed"]);
   });
 
-  test("COMMAND keeps the script whole and its first arguments, each whole", () => {
-    expect(cutCommand("", "hf_gpt2_leak.py --steps 70 --leak", 30)).toBe("hf_gpt2_leak.py --steps 70…");
+  test("COMMAND keeps the script whole and its first arguments, each whole (\" …\" for those left out, never \"30…\")", () => {
+    expect(cutCommand("", "hf_gpt2_leak.py --steps 70 --leak", 30)).toBe("hf_gpt2_leak.py --steps 70 …");
     expect(cutCommand("", "hf_gpt2_leak.py --steps 70 --leak", 60)).toBe("hf_gpt2_leak.py --steps 70 --leak");
-    expect(cutCommand("[rec] ", "hf_gpt2.py --seconds 30", 17)).toBe("[rec] hf_gpt2.py…");
+    expect(cutCommand("[rec] ", "hf_gpt2.py --seconds 30", 17)).toBe("[rec] hf_gpt2.py…") // no room for " …": the script whole, then "…";
     expect(cutCommand("[rec] ", "hf_gpt2.py --seconds 30", 12)).toBe("[rec] hf_gp…");
     // A replay's file name alone: cut in its middle, its end naming the file (never "leak.…").
     expect(cutCommand("! [rec] ", "hf-gpt2-leak.ring.gz", 22)).toBe("! [rec] hf-gpt…ring.gz");

@@ -208,11 +208,11 @@ export function processCells(t: Table, p: Process, inJob: boolean, alert = ""): 
   // runs of one script apart): "[rec] hf_gpt2.py --seconds 30…", not "[recorded] hf_gpt2.py…".
   const [script = "", first, second] = command.split(" ");
   const head = [script, first, second].filter((w) => w !== undefined).join(" ");
-  const narrow = t.command < NARROW_COMMAND || textWidth(marksOf(false) + head) + (head.length < command.length ? 1 : 0) > t.command - 1;
+  const narrow = t.command < NARROW_COMMAND || textWidth(marksOf(false) + head) + (head.length < command.length ? 2 : 0) > t.command - 1;
   return line(t, (c) => c.process(p, inJob), cutCommand(marksOf(narrow), command, t.command - 1));
 }
 /**
- * COMMAND in `width` columns: the marks, the script, then its first arguments, each whole, and "…"
+ * COMMAND in `width` columns: the marks, the script, then its first arguments, each whole, and " …"
  * where some are left out; the script cut only where it alone is too long.
  */
 export function cutCommand(marks: string, command: string, width: number): string {
@@ -222,13 +222,15 @@ export function cutCommand(marks: string, command: string, width: number): strin
   // A name alone (a replay's file) too long: cut in its middle ("hf-gpt2-leak…ring.gz"), its end
   // naming the file; a script with arguments after it, at its end ("hf_gp…": one "…" for both).
   if (!args.length && width - textWidth(marks) >= 5) return marks + cutMiddle(script, width - textWidth(marks));
-  if (textWidth(head) + (args.length ? 1 : 0) > width) return `${cut(head, width - 1)}…`;
+  // Where arguments are left out, " …" stands for them: a word of its own, so that a whole
+  // argument before it ("--seconds 30 …") never reads as a figure cut ("30…").
+  if (textWidth(head) + 2 > width) return `${cut(head, width - 1)}…`;
   let out = head;
   for (const a of args) {
-    if (textWidth(`${out} ${a}`) + 1 > width) break;
+    if (textWidth(`${out} ${a}`) + 2 > width) break;
     out += ` ${a}`;
   }
-  return `${out}…`;
+  return `${out} …`;
 }
 
 export const jobCells = (t: Table, j: Job, users: Set<string>, title: string) => line(t, (c) => c.job(j, users), title);
