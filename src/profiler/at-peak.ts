@@ -201,13 +201,15 @@ export class PeakWitness {
     return s;
   }
 
-  /** Whether live block `slot` was allocated by the running step's peak (`cur`'s): one allocated
-   *  after it is freed before any later peak, alive at no peak kept, and its free is not logged. */
-  bornByPeak(slot: number, cur: StepRecord): boolean {
-    return this.blocks.serial[slot]! <= this.peakSerial(cur);
+  /** The running step's (`cur`'s) peak moment, as the serial of the allocation it came after: a
+   *  live block of a serial at or below it was born by the peak. One born after it is freed before
+   *  any later peak, alive at no peak kept, and its free is not logged. (The run's loop reads it
+   *  once, and again after an alloc that rises above the peak: DeviceState.allocatorRecords.) */
+  peakAt(cur: StepRecord): number {
+    return this.peakSerial(cur);
   }
 
-  /** Block `slot`, born by the running step's peak (bornByPeak), was freed while `cur` runs
+  /** Block `slot`, born by the running step's peak (peakAt), was freed while `cur` runs
    *  (`serial`: the last allocation's now), out of the sums and the address map: its free is
    *  logged, and its slot is kept, the category it had (a temporary where none was decided), until
    *  no kept peak needs it. */

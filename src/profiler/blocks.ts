@@ -89,9 +89,12 @@ export class BlockTable {
   /** The slot add() took the address from (its free was lost), still counted: the caller reads it,
    *  then discards it. −1 when the address was free. */
   displaced = -1;
-  private freeSlots: Int32Array;
-  private nFree = 0;
-  private used = 0;
+  // The slots given back (a stack), and slots ever used. A run of allocator records takes and
+  // gives back slots in its loop (DeviceState.allocatorRecords, after makeRoom), as take and
+  // release do, and hands nFree back before it calls anything that may take or release one.
+  freeSlots: Int32Array;
+  nFree = 0;
+  used = 0;
 
   constructor(initial = 1024) {
     this.capacity = initial;

@@ -10,7 +10,7 @@
 import { ACTION, PHASE, type EventBatch } from "../ffi/events";
 import { BlockTable, LARGE, RESYNCED } from "./blocks";
 import { TotalsReadout } from "./device-totals";
-import { CATEGORIES, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
+import { CATEGORIES, CAT_GRADIENT, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
 import { nameBlocks, type Named, type NamedTensor } from "./name-blocks";
@@ -279,6 +279,36 @@ export class DeviceState extends TotalsReadout {
     let room = RUN_ROOM;
     blocks.makeRoom(room);
     acc.openRun(phase, range);
+    // StepAccounting's run, in locals (handed over at closeRun), and what it reads, read once
+    const cur = acc.cur;
+    const phaseStartSerial = acc.phaseStartSerial;
+    const rangeStartSerial = acc.rangeStartSerial;
+    const peakInst = acc.phaseInst;
+    const liveByPhase = acc.liveByPhase;
+    const liveByRange = acc.liveByRange;
+    let runAlloc = 0;
+    let runNAlloc = 0;
+    let runLargest = 0;
+    let runPeak = -1;
+    let runFreed = 0;
+    let runNFree = 0;
+    let runFreedWithin = 0;
+    let runRangeFreedWithin = 0;
+    /** Bytes the run allocated, not yet in liveByPhase / liveByRange (copyPeak adds them first). */
+    let runLive = 0;
+    // The running step's peak moment (PeakWitness.peakAt): a free of a block born by it is logged.
+    let peakAt = peaks.peakAt(cur);
+    // BlockTable.take and release, in the loop (nFree handed back around calls that may move it)
+    const freeSlots = blocks.freeSlots;
+    const names = blocks.names;
+    const tensors = blocks.tensors;
+    let nFree = blocks.nFree;
+    let changes = 0;
+    // Lifetimes.pend, in the loop: the run's allocs are pending until their phase ends
+    lifetimes.pendRoom(room);
+    const pendSlot = lifetimes.pendSlot;
+    const pendSerial = lifetimes.pendSerial;
+    let pendLen = lifetimes.pendLen;
     const cAddress = blocks.address;
     const cSize = blocks.size;
     const cStream = blocks.stream;
@@ -325,7 +355,8 @@ export class DeviceState extends TotalsReadout {
         if (room === 0) break; // not the first record: room is at least one
         room--;
         const ser = ++serial;
-        const slot = blocks.take();
+        changes++;
+        const slot = nFree > 0 ? freeSlots[--nFree]! : blocks.used++;
         const addr = address[i]!;
         const old = map.put(addr, slot);
         if (old >= 0) {
@@ -335,8 +366,14 @@ export class DeviceState extends TotalsReadout {
           const oldSize = cSize[old]!;
           allocated -= oldSize;
           active -= oldSize;
+          if (acc.peakOpen) {
+            acc.copyPeak(runLive);
+            runLive = 0;
+          }
           acc.drop(old, step);
+          blocks.nFree = nFree;
           blocks.discard(old);
+          nFree = blocks.nFree;
           this._replacedBlocks++;
         }
         // torch's block: the small pool's (and expandable segments') is the request rounded; a
@@ -371,7 +408,8 @@ export class DeviceState extends TotalsReadout {
         bytesByCat[CAT_UNRESOLVED]! += size;
         countByCat[CAT_UNRESOLVED]!++;
         bytesByRange[range]! += size;
-        lifetimes.pend(slot, ser);
+        pendSlot[pendLen] = slot;
+        pendSerial[pendLen++] = ser;
         requested += RA.rq * rq;
         allocated += RA.al * size;
         active += RA.ac * size;
@@ -379,7 +417,18 @@ export class DeviceState extends TotalsReadout {
         if (allocated > tt.peakAllocated) tt.peakAllocated = allocated;
         if (active > tt.peakActive) tt.peakActive = active;
         counts[RA.count]!++;
-        acc.alloc(t, size, allocated, ser, reserved);
+        // the step's figures for the run's phase and range (StepAccounting's run)
+        runLive += size;
+        runAlloc += size;
+        runNAlloc++;
+        if (size > runLargest) runLargest = size;
+        if (allocated > runPeak) {
+          runPeak = allocated;
+          if (allocated > cur.peak_allocated) {
+            acc.newPeak(t, allocated, reserved, ser);
+            peakAt = ser;
+          }
+        }
         lastTime = t;
       } else if (a === ACTION.free_completed) {
         // the block left the table at its free_requested: its chain gives its size (it stayed in
@@ -402,23 +451,63 @@ export class DeviceState extends TotalsReadout {
         counts[RF.count]!++;
         if (slot >= 0) {
           // A block born by the running step's peak keeps its slot for the log of frees (retire).
-          const logged = peaks.bornByPeak(slot, acc.cur);
-          acc.freeBlock(size, slot, step);
+          const born = cSerial[slot]!;
+          const logged = born <= peakAt;
+          // the step's frees (StepAccounting's run): within the phase, at its peak's temporaries,
+          // within the range
+          runFreed += size;
+          runNFree++;
+          if (born > phaseStartSerial) {
+            runFreedWithin += size;
+            if (cur.peakPhaseInst === peakInst && cCat[slot] === CAT_UNRESOLVED && born <= cur.peakSerial) cur.peakTemp += size;
+          }
+          if (born > rangeStartSerial) runRangeFreedWithin += size;
+          // then it leaves the step's live sums (StepAccounting.drop), a peak's sums copied first
+          if (acc.peakOpen) {
+            acc.copyPeak(runLive);
+            runLive = 0;
+          }
+          const bornStep = cStep[slot]!;
+          if (bornStep === step) {
+            liveByPhase[cPhase[slot]!]! -= size;
+            liveByRange[cRange[slot]!]! -= size;
+          } else if (bornStep < step && cCat[slot] === CAT_GRADIENT) acc.dropCarried(size);
           // BlockTable.discard, on the columns read once a run (a resynced block's own way apart).
-          if (cFlags[slot] === RESYNCED) blocks.discard(slot, logged);
-          else {
+          if (cFlags[slot] === RESYNCED) {
+            blocks.nFree = nFree;
+            blocks.discard(slot, logged);
+            nFree = blocks.nFree;
+          } else {
             const cat = cCat[slot]!;
             bytesByCat[cat]! -= size;
             countByCat[cat]!--;
             if (size > LARGE) blocks.large--;
             bytesByRange[cRange[slot]!]! -= size;
             if (cUnsized[slot] === 1) blocks.settleSize(slot);
-            if (logged) blocks.changes++;
-            else blocks.release(slot);
+            changes++;
+            if (!logged) {
+              // BlockTable.release: most blocks were never named
+              if (names[slot] !== undefined) names[slot] = undefined;
+              if (tensors[slot] !== undefined) tensors[slot] = undefined;
+              cFlags[slot] = 0;
+              cSerial[slot] = -1;
+              freeSlots[nFree++] = slot;
+            }
           }
-          if (logged) peaks.retire(slot, serial, acc.cur);
+          if (logged) {
+            blocks.nFree = nFree;
+            peaks.retire(slot, serial, cur);
+            nFree = blocks.nFree;
+          }
         } else {
-          acc.freeUnknown(size);
+          // allocated drops: an alloc after it may not rise above the peak, whose sums are copied now
+          if (acc.peakOpen) {
+            acc.copyPeak(runLive);
+            runLive = 0;
+          }
+          runFreed += size;
+          runNFree++;
+          cur.partial = true;
           this._unknownFrees++;
           this._unknownFreeBytes += size;
         }
@@ -453,7 +542,10 @@ export class DeviceState extends TotalsReadout {
       }
     }
     if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, rMin, rMax, lastR);
-    acc.closeRun();
+    lifetimes.pendLen = pendLen;
+    blocks.nFree = nFree;
+    blocks.changes += changes;
+    acc.closeRun(runAlloc, runNAlloc, runLargest, runPeak, runFreed, runNFree, runFreedWithin, runRangeFreedWithin, runLive);
     tt.requested = requested;
     tt.allocated = allocated;
     tt.active = active;

@@ -21,10 +21,11 @@ export class Lifetimes {
   /** Counts category changes: part of the device's version, a key for the queries' caches. */
   changes = 0;
   // Blocks allocated in the running phase instance, resolved when it ends. Entries are (slot,
-  // serial) so a slot freed and reused meanwhile is told apart.
-  private pendSlot = new Int32Array(1024);
-  private pendSerial = new Float64Array(1024);
-  private pendLen = 0;
+  // serial) so a slot freed and reused meanwhile is told apart. A run of allocator records
+  // appends to them in its loop (DeviceState.allocatorRecords, after pendRoom).
+  pendSlot = new Int32Array(1024);
+  pendSerial = new Float64Array(1024);
+  pendLen = 0;
   private firstForwardSerial = -1;
   private firstForwardStep = -1;
   /** Sizes of the blocks alive when the first forward began (the parameters among them): a block
@@ -44,11 +45,10 @@ export class Lifetimes {
 
   constructor(private readonly blocks: BlockTable) {}
 
-  /** A block allocated in the running phase: its category is known when the phase ends. */
-  pend(slot: number, serial: number): void {
-    if (this.pendLen === this.pendSlot.length) this.growPending();
-    this.pendSlot[this.pendLen] = slot;
-    this.pendSerial[this.pendLen++] = serial;
+  /** Room for `n` more pending blocks without the arrays growing: a run of allocator records
+   *  appends its allocs (each pending until its phase ends: its category is known then). */
+  pendRoom(n: number): void {
+    if (this.pendSlot.length - this.pendLen < n) this.growPending(n);
   }
 
   /** A forward phase begins (`serial`: the last block allocated before it). The first one counts. */
@@ -180,7 +180,7 @@ export class Lifetimes {
     return parameters;
   }
 
-  private growPending(): void {
+  private growPending(need = 1): void {
     // Compact first: entries whose block is gone or already resolved need not stay.
     const b = this.blocks;
     let w = 0;
@@ -192,8 +192,9 @@ export class Lifetimes {
       }
     }
     this.pendLen = w;
-    if (w * 2 < this.pendSlot.length) return;
-    const n = this.pendSlot.length * 2;
+    if (w * 2 < this.pendSlot.length && this.pendSlot.length - w >= need) return;
+    let n = this.pendSlot.length * 2;
+    while (n - w < need) n *= 2;
     const s = new Int32Array(n);
     s.set(this.pendSlot);
     const r = new Float64Array(n);

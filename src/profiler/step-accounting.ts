@@ -23,13 +23,13 @@ export class StepAccounting {
   phaseStart_us = NaN;
   private curRange: RangeStats | null = null;
   /** Counts phase instances (a phase entered, or a step begun); the step's peak remembers which. */
-  private phaseInst = 0;
+  phaseInst = 0;
   /** Serial of the last block allocated before the running phase instance / range instance began. */
-  private phaseStartSerial = 0;
-  private rangeStartSerial = 0;
+  phaseStartSerial = 0;
+  rangeStartSerial = 0;
   /** Live bytes allocated during the running step, by phase and by range (for shares of its peak). */
-  private readonly liveByPhase = new Float64Array(N_PHASE);
-  private liveByRange = new Float64Array(64);
+  readonly liveByPhase = new Float64Array(N_PHASE);
+  liveByRange = new Float64Array(64);
   /** One past the highest range id allocated in: liveByRange is zero from here on, so a new peak
    *  (some 6% of the records of a real ring) copies no more of it than that. */
   private rangeEnd = 1;
@@ -59,29 +59,19 @@ export class StepAccounting {
     if (this.curRange) this.curRange.entries++;
   }
 
-  // The open run's sums (DeviceState.allocatorRecords: records that one step, phase and range
-  // cover). What each record adds to the step's figures for that phase and range is summed in these
-  // fields and added to the step record once, at closeRun: a field of this object is one load and
-  // one store, where the step record's per-phase arrays cost a chain of loads per record (the
-  // accounting was about a third of a busy model's ingest; bench/ingest-ring.ts).
-  private runAlloc = 0;
-  private runNAlloc = 0;
-  private runLargest = 0;
-  /** The most allocated bytes after an alloc of the run (the phase's and the range's peak). */
-  private runPeak = -1;
-  private runFreed = 0;
-  private runNFree = 0;
-  private runFreedWithin = 0;
-  private runRangeFreedWithin = 0;
-  /** Bytes the run allocated, not yet in liveByPhase / liveByRange (newPeak adds them first). */
-  private runLive = 0;
+  // The open run (DeviceState.allocatorRecords: records that one step, phase and range cover):
+  // what each record adds to the step's figures for that phase and range is summed in the run's
+  // locals and handed over once, at closeRun; what it reads (the phase's and range's start, the
+  // live sums) it reads from these fields: no method call and no field's load and store per
+  // record (with the pending blocks and free slots likewise, some 4% of the model's ingest:
+  // bench/results/ingest-ring-exact-blocks).
   private runPhase = 0;
   private runRange = 0;
   /** A peak's sums (peakComp, peakByPhase, peakByRange) not yet copied: until allocated next
    *  drops (a free, known or not, or a replaced block), nothing but allocs that rise above it
-   *  changes them, so they are copied once, there (or at the run's end), instead of at every alloc
-   *  that rises. */
-  private peakOpen = false;
+   *  changes them, so they are copied once, there (copyPeak, or at the run's end), instead of at
+   *  every alloc that rises. */
+  peakOpen = false;
 
   /** A run of allocator records begins in `phase` and `range`. */
   openRun(phase: number, range: number): void {
@@ -93,66 +83,46 @@ export class StepAccounting {
     }
   }
 
-  /** A block of `size` was allocated in the open run (`allocated`, `reserved`: the device's bytes
-   *  now, the block's segment already counted in `reserved`: torch traces a segment's alloc before
-   *  the block's). Plain numbers only: this runs per allocator event. */
-  alloc(t: number, size: number, allocated: number, serial: number, reserved: number): void {
-    this.runLive += size;
-    this.runAlloc += size;
-    this.runNAlloc++;
-    if (size > this.runLargest) this.runLargest = size;
-    if (allocated > this.runPeak) {
-      this.runPeak = allocated;
-      if (allocated > this.cur.peak_allocated) this.newPeak(t, allocated, reserved, serial);
-    }
-  }
-
-  /** The open run ends: its sums join the step record (and a peak's sums are copied). */
-  closeRun(): void {
-    if (this.peakOpen) this.copyPeak();
+  /** The open run ends: its sums join the step record (and a peak's sums are copied). `live`:
+   *  bytes its allocs made that no free of the run took back yet. */
+  closeRun(alloc: number, nAlloc: number, largest: number, peak: number, freed: number, nFree: number, freedWithin: number, rangeFreedWithin: number, live: number): void {
+    if (this.peakOpen) this.copyPeak(live);
+    else this.flushLive(live);
     const cur = this.cur;
     const phase = this.runPhase;
-    this.flushLive();
-    if (this.runNAlloc > 0) {
-      cur.alloc_bytes += this.runAlloc;
-      cur.n_alloc += this.runNAlloc;
-      cur.phAlloc[phase]! += this.runAlloc;
-      cur.phNAlloc[phase]! += this.runNAlloc;
-      if (this.runLargest > cur.largest_alloc_bytes) cur.largest_alloc_bytes = this.runLargest;
-      if (this.runPeak > cur.phPeak[phase]!) cur.phPeak[phase] = this.runPeak;
+    if (nAlloc > 0) {
+      cur.alloc_bytes += alloc;
+      cur.n_alloc += nAlloc;
+      cur.phAlloc[phase]! += alloc;
+      cur.phNAlloc[phase]! += nAlloc;
+      if (largest > cur.largest_alloc_bytes) cur.largest_alloc_bytes = largest;
+      if (peak > cur.phPeak[phase]!) cur.phPeak[phase] = peak;
     }
-    if (this.runNFree > 0) {
-      cur.freed_bytes += this.runFreed;
-      cur.n_free += this.runNFree;
-      cur.phFreed[phase]! += this.runFreed;
-      cur.phFreedWithin[phase]! += this.runFreedWithin;
+    if (nFree > 0) {
+      cur.freed_bytes += freed;
+      cur.n_free += nFree;
+      cur.phFreed[phase]! += freed;
+      cur.phFreedWithin[phase]! += freedWithin;
     }
     const rs = this.curRange;
     if (rs !== null) {
-      rs.alloc_bytes += this.runAlloc;
-      rs.n_alloc += this.runNAlloc;
-      if (this.runPeak > rs.peak_allocated_bytes) rs.peak_allocated_bytes = this.runPeak;
-      rs.freed_bytes += this.runFreed;
-      rs.freed_within_bytes += this.runRangeFreedWithin;
+      rs.alloc_bytes += alloc;
+      rs.n_alloc += nAlloc;
+      if (peak > rs.peak_allocated_bytes) rs.peak_allocated_bytes = peak;
+      rs.freed_bytes += freed;
+      rs.freed_within_bytes += rangeFreedWithin;
     }
-    this.runAlloc = 0;
-    this.runNAlloc = 0;
-    this.runLargest = 0;
-    this.runPeak = -1;
-    this.runFreed = 0;
-    this.runNFree = 0;
-    this.runFreedWithin = 0;
-    this.runRangeFreedWithin = 0;
   }
 
-  private flushLive(): void {
-    if (this.runLive === 0) return;
-    this.liveByPhase[this.runPhase]! += this.runLive;
-    this.liveByRange[this.runRange]! += this.runLive;
-    this.runLive = 0;
+  /** Bytes `live` the open run allocated join the step's live sums by phase and range. */
+  private flushLive(live: number): void {
+    if (live === 0) return;
+    this.liveByPhase[this.runPhase]! += live;
+    this.liveByRange[this.runRange]! += live;
   }
 
-  private newPeak(t: number, allocated: number, reserved: number, serial: number): void {
+  /** An alloc of the open run (`serial`) rose above the step's peak. */
+  newPeak(t: number, allocated: number, reserved: number, serial: number): void {
     const cur = this.cur;
     cur.peak_allocated = allocated;
     cur.reserved_at_peak = reserved;
@@ -167,10 +137,10 @@ export class StepAccounting {
   }
 
   /** The sums at the peak (see peakOpen): the blocks' bytes by category as they stand, the step's
-   *  by phase and range with the run's allocs in. */
-  private copyPeak(): void {
+   *  by phase and range with the run's allocs in (`live`: the open run's, not yet in them). */
+  copyPeak(live: number): void {
     this.peakOpen = false;
-    this.flushLive();
+    this.flushLive(live);
     const cur = this.cur;
     copyInto(cur.peakComp, this.blocks.bytesByCat, N_CAT);
     copyInto(cur.peakByPhase, this.liveByPhase, N_PHASE);
@@ -179,42 +149,23 @@ export class StepAccounting {
     copyInto(cur.peakByRange, this.liveByRange, this.rangeEnd);
   }
 
-  /** A live block of `size` (`slot`) freed in the open run while `step` runs: the step's frees,
-   *  then the block leaves the live sums (drop). Before the caller takes it out of the blocks' sums. */
-  freeBlock(size: number, slot: number, step: number): void {
-    // A peak's open sums are copied by drop, first: nothing before it here changes what they copy.
-    this.runFreed += size;
-    this.runNFree++;
-    const b = this.blocks;
-    const serial = b.serial[slot]!;
-    if (serial > this.phaseStartSerial) {
-      this.runFreedWithin += size;
-      const cur = this.cur;
-      if (cur.peakPhaseInst === this.phaseInst && b.category[slot] === CAT_UNRESOLVED && serial <= cur.peakSerial) cur.peakTemp += size;
-    }
-    if (serial > this.rangeStartSerial) this.runRangeFreedWithin += size;
-    this.drop(slot, step);
-  }
-
-  /** `size` bytes freed in the open run of a block never seen allocated: the step's figures are partial. */
-  freeUnknown(size: number): void {
-    if (this.peakOpen) this.copyPeak(); // allocated drops: an alloc after it may not rise above the peak
-    this.runFreed += size;
-    this.runNFree++;
-    this.cur.partial = true;
-  }
-
-  /** A live block leaves (freed, replaced or dropped by a resync) while `step` runs. Before the
-   *  caller takes it out of the blocks' sums. */
+  /** A live block leaves (replaced, or dropped by a resync; outside an open run, or with its live
+   *  bytes handed over: copyPeak) while `step` runs. Before the caller takes it out of the
+   *  blocks' sums. A run's free does the same in its loop (DeviceState.allocatorRecords). */
   drop(slot: number, step: number): void {
-    if (this.peakOpen) this.copyPeak();
+    if (this.peakOpen) this.copyPeak(0);
     const b = this.blocks;
     const size = b.size[slot]!;
     if (b.step[slot] === step) {
       this.liveByPhase[b.phase[slot]!]! -= size;
       this.liveByRange[b.range[slot]!]! -= size;
     }
-    if (b.category[slot] === CAT_GRADIENT && b.step[slot]! < step && this.carryGradN > 0) {
+    if (b.category[slot] === CAT_GRADIENT && b.step[slot]! < step) this.dropCarried(size);
+  }
+
+  /** A gradient of `size` from an earlier step left: what the step holds of those carried drops. */
+  dropCarried(size: number): void {
+    if (this.carryGradN > 0) {
       this.carryGrad -= size;
       this.carryGradN--;
     }
