@@ -192,9 +192,11 @@ export class Lifetimes {
       }
     }
     this.pendLen = w;
-    if (w * 2 < this.pendSlot.length && this.pendSlot.length - w >= need) return;
+    // room for `need` more and as many again as were kept: the next compaction is at least as
+    // many entries away as this one went over (a run asks for its room at every start)
+    if (this.pendSlot.length - w >= need + w) return;
     let n = this.pendSlot.length * 2;
-    while (n - w < need) n *= 2;
+    while (n - w < need + w) n *= 2;
     const s = new Int32Array(n);
     s.set(this.pendSlot);
     const r = new Float64Array(n);
