@@ -30,13 +30,14 @@ async function titles(pm: Awaited<ReturnType<typeof replayed>>, columns: number,
   const ctl = new Controller(null, 1000);
   ctl.replay = pm;
   const ui = render(<App ctl={ctl} ascii={false} size={{ columns, rows }} initialScreen="timeline" />);
-  const title = () => plain(ui.lastFrame() ?? "").split("\n").find((l) => l.startsWith("pid 4242")) ?? "";
+  // Narrow, the title gives up whose step it is before the peak's phase.
+  const title = () => plain(ui.lastFrame() ?? "").split("\n").find((l) => /^(pid 4242 {2})?step \d+/.test(l)) ?? "";
   const out = new Map<number, string>();
   try {
     await until(() => title() !== "");
     for (;;) {
       const t = title();
-      const step = Number(/ step (\d+)/.exec(t)![1]);
+      const step = Number(/step (\d+)/.exec(t)![1]);
       out.set(step, t);
       ui.stdin.write(LEFT);
       const moved = await until(() => title() !== t, 30).then(() => true, () => false);
@@ -48,17 +49,20 @@ async function titles(pm: Awaited<ReturnType<typeof replayed>>, columns: number,
   return out;
 }
 
-test("the demo at 80×24 and 200×60: each step's peak in the phase the model recorded at it, the same at both widths", async () => {
+test("the demo at 60×15, 80×24 and 200×60: each step's peak in the phase the model recorded at it, the same at every width", async () => {
   const pm = await replayed(DEMO_RING);
+  const split = await titles(pm, 60, 15);
   const narrow = await titles(pm, 80, 24);
   const wide = await titles(pm, 200, 60);
   const recorded = new Map(steps(pm.model).steps.map((s) => [s.step, s.peak_phase]));
   expect(narrow.size).toBeGreaterThan(30);
   expect([...narrow.keys()]).toEqual([...wide.keys()]);
+  expect([...split.keys()]).toEqual([...wide.keys()]);
   const phaseOf = (t: string) => / in (backward|forward|the optimizer)$| (outside forward, backward and the optimizer)$/.exec(t)?.slice(1).find(Boolean) ?? null;
   for (const [step, t] of narrow) {
     const p = recorded.get(step)!;
     expect({ step, narrow: t.endsWith(inPhase(p)), wide: wide.get(step)!.endsWith(inPhase(p)) }).toEqual({ step, narrow: true, wide: true });
     expect(phaseOf(t)).toBe(phaseOf(wide.get(step)!));
+    expect({ step, split: split.get(step)! }).toEqual({ step, split: expect.stringMatching(new RegExp(`${inPhase(p)}$`)) });
   }
 });

@@ -305,7 +305,7 @@ export const overviewScreen = {
   title: "Overview",
   component: (p) => (
     <Overview doc={p.state.doc} history={p.state.history} width={p.width} height={p.height} selected={p.selected} sort={p.ui.procSort} reverse={p.ui.procReverse} filter={p.ui.filter} ascii={p.ascii}
-      replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.session !== null} replayHint={p.keyHint(["process", "tensors", "segments"])} replayAt={p.keyHint(["process"])}
+      replay={p.ctl.replay ? `The ${p.ctl.replay.title}` : null} sampling={p.ctl.session !== null} replayHint={p.keyHint(["process", "tensors", "segments", "timeline"])} replayAt={p.keyHint(["process"])}
       alertOf={(proc) => rowAlert(p.state, proc)} />
   ),
   rows: (p) => overviewProcesses(p.state.doc, p.ui.procSort, p.ui.filter, p.ui.procReverse).length,

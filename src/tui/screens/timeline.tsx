@@ -9,7 +9,7 @@ import { PHASE_NAMES } from "../../ffi/events";
 import { stepBands, steps, timelineSteps, type StepBand, type StepBands } from "../../profiler";
 import { phaseStrip } from "../chart";
 import { phaseShares } from "../../profiler/phase-shares";
-import { color, cutWords, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, UNKNOWN } from "../format";
+import { color, cutWords, formatBytes, formatBytesShort, inPhase, pad, phaseLabel, textWidth, UNKNOWN } from "../format";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
 import { formatShape } from "./tensor-table";
@@ -170,10 +170,14 @@ function peakOf(pm: ProcessModel, sb: StepBands): { bytes: number; phase: string
   return line ? { bytes: line.peak_allocated_bytes, phase: line.peak_phase } : { bytes: sb.peak_bytes, phase: null };
 }
 
-function title(l: Layout): string {
+/** The step and its peak, with its phase (the answer) kept whole: where the line is too narrow,
+ *  whose step it is goes first (the header names the process), then the time into the step. */
+function title(l: Layout, width: number): string {
   const { sb, pm } = l;
   const where = l.peak.phase ? ` ${inPhase(l.peak.phase)}` : "";
-  return `${whose(pm)}  step ${sb.step}${sb.running ? " (running)" : ""}: ${formatSpan(sb.end_us - sb.start_us)}, peak ${formatBytes(l.peak.bytes)} at ${since(sb, sb.peak_us)}${where}`;
+  const step = `step ${sb.step}${sb.running ? " (running)" : ""}: ${formatSpan(sb.end_us - sb.start_us)}, peak ${formatBytes(l.peak.bytes)}`;
+  const tries = [`${whose(pm)}  ${step} at ${since(sb, sb.peak_us)}${where}`, `${step} at ${since(sb, sb.peak_us)}${where}`, `${step}${where}`];
+  return cutWords(tries.find((t) => textWidth(t) <= width) ?? tries.at(-1)!, width);
 }
 
 function header(l: Layout, ascii: boolean) {
@@ -237,7 +241,7 @@ export function TimelineScreen({ pm, ui, width, height, ascii, selected }: { pm:
   const lines = open ? detail(l, open) : [];
   return (
     <Box flexDirection="column">
-      <Text bold wrap="truncate-end">{title(l)}</Text>
+      <Text bold>{title(l, width - 1)}</Text>
       <Text dimColor>{open ? "Esc: back to the bands" : cutWords(keys.find((k) => k.trimEnd().length <= width - 1) ?? keys[1]!, width - 1)}</Text>
       {sb.notes.map((n) => (
         <Text key={n} color={color("yellow")} wrap="truncate-end">Partial: {n}</Text>
