@@ -24,8 +24,8 @@ import type { StepRecord } from "./steps";
 import { PeakWitness } from "./at-peak";
 import { Timeline } from "./timeline";
 import { blockSize, ruleRow } from "./totals";
-import { DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "../snapshot/block-sizes";
-import { LargePoolLayout, type SeedBlock } from "../snapshot/large-pool";
+import { DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
+import { LargePoolLayout, type SeedBlock } from "./large-pool";
 
 export type { SnapshotSegment } from "./resync";
 
@@ -51,7 +51,7 @@ export class DeviceState extends TotalsReadout {
   /** The blocks alive at each step's peak (at-peak.ts). */
   readonly peaks = new PeakWitness(this.blocks);
 
-  // torch's block sizes (snapshot/block-sizes.ts, the rules snapshots follow too): a record carries
+  // torch's block sizes (profiler/block-sizes.ts, the rules snapshots follow too): a record carries
   // the request; the allocator hands out the request rounded, and in the large pool the whole free
   // block where no more than 1 MiB would remain. So each large segment is kept as the allocator's
   // chain of blocks (large-pool.ts), from its segment_alloc or from a seed's or snapshot's blocks.

@@ -15,7 +15,7 @@ import { largestFreeBlock } from "./segment-map";
 import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
 import type { RecordFields } from "../system/manifest";
-import { DEFAULT_RULES, rulesOf, settingsOfAllocConf, type AllocatorRules } from "../snapshot/block-sizes";
+import { DEFAULT_RULES, rulesOf, settingsOfAllocConf, type AllocatorRules } from "./block-sizes";
 
 export interface SetHeaderOptions {
   /** Take the header's totals (default true). Replay of a recorded ring sets false until the end:

@@ -12,8 +12,8 @@
 import { ACTION } from "../ffi/events";
 import { blockSize } from "../profiler/totals";
 import { AddressMap } from "../profiler/address-map";
-import { SMALL_BUFFER, SMALL_SIZE, roundSize, rulesOf, type AllocatorRules } from "./block-sizes";
-import { LargePoolLayout, type SeedBlock } from "./large-pool";
+import { SMALL_BUFFER, SMALL_SIZE, roundSize, rulesOf, type AllocatorRules } from "../profiler/block-sizes";
+import { LargePoolLayout, type SeedBlock } from "../profiler/large-pool";
 import { FrameHints, HINT_NO_FRAMES, HINT_NONE } from "./frames";
 import type { TraceColumns } from "./trace-columns";
 

@@ -1,5 +1,5 @@
 // Every committed ring recorded on a GPU, replayed: each block has torch's size (the allocator's
-// chain of blocks per large segment, snapshot/large-pool.ts), so at every sync record the model's
+// chain of blocks per large segment, profiler/large-pool.ts), so at every sync record the model's
 // allocated is torch's memory_allocated() to the byte, its peak is max_memory_allocated(), and the
 // step table's held-at-end is torch's figure at the step's boundary. Before the chains, the
 // records' requests rounded fell short by up to 1 MiB a large block (hf-gpt2: 12 MiB at each of

@@ -1,6 +1,6 @@
 // One step through time (profiler/step-bands.ts) on recordings made on H100/H200 GPUs, held to an
 // independent pass over the same records (each block of torch's size: the request rounded, and a
-// large one what its segment's chain of blocks gives, snapshot/large-pool.ts, the definition the
+// large one what its segment's chain of blocks gives, profiler/large-pool.ts, the definition the
 // model's blocks follow; exact-blocks.test.ts holds those to torch's memory_allocated() at every
 // sync record): every band lives exactly from its block's alloc record
 // (or the step's start) to its free record (or the step's end); held + bands + rest add up to
@@ -12,8 +12,8 @@ import { join } from "node:path";
 import { openRingRecording } from "../../src/collect/recording";
 import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { blocks, createModel, replay, stepBands, timelineSteps, type ProfilerModel, type StepBands } from "../../src/profiler";
-import { DEFAULT_RULES, SMALL_BUFFER, SMALL_SIZE } from "../../src/snapshot/block-sizes";
-import { LargePoolLayout } from "../../src/snapshot/large-pool";
+import { DEFAULT_RULES, SMALL_BUFFER, SMALL_SIZE } from "../../src/profiler/block-sizes";
+import { LargePoolLayout } from "../../src/profiler/large-pool";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
 const FIXTURES = ["normal", "hf-gpt2", "kept-loss-graph"] as const;

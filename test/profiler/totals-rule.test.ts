@@ -139,7 +139,7 @@ describe("the totals rule (cuda/gpumem_ring.h GPUMEM_TOTALS_RULE)", () => {
       // Blocks: the hook takes each request as its block (the agent's copies correct it), so its
       // allocated is its requested; the agent rounds requests (the rule's block). The model keeps
       // torch's blocks (a large block the allocator did not split holds up to 1 MiB more than its
-      // request rounded: snapshot/large-pool.ts), so it never holds less than the agent, and where
+      // request rounded: profiler/large-pool.ts), so it never holds less than the agent, and where
       // a sync ties torch's figures to the records read its allocated is torch's (below).
       for (const p of hook) expect(p.at.allocated).toBe(p.at.requested);
       const blocks = ["allocated", "active", "peak_allocated", "peak_active"] as const;

@@ -1,7 +1,7 @@
 // The allocator's settings string (PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF, the manifest's
 // alloc_conf) read into the rules snapshots use (block-sizes.ts): one reading for rings and snapshots.
 import { describe, expect, test } from "bun:test";
-import { roundSize, rulesOf, settingsOfAllocConf } from "../../src/snapshot/block-sizes";
+import { roundSize, rulesOf, settingsOfAllocConf } from "../../src/profiler/block-sizes";
 
 const MiB = 1024 * 1024;
 

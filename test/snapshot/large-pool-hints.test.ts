@@ -1,4 +1,4 @@
-// The large pool's chains (src/snapshot/large-pool.ts) through a long random run against a plain
+// The large pool's chains (src/profiler/large-pool.ts) through a long random run against a plain
 // model of the allocator's rule (each segment an array of blocks: an alloc takes the front of a
 // free block and cuts it only where more than 1 MiB would remain, a free merges with free
 // neighbours). The live model hands each free the slot its alloc got (lastSlot): that path, a
@@ -7,8 +7,8 @@
 // merges leave stale, is rebuilt again and again), allocs where no block starts (a start merged
 // away among them) and segments given back and made anew.
 import { expect, test } from "bun:test";
-import { DEFAULT_RULES, SMALL_SIZE } from "../../src/snapshot/block-sizes";
-import { LargePoolLayout } from "../../src/snapshot/large-pool";
+import { DEFAULT_RULES, SMALL_SIZE } from "../../src/profiler/block-sizes";
+import { LargePoolLayout } from "../../src/profiler/large-pool";
 
 interface Block {
   address: number;

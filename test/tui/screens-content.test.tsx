@@ -87,7 +87,7 @@ describe("the Process charts", () => {
     const { ui, lines } = mount(ctl, 100, 40, "process");
     await tick();
     const f = lines();
-    // The allocator's block sizes, followed through the trace (src/snapshot/large-pool.ts): the peak is
+    // The allocator's block sizes, followed through the trace (src/profiler/large-pool.ts): the peak is
     // torch's max_memory_allocated (126.22 MiB, normal-history.facts.json), not the requests' 125.22.
     expect(f.find((l) => l.startsWith("forward "))).toMatch(/^forward +46\.14 MiB +12\.00 MiB +34\.14 MiB +120\.21 MiB +26%$/);
     expect(f.find((l) => l.startsWith("backward "))).toMatch(/^backward +124\.18 MiB .* 126\.22 MiB +7%$/);

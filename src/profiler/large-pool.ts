@@ -12,7 +12,7 @@
 // free either way). A block whose size stays unsettled is counted in `inferred`.
 // Pure: no I/O.
 
-import { AddressMap } from "../profiler/address-map";
+import { AddressMap } from "./address-map";
 import { SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 
 // A const enum: the transpiler writes its members in as numbers. Module constants cost the JIT a
