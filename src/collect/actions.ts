@@ -34,7 +34,9 @@ export async function agentCommand(pm: ProcessModel, cmd: "empty_cache" | "reset
   say(`${cmd}: asking pid ${pm.pid}…`);
   if (cmd === "reset_peaks") {
     const r = await ask(pm.socket!, cmd, {});
-    return r.ok ? { ok: true, message: `peaks reset for pid ${pm.pid}` } : { ok: false, message: `${cmd} failed: ${r.error}` };
+    if (!r.ok) return { ok: false, message: `${cmd} failed: ${r.error}` };
+    pm.model.resetPeaks(); // the one peak shown is torch's: reset there, reset here
+    return { ok: true, message: `peaks reset for pid ${pm.pid}` };
   }
   const r = await ask(pm.socket!, cmd, {});
   if (!r.ok) return { ok: false, message: `${cmd} failed: ${r.error}` };

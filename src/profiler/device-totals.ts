@@ -42,6 +42,13 @@ export abstract class TotalsReadout {
   get peakActive(): number {
     return this.t.peakActive;
   }
+  /** The agent reset torch's peaks (`r`): the peaks shown start again from what is held now, as
+   *  max_memory_allocated() does, and torch's peaks from before the records are gone with it. */
+  resetPeaks(): void {
+    this.t.resetPeaks();
+    this.before.allocated = 0;
+    this.before.reserved = 0;
+  }
   get nAlloc(): number {
     return this.t.count("n_alloc");
   }

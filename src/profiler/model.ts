@@ -364,6 +364,13 @@ export class ProfilerModel {
       }
   }
 
+  /** torch's peaks were reset in the process (reset_peaks, the `r` key): the model's too, so the
+   *  one peak shown stays torch's. Records the monitor has not read yet were before the reset and
+   *  may raise it again by what they hold: the agent's next sync shows any such gap. */
+  resetPeaks(): void {
+    for (const d of this.devices) d.resetPeaks();
+  }
+
   /** NVML's used bytes for this process on a device, sampled at nowUs (the caller joins pids). */
   setNvml(pid: number, device: number, usedBytes: number, nowUs: number): void {
     if (!Number.isFinite(usedBytes) || usedBytes < 0) throw new RangeError(`NVML used bytes must be a non-negative number, got ${usedBytes}`);

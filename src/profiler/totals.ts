@@ -71,4 +71,11 @@ export class Totals {
   count(name: CountName): number {
     return this.counts[COUNT_NAMES.indexOf(name)]!;
   }
+
+  /** torch.cuda.reset_peak_memory_stats(): each peak starts again from what is held now. */
+  resetPeaks(): void {
+    this.peakAllocated = this.allocated;
+    this.peakActive = this.active;
+    this.peakReserved = this.reserved;
+  }
 }

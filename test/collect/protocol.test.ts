@@ -105,6 +105,16 @@ describe("a real agent on its control socket", () => {
     expect((await ask(socket, "reset_peaks", {})).ok).toBe(true);
   });
 
+  test("`r` resets torch's peaks in the agent and the model's with them: the one peak shown stays torch's", async () => {
+    const pm = liveProcess(agents);
+    const d = pm.model.devices[0]!;
+    expect(d.peakAllocated).toBeGreaterThan(d.allocated); // the program freed memory after its peak
+    const c = new Controller(null, 1000);
+    await c.run(pm, "reset_peaks");
+    expect(c.status).toBe(`peaks reset for pid ${pm.pid}`);
+    expect({ peak: d.peakAllocated, reserved: d.peakReserved }).toEqual({ peak: d.allocated, reserved: d.reserved });
+  });
+
   test("`d` on a live process writes one snapshot: the monitor's, with its trace, where the agent records no history", async () => {
     const pm = liveProcess(agents);
     const c = new Controller(null, 1000);
