@@ -15,6 +15,7 @@ import { readSnapshotFile } from "../../src/snapshot/read";
 import { snapshotModel, viewJson } from "../../src/snapshot/view";
 import { readAll, snapshotReplayOf } from "../../src/snapshot/trace-source";
 import { userFrameRuleFromEnv } from "../../src/snapshot/block-stacks";
+import { categoriesByLine } from "../support/categories-by-line";
 import { LINES, PROGRAM, trainingSnapshot, type Program, type ProgramFacts } from "./synthetic-training";
 
 const WORK = mkdtempSync(join(tmpdir(), "categories-without-names-"));
@@ -33,22 +34,6 @@ async function recorded(p: Program): Promise<{ model: ProfilerModel; facts: Prog
 
 const bytesOf = (m: ProfilerModel, category: string) => categories(m).categories.find((c) => c.category === category)!;
 const ids = (m: ProfilerModel) => findings(m).map((f) => f.id);
-
-/** The categories of the live blocks allocated at each line of the program (its user frame). */
-function categoriesByLine(m: ProfilerModel): Map<number, Set<string>> {
-  const out = new Map<number, Set<string>>();
-  const stacks = m.stacks!;
-  for (const b of blocks(m, { limit: 1e6 }).blocks) {
-    const stack = b.stack || stacks.stackOf(0, b.address);
-    const k = stacks.userFrame(stack);
-    const f = k >= 0 ? stacks.frames(stack)[k]! : null;
-    if (f === null || f.file !== PROGRAM) continue;
-    let s = out.get(f.line);
-    if (!s) out.set(f.line, (s = new Set()));
-    s.add(b.category);
-  }
-  return out;
-}
 
 describe("a snapshot recorded from the first line, stacks=python, no names", () => {
   test("zero_grad never called: weights are parameters, the kept gradients gradients, the input input; gradients kept is raised", async () => {
@@ -73,8 +58,8 @@ describe("a snapshot recorded from the first line, stacks=python, no names", () 
   });
 
   test("the same code gets the same label in both runs: the .cuda() line parameter, the randn line input, AdamW's line optimizer state", async () => {
-    const without = categoriesByLine((await recorded({ zeroGrad: false })).model);
-    const twin = categoriesByLine((await recorded({ zeroGrad: true })).model);
+    const without = categoriesByLine((await recorded({ zeroGrad: false })).model, PROGRAM);
+    const twin = categoriesByLine((await recorded({ zeroGrad: true })).model, PROGRAM);
     for (const byLine of [without, twin]) {
       expect([...byLine.get(LINES.model)!]).toEqual(["parameter"]);
       expect([...byLine.get(LINES.input)!]).toEqual(["input"]);

@@ -16,6 +16,7 @@ import { readSnapshotFile, type ParsedSnapshot } from "../../src/snapshot/read";
 import { readAll } from "../../src/snapshot/trace-source";
 import { replayOf, snapshotModel, viewJson } from "../../src/snapshot/view";
 import { userFrameRuleFromEnv } from "../../src/snapshot/block-stacks";
+import { categoriesByLine } from "../support/categories-by-line";
 
 const SNAPS = join(import.meta.dir, "..", "fixtures", "snapshots");
 const RUNS = ["grads-kept", "grads-zero-grad"] as const;
@@ -125,20 +126,6 @@ function segmentBlocks(p: ParsedSnapshot, addresses: number[]): { size: number; 
         n++;
       }
   return { size, requested, n };
-}
-
-/** The categories of the live blocks allocated at each line of the program (its user frame). */
-function categoriesByLine(m: ProfilerModel, file: string): Map<number, string[]> {
-  const out = new Map<number, Set<string>>();
-  const stacks = m.stacks!;
-  for (const b of blocks(m, { limit: 1e6 }).blocks) {
-    const stack = b.stack || stacks.stackOf(0, b.address);
-    const k = stacks.userFrame(stack);
-    const f = k >= 0 ? stacks.frames(stack)[k]! : null;
-    if (f === null || f.file !== file) continue;
-    (out.get(f.line) ?? out.set(f.line, new Set()).get(f.line)!).add(b.category);
-  }
-  return new Map([...out].map(([line, cats]) => [line, [...cats].sort()]));
 }
 
 describe("issue 36's program recorded from its first line on an H200, no names", () => {
