@@ -44,6 +44,20 @@ def fail(message, code):
     sys.exit(code)
 
 
+def ring_facts(a):
+    """What the agent `a` says of its ring, in the fields of the rings' facts: its steps, how much it
+    wrote and holds, whether a lane lapped (records lost), the agent's mode and hook error."""
+    r = a.ring
+    return {
+        "steps": r.get("<I", "cur_step"),
+        "ring_written": r.written(),
+        "ring_capacity": r.capacity,
+        "ring_lapped": any(r.lane_written(lane) > r.capacity for lane in range(r.n_lanes)),
+        "agent_mode": a.mode,
+        "hook_error": a.hook_error,
+    }
+
+
 def torch_figures(torch, dev):
     """torch's own figures, in the fields of the other rings' facts (test/agent/scenarios.py)."""
     s = torch.cuda.memory_stats(dev)
@@ -129,15 +143,7 @@ def main():
     if a is not None and a.ring is not None:
         path = os.path.join(args.out, NAME + ".ring")
         facts["records"] = agent_mod.save_ring(path)  # after the agent's sync: its totals are torch's now
-        r = a.ring
-        facts.update({
-            "steps": r.get("<I", "cur_step"),
-            "ring_written": r.written(),
-            "ring_capacity": r.capacity,
-            "ring_lapped": any(r.lane_written(lane) > r.capacity for lane in range(r.n_lanes)),
-            "agent_mode": a.mode,
-            "hook_error": a.hook_error,
-        })
+        facts.update(ring_facts(a))
     else:
         facts.update({"records": None, "steps": None, "agent": "not attached (not run under gpumem-tui run)"})
     with open(os.path.join(args.out, NAME + ".facts.json"), "w") as f:

@@ -34,7 +34,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compile_graphs import torch_figures  # noqa: E402  (the rings' facts fields, one definition)
+from compile_graphs import ring_facts, torch_figures  # noqa: E402  (the rings' facts fields, one definition)
 
 GPT2 = dict(n_layer=6, n_embd=512, n_head=8, vocab_size=50257, n_positions=256)
 
@@ -163,18 +163,8 @@ def main():
     mod, a = agent()
     if a is not None:
         facts["records"] = mod.save_ring(os.path.join(args.out, name + ".ring"))  # after the agent's sync
-        r = a.ring
-        facts.update({
-            "sync_points": a.marks.count if a.marks else None,
-            "marks_note": a.notes.get("marks"),
-            "steps": r.get("<I", "cur_step"),
-            "ring_written": r.written(),
-            "ring_capacity": r.capacity,
-            "ring_lapped": any(r.lane_written(lane) > r.capacity for lane in range(r.n_lanes)),
-            "agent_mode": a.mode,
-            "hook_error": a.hook_error,
-            "notes": dict(a.notes),
-        })
+        facts.update(ring_facts(a))
+        facts.update({"sync_points": a.marks.count if a.marks else None, "marks_note": a.notes.get("marks"), "notes": dict(a.notes)})
     else:
         facts.update({"records": None, "agent": "not attached"})
     with open(os.path.join(args.out, name + ".facts.json"), "w") as f:
