@@ -105,12 +105,19 @@ export function tracedBy(pid: number, tracer: number, name: string | null): stri
   return `process ${pid} is already traced by process ${tracer}${name ? ` (${name})` : ""}: a process has one tracer at a time; attach once that one has let go of it (end it, or detach it)`;
 }
 
-/** Another mount or user namespace: the token and the agent's files live in /tmp, /dev/shm or the
- *  runtime directory as each side sees them, which are other files there; its uids are not ours. */
-export function otherNamespace(pid: number, kinds: ("user" | "mount")[]): string {
-  const why = kinds.includes("mount") ? "its /tmp and /dev/shm are not these, so the files attach and its agent share would not meet" : "its uids are not these";
+/** Another mount, user or pid namespace: the token and the agent's files live in /tmp, /dev/shm or
+ *  the runtime directory as each side sees them, which are other files there; its uids are not ours;
+ *  its agent names its files by the pid it has there, which is not the one asked for here. */
+export function otherNamespace(pid: number, kinds: NamespaceName[]): string {
+  const why = kinds.includes("mount")
+    ? "its /tmp and /dev/shm are not these, so the files attach and its agent share would not meet"
+    : kinds.includes("user")
+      ? "its uids are not these"
+      : `it has another pid there than ${pid}, and its agent would name its files by that one, which attach would never find`;
   return `process ${pid} runs in another ${kinds.join(" and ")} namespace than this monitor (a container, or unshare): ${why}; run attach inside that namespace, where the program runs`;
 }
+
+export type NamespaceName = "user" | "mount" | "pid";
 
 /** /proc/PID is root's while the status says another user: the kernel marks the process not
  *  dumpable, and only CAP_SYS_PTRACE traces it. */
@@ -224,15 +231,16 @@ export function tracerOf(pid: number, status = readText(`/proc/${pid}/status`)):
   return tracer ? { pid: tracer, name: readText(`/proc/${tracer}/comm`)?.trim() || null } : null;
 }
 
-/** The namespaces in which `pid` differs from this monitor, of those that make an attach unsafe.
- *  A link unreadable on either side is not said: ptrace, refused then too, speaks for it. */
-export function otherNamespaces(pid: number): ("user" | "mount")[] {
-  const differs = (kind: "user" | "mnt") => {
+/** The namespaces in which `pid` differs from this monitor, of those that make an attach unsafe or
+ *  unable to meet its agent. A link unreadable on either side is not said: ptrace, refused then too,
+ *  speaks for it. */
+export function otherNamespaces(pid: number): NamespaceName[] {
+  const differs = (kind: "user" | "mnt" | "pid") => {
     const theirs = readNamespace(pid, kind);
     const ours = readNamespace("self", kind);
     return theirs !== null && ours !== null && theirs !== ours;
   };
-  return [...(differs("user") ? (["user"] as const) : []), ...(differs("mnt") ? (["mount"] as const) : [])];
+  return [...(differs("user") ? (["user"] as const) : []), ...(differs("mnt") ? (["mount"] as const) : []), ...(differs("pid") ? (["pid"] as const) : [])];
 }
 
 /** What is mapped into the process that tells torch and CUDA apart (file names in /proc/PID/maps). */

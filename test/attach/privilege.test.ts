@@ -146,6 +146,23 @@ describe("the true cause, not a capability the container lacks", () => {
     }
   }, 30_000);
 
+  test.skipIf(!unshareOk || !root)("root's process in another pid namespace only (unshare -p -f): refused at once, not 'no safe point' after the wait", async () => {
+    const t = await startSleeper(["unshare", "-p", "-f", "python3"]);
+    try {
+      // unshare forks: the program is its child, pid 1 in its namespace and another pid here.
+      const child = Number(readFileSync(`/proc/${t.pid}/task/${t.pid}/children`, "utf8").trim().split(/\s+/)[0]);
+      const started = Date.now();
+      const r = cli(["attach", String(child), "--no-monitor", "--timeout", "10"], testEnv());
+      expect(r).toEqual({
+        code: 1,
+        err: refusedLine(child, `process ${child} runs in another pid namespace than this monitor (a container, or unshare): it has another pid there than ${child}, and its agent would name its files by that one, which attach would never find; run attach inside that namespace, where the program runs`),
+      });
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await t.end();
+    }
+  }, 30_000);
+
   test.skipIf(!unshareOk || !root)("root's process in another mount namespace only (unshare -m)", async () => {
     const t = await startSleeper(["unshare", "-m", "python3"]);
     try {
