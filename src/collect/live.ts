@@ -4,8 +4,8 @@
 import { basename, dirname } from "node:path";
 import { newEventBatch, type EventBatch } from "../ffi/events";
 import { RingError, type RingReader } from "../ffi/ring";
-import { createModel, feed, FeedSource, findings, MAX_SEED_BYTES, parseSeed, processProfile, type Finding, type ProfilerModel } from "../profiler";
-import { readSmallText } from "../snapshot/input-file";
+import { createModel, feed, FeedSource, findings, processProfile, type Finding, type ProfilerModel } from "../profiler";
+import { readSeedFile } from "./seed-file";
 import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import { recordFields, type Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
@@ -51,7 +51,7 @@ export function seedOf(m: Manifest, model: ProfilerModel): void {
   try {
     if (dirname(m.seed.path) !== dirname(m.ring) || basename(m.seed.path) !== `${m.pid}.seed.json`)
       throw new Error(`${m.seed.path} is not beside the agent's ring`);
-    model.setSeed(parseSeed(readSmallText(m.seed.path, "seed", MAX_SEED_BYTES), m.seed.path));
+    model.setSeed(readSeedFile(m.seed.path));
   } catch (e) {
     model.seedStatus = { state: "refused", reason: (e as Error).message, blocks: 0, bytes: 0, kept: 0 };
   }

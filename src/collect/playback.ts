@@ -91,7 +91,7 @@ export function startReplay(recording: Recording, opts: { speed: number; onUpdat
       const clock = opts.maxIdleMs === undefined ? wall : idleCuttingClock(opts.maxIdleMs * 1000, wall);
       // The replay reads the recording only when asked for its next state: while paused it is not
       // asked, so no event reaches the model.
-      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, lines: rec.manifest?.lines, ...recordFields(rec.manifest), names: rec.names, stacks: rec.stacks, model, state_every_us: 100_000 })) {
+      for await (const _ of replay(rec.source, { speed: opts.speed, clock, ranges: rec.ranges, lines: rec.manifest?.lines, ...recordFields(rec.manifest), names: rec.names, stacks: rec.stacks, seed: rec.seed, model, state_every_us: 100_000 })) {
         if (stopped) return;
         if (pm.model !== model && model.devices.length > 0) pm.model = model;
         opts.onUpdate();

@@ -1,18 +1,19 @@
 // Opening a recording for replay: a ring file (a live one, or a fixture saved by the agent, with
 // its manifest beside it: `x.ring` → `x.json`, for the range names), or a PyTorch memory snapshot
 // (pickle, optionally gzip), whose device_traces play through the same model.
-import { closeSync, existsSync } from "node:fs";
+import { closeSync, existsSync, statSync } from "node:fs";
 import { RING_MAGIC } from "../ffi/events";
 import { openRing, openRingBuffer, type RingReader } from "../ffi/ring";
 import { readRingGz } from "./ring-gz";
 import { openRegular, readHead, readSmallText } from "../snapshot/input-file";
-import type { EventSource, SavedNames, SnapshotSegment } from "../profiler";
+import type { EventSource, SavedNames, Seed, SnapshotSegment } from "../profiler";
 import { MAX_MANIFEST_BYTES, parseManifest, type Manifest } from "../system/manifest";
 import { readSnapshotFile } from "../snapshot/read";
 import { beforeNote, beforeSummary, blockStacksOf, replayOf } from "../snapshot/view";
 import type { BlockStacks } from "../profiler/user-frame";
 import { formatBytes } from "../words";
 import { manifestStacks } from "./manifest-stacks";
+import { readSeedFile, seedBeside } from "./seed-file";
 
 export interface Recording {
   path: string;
@@ -30,6 +31,8 @@ export interface Recording {
   before: ReturnType<typeof import("../snapshot/view").beforeSummary> | null;
   /** A snapshot's stacks: where its blocks alive at the end were allocated (null for a ring). */
   stacks: BlockStacks | null;
+  /** An attach's seed beside a ring (`x.seed.json`), set in the model before its records (null: none). */
+  seed: Seed | null;
   close(): void;
 }
 
@@ -46,6 +49,24 @@ function readNames(path: string): SavedNames[] {
   return [{ tensors: raw.names as SavedNames["tensors"], write_index: typeof raw.write_index === "number" ? raw.write_index : null }];
 }
 
+
+/** An attach recording's seed beside its ring (seed-file.ts), read as live reads an agent's. One
+ *  that cannot be read, or is not the one the manifest names (another size), is refused in one
+ *  note and the replay goes on without it: totals are then the hook's, as without a seed. */
+function readSeedBeside(ringName: string, manifest: Manifest | null): { seed: Seed | null; note: string | null } {
+  const path = seedBeside(ringName);
+  const hook = "the blocks from before the attach are not known and the totals are the hook's";
+  if (path === null || !existsSync(path)) {
+    return { seed: null, note: manifest?.seed ? `no seed beside the ring (${path ?? `${ringName}.seed.json`}; its manifest names ${manifest.seed.path}): ${hook}` : null };
+  }
+  try {
+    const size = statSync(path).size;
+    if (manifest?.seed && size !== manifest.seed.bytes) throw new Error(`${path} is ${size} bytes where the manifest's seed was ${manifest.seed.bytes}: not this recording's seed`);
+    return { seed: readSeedFile(path), note: null };
+  } catch (e) {
+    return { seed: null, note: `seed refused: ${(e as Error).message}; ${hook}` };
+  }
+}
 
 /** Saved names read beside a recording: a larger file is refused (its manifest: MAX_MANIFEST_BYTES). */
 const MAX_JSON_BYTES = 64 * 1024 ** 2;
@@ -81,7 +102,9 @@ export function openRingRecording(path: string): Recording {
   }
   const notes = manifest ? [] : [`${path}: no manifest beside it (${manifestPath}): record_function ranges show by number`];
   const names = readNames(ringName.replace(/\.ring$/, ".names.json"));
-  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: manifestStacks(manifest), close: () => ring.close() };
+  const { seed, note } = readSeedBeside(ringName, manifest);
+  if (note) notes.push(note);
+  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: manifestStacks(manifest), seed, close: () => ring.close() };
 }
 
 /** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */
@@ -102,5 +125,5 @@ export async function openRecording(path: string): Promise<Recording> {
   const r = replayOf(parsed);
   const note = beforeNote(r, formatBytes);
   const segments = parsed.root.segments as unknown as SnapshotSegment[];
-  return { path, kind: "snapshot", source: r.source, manifest: null, ranges: r.ranges, segments, names: [], notes: note ? [note] : [], before: beforeSummary(r), stacks: blockStacksOf(parsed), close: () => {} };
+  return { path, kind: "snapshot", source: r.source, manifest: null, ranges: r.ranges, segments, names: [], notes: note ? [note] : [], before: beforeSummary(r), stacks: blockStacksOf(parsed), seed: null, close: () => {} };
 }

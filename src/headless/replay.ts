@@ -12,7 +12,7 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
     throw e;
   });
   for (const note of recording.notes) process.stderr.write(`gpumem-tui: ${note}\n`);
-  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? (opts.clock ?? wallClock) : undefined, ranges: recording.ranges, lines: recording.manifest?.lines, ...recordFields(recording.manifest), names: recording.names, stacks: recording.stacks });
+  const lines = replay(recording.source, { speed: opts.speed, clock: opts.speed ? (opts.clock ?? wallClock) : undefined, ranges: recording.ranges, lines: recording.manifest?.lines, ...recordFields(recording.manifest), names: recording.names, stacks: recording.stacks, seed: recording.seed });
   for await (const line of lines) {
     // A snapshot's final state says how much of it was there before the recording began.
     const out = line.type === "final" && recording.before ? { ...line, before_recording: recording.before } : line;
@@ -27,7 +27,7 @@ export async function replayJson(recording: Recording, opts: { speed?: number; c
  * sentence `d` says (snapshot/write.ts), or with `json` its facts as one JSON object.
  */
 export async function replaySnapshot(recording: Recording, out: string, opts: { json?: boolean; force?: boolean } = {}): Promise<void> {
-  const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, ...recordFields(recording.manifest), names: recording.names, stacks: recording.stacks, segments: recording.segments, model: createModel().keepTrace().keepPeaks(MAX_STEPS) });
+  const model = replayToEnd(recording.source, { ranges: recording.ranges, lines: recording.manifest?.lines, ...recordFields(recording.manifest), names: recording.names, stacks: recording.stacks, seed: recording.seed, segments: recording.segments, model: createModel().keepTrace().keepPeaks(MAX_STEPS) });
   const f = writeSnapshotFile(model, out, { replace: opts.force });
   process.stdout.write(opts.json ? `${JSON.stringify(f)}\n` : `${writtenSentence(f, `snapshot of ${recording.path}`)}\n${MEMORY_VIZ}\n`);
 }

@@ -8,6 +8,7 @@ import { feed, FeedSource, type EventSource, type Fed } from "./feed";
 import { findings, type Finding } from "./findings";
 import { createModel, type NamedTensor, type ProfilerModel } from "./model";
 import { resyncFromSnapshot } from "./snapshot-resync";
+import type { Seed } from "./seed";
 import type { SnapshotSegment } from "./device";
 import { breakdown, steps, type StepBreakdown, type StepLine } from "./breakdown";
 import { categories, summary, type Categories, type Summary } from "./queries";
@@ -44,6 +45,9 @@ export interface ReplayOptions {
   allocStacks?: boolean;
   /** The allocator's settings (the manifest's `alloc_conf`): how blocks are rounded and split. */
   allocConf?: string | null;
+  /** An attach's seed (the recording's NAME.seed.json): the blocks from before the attach, each with
+   *  torch's size, set before the first record as a live agent's is (collect/live.ts seedOf). */
+  seed?: Seed | null;
 }
 
 /** A `names` reply kept beside a recording (`x.names.json`). */
@@ -135,6 +139,7 @@ class Playthrough {
     if (opts.lines) model.setLines(opts.lines);
     if (opts.stacks) model.stacks = opts.stacks;
     if (opts.segmentPools || opts.allocStacks || opts.allocConf) model.setRecordFields({ segmentPools: opts.segmentPools, allocStacks: opts.allocStacks, allocConf: opts.allocConf });
+    if (opts.seed) model.setSeed(opts.seed);
     model.setHeader(source.header(), { totals: false });
     this.from = new FeedSource(source, opts.batch_size ?? 65_536);
     this.names = [...(opts.names ?? [])].sort((a, b) => (a.write_index ?? Infinity) - (b.write_index ?? Infinity));

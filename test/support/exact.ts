@@ -13,12 +13,10 @@
 // before it from the first such pair: that one point is its source, every later one a comparison);
 // a sync whose point the stream had already passed is "misplaced", one read while an event raced it
 // (SYNC_UNSURE) is "unsure": neither is compared.
-import { existsSync } from "node:fs";
 import { openRingRecording } from "../../src/collect/recording";
 import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { POINT_NAMES } from "../../src/ffi/wire";
-import { createModel, MAX_SEED_BYTES, parseSeed, type ProfilerModel } from "../../src/profiler";
-import { readSmallText } from "../../src/snapshot/input-file";
+import { createModel, type ProfilerModel } from "../../src/profiler";
 import { recordFields } from "../../src/system/manifest";
 
 export const FIELDS = ["allocated", "reserved", "active", "peakAllocated", "peakReserved"] as const;
@@ -85,12 +83,6 @@ function readAll(source: { read(b: EventBatch): { count: number; lost: number } 
   }
 }
 
-/** The seed beside a ring (NAME.seed.json, as test/gpu/exact_attach.py copies it), where there is one. */
-function seedBeside(path: string): string | null {
-  const p = path.replace(/\.gz$/, "").replace(/\.ring$/, ".seed.json");
-  return p !== path && existsSync(p) ? p : null;
-}
-
 /** Replays the ring at `path` (.ring or .ring.gz, its manifest and seed beside it) and compares
  *  the model with torch at every sync. */
 export function compareAtSyncs(path: string): ExactReport {
@@ -98,8 +90,8 @@ export function compareAtSyncs(path: string): ExactReport {
   try {
     const model = createModel();
     model.setRecordFields(recordFields(rec.manifest));
-    const seed = seedBeside(path);
-    if (seed) model.setSeed(parseSeed(readSmallText(seed, "seed", MAX_SEED_BYTES), seed));
+    // the seed beside it (NAME.seed.json), read as the replay reads it (recording.ts)
+    if (rec.seed) model.setSeed(rec.seed);
     return compareBatches(model, readAll(rec.source));
   } finally {
     rec.close();
