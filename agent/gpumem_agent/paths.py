@@ -34,8 +34,13 @@ def _private_reason(path, uid):
     return None
 
 
-def agent_dir(env=os.environ):
-    """The agents' directory this process asks for (before any squatted name sends it elsewhere)."""
+def agent_dir(env=None):
+    """The agents' directory this process asks for (before any squatted name sends it elsewhere);
+    `env`: the environment as the agent reads it (trust.environ(): none of it under -E/-I)."""
+    if env is None:
+        from . import trust
+
+        env = trust.environ()
     if env.get("GPUMEM_TUI_DIR"):
         return env["GPUMEM_TUI_DIR"]
     uid = os.getuid()
