@@ -1,10 +1,10 @@
 // `run --json`: NDJSON documents into a file while the program runs; a last one after it exits.
-import { closeSync, lstatSync, statSync, writeSync } from "node:fs";
+import { closeSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Child } from "../collect/child";
 import type { Session } from "../collect/session";
 import type { Document } from "../system/schema";
-import { openOutput, PrivateFileError, removeOpened, why, writeAll } from "../system/private-file";
+import { nameRefusal, openOutput, PrivateFileError, removeOpened, why, writeAll } from "../system/private-file";
 import { serialize } from "./stream";
 
 /**
@@ -75,19 +75,10 @@ export async function runJson(session: Session, start: () => Child, opts: { outp
  * as --output is, so a link or FIFO planted there costs no run; the agent checks again at exit.
  */
 export function linesRefusal(path: string): string | null {
-  let st: ReturnType<typeof lstatSync>;
   try {
-    st = lstatSync(path);
+    if (!statSync(dirname(path)).isDirectory()) return why({ code: "ENOENT" });
+    return nameRefusal(path, { owner: true });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOENT") return why(e);
-    try {
-      return statSync(dirname(path)).isDirectory() ? null : why({ code: "ENOENT" });
-    } catch (e2) {
-      return why(e2);
-    }
+    return why(e);
   }
-  if (st.isSymbolicLink()) return why({ code: "ELOOP" });
-  if (!st.isFile()) return st.isFIFO() ? "not a regular file (a FIFO)" : "not a regular file";
-  if (st.uid !== process.geteuid!()) return `it belongs to another user (uid ${st.uid})`;
-  return null;
 }

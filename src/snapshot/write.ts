@@ -2,12 +2,12 @@
 // place, or renamed over a file the user said to replace: a reader never sees half a file), and the
 // sentence that says what it holds.
 import { randomBytes } from "node:crypto";
-import { existsSync, linkSync, lstatSync, mkdirSync, renameSync, unlinkSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, renameSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { ProfilerModel } from "../profiler";
 import { snapshotFromModel } from "./from-model";
 import { pickle, type PickleData } from "./pickle-write";
-import { PrivateFileError, why, writePrivate } from "../system/private-file";
+import { nameRefusal, PrivateFileError, why, writePrivate } from "../system/private-file";
 import { counted, formatBytes } from "../words";
 
 export interface WrittenFile {
@@ -105,9 +105,8 @@ function linkFirstFree(tmp: string, name: (k: number) => string, tries: number):
 }
 
 /** What --force may replace: nothing, or a regular file (a link, a directory or a FIFO someone put
- *  at the name is said, not replaced). */
+ *  at the name is said, not replaced: nameRefusal). */
 function refuseUnreplaceable(path: string): void {
-  const st = lstatSync(path, { throwIfNoEntry: false });
-  if (st?.isSymbolicLink()) throw new PrivateFileError(path, why({ code: "ELOOP" }));
-  if (st && !st.isFile()) throw new PrivateFileError(path, st.isDirectory() ? why({ code: "EISDIR" }) : "not a regular file");
+  const there = nameRefusal(path);
+  if (there) throw new PrivateFileError(path, there);
 }

@@ -3,7 +3,7 @@
 // (0600), and removed again on error, on exit and on SIGINT, SIGTERM or SIGHUP where they are
 // temporary. The one place where such a file is opened.
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, lstatSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, lstatSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -31,6 +31,30 @@ export function why(e: unknown): string {
     default:
       return err.message;
   }
+}
+
+/** What a name holds that is not a regular file, in the agent's words (paths.py _kind). */
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return "a FIFO";
+  if (st.isSocket()) return "a socket";
+  if (st.isDirectory()) return "a directory";
+  if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
+  return "not a file";
+}
+
+/**
+ * Why a file must not be put at the name `path` in place of what is there, or null (nothing there,
+ * or a regular file): a link (lstat: never followed) or anything not a regular file is said, never
+ * replaced; with `owner`, so is another user's file. The rule of the agent's check_replaceable
+ * (agent/gpumem_agent/paths.py), in the same words, for every name the monitor writes over.
+ */
+export function nameRefusal(path: string, opts: { owner?: boolean } = {}): string | null {
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (!st) return null;
+  if (st.isSymbolicLink()) return why({ code: "ELOOP" });
+  if (!st.isFile()) return `not a regular file (${kindOf(st)})`;
+  if (opts.owner && st.uid !== process.geteuid!()) return `it belongs to another user (uid ${st.uid})`;
+  return null;
 }
 
 /** A one-line error naming the path (the callers add what it was for). */
@@ -114,17 +138,16 @@ export function openOutput(path: string): { fd: number; created: boolean } {
     if (fd !== undefined) closeSync(fd);
     throw new PrivateFileError(path, reason);
   };
-  let st = lstatSync(path, { throwIfNoEntry: false });
-  if (st?.isSymbolicLink()) refuse(why({ code: "ELOOP" }));
-  if (st && !st.isFile()) refuse("not a regular file");
+  const there = nameRefusal(path);
+  if (there) refuse(there);
   let fd: number;
   try {
     fd = openSync(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (e) {
     return refuse((e as NodeJS.ErrnoException).code === "ENXIO" ? "not a regular file" : why(e));
   }
-  st = fstatSync(fd);
-  if (!st.isFile()) refuse("not a regular file", fd);
+  const st = fstatSync(fd);
+  if (!st.isFile()) refuse(`not a regular file (${kindOf(st)})`, fd);
   if (st.uid !== process.geteuid!()) refuse(`it belongs to another user (uid ${st.uid}), who could read what is written`, fd);
   if (st.nlink !== 1) refuse(`it has ${st.nlink - 1} other name(s) (hard links): a write would change the file under them too`, fd);
   ftruncateSync(fd, 0);

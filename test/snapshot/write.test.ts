@@ -217,7 +217,7 @@ describe("gpumem-tui replay FILE --snapshot OUT", () => {
     expect(readFileSync(victim, "utf8")).toBe("the victim's own words\n");
     expect(lstatSync(toVictim).isSymbolicLink()).toBe(true);
     const sub = mkdtempSync(join(dir, "sub-"));
-    expect(cli("replay", ring, "--snapshot", sub, "--force").stderr.toString()).toBe(`gpumem-tui: cannot write the snapshot to ${sub}: it is a directory\n`);
+    expect(cli("replay", ring, "--snapshot", sub, "--force").stderr.toString()).toBe(`gpumem-tui: cannot write the snapshot to ${sub}: not a regular file (a directory)\n`);
     // Nothing left behind by the refusals: no temporary file beside them.
     expect(readdirSync(dir).filter((n) => n.endsWith(".tmp"))).toEqual([]);
   });
