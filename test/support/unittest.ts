@@ -2,8 +2,8 @@
 // (`count` tests where given), and the tests Python skipped are said rather than hidden.
 import { expect } from "bun:test";
 
-export function expectUnittestPasses(file: string, opts: { env?: NodeJS.ProcessEnv; count?: number } = {}): void {
-  const p = Bun.spawnSync(["python3", file, "-v"], { env: opts.env ?? process.env, stdout: "pipe", stderr: "pipe" });
+export function expectUnittestPasses(file: string, opts: { env?: NodeJS.ProcessEnv; count?: number; python?: string } = {}): void {
+  const p = Bun.spawnSync([opts.python ?? "python3", file, "-v"], { env: opts.env ?? process.env, stdout: "pipe", stderr: "pipe" });
   const log = p.stderr.toString();
   if (p.exitCode !== 0) console.log(log);
   for (const line of log.split("\n").filter((l) => / \.\.\. skipped /.test(l))) console.log(`skipped: ${line}`);
