@@ -1,6 +1,7 @@
 // Starting and ending the monitor: the alternate screen, a terminal that is always given back
 // (q, Ctrl-C, SIGTERM, an uncaught error), the demo, replay, and `run`.
 import { closeSync } from "node:fs";
+import chalk from "chalk";
 import { render } from "ink";
 import type { Child } from "../collect/child";
 import { startReplay } from "../collect/playback";
@@ -12,6 +13,7 @@ import { readSnapshotFile, type Progress } from "../snapshot/read";
 import { beforeNote, blockStacksOf, snapshotFacts, snapshotModel } from "../snapshot/view";
 import { createPrivateTemp, removeOpened } from "../system/private-file";
 import { formatBytes } from "../words";
+import { useColor } from "./format";
 import { App } from "./app";
 import { keyHint, type ScreenId } from "./registry";
 import { Controller } from "./controller";
@@ -54,8 +56,18 @@ export function demoStarter(ctl: Controller, { speed, ring, clock }: { speed: nu
   };
 }
 
+/** Ink colours through chalk, which turns itself off where CI is set (a shell inside a CI job on a
+ *  GPU box): the finding's yellow and the selection's inverse would vanish. The monitor's rule is
+ *  format.ts's: colours in a terminal unless NO_COLOR, FORCE_COLOR=0 or TERM=dumb say otherwise. */
+function colourTheTerminal(env = process.env): void {
+  if (chalk.level > 0 || !process.stdout.isTTY || !useColor) return;
+  if (env.FORCE_COLOR !== undefined || env.TERM === "dumb") return;
+  chalk.level = 1;
+}
+
 async function show(ctl: Controller, opts: MonitorOptions, extra: { initialScreen?: ScreenId; onDemo?: () => void; onExit?: () => void } = {}): Promise<void> {
   if (opts.dumpDir) ctl.snapshotDir = opts.dumpDir;
+  colourTheTerminal();
   const ink = render(<App ctl={ctl} ascii={opts.ascii} initialScreen={extra.initialScreen} onDemo={extra.onDemo} />, {
     alternateScreen: true,
     // Ink would draw nothing until exit when CI=true is set (a shell inside a CI job on a GPU box);
