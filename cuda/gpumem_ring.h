@@ -166,7 +166,8 @@ enum gpumem_tracker {
 typedef struct gpumem_record {
   uint64_t seq;     /* index + 1, stored last (release): the reader's check that it is whole */
   uint64_t time;    /* the allocator's approximate clock (ticks); see the header's calibration */
-  uint64_t address; /* block or segment address; 0 for marks (a sync's fields: GPUMEM_ACTION_SYNC) */
+  uint64_t address; /* block or segment address; 0 for marks (a sync's fields: GPUMEM_ACTION_SYNC);
+                     * oom: the failed request's Python stack id where stacks are on (0 none) */
   uint64_t size;    /* bytes; for oom the requested size */
   uint64_t stream;  /* cudaStream_t as an integer */
   uint64_t extra;   /* oom: bytes free on the device; sync: the hook's event count; segment_*: its

@@ -107,14 +107,20 @@ inline uint64_t extra_of(const cca::TraceEntry& te, uint8_t action) {
   return segment_action(action) ? pool_of(te) : 0;
 }
 
+// What `address` carries: the block's, or for OOM (PyTorch has none) the stack of the request that
+// failed where stacks are on, whatever its size: the line that asked (rare, so never sampled).
+inline uint64_t address_of(const cca::TraceEntry& te) {
+  if (te.action_ != cca::TraceEntry::OOM) return te.addr_;
+  return g_stack_min.load(std::memory_order_relaxed) != 0 ? stack_of_alloc() : 0;
+}
+
 // The event as a record, stamped with where the loop is (the header's current state). A device
 // without a lane of its own writes the shared lane (several writers: the atomic claim), out of line,
 // off the path of the devices that have one.
 __attribute__((noinline)) void push_shared(gpumem_header* h, const cca::TraceEntry& te, uint8_t action) {
-  const bool oom = te.action_ == cca::TraceEntry::OOM;
   gpumem_record r;
   r.time = static_cast<uint64_t>(te.time_.approx_t_);
-  r.address = oom ? 0 : te.addr_;
+  r.address = address_of(te);
   r.size = te.size_;
   r.stream = as_u64(te.stream_);
   r.extra = extra_of(te, action);
@@ -144,8 +150,7 @@ void on_trace(const cca::TraceEntry& te) {
   if (dev >= g_device_lanes.load(std::memory_order_relaxed)) return push_shared(h, te, action);
   // The allocator's lock makes this thread the only writer of the device's lane: no claim to race
   // for, and the record goes out in a few wide stores (gpumem_lane_write).
-  const bool oom = te.action_ == cca::TraceEntry::OOM;
-  gpumem_lane_write(h, dev, static_cast<uint64_t>(te.time_.approx_t_), oom ? 0 : te.addr_, te.size_, as_u64(te.stream_),
+  gpumem_lane_write(h, dev, static_cast<uint64_t>(te.time_.approx_t_), address_of(te), te.size_, as_u64(te.stream_),
                     extra_of(te, action), __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED), __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED),
                     action, static_cast<int8_t>(te.device_), __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED),
                     __atomic_load_n(&h->cur_line, __ATOMIC_RELAXED));
