@@ -146,7 +146,11 @@ export const TRACKER_NAMES = ["events", "exact", "empty"] as const;
 export const RECORD_OFFSET = {
   seq: 0,  // uint64_t: index + 1, stored last (release): the reader's check that it is whole
   time: 8,  // uint64_t: the allocator's approximate clock (ticks); see the header's calibration
-  address: 16,  // uint64_t: block or segment address; 0 for marks (a sync's fields: GPUMEM_ACTION_SYNC)
+  /**
+   * uint64_t: block or segment address; 0 for marks (a sync's fields: GPUMEM_ACTION_SYNC); oom: the
+   * failed request's Python stack id where stacks are on (0 none)
+   */
+  address: 16,
   size: 24,  // uint64_t: bytes; for oom the requested size
   stream: 32,  // uint64_t: cudaStream_t as an integer
   /**
