@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue 40's GPU evidence and fixtures: what is outside PyTorch, against NVML's per-process used.
+#   bash bench/gpu-parts/ledger.sh OUT_DIR
+# Run from the repository root on the device after `bun cuda/build.ts --install` (bun on PATH; python3
+# with torch, transformers, nvidia-ml-py). Every step under `timeout -k 5`; at most 4 minutes in all.
+# Each program is test/gpu/ledger_prog.py (its docstring says what each case does): it writes
+# NVML's used bytes of its own process (pynvml) beside torch's figures before and after each event
+# (the ground truth, whatever this tree's monitor makes of it), and under `gpumem-tui run --json`
+# the agent's compact ring; the monitor's documents beside it (NAME.run.ndjson: NVML used, torch's
+# figures and, where this tree has it, the ledger, every 500 ms).
+#   bare-plain   torch.zeros(1) and a matmul without the monitor: the context a bare process shows
+#   bare         the same under run --json
+#   gpt2         transformers GPT-2 (config) 4 AdamW steps under run --json
+#   rawmalloc    256 MiB through a raw cudaMalloc (ctypes) inside record_function("gpumem:cudart:cudaMalloc")
+#   nccl         torchrun, one rank: init_process_group("nccl"), all_reduce x2, new_group + all_reduce, destroy
+#   compile      torch.compile(mode="reduce-overhead") small GPT-2, 4 steps (a private pool)
+# OUT_DIR/ledger/: NAME.facts.json, NAME.ring.gz + NAME.json (manifest), NAME.run.ndjson.gz, NAME.log;
+# OUT_DIR/ledger/summary.txt (also on stdout): each event's NVML − reserved delta, the checks.
+set -u
+out=${1:?OUT_DIR}
+o=$out/ledger
+mkdir -p "$o"
+export PYTHONUNBUFFERED=1
+start=$SECONDS
+budget=${LEDGER_BUDGET:-225}
+tmp=$(mktemp -d /tmp/gpumem-ledger.XXXXXX)
+mkdir -m 700 "$tmp/agents"
+trap 'rm -rf "$tmp"' EXIT
+left() { local l=$((budget - (SECONDS - start))); [ "$l" -lt "$1" ] || l=$1; echo "$l"; }
+step() { # NAME SECONDS COMMAND...
+  local name=$1 t; t=$(left "$2"); shift 2
+  if [ "$t" -lt 10 ]; then echo "== $name: skipped (budget spent)"; return; fi
+  local t0=$SECONDS
+  timeout -k 5 "$t" "$@" > "$o/$name.log" 2>&1
+  echo "== $name: exit $? in $((SECONDS - t0)) s"; grep -E '^ledger_prog|Error|error' "$o/$name.log" | tail -n 14
+}
+# NAME SECONDS -- COMMAND...: under gpumem-tui run --json, the agent keeping its ring for save_ring.
+record() {
+  local name=$1 t=$2; shift 3
+  step "$name" "$t" env GPUMEM_TUI_KEEP=1 GPUMEM_TUI_DIR="$tmp/agents" GPUMEM_TUI_RING_CAPACITY=262144 \
+    CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}" TORCHINDUCTOR_CACHE_DIR="$tmp/inductor" TRITON_CACHE_DIR="$tmp/triton" \
+    bun src/cli.ts run --json --interval 500 --output "$o/$name.run.ndjson" -- "$@"
+}
+prog="python3 test/gpu/ledger_prog.py"
+{ nvidia-smi -L; python3 -c 'import torch, pynvml, sys; print(sys.version.split()[0], torch.__version__, pynvml.nvmlSystemGetDriverVersion() if not pynvml.nvmlInit() else "")'; git log -1 --format='tree %h %s' 2>/dev/null | cut -c1-100; } > "$o/machine.txt" 2>&1
+cat "$o/machine.txt"
+step bare-plain 40 $prog --case bare --out "$o" --name bare-plain --pause 0
+record bare 40 -- $prog --case bare --out "$o" --name bare --pause 1.0
+record gpt2 60 -- $prog --case gpt2 --out "$o" --name gpt2 --pause 0.8
+record rawmalloc 45 -- $prog --case rawmalloc --out "$o" --name rawmalloc --pause 1.0
+record nccl 60 -- python3 -m torch.distributed.run --standalone --nproc-per-node=1 test/gpu/ledger_prog.py --case nccl --out "$o" --name nccl --pause 1.0
+record compile 90 -- $prog --case compile --out "$o" --name compile --pause 0.6
+for f in "$o"/*.ring "$o"/*.ndjson; do [ -f "$f" ] && gzip -9 -f "$f"; done
+# The checks, from the facts alone (the ground truth): each event's outside-torch delta; the raw
+# allocation within 2 MiB of its size; the bare context; and, where the documents carry a ledger,
+# whether its rows sum to NVML used at every sample.
+timeout -k 5 30 python3 - "$o" <<'EOF' | tee "$o/summary.txt"
+import glob, gzip, json, os, sys
+o = sys.argv[1]
+MiB = 1 << 20
+for path in sorted(glob.glob(os.path.join(o, "*.facts.json"))):
+    try:
+        f = json.load(open(path))
+    except Exception as e:
+        print("%s: unreadable (%s)" % (os.path.basename(path), e)); continue
+    name = os.path.basename(path)[:-len(".facts.json")]
+    if "samples" not in f:
+        print("%s: torch's facts only (no NVML samples)" % name); continue
+    print("%s: error %s, context (NVML - reserved at first sample) %s MiB, agent %s" % (
+        name, f.get("error"), None if f.get("context_bytes") is None else round(f["context_bytes"] / MiB, 1), f.get("agent_mode") or f.get("agent")))
+    for e in f.get("events", []):
+        d = e.get("outside_delta")
+        line = "  %-28s outside torch %+9.1f MiB" % (e["name"], (d or 0) / MiB)
+        if "expected_bytes" in e and d is not None:
+            line += "  expected %+.1f MiB: %s" % (e["expected_bytes"] / MiB, "WITHIN 2 MiB" if abs(d - e["expected_bytes"]) <= 2 * MiB else "OFF")
+        print(line)
+    nd = os.path.join(o, name + ".run.ndjson.gz")
+    if os.path.exists(nd):
+        n = rows = bad = 0
+        for line in gzip.open(nd, "rt"):
+            try:
+                doc = json.loads(line)
+            except Exception:
+                continue
+            for p in doc.get("processes", []):
+                if p.get("pid") != f.get("pid") and p.get("agent_pid") != f.get("pid"):
+                    continue
+                n += 1
+                led = (p.get("pytorch") or {}).get("ledger")
+                if led and p.get("used_bytes") is not None:
+                    rows += 1
+                    s = sum(r["bytes"] for r in led.get("rows", []))
+                    if s != p["used_bytes"]:
+                        bad += 1
+        print("  documents: %d samples of the process, %d with a ledger, %d whose rows do not sum to NVML used" % (n, rows, bad))
+EOF
+du -sh "$o" | cut -f1 | sed 's/^/ledger: /'
+echo "ledger: $((SECONDS - start)) s"
