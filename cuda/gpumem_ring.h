@@ -84,12 +84,21 @@ enum gpumem_action {
                                      * device's alloc + free_requested records counted by the hook
                                      * when they were read (GPUMEM_SYNC_UNSURE: an event raced the
                                      * read, the figures are not tied to this point) */
-  GPUMEM_ACTION_SYNC_PEAKS = 21     /* right after a SYNC of the same `device` written at a sync point
+  GPUMEM_ACTION_SYNC_PEAKS = 21,    /* right after a SYNC of the same `device` written at a sync point
                                      * (gpumem_hook_sync_point: GPUMEM_TUI_MARKS=hooks), from the same
                                      * reading of the allocator's statistics: address = peak allocated
                                      * (max_memory_allocated), size = peak reserved, stream = active
                                      * bytes (active_bytes.all.current), extra = the point (enum
                                      * gpumem_point). A reader that does not know it skips it */
+  GPUMEM_ACTION_INPUT = 22,         /* the input of a step (gpumem_hook_value, GPUMEM_FEATURE_VALUES):
+                                     * the outermost module's first tensor argument at the step's
+                                     * first forward; size = its first dimension (the batch), address
+                                     * = its second (the sequence; 0 for a tensor of one dimension),
+                                     * extra = its elements, `device` its device */
+  GPUMEM_ACTION_LIMIT = 23          /* the caching allocator's own limit on `device` (gpumem_hook_value):
+                                     * size = the bytes it may reserve (the fraction
+                                     * torch.cuda.set_per_process_memory_fraction set, times the
+                                     * device's total), 0 = none */
 };
 
 /* Where a sync point was written (a SYNC_PEAKS record's `extra`): the module, backward and
@@ -161,6 +170,7 @@ enum gpumem_tracker {
 #define GPUMEM_FEATURE_SEGMENT_POOLS 1u /* segment records carry their pool in `extra` */
 #define GPUMEM_FEATURE_ALLOC_STACKS 2u  /* alloc records at or above the threshold carry a stack id (cuda/pystack.h) */
 #define GPUMEM_FEATURE_SYNC_POINTS 4u   /* gpumem_hook_sync_point: SYNC and SYNC_PEAKS records where the agent asks */
+#define GPUMEM_FEATURE_VALUES 8u        /* gpumem_hook_value: INPUT and LIMIT records from the agent */
 
 /* One event: 64 bytes, one cache line. */
 typedef struct gpumem_record {

@@ -375,6 +375,25 @@ void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
   push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED));
 }
 
+// A mark with values from the agent (GPUMEM_FEATURE_VALUES): a step's INPUT shape, the allocator's
+// LIMIT; stamped with the current phase, step and range. Once a step at most: nothing per event.
+void gpumem_hook_value(uint8_t action, int8_t device, uint64_t address, uint64_t size, uint64_t extra) {
+  gpumem_header* h = g_header.load(std::memory_order_acquire);
+  if (!h) return;
+  gpumem_record r;
+  std::memset(&r, 0, sizeof r);
+  r.action = action;
+  r.time = static_cast<uint64_t>(c10::getApproximateTime());
+  r.address = address;
+  r.size = size;
+  r.extra = extra;
+  r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
+  r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
+  r.range = __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED);
+  r.device = device;
+  gpumem_ring_push(h, &r);
+}
+
 // A sync point (GPUMEM_TUI_MARKS=hooks): every device's SYNC and SYNC_PEAKS records now, from the
 // agent's module, backward and optimizer hooks; `point` is enum gpumem_point. Takes each device's
 // allocator lock once (getDeviceStats): a few microseconds, only where the user asked for it.
@@ -388,7 +407,7 @@ void gpumem_hook_sync_point(uint32_t point) {
 // gpumem_ring.h), for the agent's manifest.
 uint32_t gpumem_hook_features(void) {
   return (has_mempool<cca::TraceEntry>::value ? GPUMEM_FEATURE_SEGMENT_POOLS : 0u) |
-         (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u) | GPUMEM_FEATURE_SYNC_POINTS;
+         (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u) | GPUMEM_FEATURE_SYNC_POINTS | GPUMEM_FEATURE_VALUES;
 }
 
 // Python stacks for allocations of at least `min_bytes` (0: none), their count and their text

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import build, commands, identity, marks, paths, ring, stacks, tensor_names, trust, wire
+from . import build, commands, identity, inputs, marks, paths, ring, stacks, tensor_names, trust, wire
 from .stats import SETTLE_TRIES, device_stats, settle_totals, totals_from_stats
 from .control import ControlServer
 from .guard import Guard
@@ -105,6 +105,7 @@ class Agent:
         self.features = 0  # what the hook records beyond the events (wire.FEATURE_*)
         self.stacks = None  # the Python stacks of large allocations, where asked (stacks.py)
         self.marks = None  # the sync points at every hook, where asked (marks.py)
+        self.inputs = None  # each step's input shape and the allocator's limit (inputs.py)
         # What this process runs without, and why, in words ({feature: sentence}): a feature that
         # failed turned itself off, a ring that did not fit was made smaller, a squatted directory
         # was replaced. In the manifest, and on the monitor's screens.
@@ -200,6 +201,10 @@ class Agent:
                 self.guard.stops("stacks", lambda: self.hook and self.hook.gpumem_hook_stacks(0))
         self.phases = Phases(self._mark, self.guard)
         self.phases.install(torch)
+        # Each step's input shape and the allocator's limit, for the batch forecast (inputs.py).
+        self.inputs = self.guard.call(inputs.FEATURE, inputs.start, torch, self.hook, self.features, self.notes, self.guard, marks._compiling(torch))
+        if self.inputs is not None:
+            self.phases.on_input = self.inputs.at_forward
         # GPUMEM_TUI_MARKS=hooks: a sync point at every hook (marks.py); after the phases' hooks,
         # so a point is stamped with the phase its hook began.
         self.marks = self.guard.call(marks.FEATURE, marks.start, torch, self.hook, self.features, trust.environ(), self.notes, self.guard)

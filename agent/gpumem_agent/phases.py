@@ -46,6 +46,9 @@ class Phases:
         # One-shot callables run on the training thread right after the next optimizer step (its
         # step mark written): what must see the step's gradients and optimizer state alive.
         self.after_step = []
+        # Called with (step, args, kwargs) at each outermost forward (inputs.py's at_forward): the
+        # global hooks see no keyword arguments, the models' own hooks (after the narrow) do.
+        self.on_input = None
 
     def set(self, phase, action=ACTION["phase"]):
         self.phase = phase
@@ -53,7 +56,7 @@ class Phases:
 
     # -- the hooks: flat, guarded, never raising ----------------------------------------------
 
-    def pre(self, mod, args):
+    def pre(self, mod, args, kwargs=None):
         if not self.on:
             return
         try:
@@ -63,6 +66,8 @@ class Phases:
                 self.models.add(mod)
                 if self.phase != BACKWARD:
                     self.set(FORWARD)
+                if self.on_input is not None:
+                    self.on_input(self.step, args, kwargs)  # inputs.py: guarded there, once a step
         except Exception as e:
             self.guard.fail("phases", e)
 
@@ -165,7 +170,10 @@ class Phases:
         self.global_hooks = []
         self._drop_warning_filter()
         for model in list(self.models):
-            self.handles.append(model.register_forward_pre_hook(self.pre))
+            try:  # with its keyword arguments: model(input_ids=x) is how transformers are called
+                self.handles.append(model.register_forward_pre_hook(self.pre, with_kwargs=True))
+            except TypeError:  # a torch before with_kwargs (2.0)
+                self.handles.append(model.register_forward_pre_hook(self.pre))
             self.handles.append(model.register_forward_hook(self.post))
 
     def stop(self):

@@ -29,6 +29,8 @@ FEATURE_SEGMENT_POOLS = 1
 FEATURE_ALLOC_STACKS = 2
 # gpumem_hook_sync_point: SYNC and SYNC_PEAKS records where the agent asks
 FEATURE_SYNC_POINTS = 4
+# gpumem_hook_value: INPUT and LIMIT records from the agent
+FEATURE_VALUES = 8
 PREFETCH_AHEAD = 8
 
 # Actions. 0..8 are PyTorch's own TraceEntry::Action values, in PyTorch's order, so the hook stores
@@ -63,6 +65,15 @@ ACTION = {
     # (active_bytes.all.current), extra = the point (enum gpumem_point). A reader that does not know
     # it skips it
     "sync_peaks": 21,
+    # the input of a step (gpumem_hook_value, GPUMEM_FEATURE_VALUES): the outermost module's first
+    # tensor argument at the step's first forward; size = its first dimension (the batch), address =
+    # its second (the sequence; 0 for a tensor of one dimension), extra = its elements, `device` its
+    # device
+    "input": 22,
+    # the caching allocator's own limit on `device` (gpumem_hook_value): size = the bytes it may
+    # reserve (the fraction torch.cuda.set_per_process_memory_fraction set, times the device's
+    # total), 0 = none
+    "limit": 23,
 }
 ACTION_NAMES = {
     0: "alloc",
@@ -81,6 +92,8 @@ ACTION_NAMES = {
     19: "range_exit",
     20: "sync",
     21: "sync_peaks",
+    22: "input",
+    23: "limit",
 }
 
 # Where a sync point was written (a SYNC_PEAKS record's `extra`): the module, backward and optimizer

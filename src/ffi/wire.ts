@@ -32,6 +32,8 @@ export const FEATURE_SEGMENT_POOLS = 1;
 export const FEATURE_ALLOC_STACKS = 2;
 /** gpumem_hook_sync_point: SYNC and SYNC_PEAKS records where the agent asks */
 export const FEATURE_SYNC_POINTS = 4;
+/** gpumem_hook_value: INPUT and LIMIT records from the agent */
+export const FEATURE_VALUES = 8;
 export const PREFETCH_AHEAD = 8;
 
 /**
@@ -74,6 +76,19 @@ export const ACTION = {
    * it skips it
    */
   sync_peaks: 21,
+  /**
+   * the input of a step (gpumem_hook_value, GPUMEM_FEATURE_VALUES): the outermost module's first
+   * tensor argument at the step's first forward; size = its first dimension (the batch), address =
+   * its second (the sequence; 0 for a tensor of one dimension), extra = its elements, `device` its
+   * device
+   */
+  input: 22,
+  /**
+   * the caching allocator's own limit on `device` (gpumem_hook_value): size = the bytes it may
+   * reserve (the fraction torch.cuda.set_per_process_memory_fraction set, times the device's
+   * total), 0 = none
+   */
+  limit: 23,
 } as const;
 /** ACTION's names by code. */
 export const ACTION_NAMES: Readonly<Record<number, keyof typeof ACTION>> = {
@@ -93,6 +108,8 @@ export const ACTION_NAMES: Readonly<Record<number, keyof typeof ACTION>> = {
   19: "range_exit",
   20: "sync",
   21: "sync_peaks",
+  22: "input",
+  23: "limit",
 };
 
 /**

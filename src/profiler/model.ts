@@ -14,6 +14,7 @@ export type { NamedTensor } from "./name-blocks";
 import { largestFreeBlock } from "./segment-map";
 import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
+import { StepInputs } from "./inputs";
 import type { RecordFields } from "../system/manifest";
 import { DEFAULT_RULES, rulesOf, settingsOfAllocConf, type AllocatorRules } from "./block-sizes";
 
@@ -41,6 +42,8 @@ export class ProfilerModel {
   /** Lost records since the last header: the next header re-anchors the event-derived totals. */
   private lostSinceAnchor = 0;
   readonly rangeNames = new Map<number, string>();
+  /** Each step's input shape and the allocator's limit (the agent's INPUT and LIMIT records). */
+  readonly inputs = new StepInputs();
   /** Devices by index; marks (device −1 or any) apply to all of them. */
   private readonly byIndex: (DeviceState | undefined)[] = new Array(MAX_DEVICES);
   readonly devices: DeviceState[] = [];
@@ -123,6 +126,10 @@ export class ProfilerModel {
           this.tiedSync[dev] = false;
           this.byIndex[dev]?.peaksFromTorch(address[i]!, size[i]!);
         }
+        continue;
+      }
+      if (a === ACTION.input || a === ACTION.limit) {
+        this.inputs.record(a, st, device[i]!, size[i]!, address[i]!, extra[i]!, t); // for the forecast (inputs.ts)
         continue;
       }
       if (isMark(a)) {

@@ -38,8 +38,8 @@ describe("the header's actions in the model", () => {
   });
 
   test("codes no writer makes are counted invalid and change nothing; allocator records still count", () => {
-    const unknown = [9, 14, 22, 255].filter((a) => !(a in ACTION_NAMES));
-    expect(unknown).toEqual([9, 14, 22, 255]);
+    const unknown = [9, 14, 30, 255].filter((a) => !(a in ACTION_NAMES));
+    expect(unknown).toEqual([9, 14, 30, 255]);
     const m = createModel();
     m.ingest(records([...unknown, ACTION.alloc]));
     const d = summary(m).devices[0]!;
@@ -47,7 +47,7 @@ describe("the header's actions in the model", () => {
   });
 
   test("marks are the codes from the header's FIRST_MARK on: the phase chart counts allocator records only", () => {
-    expect(Object.values(ACTION).filter(isMark).map((a) => ACTION_NAMES[a])).toEqual(["phase", "step", "range_enter", "range_exit", "sync", "sync_peaks"]);
+    expect(Object.values(ACTION).filter(isMark).map((a) => ACTION_NAMES[a])).toEqual(["phase", "step", "range_enter", "range_exit", "sync", "sync_peaks", "input", "limit"]);
     const m = createModel().keepTrace();
     const b = records([ACTION.alloc, ACTION.phase, ACTION.phase, ACTION.phase]);
     b.phase.fill(2, 2); // the marks say backward; the one allocator record was made in "other"

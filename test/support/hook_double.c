@@ -110,7 +110,26 @@ void gpumem_double_range_exit(void) {
 
 /* What the hook records beyond the events: the Python stacks of large allocations where this
  * build knows the interpreter's frames. */
-uint32_t gpumem_hook_features(void) { return (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u) | GPUMEM_FEATURE_SYNC_POINTS; }
+uint32_t gpumem_hook_features(void) {
+  return (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u) | GPUMEM_FEATURE_SYNC_POINTS | GPUMEM_FEATURE_VALUES;
+}
+
+/* The hook's mark with values (a step's input shape, the allocator's limit). */
+void gpumem_hook_value(uint8_t action, int8_t device, uint64_t address, uint64_t size, uint64_t extra) {
+  if (!g_h) return;
+  gpumem_record r;
+  memset(&r, 0, sizeof r);
+  r.action = action;
+  r.time = now_ns();
+  r.address = address;
+  r.size = size;
+  r.extra = extra;
+  r.phase = g_h->cur_phase;
+  r.step = g_h->cur_step;
+  r.range = g_h->cur_range;
+  r.device = device;
+  gpumem_ring_push(g_h, &r);
+}
 
 /* A sync point as the hook writes one: each device that holds anything, its SYNC then its
  * SYNC_PEAKS, the figures the header's totals (the double's "allocator statistics"). */
