@@ -2,7 +2,7 @@
 # One GPU session's batch (how bench/results/gpu-<date>/ was made), run from the repo root on the
 # device machine with Bun and the runtime node_modules carried in .carry/:
 #   bash bench/gpu-session.sh PART OUT_DIR
-# PART: harden | checks | costs | tests | final | attach | jobs | every-gpu | screens | screens-ab | stacks | e2e | zoo | perf | lanes | ranks | fixtures | exact (below). The GPU
+# PART: issues | harden | checks | costs | tests | final | attach | jobs | every-gpu | screens | screens-ab | stacks | e2e | zoo | perf | lanes | ranks | fixtures | exact (below). The GPU
 # tests and end-to-end checkers live in test/gpu/ (also run by `bun run test:gpu`); the benchmarks in
 # bench/. Every part under its own timeout; everything lands in OUT_DIR/all.tar.gz (the device returns
 # few files) and a summary on stdout.
@@ -199,6 +199,14 @@ exact)  # issue 36: rings with torch's figures at every hook (GPUMEM_TUI_MARKS=h
   tar -czf "$out/exact.tar.gz" -C "$r" exact && rm -rf "$ex"
   rm -rf "$tmpx"
   tar -tvzf "$out/exact.tar.gz"
+  ;;
+issues)  # each issue's own GPU script, bench/gpu-parts/NAME.sh OUT (its header says what it records), in turn under its own limit (PART_SECONDS, 270); ONLY=a,b: those alone. Each leaves OUT_DIR/r/NAME/.
+  for f in bench/gpu-parts/*.sh; do
+    name=$(basename "$f" .sh)
+    case ",${ONLY:-$name}," in *",$name,"*) ;; *) continue ;; esac
+    mkdir -p "$r/$name"
+    TAIL=12 step "part-$name" "${PART_SECONDS:-270}" bash "$f" "$r/$name"
+  done
   ;;
 *) echo "unknown PART $part"; exit 2 ;;
 esac
