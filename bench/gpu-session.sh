@@ -200,10 +200,20 @@ exact)  # issue 36: rings with torch's figures at every hook (GPUMEM_TUI_MARKS=h
   rm -rf "$tmpx"
   tar -tvzf "$out/exact.tar.gz"
   ;;
-issues)  # each issue's own GPU script, bench/gpu-parts/NAME.sh OUT (its header says what it records), in turn under its own limit (PART_SECONDS, 270); ONLY=a,b: those alone. Each leaves OUT_DIR/r/NAME/.
+issues)  # each issue's own GPU script, bench/gpu-parts/NAME.sh OUT (its header says what it records), each under its own limit (PART_SECONDS, 270); ONLY=a,b: those alone; TOGETHER=a,b: those first, side by side (recordings that time nothing), then the others one at a time (they time things). Each leaves OUT_DIR/r/NAME/.
+  chosen() { case ",${ONLY:-$1}," in *",$1,"*) return 0 ;; esac; return 1; }
+  together() { case ",${TOGETHER:-}," in *",$1,"*) return 0 ;; esac; return 1; }
   for f in bench/gpu-parts/*.sh; do
     name=$(basename "$f" .sh)
-    case ",${ONLY:-$name}," in *",$name,"*) ;; *) continue ;; esac
+    chosen "$name" && together "$name" || continue
+    mkdir -p "$r/$name"
+    TAIL=12 step "part-$name" "${PART_SECONDS:-270}" bash "$f" "$r/$name" > "$r/part-$name.summary" 2>&1 &
+  done
+  wait
+  cat "$r"/part-*.summary 2>/dev/null
+  for f in bench/gpu-parts/*.sh; do
+    name=$(basename "$f" .sh)
+    chosen "$name" && ! together "$name" || continue
     mkdir -p "$r/$name"
     TAIL=12 step "part-$name" "${PART_SECONDS:-270}" bash "$f" "$r/$name"
   done
