@@ -203,6 +203,10 @@ exact)  # issue 36: rings with torch's figures at every hook (GPUMEM_TUI_MARKS=h
 issues)  # each issue's own GPU script, bench/gpu-parts/NAME.sh OUT (its header says what it records), each under its own limit (PART_SECONDS, 270); ONLY=a,b: those alone; TOGETHER=a,b: those first, side by side (recordings that time nothing), then the others one at a time (they time things). Each leaves OUT_DIR/r/NAME/.
   chosen() { case ",${ONLY:-$1}," in *",$1,"*) return 0 ;; esac; return 1; }
   together() { case ",${TOGETHER:-}," in *",$1,"*) return 0 ;; esac; return 1; }
+  # The hook built once, before parts that start side by side would each wait on its build.
+  warm=$(mktemp -d /tmp/gpumem-warm.XXXXXX) && chmod 700 "$warm"
+  step hook-warm 150 env GPUMEM_TUI_DIR="$warm" bun src/cli.ts run --json --output "$warm/run.ndjson" -- python3 -c 'import torch; torch.zeros(1, device="cuda"); print("hook:", torch.cuda.memory_allocated())'
+  rm -rf "$warm"
   for f in bench/gpu-parts/*.sh; do
     name=$(basename "$f" .sh)
     chosen "$name" && together "$name" || continue
