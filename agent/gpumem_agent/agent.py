@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import build, commands, identity, inputs, marks, paths, ring, stacks, tensor_names, trust, wire
+from . import build, commands, identity, inputs, libraries, marks, paths, ring, stacks, tensor_names, trust, wire
 from .stats import SETTLE_TRIES, device_stats, settle_totals, totals_from_stats
 from .control import ControlServer
 from .guard import Guard
@@ -105,6 +105,7 @@ class Agent:
         self.features = 0  # what the hook records beyond the events (wire.FEATURE_*)
         self.stacks = None  # the Python stacks of large allocations, where asked (stacks.py)
         self.marks = None  # the sync points at every hook, where asked (marks.py)
+        self.libraries = None  # the library marks: NCCL, CUDA graphs (libraries.py)
         self.inputs = None  # each step's input shape and the allocator's limit (inputs.py)
         # What this process runs without, and why, in words ({feature: sentence}): a feature that
         # failed turned itself off, a ring that did not fit was made smaller, a squatted directory
@@ -208,6 +209,10 @@ class Agent:
         # GPUMEM_TUI_MARKS=hooks: a sync point at every hook (marks.py); after the phases' hooks,
         # so a point is stamped with the phase its hook began.
         self.marks = self.guard.call(marks.FEATURE, marks.start, torch, self.hook, self.features, trust.environ(), self.notes, self.guard)
+        # NCCL's communicators and CUDA graphs' instantiation marked (libraries.py): the ledger of
+        # memory outside PyTorch gives each NVML jump to its cause. Only where the hook records ranges.
+        if self.hook:
+            self.libraries = self.guard.call(libraries.FEATURE, libraries.start, torch, self.notes, self.guard)
         self.server = ControlServer(self.sock_path, self.handlers(), on_error=lambda e: self.guard.fail("control", e)).start()
         self.guard.stops("control", self.server.stop)
         self._attach_oom_observer()

@@ -73,7 +73,7 @@ export class LiveModels {
    *  profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
   readonly detail: DetailOf = (agentPid, cudaIndex) => {
     const pm = this.byPid.get(agentPid);
-    return pm ? { profile: processProfile(pm.model, { device: cudaIndex, found: pm.found }), notes: pm.notes } : null;
+    return pm ? { profile: processProfile(pm.model, { device: cudaIndex, found: pm.found }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
   };
 
   private newModel(): ProfilerModel {

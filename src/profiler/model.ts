@@ -4,7 +4,7 @@
 // a plain JSON-able object with units in the names.
 
 import { PEAK_STEPS_KEPT } from "./at-peak";
-import { ACTION, isMark, MAX_DEVICES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
+import { ACTION, isMark, MAX_DEVICES, PHASE_NAMES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { DeviceState } from "./device";
 import { LineTable } from "./lines";
 import type { BlockStacks } from "./user-frame";
@@ -14,6 +14,7 @@ export type { NamedTensor } from "./name-blocks";
 import { largestFreeBlock } from "./segment-map";
 import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
+import { ProcessLedger } from "./ledger";
 import { StepInputs } from "./inputs";
 import type { RecordFields } from "../system/manifest";
 import { DEFAULT_RULES, rulesOf, settingsOfAllocConf, type AllocatorRules } from "./block-sizes";
@@ -42,6 +43,8 @@ export class ProfilerModel {
   /** Lost records since the last header: the next header re-anchors the event-derived totals. */
   private lostSinceAnchor = 0;
   readonly rangeNames = new Map<number, string>();
+  /** What is outside PyTorch (ledger.ts): the library marks (`gpumem:` ranges) and NVML samples. */
+  readonly ledger = new ProcessLedger();
   /** Each step's input shape and the allocator's limit (the agent's INPUT and LIMIT records). */
   readonly inputs = new StepInputs();
   /** Devices by index; marks (device −1 or any) apply to all of them. */
@@ -134,6 +137,7 @@ export class ProfilerModel {
       }
       if (isMark(a)) {
         // phase, step, range_enter, range_exit: marks for every device
+        if (a === ACTION.range_enter || a === ACTION.range_exit) this.ledger.range(t, rg, a === ACTION.range_enter, this.rangeNames.get(rg) ?? null);
         if (a === ACTION.range_enter) this.mark(t, st, ph, this.enterRange(rg));
         else if (a === ACTION.range_exit) this.mark(t, st, ph, this.exitRange(rg));
         else if (a === ACTION.phase || a === ACTION.step) this.mark(t, st, ph, this.keepRange(rg));
@@ -381,7 +385,10 @@ export class ProfilerModel {
   /** NVML's used bytes for this process on a device, sampled at nowUs (the caller joins pids). */
   setNvml(pid: number, device: number, usedBytes: number, nowUs: number): void {
     if (!Number.isFinite(usedBytes) || usedBytes < 0) throw new RangeError(`NVML used bytes must be a non-negative number, got ${usedBytes}`);
-    this.deviceFor(device, nowUs).nvml(pid, usedBytes, nowUs);
+    const d = this.deviceFor(device, nowUs);
+    d.nvml(pid, usedBytes, nowUs);
+    const reserved = this.headerTotals.get(device)?.reserved ?? d.reserved;
+    this.ledger.sample(device, nowUs, usedBytes, reserved, d.step, `step ${d.step} (${PHASE_NAMES[d.phase] ?? "other"})`, (r) => this.rangeNames.get(r) ?? null);
   }
 
   /** The line profiler's line names (manifest `lines`: id → "file.py:42: code"). */

@@ -8,6 +8,7 @@ import { groupJobs } from "./jobs";
 import { joinAgents, type JoinResult } from "./join";
 import type { Device, Document, Process, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
+import { ledgerRows, type Ledger, type LedgerParts } from "./ledger-rows";
 
 export interface AgentView {
   pid: number;
@@ -98,7 +99,7 @@ export type AllocatorFigures = Pick<
 
 /** What the monitor's model of a process knows below the totals (src/collect/session.ts): its
  *  profile of a device, and its notes (the manifest's, and the monitor's own on the ring it read). */
-export type ModelDetail = Pick<Pytorch, "profile"> & Partial<Pick<Pytorch, "notes">>;
+export type ModelDetail = Pick<Pytorch, "profile"> & Partial<Pick<Pytorch, "notes">> & { ledger_parts?: LedgerParts | null };
 
 /** The models' detail of an agent's process on one CUDA device (by the agent's pid); null where
  *  the monitor keeps no model of it. */
@@ -131,7 +132,22 @@ export function pytorchBlock(header: AllocatorFigures, manifest: Manifest | null
     attached_unix_ns: manifest?.attached?.unix_ns ?? null,
     notes: detail?.notes ?? (manifest ? processNotes(manifest) : {}),
     profile: detail?.profile ?? null,
+    ledger: ledgerOf(f, nvmlUsed, detail),
   };
+}
+
+/** The ledger at this sample, from the figures the block shows beside it (so its rows sum to
+ *  `nvmlUsed` with these very allocated and reserved bytes); null without NVML's used bytes. */
+function ledgerOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ModelDetail | null): Ledger | null {
+  if (nvmlUsed === null || detail === null) return null;
+  const pools = detail.profile?.reserved_unallocated?.private_pools ?? [];
+  return ledgerRows({
+    nvml_used_bytes: nvmlUsed,
+    allocated_bytes: f.allocated_bytes,
+    reserved_bytes: f.reserved_bytes,
+    private_pools: pools.map((p) => ({ pool_id: [p.pool_id[0] ?? 0, p.pool_id[1] ?? 0] as const, reserved_bytes: p.reserved_bytes, allocated_bytes: p.allocated_bytes })),
+    parts: detail.ledger_parts ?? null,
+  });
 }
 
 /** The ring header's figures of CUDA device `cudaIndex` (the ring's totals are per CUDA index, as

@@ -169,6 +169,27 @@ export const ProfileSchema = z
   })
   .describe("what the monitor's model of the process knows below the totals: the same figures as the screens");
 
+/** What is outside PyTorch, row by row, summing to NVML's used bytes (src/profiler/ledger.ts). */
+export const LedgerSchema = z
+  .object({
+    nvml_used_bytes: z.number().int().describe("NVML's used bytes of the process on this GPU at this sample: what the rows sum to"),
+    outside_pytorch_bytes: z.number().int().describe("NVML used − torch's reserved: every row but allocated, reserved-unallocated and the private pools"),
+    rows: z
+      .array(
+        z.object({
+          kind: z.enum(["allocated", "reserved_unallocated", "private_pool", "context", "library", "unexplained"]),
+          name: z.string().describe('the row in words: "PyTorch allocated", "private pool (1, 0)", "CUDA context", "NCCL", "unexplained"'),
+          bytes: z.number().int().describe("negative only for unexplained, where the rows above claim more than NVML shows (a library freed memory after its mark)"),
+          note: z.string().nullable().describe("what more is known: communicators, the mark's event, when the context was seen"),
+        }),
+      )
+      .describe("allocated and reserved-unallocated of the default pool, each private pool, the CUDA context (NVML − reserved at the first sample, and its growth as kernels load in the first step), each library by the agent's marks (`gpumem:LIBRARY:EVENT` ranges: the change of NVML − reserved while the mark was open), and unexplained: what is left, always shown"),
+    jumps: z
+      .array(z.object({ time_us: z.number(), bytes: z.number().int(), after: z.string().describe("the mark it followed, or the step and phase") }))
+      .describe("changes of unexplained memory of 64 MiB or more between two samples, newest last"),
+  })
+  .describe("what is outside PyTorch: a ledger that accounts for every byte NVML sees of the process");
+
 export const PytorchSchema = z.object({
   hook_mode: z.enum(["none", "hook", "polling"]),
   device: z.number().int().describe("the CUDA device index these figures are of, as the process numbers its devices (CUDA_VISIBLE_DEVICES renumbers them); the row's `device` is NVML's index of the same GPU"),
@@ -197,6 +218,7 @@ export const PytorchSchema = z.object({
     .default({})
     .describe('what the agent in this process runs without, and why, as its manifest says: {feature: sentence}, e.g. {"names": "off: RuntimeError: … (at step 12)"} for a feature that failed and turned itself off; "hook": why the allocator hook is not used (the manifest\'s hook_error); "ring" also where the monitor stopped reading a ring cut short under it'),
   profile: ProfileSchema.nullable().default(null).describe("null where the monitor has read no allocator event of the process yet (`--json --once` reads its ring once)"),
+  ledger: LedgerSchema.nullable().optional().describe("null where NVML does not list the process (no used bytes) or the monitor keeps no model of it"),
 });
 
 export const ProcessSchema = z.object({

@@ -1,0 +1,67 @@
+// A recorded ring replayed with NVML's per-process used bytes fed at their recorded moments (the
+// monitor's documents of the same run, or the program's own pynvml samples): the ledger at each
+// sample, as the live monitor makes it (the model's track, the document's rows from its figures).
+import { readFileSync } from "node:fs";
+import { openRingBuffer } from "../../src/ffi/ring";
+import { createModel, feed, FeedSource, processProfile, summary, type ProfilerModel } from "../../src/profiler";
+import { ledgerRows, type Ledger } from "../../src/profiler/ledger";
+import { parseManifest, recordFields } from "../../src/system/manifest";
+
+export interface NvmlSample {
+  time_us: number;
+  used_bytes: number;
+}
+
+export interface LedgerAt {
+  time_us: number;
+  ledger: Ledger;
+  allocated: number;
+  reserved: number;
+}
+
+/** `ring` (.ring or .ring.gz) with its manifest, fed up to each sample's moment, then the sample. */
+export function replayLedger(ring: string, manifest: string, samples: NvmlSample[], device = 0): { model: ProfilerModel; at: LedgerAt[] } {
+  const m = parseManifest(readFileSync(manifest, "utf8"), manifest);
+  const bytes = readFileSync(ring);
+  const reader = openRingBuffer(ring.endsWith(".gz") ? Bun.gunzipSync(bytes) : bytes, ring, { fold: true });
+  const model = createModel();
+  model.setRanges(m.ranges);
+  model.setRecordFields(recordFields(m));
+  const src = new FeedSource(reader);
+  const at: LedgerAt[] = [];
+  for (const s of [...samples].sort((a, b) => a.time_us - b.time_us)) {
+    feed(model, src, { time_us: s.time_us });
+    model.setNvml(m.pid, device, s.used_bytes, s.time_us);
+    const d = summary(model).devices.find((x) => x.device === device);
+    if (!d) continue;
+    const pools = processProfile(model, { device }).reserved_unallocated?.private_pools ?? [];
+    const ledger = ledgerRows({
+      nvml_used_bytes: s.used_bytes,
+      allocated_bytes: d.allocated_bytes,
+      reserved_bytes: d.reserved_bytes,
+      private_pools: pools.map((p) => ({ pool_id: [p.pool_id[0]!, p.pool_id[1]!] as const, reserved_bytes: p.reserved_bytes, allocated_bytes: p.allocated_bytes })),
+      parts: model.ledger.parts(device),
+    });
+    at.push({ time_us: s.time_us, ledger, allocated: d.allocated_bytes, reserved: d.reserved_bytes });
+  }
+  reader.close();
+  return { model, at };
+}
+
+/** The NVML samples of process `pid` in a `run --json` recording (NDJSON, gzip'd or not). */
+export function documentSamples(path: string, pid: number): NvmlSample[] {
+  const bytes = readFileSync(path);
+  const text = path.endsWith(".gz") ? new TextDecoder().decode(Bun.gunzipSync(bytes)) : bytes.toString("utf8");
+  const out: NvmlSample[] = [];
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    const doc = JSON.parse(line) as { time_unix_ms: number; processes: Array<{ pid: number; agent_pid: number | null; used_bytes: number | null }> };
+    for (const p of doc.processes) if ((p.pid === pid || p.agent_pid === pid) && p.used_bytes !== null) out.push({ time_us: doc.time_unix_ms * 1000, used_bytes: p.used_bytes });
+  }
+  return out;
+}
+
+/** The program's own samples (test/gpu/ledger_prog.py's facts): NVML used at known moments. */
+export function factSamples(facts: { samples: Array<{ t_unix_ns: number; nvml_used: number | null }> }): NvmlSample[] {
+  return facts.samples.filter((s) => s.nvml_used !== null).map((s) => ({ time_us: s.t_unix_ns / 1000, used_bytes: s.nvml_used! }));
+}
