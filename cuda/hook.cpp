@@ -210,10 +210,11 @@ std::unordered_map<std::string, uint32_t> g_range_ids;
 std::vector<std::string> g_range_names;  // id - 1 → name
 std::vector<uint32_t> g_range_stack;
 
-void push_mark(gpumem_header* h, uint8_t action, uint32_t range) {
+void push_mark(gpumem_header* h, uint8_t action, uint32_t range, uint64_t extra = 0) {
   gpumem_record r;
   std::memset(&r, 0, sizeof r);
   r.action = action;
+  r.extra = extra;
   r.time = static_cast<uint64_t>(c10::getApproximateTime());
   r.phase = __atomic_load_n(&h->cur_phase, __ATOMIC_RELAXED);
   r.step = __atomic_load_n(&h->cur_step, __ATOMIC_RELAXED);
@@ -372,7 +373,12 @@ void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
   if (action == GPUMEM_ACTION_STEP) push_sync(h, false);
   __atomic_store_n(&h->cur_phase, phase, __ATOMIC_RELAXED);
   __atomic_store_n(&h->cur_step, step, __ATOMIC_RELAXED);
-  push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED));
+  // Entering backward or the optimizer's step, from the thread that called it: its stack, where
+  // stacks are on (twice a step). Autograd's engine allocates the gradients on threads without
+  // Python frames: this is how a finding about them names the user's lines.
+  const bool caller = action == GPUMEM_ACTION_PHASE && (phase == GPUMEM_PHASE_BACKWARD || phase == GPUMEM_PHASE_OPTIMIZER);
+  const uint64_t stack = caller && g_stack_min.load(std::memory_order_relaxed) != 0 ? stack_of_alloc() : 0;
+  push_mark(h, action, __atomic_load_n(&h->cur_range, __ATOMIC_RELAXED), stack);
 }
 
 // A mark with values from the agent (GPUMEM_FEATURE_VALUES): a step's INPUT shape, the allocator's

@@ -6,11 +6,12 @@ import { newEventBatch, type EventBatch } from "../ffi/events";
 import { RingError, type RingReader } from "../ffi/ring";
 import { createModel, feed, FeedSource, findings, processProfile, type Finding, type ProfilerModel } from "../profiler";
 import { readSeedFile } from "./seed-file";
+import { forecastBasis } from "../profiler/forecast";
 import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import { recordFields, type Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./name-requests";
-import { ManifestStacks } from "./manifest-stacks";
+import { hasStacks, ManifestStacks } from "./manifest-stacks";
 import type { SnapshotFacts } from "../snapshot/view";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
@@ -73,7 +74,7 @@ export class LiveModels {
    *  profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
   readonly detail: DetailOf = (agentPid, cudaIndex) => {
     const pm = this.byPid.get(agentPid);
-    return pm ? { profile: processProfile(pm.model, { device: cudaIndex, found: pm.found }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
+    return pm ? { forecast_basis: forecastBasis(pm.model, cudaIndex), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
   };
 
   private newModel(): ProfilerModel {
@@ -95,7 +96,7 @@ export class LiveModels {
       }
       pm.model.setRanges(a.manifest.ranges);
       pm.model.setRecordFields(recordFields(a.manifest));
-      if (a.manifest.stack_min_bytes > 0) pm.model.stacks = ((pm.model.stacks as ManifestStacks | null) ?? new ManifestStacks()).update(a.manifest.stacks);
+      if (hasStacks(a.manifest)) pm.model.stacks = ((pm.model.stacks as ManifestStacks | null) ?? new ManifestStacks()).update(a.manifest.stacks, a.manifest);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
       pm.notes = withRingStopped(processNotes(a.manifest), pm.ringStopped ?? null);

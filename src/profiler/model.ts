@@ -7,6 +7,8 @@ import { PEAK_STEPS_KEPT } from "./at-peak";
 import { ACTION, isMark, MAX_DEVICES, PHASE_NAMES, type EventBatch, type HookMode, type RingHeader, type DeviceTotals } from "../ffi/events";
 import { DeviceState } from "./device";
 import { LineTable } from "./lines";
+import { liveLineSums } from "./line-bytes";
+import { PhaseCallers } from "./phase-callers";
 import type { BlockStacks } from "./user-frame";
 import { byDevice, type Named, type NamedTensor } from "./name-blocks";
 
@@ -142,6 +144,8 @@ export class ProfilerModel {
         else if (a === ACTION.range_exit) this.mark(t, st, ph, this.exitRange(rg));
         else if (a === ACTION.phase || a === ACTION.step) this.mark(t, st, ph, this.keepRange(rg));
         else this.invalidRecords++; // a mark this model does not know (a newer writer)
+        // backward's and the optimizer's step's caller, where the hook put its stack (phase-callers.ts)
+        if (a === ACTION.phase && extra[i]! !== 0 && allocStacks) this.callers.note(ph, extra[i]!);
         if (d !== undefined) {
           cs = d.step;
           cp = d.phase;
@@ -199,7 +203,8 @@ export class ProfilerModel {
             ds.segmentFree(t, address[i]!, size[i]!, false);
             break;
           case ACTION.oom:
-            ds.oom(t, size[i]!, extra[i]!, largestFreeBlock);
+            // The failed request's stack: a snapshot's frames, or the hook's in the record's address.
+            ds.oom(t, size[i]!, extra[i]!, largestFreeBlock, batch.stack[i]! || (allocStacks ? address[i]! : 0), this.liveLines);
             break;
           case ACTION.snapshot: // nothing to account
             ds.touch(t);
@@ -398,6 +403,14 @@ export class ProfilerModel {
   /** Where the live blocks were allocated (a snapshot's stacks; null where none were recorded):
    *  findings name the user's line from it (user-frame.ts). */
   stacks: BlockStacks | null = null;
+  /** Where backward and the optimizer's step were called from (the phase marks' stacks). */
+  readonly callers = new PhaseCallers();
+  /** Whether a ring's alloc records carry their stack id in `extra` (the manifest's stacks). */
+  get recordStacks(): boolean {
+    return this.fields.allocStacks;
+  }
+  /** The live blocks of a device by stack (an OOM's lines holding most), made once: not per record. */
+  private readonly liveLines = (d: DeviceState) => liveLineSums(this.stacks, d);
 
   setLines(lines: Record<string, string>): void {
     for (const [id, name] of Object.entries(lines)) {

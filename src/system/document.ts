@@ -8,6 +8,7 @@ import { groupJobs } from "./jobs";
 import { joinAgents, type JoinResult } from "./join";
 import type { Device, Document, Process, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
+import { forecastAt, type ForecastBasis } from "../profiler/forecast";
 import { ledgerRows, type Ledger, type LedgerParts } from "./ledger-rows";
 
 export interface AgentView {
@@ -103,11 +104,20 @@ export type ModelDetail = Pick<Pytorch, "profile"> & Partial<Pick<Pytorch, "note
 
 /** The models' detail of an agent's process on one CUDA device (by the agent's pid); null where
  *  the monitor keeps no model of it. */
-export type DetailOf = (agentPid: number, cudaIndex: number) => ModelDetail | null;
+export type DetailOf = (agentPid: number, cudaIndex: number) => (ModelDetail & ForecastDetail) | null;
+
+/** What the forecast reads of the model (src/profiler/forecast.ts), where the caller has it. */
+export type ForecastDetail = { forecast_basis?: ForecastBasis | null };
 
 /** The document's `pytorch` block, the one place it is made: the allocator's figures, what the
  *  manifest says of the process, NVML's used bytes beside them, and the model's detail. */
-export function pytorchBlock(header: AllocatorFigures, manifest: Manifest | null, nvmlUsed: number | null, detail: ModelDetail | null): Pytorch {
+export function pytorchBlock(
+  header: AllocatorFigures,
+  manifest: Manifest | null,
+  nvmlUsed: number | null,
+  detail: (ModelDetail & ForecastDetail) | null,
+  deviceTotal: number | null = null,
+): Pytorch {
   // The model's totals where its blocks are torch's (profile.detail.totals_source): the header's
   // move by requested sizes between the agent's copies of torch's statistics.
   const own = detail?.profile?.detail.totals_source === "blocks" && detail.profile.device === header.device ? detail.profile.totals : undefined;
@@ -132,6 +142,7 @@ export function pytorchBlock(header: AllocatorFigures, manifest: Manifest | null
     attached_unix_ns: manifest?.attached?.unix_ns ?? null,
     notes: detail?.notes ?? (manifest ? processNotes(manifest) : {}),
     profile: detail?.profile ?? null,
+    forecast: forecastOf(f, nvmlUsed, detail, deviceTotal),
     ledger: ledgerOf(f, nvmlUsed, detail),
   };
 }
@@ -148,6 +159,15 @@ function ledgerOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ModelDet
     private_pools: pools.map((p) => ({ pool_id: [p.pool_id[0] ?? 0, p.pool_id[1] ?? 0] as const, reserved_bytes: p.reserved_bytes, allocated_bytes: p.allocated_bytes })),
     parts: detail.ledger_parts ?? null,
   });
+}
+
+/** The forecast in the room NVML tells of (the device's total, what is outside PyTorch: NVML's
+ *  used − reserved), with the time to OOM where the growth finding is made; null before a settled step. */
+function forecastOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ForecastDetail & ModelDetail | null, total: number | null): Pytorch["forecast"] {
+  const b = detail?.forecast_basis;
+  if (!b) return null;
+  const growth = detail.profile?.findings.find((x) => x.id === "growth" && x.numbers.growth_per_step_bytes !== undefined)?.numbers.growth_per_step_bytes;
+  return forecastAt(b, { total_bytes: total, outside_bytes: nvmlUsed === null ? null : nvmlUsed - f.reserved_bytes }, typeof growth === "number" ? growth : null);
 }
 
 /** The ring header's figures of CUDA device `cudaIndex` (the ring's totals are per CUDA index, as
@@ -234,7 +254,8 @@ function unlistedDevices(agent: AgentView): number[] {
 export function buildDocument(input: DocumentInput, detail?: DetailOf): Document {
   const agents = new Map(input.agents.map((a) => [a.pid, a]));
   const join = joinOf(input);
-  const pytorch = (agent: AgentView, f: AllocatorFigures | null, used: number | null) => (f ? pytorchBlock(f, agent.manifest, used, detail?.(agent.pid, f.device) ?? null) : null);
+  const pytorch = (agent: AgentView, f: AllocatorFigures | null, used: number | null, total: number | null = null) =>
+    f ? pytorchBlock(f, agent.manifest, used, detail?.(agent.pid, f.device) ?? null, total) : null;
   /** The host pid of an agent where known; /proc's facts are the host pid's (never another's). */
   const hostPid = (a: AgentView) => join.agents.get(a.pid)?.hostPid ?? null;
   const infoOf = (a: AgentView) => {
@@ -256,7 +277,7 @@ export function buildDocument(input: DocumentInput, detail?: DetailOf): Document
       user: info?.user ?? null,
       name: info?.name ?? null,
       command: info?.command ?? null,
-      pytorch: agent ? pytorch(agent, figures, p.used_bytes) : null,
+      pytorch: agent ? pytorch(agent, figures, p.used_bytes, s.fields.memory_total_bytes ?? null) : null,
       gpu_sm_percent: p.sm_percent ?? null,
       ...hostFigures(info),
       nvml_visible: true,

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { SCHEMA_VERSION } from "./version";
 import { BEHIND_WORDS, FIRST_DIED_LEAD_SECONDS } from "./job-rules";
 import { UNALLOCATED } from "../words";
+import { ForecastSchema } from "./forecast-schema";
 
 export { SCHEMA_VERSION };
 
@@ -48,12 +49,26 @@ export const FindingIdSchema = z
     `reserved_unallocated: ${UNALLOCATED} memory (reserved − allocated, the default pool's) where it costs something: allocation retries beyond the OOMs', an OOM it would have held in no free block that large, or memory idle at a step's peak; fragmentation: its name in documents of earlier versions, no longer made`,
   );
 
+/** A line of the user's code a finding cites (src/profiler/line-bytes.ts). */
+export const FindingLineSchema = z.object({
+  role: z
+    .enum(["keeps", "asked", "holding", "backward", "optimizer", "freed"])
+    .describe("keeps: allocated the memory that grows; asked: made the request that ran out of memory; holding: allocated live memory at that moment; backward / optimizer: called backward / the optimizer's step; freed: allocated the blocks whose frees left the unallocated holes"),
+  at: z.string().describe('the first frame outside library code: "path/train.py:42 step"'),
+  bytes: z.number().nullable().describe("the bytes it stands for (sampled small blocks weighed: stack_sample_bytes), where it is about bytes"),
+  blocks: z.number().int().nullable().describe("its blocks that carry a stack"),
+});
+
 export const FindingSchema = z.object({
   id: FindingIdSchema,
   severity: z.enum(["error", "warning", "info"]),
   title: z.string(),
   evidence: z.string().describe("the evidence in words, numbers included"),
   numbers: z.record(z.string(), z.union([z.number(), z.string(), z.null()])).describe("the same evidence as numbers (bytes, µs, steps) and names"),
+  lines: z
+    .array(FindingLineSchema)
+    .optional()
+    .describe("the lines of the user's code it cites, where the recording has stacks (none where a line is not known well enough: no line rather than a wrong one)"),
 });
 
 const StepShareSchema = z.object({
@@ -218,6 +233,7 @@ export const PytorchSchema = z.object({
     .default({})
     .describe('what the agent in this process runs without, and why, as its manifest says: {feature: sentence}, e.g. {"names": "off: RuntimeError: … (at step 12)"} for a feature that failed and turned itself off; "hook": why the allocator hook is not used (the manifest\'s hook_error); "ring" also where the monitor stopped reading a ring cut short under it'),
   profile: ProfileSchema.nullable().default(null).describe("null where the monitor has read no allocator event of the process yet (`--json --once` reads its ring once)"),
+  forecast: ForecastSchema.nullable().optional().describe("will it fit: the peak at other batch sizes, the largest batch that fits, time to OOM (src/profiler/forecast.ts); null before a settled step"),
   ledger: LedgerSchema.nullable().optional().describe("null where NVML does not list the process (no used bytes) or the monitor keeps no model of it"),
 });
 

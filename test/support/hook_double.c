@@ -31,10 +31,11 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void push_mark(uint8_t action, uint32_t range) {
+static void push_mark(uint8_t action, uint32_t range, uint64_t extra) {
   gpumem_record r;
   memset(&r, 0, sizeof r);
   r.action = action;
+  r.extra = extra;
   r.time = now_ns();
   r.phase = g_h->cur_phase;
   r.step = g_h->cur_step;
@@ -73,7 +74,9 @@ void gpumem_hook_mark(uint8_t action, uint8_t phase, uint32_t step) {
   if (!g_h) return;
   g_h->cur_phase = phase;
   g_h->cur_step = step;
-  push_mark(action, g_h->cur_range);
+  /* as the hook: entering backward or the optimizer's step carries the caller's stack */
+  const int caller = action == GPUMEM_ACTION_PHASE && (phase == GPUMEM_PHASE_BACKWARD || phase == GPUMEM_PHASE_OPTIMIZER);
+  push_mark(action, g_h->cur_range, caller && gpumem_pystack_min_bytes() ? gpumem_pystack_capture() : 0);
 }
 
 uint32_t gpumem_hook_range_count(void) { return g_count; }
@@ -98,14 +101,14 @@ void gpumem_double_range_enter(const char *name) {
   }
   g_stack[g_depth++] = id;
   g_h->cur_range = id;
-  push_mark(GPUMEM_ACTION_RANGE_ENTER, id);
+  push_mark(GPUMEM_ACTION_RANGE_ENTER, id, 0);
 }
 
 void gpumem_double_range_exit(void) {
   if (!g_h || g_depth == 0) return;
   uint32_t left = g_stack[--g_depth];
   g_h->cur_range = g_depth ? g_stack[g_depth - 1] : 0;
-  push_mark(GPUMEM_ACTION_RANGE_EXIT, left);
+  push_mark(GPUMEM_ACTION_RANGE_EXIT, left, 0);
 }
 
 /* What the hook records beyond the events: the Python stacks of large allocations where this
@@ -171,7 +174,12 @@ void gpumem_double_event(uint8_t action, int8_t device, uint64_t address, uint64
   if (!g_h || device < 0 || (uint32_t)device >= g_h->n_devices) return;
   gpumem_totals_apply(&g_h->totals[device], action, (int64_t)size);
   const uint64_t min = gpumem_pystack_min_bytes();
-  const uint64_t stack = action == GPUMEM_ACTION_ALLOC && min && size >= min ? gpumem_pystack_capture() : 0;
+  uint64_t stack = action == GPUMEM_ACTION_ALLOC && min && gpumem_pystack_wanted((uint32_t)device, size, min) ? gpumem_pystack_capture() : 0;
+  if (action == GPUMEM_ACTION_OOM) {
+    /* as the hook: `address` (the caller's free bytes) goes to extra, the request's stack to address */
+    stack = address;
+    address = min ? gpumem_pystack_capture() : 0;
+  }
   if ((uint32_t)device + 1 < g_h->n_lanes) {
     gpumem_lane_write(g_h, (uint32_t)device, now_ns(), address, size, 0, stack, g_h->cur_step, g_h->cur_range, action, device,
                       g_h->cur_phase, g_h->cur_line);

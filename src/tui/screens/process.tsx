@@ -10,6 +10,7 @@ import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
+import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 
 /** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
 const MIN_CHART_ROWS = 4;
@@ -93,7 +94,14 @@ export function sampledNvml(doc: ScreenProps["state"]["doc"], pm: ProcessModel |
   return row?.pytorch ? { used_bytes: row.used_bytes, non_pytorch_bytes: row.pytorch.non_pytorch_bytes ?? null } : null;
 }
 
-export function ProcessScreen({ pm, found, width, height, ascii, when = null, sampled = null }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean; when?: number | null; sampled?: SampledNvml | null }) {
+/** The document's forecast of the process (its room from NVML), where the document has one. */
+export function docForecast(doc: ScreenProps["state"]["doc"], pm: ProcessModel | undefined): Forecast | null {
+  if (!doc || !pm) return null;
+  const row = doc.processes.find((q) => q.pytorch?.forecast && (q.pid === pm.pid || q.agent_pid === pm.pid));
+  return (row?.pytorch?.forecast as Forecast | undefined) ?? null;
+}
+
+export function ProcessScreen({ pm, found, width, height, ascii, when = null, sampled = null, forecast = null }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean; when?: number | null; sampled?: SampledNvml | null; forecast?: Forecast | null }) {
   if (!pm) return <Text dimColor>No PyTorch process with the agent. Start one with `gpumem-tui run -- python train.py`, or press D for a replay.</Text>;
   const m = pm.model;
   // What the agent runs without, and why ("names: off: RuntimeError: …"): one line each.
@@ -118,6 +126,11 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   // Each finding once, by its title; Enter opens them whole (the Findings screen).
   const allFindings = found ?? distinctFindings(findings(m));
   let f = allFindings.slice(0, 3);
+  // Will it fit (forecast.ts): the document's, in NVML's room; else the model's own, in the
+  // allocator's limit where the agent said one (a replay), with the growth finding's rate.
+  const growth = allFindings.find((x) => x.id === "growth")?.numbers.growth_per_step_bytes;
+  const fb = forecast ? null : forecastBasis(m, s.device);
+  const fc = forecast ?? (fb ? forecastAt(fb, { total_bytes: null, outside_bytes: null }, typeof growth === "number" ? growth : null) : null);
   // A past step (`[` `]`): its own breakdown, where the model still keeps it.
   const b = (when !== null && keptStep(m, s.device, when)) || breakdown(m, { device: s.device });
   // Reserved but unallocated, on a line of its own: now, and at the last step's peak (now swings
@@ -178,7 +191,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   });
   let legendLines = flowLines(legendPieces, legendWidth);
   const extraLines = (pieces: Piece[]) => flowLines(pieces, w) - 1;
-  let fixedLines = (snap ? 14 : 16) + legendLines - 1 + notes.length + Math.max(1, f.length) + b.phases.length + (snap ? 0 : extraLines(headline)) + extraLines(status) + extraLines(unallocatedPieces);
+  let fixedLines = (snap ? 14 : 16) + (fc ? 2 : 0) + legendLines - 1 + notes.length + Math.max(1, f.length) + b.phases.length + (snap ? 0 : extraLines(headline)) + extraLines(status) + extraLines(unallocatedPieces);
   // On a short terminal the table's rows keep their lines: the peak's composition in words gives
   // its line first, then the findings after the first (the heading counts them; Enter shows all).
   const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
@@ -191,9 +204,10 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   // Then the lines that explain rather than tell, one by one: the shares' note, the findings'
   // heading (each finding says its severity), the chart's title (the legend under it names the
   // phases; its axis the bytes), what each column sums, last the phase strip's legend.
-  const keep = { share: true, sums: true, legend: true, heading: true, label: true };
+  const keep = { basis: fc !== null, share: true, sums: true, legend: true, heading: true, label: true };
   // (First the phase strip's legend in one line: the pieces that fit it.)
   if (short() && legendLines > 1) (fixedLines -= legendLines - 1), (legendLines = 1);
+  if (short() && keep.basis) (keep.basis = false), fixedLines--;
   for (const k of ["share", "heading", "label", "sums", "legend"] as const) if (short()) (keep[k] = false), fixedLines--;
   // Last (60×15), the chart and its lines give way: a chart of fewer rows reads as a line, and
   // the figures above and the step's table below say more.
@@ -282,7 +296,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
       {f.length === 0 ? <Text dimColor>  nothing wrong found</Text> : null}
       {f.map((x, i) => (
         <Text key={i} color={color(x.severity === "error" ? "red" : x.severity === "warning" ? "yellow" : "white")}>
-          {pad(cutWords(`  ${x.severity}: ${x.title}${x.count > 1 ? ` (${x.count} times)` : ""}`, width - 1), width - 1)}
+          {pad(cutWords(`  ${x.severity}: ${x.title}${x.count > 1 ? ` (${x.count} times)` : ""}${x.id === "growth" && fc?.time_to_oom ? `; ${oomWords(fc.time_to_oom)}` : ""}`, width - 1), width - 1)}
         </Text>
       ))}
       <Text bold>
@@ -303,6 +317,8 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
         );
       })}
       {keep.share ? <Text dimColor>{cutWords(share, width - 1)}</Text> : null}
+      {fc ? <Text>{cutWords(`Forecast: ${fc.words}`, width - 1)}</Text> : null}
+      {keep.basis && fc ? <Text dimColor>{cutWords(`  basis: ${fc.basis}`, width - 1)}</Text> : null}
       {rangeRows > 0 && b.ranges.length ? <Text inverse>{pad("RANGE (record_function)", 40)}{pad("ALLOCATED IN STEP", 18, true)}{pad("  every allocation in the range this step, added up (freed ones too)", Math.max(0, width - 59))}</Text> : null}
       {b.ranges.slice(0, rangeRows).map((r) => (
         <Text key={r.range} dimColor>
@@ -318,6 +334,6 @@ export const processScreen = {
   id: "process",
   key: "2",
   title: "Process",
-  component: (p) => <ProcessScreen pm={p.pm} found={p.pm && p.state.findings.get(p.pm.pid)} width={p.width} height={p.height} ascii={p.ascii} when={p.ui.when} sampled={sampledNvml(p.state.doc, p.pm)} />,
+  component: (p) => <ProcessScreen pm={p.pm} found={p.pm && p.state.findings.get(p.pm.pid)} width={p.width} height={p.height} ascii={p.ascii} when={p.ui.when} sampled={sampledNvml(p.state.doc, p.pm)} forecast={docForecast(p.state.doc, p.pm)} />,
   onKey: (ui, key, ctx) => (isKey(key, "return") ? (ctx.show(ui, "findings"), true) : false),
 } as const satisfies ScreenSpec;

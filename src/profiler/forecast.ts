@@ -1,0 +1,406 @@
+// Will it fit: each step's peak split into what is fixed and what scales with the input, the peak
+// forecast for other batch sizes, the largest batch that fits in the room there is, and the steps
+// left before a growing process runs out of it. Pure: the model's finished steps and the agent's
+// input shapes (inputs.ts) in, plain objects out; the room (device total, what is outside PyTorch,
+// the allocator's limit) comes from the caller, who knows the device.
+//
+// The split, per step: what the step itself made and still held at its peak scales with the batch
+// (activations and temporaries of forward and backward, and the batch itself), except the
+// gradients made in backward and what the optimizer made (their size is the parameters'); what
+// earlier steps left (parameters, optimizer state, buffers, workspaces) is fixed. Where steps saw
+// different input shapes, the peak is fitted over the steps themselves (least squares in
+// batch x sequence, and batch x sequence² where three lengths or more tell a quadratic term apart),
+// and the fit's error over those steps is part of the answer. Nothing is forecast from fewer than
+// one settled step, and the basis says which figures scale and from how many steps.
+
+import { PHASE } from "../ffi/events";
+import { CAT_GRADIENT } from "./categories";
+import type { DeviceState } from "./device";
+import type { StepInput } from "./inputs";
+import type { ProfilerModel } from "./model";
+import { pickDevice } from "./queries";
+import type { StepRecord } from "./steps";
+
+export const FORECAST = {
+  /** The first steps kept are warm-up (the model built, the optimizer's state made): left out. */
+  warmupSteps: 1,
+  /** The latest settled steps a forecast reads. */
+  maxSteps: 64,
+  /** A quadratic term in the sequence is kept where it takes the linear fit's error down to this share of it or less. */
+  quadraticGain: 0.5,
+  /** ...and the linear fit's error is at least this (a relative error over the steps). */
+  quadraticMinError: 0.02,
+  /** Batches forecast beside the largest that fits: these multiples of the current one. */
+  multiples: [2, 4] as const,
+};
+
+/** One settled step as the forecast reads it. */
+export interface ForecastStep {
+  step: number;
+  batch: number | null;
+  seq: number | null;
+  peak_bytes: number;
+  /** Of the peak: what scales with the input, and the rest. */
+  scaling_bytes: number;
+  fixed_bytes: number;
+  /** reserved − allocated at the peak: the allocator's slack (its cache and rounding) at that moment. */
+  slack_bytes: number;
+  duration_us: number | null;
+  /** Where the step's peak lay ("backward"...), and whether the split came from it directly. */
+  peak_phase: string;
+  split_at: "peak" | "forward_backward_peak";
+}
+
+/** The fitted peak over steps of different shapes: peak = intercept + per_token·(batch·seq) + per_token_seq·(batch·seq²). */
+export interface ForecastFit {
+  intercept_bytes: number;
+  per_token_bytes: number;
+  per_token_seq_bytes: number;
+  /** How the peak grows with the sequence length, from what the steps show (null: one length only). */
+  in_seq: "linear" | "quadratic" | null;
+  shapes: number;
+  steps: number;
+  /** The largest |forecast − peak| / peak over the steps fitted, and the root mean square of it. */
+  max_error: number;
+  rms_error: number;
+}
+
+export interface ForecastBasis {
+  device: number;
+  /** Settled steps read, the latest one's number. */
+  steps: number;
+  step: number;
+  /** The latest step's input (null: the agent said none; forecasts are then in multiples of it). */
+  batch: number | null;
+  seq: number | null;
+  /** The longest sequence seen: the batch that fits is the one that fits at that length. */
+  seq_max: number | null;
+  peak_bytes: number;
+  fixed_bytes: number;
+  scaling_bytes: number;
+  slack_bytes: number;
+  /** The peak of the optimizer's phase (fixed: it does not hold the batch's activations), or null. */
+  optimizer_peak_bytes: number | null;
+  split_at: ForecastStep["split_at"];
+  peak_phase: string;
+  fit: ForecastFit | null;
+  /** torch.cuda.set_per_process_memory_fraction's cap on this device, where the agent said one. */
+  limit_bytes: number | null;
+  step_duration_us: number | null;
+  /** What scales and from what, in words. */
+  words: string;
+}
+
+const PHASE_WORD = ["other", "forward", "backward", "optimizer"];
+
+/** A finished step's split (see the header). */
+export function splitStep(r: StepRecord, input: StepInput | undefined): ForecastStep {
+  const by = r.peakByPhase;
+  const madeThisStep = by[PHASE.other]! + by[PHASE.forward]! + by[PHASE.backward]! + by[PHASE.optimizer]!;
+  const carried = r.gradCarriedBytes === r.gradCarriedBytes ? r.gradCarriedBytes : 0;
+  const gradsMade = Math.min(by[PHASE.backward]!, Math.max(0, r.peakComp[CAT_GRADIENT]! - carried));
+  const peak = r.peak_allocated;
+  let scaling = madeThisStep - gradsMade - by[PHASE.optimizer]!;
+  let splitAt: ForecastStep["split_at"] = "peak";
+  if (r.peak_phase !== PHASE.forward && r.peak_phase !== PHASE.backward) {
+    // The step's peak lies where the batch's activations are gone (the optimizer's step): what
+    // scales is read at forward's or backward's own peak instead, above what the step began with;
+    // the gradients made by then count as scaling there (an upper bound of it).
+    const fb = Math.max(r.phPeak[PHASE.forward]!, r.phPeak[PHASE.backward]!);
+    if (fb > 0) {
+      scaling = Math.max(0, fb - r.allocated_at_start);
+      splitAt = "forward_backward_peak";
+    }
+  }
+  scaling = Math.max(0, Math.min(scaling, peak));
+  return {
+    step: r.step,
+    batch: input ? input.batch : null,
+    seq: input ? input.seq : null,
+    peak_bytes: peak,
+    scaling_bytes: scaling,
+    fixed_bytes: splitAt === "peak" ? peak - scaling : Math.max(r.phPeak[PHASE.forward]!, r.phPeak[PHASE.backward]!) - scaling,
+    slack_bytes: Math.max(0, r.reserved_at_peak - peak),
+    duration_us: r.end_us === r.end_us && r.start_us === r.start_us ? r.end_us - r.start_us : null,
+    peak_phase: PHASE_WORD[r.peak_phase] ?? "other",
+    split_at: splitAt,
+  };
+}
+
+/** Settled finished steps of `d`, the latest FORECAST.maxSteps. */
+function settled(d: DeviceState): readonly StepRecord[] {
+  const done = d.steps;
+  if (done.length === 0) return [];
+  const first = done[0]!.step;
+  const s = done.filter((r) => r.step >= first + FORECAST.warmupSteps && !r.partial);
+  return s.slice(-FORECAST.maxSteps);
+}
+
+/** Least squares of y over the columns of xs (each row: the features), or null where singular. */
+function leastSquares(xs: number[][], y: number[]): number[] | null {
+  const k = xs[0]!.length;
+  const a = Array.from({ length: k }, () => new Array<number>(k + 1).fill(0));
+  for (let i = 0; i < xs.length; i++)
+    for (let p = 0; p < k; p++) {
+      for (let q = 0; q < k; q++) a[p]![q]! += xs[i]![p]! * xs[i]![q]!;
+      a[p]![k]! += xs[i]![p]! * y[i]!;
+    }
+  // Gaussian elimination with partial pivoting (k is 2 or 3).
+  for (let c = 0; c < k; c++) {
+    let piv = c;
+    for (let r = c + 1; r < k; r++) if (Math.abs(a[r]![c]!) > Math.abs(a[piv]![c]!)) piv = r;
+    if (Math.abs(a[piv]![c]!) < 1e-12 * Math.max(1, Math.abs(a[c]![c]!))) return null;
+    [a[c], a[piv]] = [a[piv]!, a[c]!];
+    for (let r = 0; r < k; r++) {
+      if (r === c) continue;
+      const f = a[r]![c]! / a[c]![c]!;
+      for (let q = c; q <= k; q++) a[r]![q]! -= f * a[c]![q]!;
+    }
+  }
+  return a.map((row, i) => row[k]! / row[i]!);
+}
+
+/** The sequence factor of a shape: its second dimension, or 1 where it has none. */
+const seqOf = (s: { seq: number | null }) => (s.seq && s.seq > 0 ? s.seq : 1);
+
+function errors(pts: ForecastStep[], f: (p: ForecastStep) => number): { max: number; rms: number } {
+  let max = 0;
+  let sq = 0;
+  for (const p of pts) {
+    const e = Math.abs(f(p) - p.peak_bytes) / p.peak_bytes;
+    if (e > max) max = e;
+    sq += e * e;
+  }
+  return { max, rms: Math.sqrt(sq / pts.length) };
+}
+
+/** The peak fitted over steps of two shapes or more (null where they show one shape). */
+export function fitShapes(pts: ForecastStep[]): ForecastFit | null {
+  const shaped = pts.filter((p) => p.batch !== null && p.batch > 0);
+  const shapes = new Set(shaped.map((p) => `${p.batch}x${seqOf(p)}`));
+  if (shapes.size < 2) return null;
+  const tokens = (p: ForecastStep) => p.batch! * seqOf(p);
+  const lin = leastSquares(
+    shaped.map((p) => [1, tokens(p)]),
+    shaped.map((p) => p.peak_bytes),
+  );
+  if (!lin) return null;
+  const linF = (p: ForecastStep) => lin[0]! + lin[1]! * tokens(p);
+  const linE = errors(shaped, linF);
+  const seqs = new Set(shaped.map(seqOf));
+  let best = { c: [lin[0]!, lin[1]!, 0], e: linE };
+  if (seqs.size >= 3) {
+    const quad = leastSquares(
+      shaped.map((p) => [1, tokens(p), tokens(p) * seqOf(p)]),
+      shaped.map((p) => p.peak_bytes),
+    );
+    if (quad && quad[2]! > 0) {
+      const qE = errors(shaped, (p) => quad[0]! + quad[1]! * tokens(p) + quad[2]! * tokens(p) * seqOf(p));
+      if (linE.max >= FORECAST.quadraticMinError && qE.max <= linE.max * FORECAST.quadraticGain) best = { c: quad, e: qE };
+    }
+  }
+  return {
+    intercept_bytes: best.c[0]!,
+    per_token_bytes: best.c[1]!,
+    per_token_seq_bytes: best.c[2]!,
+    in_seq: seqs.size < 2 ? null : best.c[2]! > 0 ? "quadratic" : "linear",
+    shapes: shapes.size,
+    steps: shaped.length,
+    max_error: best.e.max,
+    rms_error: best.e.rms,
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : NaN;
+};
+
+/** What the forecast reads of `device` (default: the first), or null before a settled step. */
+export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis | null {
+  const d = pickDevice(m, device);
+  if (!d) return null;
+  const recs = settled(d);
+  if (recs.length === 0) return null;
+  const pts = recs.map((r) => splitStep(r, m.inputs.at(r.step)));
+  const last = pts[pts.length - 1]!;
+  const lastRec = recs[recs.length - 1]!;
+  // The basis is the latest shape's steps (or all, where the agent said no shape).
+  const same = pts.filter((p) => p.batch === last.batch && p.seq === last.seq);
+  const fit = fitShapes(pts);
+  const highest = same.reduce((a, b) => (b.peak_bytes > a.peak_bytes ? b : a));
+  const durations = pts.map((p) => p.duration_us).filter((x): x is number => x !== null);
+  const optPeak = lastRec.phPeak[PHASE.optimizer]!;
+  const limit = m.inputs.limits.get(d.device);
+  const seqMax = pts.some((p) => p.seq !== null) ? Math.max(...pts.map((p) => p.seq ?? 0)) : null;
+  const basis: ForecastBasis = {
+    device: d.device,
+    steps: fit ? fit.steps : same.length,
+    step: last.step,
+    batch: last.batch,
+    seq: last.seq,
+    seq_max: seqMax,
+    peak_bytes: highest.peak_bytes,
+    fixed_bytes: median(same.map((p) => p.fixed_bytes)),
+    scaling_bytes: median(same.map((p) => p.scaling_bytes)),
+    slack_bytes: highest.slack_bytes,
+    optimizer_peak_bytes: optPeak >= 0 && last.split_at === "forward_backward_peak" ? optPeak : null,
+    split_at: last.split_at,
+    peak_phase: last.peak_phase,
+    fit,
+    limit_bytes: limit && limit > 0 ? limit : null,
+    step_duration_us: durations.length ? median(durations) : null,
+    words: "",
+  };
+  basis.words = basisWords(basis);
+  return basis;
+}
+
+function basisWords(b: ForecastBasis): string {
+  const steps = `${b.steps} step${b.steps === 1 ? "" : "s"}`;
+  if (b.fit) {
+    const seq = b.fit.in_seq === null ? "" : `, ${b.fit.in_seq} in the sequence length`;
+    return `the peak fitted over ${steps} of ${b.fit.shapes} input shapes${seq} (error at most ${(b.fit.max_error * 100).toFixed(1)}%)`;
+  }
+  const where = b.split_at === "peak" ? `at the ${b.peak_phase} peak` : "at the forward/backward peak (the step's own peak lies in the optimizer)";
+  return (
+    `activations and temporaries made by forward and backward scale with the batch, the rest is fixed ` +
+    `(parameters, gradients, optimizer state, buffers and what earlier steps left), ${where}, from ${steps} at one input shape`
+  );
+}
+
+/** The forecast peak at batch `n` (at sequence length `seq`, default the longest seen). */
+export function peakAt(b: ForecastBasis, n: number, seq: number | null = b.seq_max): number {
+  if (b.fit && b.batch !== null) {
+    const s = seq && seq > 0 ? seq : 1;
+    return b.fit.intercept_bytes + b.fit.per_token_bytes * n * s + b.fit.per_token_seq_bytes * n * s * s;
+  }
+  const base = b.batch && b.batch > 0 ? b.batch : 1; // no shape said: n is a multiple of this step's batch
+  const fb = b.fixed_bytes + (b.scaling_bytes * n) / base;
+  return b.optimizer_peak_bytes === null ? fb : Math.max(b.optimizer_peak_bytes, fb);
+}
+
+/** The room the allocator has on the device. */
+export interface ForecastRoom {
+  /** The device's memory (NVML's total), null where unknown. */
+  total_bytes: number | null;
+  /** What the process holds outside PyTorch's allocator (NVML's used − reserved), null where unknown. */
+  outside_bytes: number | null;
+}
+
+export interface Forecast {
+  device: number;
+  step: number;
+  steps: number;
+  batch: number | null;
+  seq: number | null;
+  peak_bytes: number;
+  fixed_bytes: number;
+  scaling_bytes: number;
+  slack_bytes: number;
+  fit: ForecastFit | null;
+  /** The peak forecast at other batches (multiples of this one). */
+  at: Array<{ batch: number; peak_bytes: number }>;
+  /** What the allocator may reserve: the limit, else the device's total less what is outside PyTorch. */
+  room_bytes: number | null;
+  total_bytes: number | null;
+  outside_bytes: number | null;
+  limit_bytes: number | null;
+  /** The largest batch whose forecast peak and this step's slack fit the room (null: no room known, or the peak does not grow with the batch). */
+  max_batch: number | null;
+  max_batch_bytes: number | null;
+  /** Where memory held at step boundaries grows: the steps (and seconds) until the step's peak no longer fits. */
+  time_to_oom: { growth_per_step_bytes: number; steps: number; seconds: number | null; oom_step: number } | null;
+  basis: string;
+  words: string;
+}
+
+const GiB = 2 ** 30;
+const gib = (v: number) => `${(v / GiB).toFixed(v >= 10 * GiB ? 1 : 2)} GiB`;
+const mib = (v: number) => (v >= GiB ? gib(v) : `${Math.round(v / 2 ** 20)} MiB`);
+
+/** The room the allocator may reserve in, from the basis's limit and the caller's device figures. */
+export function roomOf(b: ForecastBasis, r: ForecastRoom): number | null {
+  const free = r.total_bytes === null ? null : r.total_bytes - (r.outside_bytes ?? 0);
+  if (b.limit_bytes !== null) return free === null ? b.limit_bytes : Math.min(b.limit_bytes, free);
+  return free;
+}
+
+/** The largest batch that fits `room` (the peak plus this step's slack), or null. */
+export function maxBatch(b: ForecastBasis, room: number): number | null {
+  if (b.batch === null && !(b.scaling_bytes > 0)) return null;
+  const fits = (n: number) => peakAt(b, n) + b.slack_bytes <= room;
+  if (peakAt(b, 2 * Math.max(1, b.batch ?? 1)) <= peakAt(b, Math.max(1, b.batch ?? 1))) return null; // not growing with the batch
+  if (!fits(1)) return 0;
+  let lo = 1;
+  let hi = 2;
+  while (fits(hi)) {
+    lo = hi;
+    hi *= 2;
+    if (hi > 2 ** 40) return null;
+  }
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Steps until a growing process's step peak (with its slack) passes the room. */
+export function timeToOom(b: ForecastBasis, growthPerStep: number, room: number): Forecast["time_to_oom"] {
+  if (!(growthPerStep > 0)) return null;
+  const left = room - b.peak_bytes - b.slack_bytes;
+  const steps = Math.max(1, Math.ceil(left / growthPerStep));
+  return {
+    growth_per_step_bytes: Math.round(growthPerStep),
+    steps,
+    seconds: b.step_duration_us === null ? null : (steps * b.step_duration_us) / 1e6,
+    oom_step: b.step + steps,
+  };
+}
+
+/** "OOM in about N steps (M minutes)". */
+export function oomWords(t: NonNullable<Forecast["time_to_oom"]>): string {
+  const when = t.seconds === null ? "" : t.seconds < 90 ? ` (${Math.round(t.seconds)} s)` : ` (${(t.seconds / 60).toFixed(t.seconds < 600 ? 1 : 0)} minutes)`;
+  return `OOM in about ${t.steps} step${t.steps === 1 ? "" : "s"}${when}`;
+}
+
+/** The forecast in the room the caller knows; `growthPerStep`: the growth finding's, where one is made. */
+export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: number | null = null): Forecast {
+  const room = roomOf(b, r);
+  const n0 = b.batch ?? 1;
+  const at = FORECAST.multiples.map((k) => ({ batch: k * n0, peak_bytes: Math.round(peakAt(b, k * n0)) }));
+  const max = room === null ? null : maxBatch(b, room);
+  const maxBytes = max === null || max === 0 ? null : Math.round(peakAt(b, max) + b.slack_bytes);
+  const tto = room === null || growthPerStep === null ? null : timeToOom(b, growthPerStep, room);
+  let words = b.batch === null ? `peak ${gib(b.peak_bytes)} at this batch (its shape not said)` : `batch ${b.batch}${b.seq ? `x${b.seq}` : ""} now, peak ${gib(b.peak_bytes)}`;
+  if (max !== null && room !== null) {
+    const unit = b.batch === null ? `${max}x this batch` : `batch ${max}${b.fit && b.seq_max ? ` at length ${b.seq_max}` : ""}`;
+    const of = b.limit_bytes !== null && room === b.limit_bytes ? `${gib(maxBytes ?? 0)} of the allocator's ${gib(room)} limit` : `${gib((maxBytes ?? 0) + (r.outside_bytes ?? 0))} of ${gib(r.total_bytes ?? room)}`;
+    const outside = r.outside_bytes !== null && !(b.limit_bytes !== null && room === b.limit_bytes) ? ` with ${mib(r.outside_bytes)} outside PyTorch and` : " with";
+    words += max === 0 ? `; batch 1 would not fit (${gib(room)} of room)` : `; fits up to ${unit} (${of}${outside} this step's allocator slack, ${mib(b.slack_bytes)})`;
+  } else words += `; ${at.map((a, i) => `${b.batch === null ? `${a.batch}x${i ? "" : " the batch"}` : `batch ${a.batch}`}: ${gib(a.peak_bytes)}`).join(", ")}`;
+  return {
+    device: b.device,
+    step: b.step,
+    steps: b.steps,
+    batch: b.batch,
+    seq: b.seq,
+    peak_bytes: b.peak_bytes,
+    fixed_bytes: Math.round(b.fixed_bytes),
+    scaling_bytes: Math.round(b.scaling_bytes),
+    slack_bytes: b.slack_bytes,
+    fit: b.fit,
+    at,
+    room_bytes: room,
+    total_bytes: r.total_bytes,
+    outside_bytes: r.outside_bytes,
+    limit_bytes: b.limit_bytes,
+    max_batch: max,
+    max_batch_bytes: maxBytes,
+    time_to_oom: tto,
+    basis: b.words,
+    words,
+  };
+}
