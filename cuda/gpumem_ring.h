@@ -74,7 +74,9 @@ enum gpumem_action {
                                      * free_completed that follows it at once (a block with no other
                                      * stream's use pending), one record for the two (ring_fold.c);
                                      * extra = the free_completed's time, in the reader's unit */
-  GPUMEM_ACTION_PHASE = 16,         /* the phase changed to `phase` (step, range current) */
+  GPUMEM_ACTION_PHASE = 16,         /* the phase changed to `phase` (step, range current); extra: for
+                                     * backward and optimizer, the calling thread's Python stack id
+                                     * where stacks are on (0 none) */
   GPUMEM_ACTION_STEP = 17,          /* step `step` begins (after an optimizer step) */
   GPUMEM_ACTION_RANGE_ENTER = 18,   /* record_function range `range` entered */
   GPUMEM_ACTION_RANGE_EXIT = 19,    /* record_function range `range` left */

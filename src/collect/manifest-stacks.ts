@@ -3,17 +3,21 @@
 // stackOf has nothing to add. Ids come in records up to a sync before their frames reach the
 // manifest: until then a stack has no frames, and its user frame is asked again later.
 import { userFrameRuleFromEnv } from "../snapshot/block-stacks";
+import type { StackSampling } from "../profiler/stack-weight";
 import { userFrameIndex, type BlockStacks, type Frame, type UserFrameRule } from "../profiler/user-frame";
 import type { Manifest } from "../system/manifest";
 
 export class ManifestStacks implements BlockStacks {
   private readonly table = new Map<number, Frame[]>();
   private readonly users = new Map<number, number>();
+  /** The hook's threshold and sampling (the manifest's stack_min_bytes and stack_sample_bytes). */
+  sampling: StackSampling | null = null;
 
   constructor(private readonly rule: UserFrameRule = userFrameRuleFromEnv()) {}
 
   /** Take the stacks of a manifest (ids already known keep their frames: a stack never changes). */
-  update(stacks: Manifest["stacks"]): this {
+  update(stacks: Manifest["stacks"], m?: Pick<Manifest, "stack_min_bytes" | "stack_sample_bytes">): this {
+    if (m) this.sampling = { minBytes: m.stack_min_bytes, sampleBytes: m.stack_sample_bytes ?? 0 };
     for (const [id, frames] of Object.entries(stacks)) {
       const k = Number(id);
       if (Number.isInteger(k) && k > 0 && !this.table.has(k)) this.table.set(k, frames.map(([file, line, name]) => ({ file, line, name })));
@@ -40,7 +44,12 @@ export class ManifestStacks implements BlockStacks {
   }
 }
 
+/** Whether a manifest's hook captured stacks (all allocations from a threshold up, smaller ones sampled). */
+export function hasStacks(m: Pick<Manifest, "stack_min_bytes" | "stack_sample_bytes"> | null): boolean {
+  return !!m && (m.stack_min_bytes > 0 || (m.stack_sample_bytes ?? 0) > 0);
+}
+
 /** The stacks of a manifest whose hook captured some, or null. */
 export function manifestStacks(m: Manifest | null): ManifestStacks | null {
-  return m && m.stack_min_bytes > 0 ? new ManifestStacks().update(m.stacks) : null;
+  return m && hasStacks(m) ? new ManifestStacks().update(m.stacks, m) : null;
 }

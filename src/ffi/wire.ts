@@ -57,7 +57,11 @@ export const ACTION = {
    * = the free_completed's time, in the reader's unit
    */
   free: 15,
-  phase: 16,  // the phase changed to `phase` (step, range current)
+  /**
+   * the phase changed to `phase` (step, range current); extra: for backward and optimizer, the
+   * calling thread's Python stack id where stacks are on (0 none)
+   */
+  phase: 16,
   step: 17,  // step `step` begins (after an optimizer step)
   range_enter: 18,  // record_function range `range` entered
   range_exit: 19,  // record_function range `range` left

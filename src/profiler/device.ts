@@ -15,6 +15,7 @@ import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
 import { nameBlocks, type Named, type NamedTensor } from "./name-blocks";
 import { OomLog, type OomIncident } from "./oom";
+import type { LineSums } from "./line-bytes";
 import { privatePoolsOf, privatePoolsOfSegments, type PrivatePool } from "./pools";
 import { resyncFromSegments, type SnapshotSegment } from "./resync";
 import { seedBlocks, type SeedSegment, type Seeded } from "./seed";
@@ -596,7 +597,7 @@ export class DeviceState extends TotalsReadout {
   /** An OOM record. `largestFree(this)` sweeps the segments: asked only for incidents that are
    *  kept. (A function of the device, not a closure the caller makes: an arrow in the ingest loop
    *  that captured the loop's device binding cost one scope object per record, OOM or not.) */
-  oom(t: number, request: number, deviceFree: number, largestFree: (d: DeviceState) => number): void {
+  oom(t: number, request: number, deviceFree: number, largestFree: (d: DeviceState) => number, stack = 0, liveLines: ((d: DeviceState) => LineSums | null) | null = null): void {
     this._lastTime_us = t;
     this.t.apply(ACTION.oom, request, 0);
     this.oomLog.add(() => ({
@@ -612,6 +613,8 @@ export class DeviceState extends TotalsReadout {
       largest_free_block_bytes: largestFree(this),
       live_by_category_bytes: this.blocks.bytesByCat.slice(),
       nvml_used_bytes: this._nvmlUsed,
+      stack,
+      live_lines: liveLines ? liveLines(this) : null,
     }));
   }
 

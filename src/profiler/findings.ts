@@ -1,7 +1,7 @@
 // Detectors: what is wrong, in words a user can act on, with the numbers as evidence. Each reads
 // the model's per-step records and live state; none walks more than the live blocks once.
 
-import { PHASE_NAMES } from "../ffi/events";
+import { PHASE, PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT, survivorCategory } from "./categories";
 import type { DeviceState } from "./device";
 import type { OomIncident } from "./oom";
@@ -13,6 +13,9 @@ import { segmentMap } from "./segment-map";
 import { expandableSegments, fragmentedOom, unallocatedEvidence, unallocatedTitle, unallocatedView } from "./unallocated";
 import type { StepRecord } from "./steps";
 import { growthSite } from "./growth-site";
+import { holeLines } from "./hole-lines";
+import { linesInWords, type LineBytes, type LineSplit } from "./line-bytes";
+import { frameLabel } from "./user-frame";
 import type { DocumentFinding, FindingId } from "../system/schema";
 
 export type { FindingId };
@@ -20,6 +23,29 @@ export type { FindingId };
 /** A finding as the document has it (id, severity, title, evidence, numbers: src/system/schema.ts),
  *  and the CUDA device it is of. */
 export type Finding = DocumentFinding & { device: number };
+type FindingLine = NonNullable<DocumentFinding["lines"]>[number];
+
+/** The user's line of `stack` (user-frame.ts), or null: no stack, no frames yet, library code only. */
+function lineOf(m: ProfilerModel, stack: number): { label: string; short: string } | null {
+  const s = m.stacks;
+  const k = stack && s ? s.userFrame(stack) : -1;
+  if (k < 0) return null;
+  const f = s!.frames(stack)[k]!;
+  return { label: frameLabel(f), short: frameLabel(f, true) };
+}
+
+/** How many lines a finding lists as holding memory. */
+const LINES_LISTED = 3;
+
+/** The lines of a split that a finding lists with `role`, each with its bytes. */
+const linesAs = (role: FindingLine["role"], ls: readonly LineBytes[]): FindingLine[] => ls.map((l) => ({ role, at: l.label, bytes: l.bytes, blocks: l.blocks }));
+
+/** " Lines holding most then: a (X), b (Y); Z of blocks whose line is not known." (nothing without lines) */
+function holdingWords(what: string, s: LineSplit | null): string {
+  if (!s || s.lines.length === 0) return "";
+  const unknown = s.unknown_bytes > 0 ? `; ${formatBytes(s.unknown_bytes)} in blocks whose line is not known` : "";
+  return ` ${what}: ${linesInWords(s.lines, formatBytes)}${unknown}.`;
+}
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -98,12 +124,16 @@ function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
   const fragmented = fragmentedOom(o);
   const nonPytorch = o.nvml_used_bytes === null ? null : o.nvml_used_bytes - o.reserved_bytes;
   const comp = topCategories(o.live_by_category_bytes, 3, o.phase);
+  // The line that asked (its stack is the request's own), and the lines holding most then.
+  const asked = lineOf(m, o.stack);
+  const holding = o.live_lines ? o.live_lines.split(LINES_LISTED) : null;
   let evidence =
     `Out of memory on device ${d.device} ${where(m, o.step, o.phase, o.range)}: ` +
-    `asked for ${formatBytes(o.request_bytes)} with ${formatBytes(o.device_free_bytes)} free on the device; ` +
+    `asked for ${formatBytes(o.request_bytes)}${asked ? ` at ${asked.label}` : ""} with ${formatBytes(o.device_free_bytes)} free on the device; ` +
     `PyTorch held ${formatBytes(o.allocated_bytes)} allocated of ${formatBytes(o.reserved_bytes)} reserved ` +
     `(largest free block in reserved memory ${formatBytes(o.largest_free_block_bytes)}).`;
   if (comp) evidence += ` Live memory then: ${comp}.`;
+  evidence += holdingWords("Lines holding most then", holding);
   if (nonPytorch !== null) evidence += ` Outside PyTorch (NVML used − reserved): ${formatBytes(nonPytorch)}.`;
   if (fragmented)
     evidence +=
@@ -113,10 +143,13 @@ function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
     id: "oom",
     severity: "error",
     device: d.device,
-    title: `CUDA out of memory ${where(m, o.step, o.phase, o.range)}`,
+    title: `CUDA out of memory ${where(m, o.step, o.phase, o.range)}${asked ? `, asked at ${asked.short}` : ""}`,
     evidence,
+    ...(m.stacks ? { lines: [...(asked ? [{ role: "asked" as const, at: asked.label, bytes: o.request_bytes, blocks: null }] : []), ...linesAs("holding", holding?.lines ?? [])] } : {}),
     numbers: {
       time_us: o.time_us,
+      asked_at: asked?.label ?? null,
+      holding_unknown_bytes: holding ? holding.unknown_bytes : null,
       step: o.step,
       phase: phaseName(o.phase),
       range: m.rangeName(o.range),
@@ -228,6 +261,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
     device: d.device,
     title: `memory held at step boundaries grows by ${formatBytes(perStep)} per step${site?.frameShort ? `, allocated at ${site.frameShort}` : ""}`,
     evidence,
+    ...(m.stacks ? { lines: site?.frame ? [{ role: "keeps" as const, at: site.frame, bytes: site.frameBytes, blocks: site.frameBlocks }] : [] } : {}),
     numbers: {
       first_step: first.step,
       last_step: last.step,
@@ -251,7 +285,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   };
 }
 
-function gradientsFinding(d: DeviceState): Finding | null {
+function gradientsFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const withBackward = [...d.steps, d.cur].filter((r) => r.gradHeldBytes === r.gradHeldBytes);
   // The first step's backward can never see earlier gradients: leave it out, of the share and of
   // the count alike (so the count is never above the steps it is out of).
@@ -265,17 +299,34 @@ function gradientsFinding(d: DeviceState): Finding | null {
   const last = held[held.length - 1]!;
   let maxHeld = 0;
   for (const r of held) if (r.gradHeldBytes > maxHeld) maxHeld = r.gradHeldBytes;
+  // Where the program calls backward and the optimizer's step (the phase marks' stacks): the
+  // gradients themselves come from autograd's engine, which has no Python frames.
+  const caller = (phase: number) => {
+    for (const stack of m.callers.of(phase)) {
+      const l = lineOf(m, stack);
+      if (l) return l;
+    }
+    return null;
+  };
+  const backward = caller(PHASE.backward);
+  const optimizer = caller(PHASE.optimizer);
+  const calls = [backward ? `backward is called at ${backward.label}` : null, optimizer ? `the optimizer's step at ${optimizer.label}` : null].filter(Boolean);
   const evidence =
     `In ${held.length} of ${eligible} steps, gradients from earlier steps were still allocated when backward began ` +
     `(${formatBytes(last.gradHeldBytes)} in ${last.gradHeldBlocks} blocks at step ${last.step}; up to ${formatBytes(maxHeld)}). ` +
-    "Each backward then adds into the previous step's gradients: optimizer.zero_grad() is not called every step. " +
+    "Each backward then adds into the previous step's gradients: optimizer.zero_grad() is not called every step" +
+    (calls.length ? ` (${calls.join(", ")}${optimizer ? ": zero_grad() belongs after it" : ""}). ` : ". ") +
     "(Expected only with zero_grad(set_to_none=False), which keeps gradient memory on purpose, or with deliberate accumulation over steps.)";
+  const lines: FindingLine[] = [];
+  if (backward) lines.push({ role: "backward", at: backward.label, bytes: null, blocks: null });
+  if (optimizer) lines.push({ role: "optimizer", at: optimizer.label, bytes: null, blocks: null });
   return {
     id: "gradients_kept",
     severity: "warning",
     device: d.device,
     title: "gradients kept across steps (zero_grad missing?)",
     evidence,
+    ...(m.stacks ? { lines } : {}),
     numbers: {
       steps_with_held_gradients: held.length,
       steps_with_backward: eligible,
@@ -308,12 +359,15 @@ function unallocatedFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const releasable = map.releasable_bytes - u.private_unallocated_bytes;
   const c = { u, oom, retries: retried ? retries : 0, idle, expandable: expandableSegments(d), emptyCacheBytes: idle && releasable >= THRESHOLDS.unallocatedAtPeakMinBytes ? releasable : null };
   const p = u.private_pools && poolTotals(u.private_pools);
+  // The lines whose frees left the holes: each free range's last occupant, as far as the kept records reach.
+  const holes = holeLines(m, d, LINES_LISTED);
   return {
     id: "reserved_unallocated",
     severity: oom || retried ? "warning" : "info",
     device: d.device,
     title: unallocatedTitle(c),
-    evidence: unallocatedEvidence(c),
+    evidence: unallocatedEvidence(c) + holdingWords("The free ranges now were last held by blocks allocated at", holes),
+    ...(m.stacks ? { lines: linesAs("freed", holes?.lines ?? []) } : {}),
     numbers: {
       reserved_bytes: s.reserved_bytes,
       allocated_bytes: s.allocated_bytes,
@@ -378,7 +432,7 @@ export function findings(m: ProfilerModel): Finding[] {
   const out: Finding[] = [];
   for (const d of m.devices) {
     for (const o of d.ooms) out.push(oomFinding(m, d, o));
-    for (const f of [growthFinding(m, d), gradientsFinding(d), unallocatedFinding(m, d), nonPytorchFinding(m, d), partialFinding(m, d)])
+    for (const f of [growthFinding(m, d), gradientsFinding(m, d), unallocatedFinding(m, d), nonPytorchFinding(m, d), partialFinding(m, d)])
       if (f) out.push(f);
   }
   out.sort((a, b) => SEVERITY[a.severity] - SEVERITY[b.severity] || a.device - b.device);
@@ -400,7 +454,7 @@ export function distinctFindings(fs: Finding[]): FindingGroup[] {
   const byKey = new Map<string, FindingGroup>();
   for (const f of fs) {
     const n = f.numbers;
-    const key = f.id === "oom" ? `oom/${f.device}/${n.phase}/${n.range}/${n.request_bytes}` : `${f.id}/${f.device}/${f.title}`;
+    const key = f.id === "oom" ? `oom/${f.device}/${n.phase}/${n.range}/${n.request_bytes}/${n.asked_at ?? ""}` : `${f.id}/${f.device}/${f.title}`;
     const had = byKey.get(key);
     const steps = f.id === "oom" && typeof n.step === "number" ? [n.step] : [];
     if (!had) byKey.set(key, { ...f, count: 1, steps });

@@ -7,7 +7,7 @@ import { RESYNCED_STEP } from "./blocks";
 import { LARGE_REMAINDER } from "./consistency";
 import type { DeviceState } from "./device";
 import type { ProfilerModel } from "./model";
-import { frameLabel } from "./user-frame";
+import { citedLine, LineSums, type LineBytes, type LineSplit } from "./line-bytes";
 import { formatBytes, inPhase } from "../words";
 
 /**
@@ -69,27 +69,23 @@ export function growthSite(m: ProfilerModel, d: DeviceState, sinceStep: number, 
   const frame = siteFrame(m, d, (slot) => held.has(slot) && b.phase[slot]! * 2 ** 32 + b.range[slot]! === top[0]);
   const at = frame ? `, at ${frame.label}` : "";
   const where = `${inPhase(phase)}, ${range ? `in range ${range}` : "outside every record_function range"}${at}`;
-  return { phase, range, frame: frame?.label ?? null, frameShort: frame?.short ?? null, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };
+  return { phase, range, frame: frame?.label ?? null, frameShort: frame?.short ?? null, frameBytes: frame?.bytes ?? null, frameBlocks: frame?.blocks ?? null, bytes: top[1].bytes, blocks: top[1].blocks, words: `the ${top[1].blocks} blocks still held (${formatBytes(top[1].bytes)}) were allocated ${where}` };
 }
 
-/** The user's line (user-frame.ts) that allocated most of the live blocks `pick` keeps, where the
- *  model knows where blocks were allocated (a snapshot's stacks); null elsewhere. */
-export function siteFrame(m: ProfilerModel, d: DeviceState, pick: (slot: number) => boolean): { label: string; short: string; bytes: number } | null {
+/** The live blocks `pick` keeps by the user's line that allocated them (line-bytes.ts), where
+ *  the model knows where blocks were allocated (a snapshot's stacks, the hook's); null elsewhere. */
+export function siteLines(m: ProfilerModel, d: DeviceState, pick: (slot: number) => boolean, limit = 8): LineSplit | null {
   const stacks = m.stacks;
   if (!stacks) return null;
   const b = d.blocks;
-  const bytes = new Map<string, { short: string; bytes: number }>();
-  for (const slot of b.bySlot.values()) {
-    if (!pick(slot)) continue;
-    const stack = b.stack[slot] || stacks.stackOf(d.device, b.address[slot]!);
-    const at = stack ? stacks.userFrame(stack) : -1;
-    if (at < 0) continue;
-    const frame = stacks.frames(stack)[at]!;
-    const label = frameLabel(frame);
-    const e = bytes.get(label) ?? bytes.set(label, { short: frameLabel(frame, true), bytes: 0 }).get(label)!;
-    e.bytes += b.size[slot]!;
-  }
-  let top: { label: string; short: string; bytes: number } | null = null;
-  for (const [label, e] of bytes) if (!top || e.bytes > top.bytes) top = { label, ...e };
-  return top;
+  const sums = new LineSums(stacks);
+  for (const slot of b.bySlot.values()) if (pick(slot)) sums.add(b.stack[slot] || stacks.stackOf(d.device, b.address[slot]!), b.size[slot]!);
+  return sums.split(limit);
+}
+
+/** The user's line that allocated most of the live blocks `pick` keeps, where it holds most of
+ *  their bytes (line-bytes.ts: citedLine); null where it is not known well enough to name. */
+export function siteFrame(m: ProfilerModel, d: DeviceState, pick: (slot: number) => boolean): LineBytes | null {
+  const split = siteLines(m, d, pick);
+  return split && citedLine(split);
 }

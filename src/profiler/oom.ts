@@ -2,6 +2,8 @@
 // PyTorch held at that moment, and what live memory was made of. The first ones are kept: later
 // ones are usually the same story.
 
+import type { LineSums } from "./line-bytes";
+
 /** How many OOM incidents a device keeps. */
 export const MAX_OOMS = 16;
 
@@ -18,6 +20,10 @@ export interface OomIncident {
   largest_free_block_bytes: number;
   live_by_category_bytes: Float64Array;
   nvml_used_bytes: number | null;
+  /** The stack of the request that failed (the hook's, where stacks are on; a snapshot's frames); 0: none. */
+  stack: number;
+  /** The live blocks then by stack, for the lines holding most (line-bytes.ts); null without stacks. */
+  live_lines: LineSums | null;
 }
 
 export class OomLog {

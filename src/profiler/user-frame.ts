@@ -5,6 +5,8 @@
 // (their own wrappers, a vendored package) and may say that a package of theirs is their code even
 // where it is installed. One rule, pure, for snapshots' frames and the hook's live stacks alike.
 
+import type { StackSampling } from "./stack-weight";
+
 /** One frame as PyTorch records it. */
 export interface Frame {
   file: string;
@@ -57,6 +59,8 @@ function isNative(file: string): boolean {
 /** Python's own library (stdlib and installed packages) and torch, by where the file lies. */
 const LIBRARY = [
   /\/(site|dist)-packages\//,
+  // the monitor's own agent, wherever it was put on the path (its marks are made from its frames)
+  /(^|\/)gpumem_agent\//,
   // the standard library frozen into the interpreter
   /^<frozen /,
   // the standard library: …/lib/python3.12/…, …/lib64/python3.11t/…, C:/Python312/Lib/…
@@ -112,4 +116,7 @@ export interface BlockStacks {
   frames(stack: number): readonly Frame[];
   /** The index of the stack's user frame in frames(stack), or -1. */
   userFrame(stack: number): number;
+  /** How the stacks were taken where not every block has one (the hook's threshold and sampling:
+   *  stack-weight.ts); absent where every allocation has its stack (torch's history). */
+  readonly sampling?: StackSampling | null;
 }

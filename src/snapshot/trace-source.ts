@@ -235,8 +235,9 @@ export function snapshotReplay(trace: TraceColumns, annotations: unknown, segmen
           }
           put(batch, n, a, trace.device[i]!, trace.address[i]!, trace.size[i]!, trace.stream[i]!, te, stack.length ? stack[stack.length - 1]! : 0);
           if (a === ACTION.oom) batch.extra[n] = trace.deviceFree.get(i) ?? 0;
-          // Where it was allocated: the entry's stack, resolved by the model's stacks (model.stacks).
-          else if (a === ACTION.alloc) batch.stack[n] = trace.stack[i]!;
+          // Where it was allocated (an OOM: where it was asked for): the entry's stack, resolved by
+          // the model's stacks (model.stacks).
+          if (a === ACTION.alloc || a === ACTION.oom) batch.stack[n] = trace.stack[i]!;
         }
         batch.step[n] = step;
         batch.phase[n] = phase;

@@ -1,0 +1,103 @@
+// Bytes by the user's line (user-frame.ts) of the blocks that carry a stack, each block weighed as
+// what it stands for (stack-weight.ts: a sampled small block stands for more than itself), and
+// the bytes whose line is not known kept apart, never spread over the lines. One sum for every
+// place that says which lines hold memory: the findings, the at-peak groups, Prometheus.
+
+import { stackWeight } from "./stack-weight";
+import type { DeviceState } from "./device";
+import { frameLabel, type BlockStacks } from "./user-frame";
+
+export interface LineBytes {
+  /** "path/train.py:42 step" */
+  label: string;
+  /** "train.py:42 step" */
+  short: string;
+  /** What its blocks stand for (sampled ones weighed), rounded to a byte. */
+  bytes: number;
+  /** Its blocks that carry the stack (not what sampled ones stand for). */
+  blocks: number;
+}
+
+/** Where the bytes of a finding or a group lie, by line. */
+export interface LineSplit {
+  lines: LineBytes[];
+  /** Bytes of blocks without a known line: no stack (before the attach, autograd's engine, not
+   *  sampled, stacks off), frames not in the manifest yet, or library code only. */
+  unknown_bytes: number;
+  /** Every block's own bytes. */
+  total_bytes: number;
+}
+
+/** What a finding may say of a line: one holding at least this share of the bytes it speaks of
+ *  (weighed); below it the line would be a guess, and the finding names none. */
+export const CITE_SHARE = 0.5;
+
+export class LineSums {
+  private readonly by = new Map<number, { bytes: number; blocks: number }>();
+  private unknown = 0;
+  private total = 0;
+
+  constructor(private readonly stacks: BlockStacks | null) {}
+
+  /** One block: its stack id (0: none) and size. */
+  add(stack: number, size: number): void {
+    this.total += size;
+    if (stack === 0 || !this.stacks) {
+      this.unknown += size;
+      return;
+    }
+    const e = this.by.get(stack);
+    const w = stackWeight(size, this.stacks.sampling);
+    if (e) {
+      e.bytes += w;
+      e.blocks++;
+    } else this.by.set(stack, { bytes: w, blocks: 1 });
+  }
+
+  /** The lines, the most bytes first (then the label), at most `limit` of them. */
+  split(limit = Infinity): LineSplit {
+    const lines = new Map<string, LineBytes>();
+    let unknown = this.unknown;
+    const stacks = this.stacks;
+    for (const [stack, e] of this.by) {
+      const k = stacks ? stacks.userFrame(stack) : -1;
+      if (k < 0) {
+        // Weighed, as the bytes it stands for; capped below by nothing: what is unknown is unknown.
+        unknown += e.bytes;
+        continue;
+      }
+      const f = stacks!.frames(stack)[k]!;
+      const label = frameLabel(f);
+      const l = lines.get(label);
+      if (l) {
+        l.bytes += e.bytes;
+        l.blocks += e.blocks;
+      } else lines.set(label, { label, short: frameLabel(f, true), bytes: e.bytes, blocks: e.blocks });
+    }
+    const sorted = [...lines.values()].sort((a, b) => b.bytes - a.bytes || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
+    for (const l of sorted) l.bytes = Math.round(l.bytes);
+    return { lines: sorted.slice(0, limit), unknown_bytes: Math.round(unknown), total_bytes: this.total };
+  }
+}
+
+/** The line a finding may cite: the top one where it holds at least CITE_SHARE of the bytes
+ *  (weighed, against every block's own bytes), else null. */
+export function citedLine(s: LineSplit): LineBytes | null {
+  const top = s.lines[0];
+  return top && s.total_bytes > 0 && top.bytes >= CITE_SHARE * s.total_bytes ? top : null;
+}
+
+/** "train.py:42 step (1.50 GiB), train.py:40 step (200.00 MiB)": lines in words with their bytes. */
+export function linesInWords(lines: readonly LineBytes[], bytes: (n: number) => string): string {
+  return lines.map((l) => `${l.short} (${bytes(l.bytes)})`).join(", ");
+}
+
+/** The live blocks of device `d` by stack, taken now (their lines are read later: frames reach
+ *  the manifest up to a sync after their records); null where the model has no stacks. */
+export function liveLineSums(stacks: BlockStacks | null, d: DeviceState): LineSums | null {
+  if (!stacks) return null;
+  const b = d.blocks;
+  const sums = new LineSums(stacks);
+  for (const slot of b.bySlot.values()) sums.add(b.stack[slot] || stacks.stackOf(d.device, b.address[slot]!), b.size[slot]!);
+  return sums;
+}
