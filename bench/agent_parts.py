@@ -1,6 +1,6 @@
 """Which part of the agent costs a training step, each measured against itself inside ONE process.
 
-    python3 bench/agent_parts.py OUT_DIR [--quick] [--workloads launch_bound,gpu_bound] [--parts a,b]
+    python3 bench/agent_parts.py OUT_DIR [--quick] [--workloads launch_bound,gpu_bound,resnet50,compiled] [--parts a,b]
                                  [--rounds-launch 16] [--rounds-gpu 10] [--block-ms 120] [--cpus 2,3]
     python3 bench/agent_parts.py OUT_DIR --render OUT_DIR/agent_parts.json   (tables again, no GPU)
 
@@ -25,7 +25,13 @@ Parts (all on is the agent as shipped; every other part stays on while one is sw
   sync-thread          memory_stats every 0.25 s on the agent's thread (off: its work skipped)
   control-thread       the control socket's thread (off: stopped; on: a new one)
   reader               a process reading the ring as the monitor does, every 0.1 s (off: SIGSTOP)
+  stacks               the hook's Python stacks as shipped (every allocation of 1 MiB or more,
+                       smaller ones sampled by bytes: stacks.py; off: gpumem_hook_stacks(0, 0))
   all                  every part above but global-module-hooks, together
+
+Workloads: launch_bound and gpu_bound are the transformers GPT-2 steps of agent_overhead_gpt2.py;
+resnet50 is torchvision's ResNet50 (batch 32, 224 x 224, SGD with momentum); compiled is the
+launch-bound GPT-2 under torch.compile (its compilation in the warm-up).
 
 Torch's own cost of a tracker (it builds an entry per allocator event once one is attached, and
 has no detach) is not switchable here: `agent_overhead_gpt2.py --modes none,tracker-bare` measures
@@ -49,15 +55,19 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "agent"))
 
 PARTS = ["null", "tracker", "ranges", "module-hooks", "global-module-hooks", "autograd", "optimizer-hooks",
-         "sync-thread", "control-thread", "reader", "all"]
+         "sync-thread", "control-thread", "reader", "stacks", "all"]
 WHAT = {
     "null": "nothing (A/A)", "tracker": "hook: per-event record", "ranges": "hook: record_function callback",
     "module-hooks": "hooks on the models", "global-module-hooks": "global module hooks (before step 1)",
     "autograd": "backward/grad wrapper", "optimizer-hooks": "optimizer step hooks", "sync-thread": "sync thread's work",
-    "control-thread": "control thread", "reader": "a ring reader process", "all": "all but global module hooks",
+    "control-thread": "control thread", "reader": "a ring reader process", "stacks": "hook: Python stacks, sampled (shipped)",
+    "all": "all but global module hooks",
 }
+# The Python stacks are on by default only where they cost at most this much of the step (issue 37).
+STACKS_TARGET_PCT = 1.0
+EXTRA_WORKLOADS = ("resnet50", "compiled")
 # gpumem_hook_bench_set's parts (cuda/hook.cpp)
-TARGETS_PCT = {"launch_bound": 3.0, "gpu_bound": 1.0}
+TARGETS_PCT = {"launch_bound": 3.0, "gpu_bound": 1.0, "resnet50": 1.0, "compiled": 3.0}
 READER_TICK_S = 0.1
 
 from agent_switches import close, switches  # noqa: E402  beside this file
@@ -183,11 +193,69 @@ def hook_calls(agent, torch, opt, n=20000):
     return out
 
 
+def resnet50_step(torch, dev, batch=32):
+    """One training step of torchvision's ResNet50 (from its constructor, no weights) on a fixed
+    batch of 224 x 224 images, SGD with momentum."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50().to(dev)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (batch,), device=dev)
+
+    def step():
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def compiled_step(torch, dev, batch, seq):
+    """The GPT-2 step with the model under torch.compile (default mode): inductor's kernels, the
+    allocations its generated code makes."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_positions=256, n_embd=768, n_layer=12, n_head=12)).to(dev)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    fwd = torch.compile(model)
+    ids = torch.randint(0, 50257, (batch, seq), device=dev)
+
+    def step():
+        fwd(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def build_workload(torch, dev, workload):
+    from agent_overhead_gpt2 import WORKLOADS, build_step
+
+    if workload == "resnet50":
+        return resnet50_step(torch, dev)
+    if workload == "compiled":
+        return compiled_step(torch, dev, *WORKLOADS["launch_bound"])
+    return build_step(torch, dev, *WORKLOADS[workload])
+
+
+def stacks_state(agent):
+    """The agent's stack settings and what the hook has interned so far."""
+    st = getattr(agent, "stacks", None)
+    if st is None:
+        return {"on": False, "note": getattr(agent, "notes", {}).get("stacks")}
+    st.read_new()
+    return {"on": True, "min_bytes": st.min_bytes, "sample_bytes": st.sample_bytes, "interned": len(st.table), "note": agent.notes.get("stacks")}
+
+
 def child(workload, args):
     import torch
 
     import gpumem_agent
-    from agent_overhead_gpt2 import WORKLOADS, build_step
 
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
@@ -197,8 +265,7 @@ def child(workload, args):
     agent = gpumem_agent.attach()
     if agent is None or agent.mode != "hook":
         raise RuntimeError("the agent did not attach with its hook: %s" % getattr(agent, "hook_error", None))
-    batch, seq = WORKLOADS[workload]
-    step = build_step(torch, dev, batch, seq)
+    step = build_workload(torch, dev, workload)
     for _ in range(10):  # the first optimizer step narrows the module hooks to this model
         step()
     torch.cuda.synchronize()
@@ -208,10 +275,10 @@ def child(workload, args):
     torch.cuda.synchronize()
     step_ms = (time.perf_counter() - t) / 5 * 1000
     k = max(2, int(round(args.block_ms / step_ms)))
-    rounds = args.rounds_launch if workload == "launch_bound" else args.rounds_gpu
+    rounds = args.rounds_launch if workload in ("launch_bound", "compiled") else args.rounds_gpu
     sw = switches(agent, torch)
     out = {"workload": workload, "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "step_ms": step_ms,
-           "k": k, "rounds": rounds, "parts": {}, "hook_mode": agent.mode}
+           "k": k, "rounds": rounds, "parts": {}, "hook_mode": agent.mode, "stacks": stacks_state(agent)}
     try:
         for name in args.parts:
             s = sw.get(name)
@@ -225,6 +292,7 @@ def child(workload, args):
                 out["parts"][name] = {"error": "%s: %s" % (type(e).__name__, e)}
             out["parts"][name]["seconds"] = round(time.perf_counter() - t, 1)
             print("  %-12s %-20s %s" % (workload, name, _line(out["parts"][name])), flush=True)
+        out["stacks_after"] = stacks_state(agent)
         opt = next(iter(agent.phases.optimizers), None) if agent.phases else None
         out["hook_calls_us"] = hook_calls(agent, torch, opt, 2000 if args.quick else 20000)
     finally:
@@ -308,6 +376,15 @@ def markdown(result):
             rows.append("| %s | %s | %.3f | %+.4f (%+.4f…%+.4f) | %+.2f%% | %+.4f [%+.4f, %+.4f] | %+.4f | %.0f |" % (
                 name, WHAT.get(name, ""), x["off_ms"], x["median"], x["q1"], x["q3"], x["pct"], x["mean"], x["mean_ci"][0], x["mean_ci"][1],
                 c["median"], p.get("seconds", 0)))
+        st, sk = r.get("stacks_after") or r.get("stacks") or {}, r["parts"].get("stacks", {}).get("wall")
+        if st.get("on"):
+            rows += ["", "Stacks as shipped: %s; %d distinct stacks interned by the end." % (st.get("note") or "on", st.get("interned", 0))]
+        elif st:
+            rows += ["", "Stacks: off in this process (%s)." % (st.get("note") or "not started")]
+        if sk:
+            rows += ["Stacks cost %+.2f%% of the step (median; mean %+.2f%%, 95%% [%+.4f, %+.4f] ms), target ≤ %.0f%% to be on by default: **%s**"
+                     " (the A/A row `null` is the method's noise)." % (sk["pct"], sk["mean_pct"], sk["mean_ci"][0], sk["mean_ci"][1], STACKS_TARGET_PCT,
+                                                                        "MET" if sk["pct"] <= STACKS_TARGET_PCT else "MISSED")]
         a = r["parts"].get("all", {}).get("wall")
         if a:
             rows += ["", "All parts together: %+.2f%% of the step (median; mean %+.2f%%), target ≤ %.0f%% for the whole agent; torch's own cost of"
@@ -356,16 +433,19 @@ def main():
     args.parts, workloads = args.parts.split(","), args.workloads.split(",")
     from agent_overhead_gpt2 import WORKLOADS, run_forked
 
-    bad = [p for p in args.parts if p not in PARTS] + [w for w in workloads if w not in WORKLOADS]
+    known = list(WORKLOADS) + list(EXTRA_WORKLOADS)
+    bad = [p for p in args.parts if p not in PARTS] + [w for w in workloads if w not in known]
     if bad or args.rounds_launch < 2 or args.rounds_gpu < 2 or args.block_ms <= 0:
         sys.stderr.write("agent_parts: unknown part or workload %s, or rounds below 2 or --block-ms not positive (parts: %s; workloads: %s)\n"
-                         % (", ".join(bad) or "(none)", ", ".join(PARTS), ", ".join(WORKLOADS)))
+                         % (", ".join(bad) or "(none)", ", ".join(PARTS), ", ".join(known)))
         sys.exit(2)
     t0 = time.perf_counter()
     try:
         import torch  # once here; CUDA starts only in the forked children
         import transformers
         from transformers import GPT2Config, GPT2LMHeadModel  # noqa: F401 - loaded before the forks
+        if "resnet50" in workloads:
+            import torchvision  # noqa: F401
     except ImportError as e:
         sys.stderr.write("agent_parts: needs torch and transformers on a CUDA machine: %s\n" % e)
         sys.exit(2)

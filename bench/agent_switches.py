@@ -185,11 +185,29 @@ def _reader(agent, torch):
     return sw
 
 
+def _stacks(agent, torch):
+    """The hook's Python stacks (stacks.py: on by default, sampled by bytes): off through the hook's
+    own switch (gpumem_hook_stacks(0, 0)), on again at the agent's settings."""
+    from gpumem_agent import stacks
+
+    st = getattr(agent, "stacks", None)
+    if st is None or not agent.hook:
+        raise Unavailable("stacks are off in this process: %s" % getattr(agent, "notes", {}).get("stacks", "not started"))
+
+    def call(min_bytes, sample_bytes):
+        rc = stacks.set_stacks(agent.hook, min_bytes, sample_bytes)
+        if rc != 0:
+            raise OSError(-rc, "gpumem_hook_stacks(%d, %d): %s" % (min_bytes, sample_bytes, os.strerror(-rc)))
+
+    return Switch(lambda: call(st.min_bytes, st.sample_bytes), lambda: call(0, 0))
+
+
 FACTORIES = {
     "tracker": lambda a, t: _hook_switch(a, HOOK_TRACKER),
     "ranges": lambda a, t: _hook_switch(a, HOOK_RANGES),
     "module-hooks": _module_hooks, "global-module-hooks": _global_module_hooks, "autograd": _autograd,
     "optimizer-hooks": _optimizer_hooks, "sync-thread": _sync_thread, "control-thread": _control_thread, "reader": _reader,
+    "stacks": _stacks,
 }
 
 

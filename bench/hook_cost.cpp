@@ -197,6 +197,15 @@ int main(int argc, char** argv) {
   const cca::TraceEntry::Action cycle[] = {cca::TraceEntry::ALLOC, cca::TraceEntry::FREE_REQUESTED, cca::TraceEntry::FREE_COMPLETED};
   const auto mixed = entries_of([&cycle](size_t i) { return cycle[i % 3]; });
   measure("mixed", mixed, hook, empty, runs, events, has_tsc, false);
+  // Python stacks on (the default), every allocation below the threshold: what each one pays is the
+  // threshold's compare and the device's countdown of bytes (cuda/pystack.h gpumem_pystack_wanted),
+  // a subtraction and a branch. The countdown never runs out here: the walk a sample costs is timed
+  // by bench/pystack_cost.py (this build has no interpreter to walk).
+  g_stack_min.store(uint64_t(1) << 40, std::memory_order_relaxed);
+  for (auto& s : gpumem_pystack_samplers) s.left = INT64_MAX;
+  measure("alloc, stacks on (below the threshold)", entries_of([](size_t) { return cca::TraceEntry::ALLOC; }), hook, empty, runs, events, has_tsc, false);
+  measure("mixed, stacks on (below the threshold)", mixed, hook, empty, runs, events, has_tsc, false);
+  g_stack_min.store(0, std::memory_order_relaxed);
   // The same mix on the shared lane: a device without a lane of its own (fetch-add claim).
   g_device_lanes.store(0);
   measure("mixed", mixed, hook, empty, runs, events, has_tsc, true);

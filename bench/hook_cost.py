@@ -83,6 +83,10 @@ def markdown(r):
         " store claim the slot); shared = the shared lane, claimed with an atomic fetch-add (marks, and the events of a"
         " device without a lane of its own).",
         "",
+        "stacks on (below the threshold): the Python stacks as shipped, every allocation below their threshold, so each pays the"
+        " threshold's compare and its device's countdown of bytes (cuda/pystack.h); the countdown is kept from running out, the"
+        " walk of a sampled allocation being bench/pystack_cost.py's to time.",
+        "",
         "mixed = alloc, free_requested, free_completed in turn (what a training loop produces). The records written (%d) and"
         " the allocations counted in the ring's totals (%d) show the hook did its whole work in the loop."
         % (r["records_written"], r["n_alloc"]),

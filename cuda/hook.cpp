@@ -40,7 +40,7 @@ std::atomic<uint32_t> g_device_lanes{0};
 std::once_flag g_tracker_once;
 std::atomic<bool> g_exact{false};  // read the allocator's own stats at each event (see on_trace)
 std::atomic<bool> g_empty{false};  // benchmark only: a tracker that returns at once (torch's own cost)
-std::atomic<uint64_t> g_stack_min{0};  // allocations this large carry their Python stack (0: none)
+std::atomic<uint64_t> g_stack_min{0};  // allocations this large carry their Python stack, smaller ones sampled (0: none)
 
 template <typename T>
 uint64_t as_u64(T v) {
@@ -93,16 +93,17 @@ inline uint64_t pool_of(const Entry& te) {
   }
 }
 
-// The stack of a large allocation (pystack.h: only where this thread holds the GIL), out of line.
+// The stack of an allocation that carries one (cuda/pystack.h: the calling thread's frames), out of line.
 __attribute__((noinline, cold)) uint64_t stack_of_alloc() { return gpumem_pystack_capture(); }
 
 // What `extra` carries: for OOM the free bytes (PyTorch stores them in addr_), for a segment its
-// pool, for an allocation at or above the stack threshold its stack's id.
+// pool, for an allocation that carries a stack (at or above the threshold, or sampled below it by
+// the device's countdown of bytes: pystack.h) its stack's id.
 inline uint64_t extra_of(const cca::TraceEntry& te, uint8_t action) {
   if (te.action_ == cca::TraceEntry::OOM) return te.addr_;
   if (action == GPUMEM_ACTION_ALLOC) {
     const uint64_t min = g_stack_min.load(std::memory_order_relaxed);
-    return min != 0 && te.size_ >= min ? stack_of_alloc() : 0;
+    return min != 0 && gpumem_pystack_wanted(static_cast<uint32_t>(te.device_), te.size_, min) ? stack_of_alloc() : 0;
   }
   return segment_action(action) ? pool_of(te) : 0;
 }
@@ -416,10 +417,12 @@ uint32_t gpumem_hook_features(void) {
          (gpumem_pystack_supported() ? GPUMEM_FEATURE_ALLOC_STACKS : 0u) | GPUMEM_FEATURE_SYNC_POINTS | GPUMEM_FEATURE_VALUES;
 }
 
-// Python stacks for allocations of at least `min_bytes` (0: none), their count and their text
+// Python stacks for allocations of at least `min_bytes` (0: none) and for smaller ones sampled at
+// one per `sample_bytes` allocated (0: none below the threshold), their count and their text
 // (cuda/pystack.h). 0, or -ENOSYS where this build does not know the interpreter's frames.
-int gpumem_hook_stacks(uint64_t min_bytes) {
-  const int rc = gpumem_pystack_enable(min_bytes);
+// Also the benchmarks' switch (bench/agent_parts.py: stacks off and on again in one process).
+int gpumem_hook_stacks(uint64_t min_bytes, uint64_t sample_bytes) {
+  const int rc = gpumem_pystack_enable(min_bytes, sample_bytes);
   if (rc == 0) g_stack_min.store(min_bytes, std::memory_order_relaxed);
   return rc;
 }

@@ -12,15 +12,59 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-/* 3.11 to 3.13 with the GIL: a free-threaded build (Py_GIL_DISABLED) lays its frames out otherwise. */
-#if !defined(GPUMEM_NO_PYTHON_H) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED)
+/* 3.11 to 3.14 with the GIL: a free-threaded build (Py_GIL_DISABLED) lays its frames out otherwise. */
+#if !defined(GPUMEM_NO_PYTHON_H) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030F0000 && !defined(Py_GIL_DISABLED)
 #define GPUMEM_PYSTACK_KNOWN 1
 
+#if PY_VERSION_HEX >= 0x030E0000 || defined(GPUMEM_PYSTACK_OFFSETS_CHECK)
+/* 3.14: the frame and code layouts from the running interpreter's _Py_DebugOffsets (the table PEP 768
+ * debuggers and `attach` read), whose own layout holds within a minor version. The headers' structs
+ * are internal from 3.14 on. GPUMEM_PYSTACK_OFFSETS_CHECK compiles this path on an older Python, to
+ * check it builds; there the table is missing and enable() says -ENOSYS. */
+#define GPUMEM_PYSTACK_OFFSETS 1
+#define DBG_COOKIE "xdebugpy"
+/* Words after the 8-byte cookie (Include/internal/pycore_debug_offsets.h, 3.14; as inject_pep768.c
+ * counts them). */
+enum {
+  DBG_VERSION = 0,
+  DBG_FREE_THREADED = 1,
+  DBG_TSTATE_SIZE = 21,
+  DBG_TSTATE_CURRENT_FRAME = 25,
+  DBG_FRAME_SIZE = 30,
+  DBG_FRAME_PREVIOUS = 31,
+  DBG_FRAME_EXECUTABLE = 32,
+  DBG_FRAME_INSTR_PTR = 33,
+  DBG_FRAME_OWNER = 35,
+  DBG_CODE_SIZE = 38,
+  DBG_CODE_FILENAME = 39,
+  DBG_CODE_QUALNAME = 41,
+  DBG_CODE_ADAPTIVE = 47,
+};
+#define DBG_MINOR 14
+static struct {
+  size_t ts_frame, f_previous, f_executable, f_instr, f_owner, co_filename, co_qualname, co_code;
+} g_off;
+#define AT(p, off, T) (*(T const *)((const char *)(p) + (off)))
+typedef void gpumem_iframe;
+#define CURRENT_FRAME(ts) AT(ts, g_off.ts_frame, gpumem_iframe *)
+#define FRAME_PREVIOUS(f) AT(f, g_off.f_previous, gpumem_iframe *)
+/* f_executable is a _PyStackRef: the object's address with tag bits in the low two. */
+#define FRAME_CODE(f) ((PyObject *)(AT(f, g_off.f_executable, uintptr_t) & ~(uintptr_t)3))
+#define FRAME_INSTR(f) AT(f, g_off.f_instr, const char *)
+#define FRAME_OWNER(f) AT(f, g_off.f_owner, char)
+#define CODE_START(co) ((const char *)(co) + g_off.co_code)
+#define CODE_FILENAME(co) AT(co, g_off.co_filename, PyObject *)
+#define CODE_QUALNAME(co) AT(co, g_off.co_qualname, PyObject *)
+#define NOT_STARTED(f, co) 0 /* instr_ptr is the instruction executing or about to: never before the code */
+#define OWNED_BY_INTERPRETER 3 /* 3 and above: the interpreter's own base and entry frames */
+#define SHIM(f) (FRAME_OWNER(f) >= OWNED_BY_INTERPRETER)
+
+#else
 /* A bytecode unit, and where a code object's units begin (co_code_adaptive, public in 3.11-3.13,
  * where 3.13 made CPython's own unit type and macro internal). */
 typedef uint16_t gpumem_codeunit;
-#define CODE_START(co) ((gpumem_codeunit *)(co)->co_code_adaptive)
 
 /* CPython's _PyInterpreterFrame (Include/internal/pycore_frame.h) for this minor version, as far
  * as the fields read here; nothing is ever written. */
@@ -62,12 +106,22 @@ struct gpumem_iframe {
 #define CURRENT_FRAME(ts) ((gpumem_iframe *)(ts)->current_frame)
 #endif
 #endif
+#define FRAME_PREVIOUS(f) ((f)->previous)
+#define FRAME_INSTR(f) ((const char *)(f)->instr)
+#define CODE_START(co) ((const char *)(co)->co_code_adaptive)
+#define CODE_FILENAME(co) ((co)->co_filename)
+#define CODE_QUALNAME(co) ((co)->co_qualname)
 #define OWNED_BY_GENERATOR 1
 #define OWNED_BY_CSTACK 3 /* 3.12+: a shim frame the interpreter puts on the C stack */
-#define WALK_LIMIT 256    /* frames looked at, at most (a deep recursion is cut, not walked) */
+#define SHIM(f) ((f)->owner == OWNED_BY_CSTACK)
+/* A frame just pushed, before its first traceable instruction, has no line yet. */
+#define NOT_STARTED(f, co) ((f)->owner != OWNED_BY_GENERATOR && FRAME_INSTR(f) < CODE_START(co) + 2 * (co)->_co_firsttraceable)
+#endif
+#define WALK_LIMIT 256 /* frames looked at, at most (a deep recursion is cut, not walked) */
 #endif
 
-/* Interned stacks: their frames as (code, byte offset) for the lookup, their text for readers. */
+/* Interned stacks: their frames as (code, byte offset) for the lookup, their text for readers. A
+ * frame whose code is 0 stands for `offset` frames left out between the innermost and the user's. */
 typedef struct {
   uintptr_t code[GPUMEM_PYSTACK_FRAMES];
   int32_t offset[GPUMEM_PYSTACK_FRAMES];
@@ -87,7 +141,64 @@ static uint32_t g_text_used;
 #endif
 static uint32_t g_count;    /* published (release) */
 static uint64_t g_min;      /* 0: off */
+static uint64_t g_rate;     /* the sampling's mean bytes; 0: none below g_min */
 static uint64_t g_dropped;
+
+gpumem_pystack_sampler gpumem_pystack_samplers[GPUMEM_PYSTACK_SAMPLERS];
+
+/* --- sampling by bytes ------------------------------------------------------------------------ */
+
+static uint64_t next_random(gpumem_pystack_sampler *s) {
+  uint64_t x = __atomic_load_n(&s->rng, __ATOMIC_RELAXED);
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  __atomic_store_n(&s->rng, x, __ATOMIC_RELAXED);
+  return x * 2685821657736338717ull;
+}
+
+/* -ln(u) for u in (0, 1], without libm (the hook double and benchmarks are built without it): u =
+ * m * 2^e with m in [1, 2), ln m = 2 atanh((m - 1) / (m + 1)), whose series in z <= 1/3 is exact to
+ * about 1e-10 after the terms below: far below what a sample's weight needs. */
+static double neg_log(double u) {
+  union {
+    double d;
+    uint64_t b;
+  } v = {u};
+  const int e = (int)((v.b >> 52) & 0x7ff) - 1023;
+  v.b = (v.b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  const double z = (v.d - 1.0) / (v.d + 1.0), z2 = z * z;
+  const double ln_m = 2.0 * z * (1.0 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 + z2 * (1.0 / 11 + z2 * (1.0 / 13 + z2 * (1.0 / 15 + z2 / 17))))))));
+  return -(e * 0.6931471805599453 + ln_m);
+}
+
+/* Bytes to the next sample: an exponential of mean `rate`. */
+static int64_t draw(gpumem_pystack_sampler *s, uint64_t rate) {
+  const double u = (double)((next_random(s) >> 11) + 1) * (1.0 / 9007199254740992.0); /* (0, 1] */
+  const double b = neg_log(u) * (double)rate;
+  return b >= 9.0e18 ? INT64_MAX : (int64_t)b;
+}
+
+int gpumem_pystack_resample(gpumem_pystack_sampler *s) {
+  const uint64_t rate = __atomic_load_n(&g_rate, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->left, rate ? draw(s, rate) : INT64_MAX, __ATOMIC_RELAXED);
+  return rate != 0;
+}
+
+/* Every countdown afresh, each generator from its own seed (the clock and its index). */
+static void reset_samplers(uint64_t rate) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  for (uint32_t i = 0; i < GPUMEM_PYSTACK_SAMPLERS; i++) {
+    gpumem_pystack_sampler *s = &gpumem_pystack_samplers[i];
+    uint64_t z = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) + (i + 1) * 0x9E3779B97F4A7C15ull; /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    __atomic_store_n(&s->rng, z ? z : 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->left, rate ? draw(s, rate) : INT64_MAX, __ATOMIC_RELAXED);
+  }
+}
 
 #ifdef GPUMEM_PYSTACK_KNOWN
 /* The interpreter's own symbols, looked up when stacks are enabled instead of linked: a hook that
@@ -96,10 +207,40 @@ static PyThreadState *(*p_this_thread_state)(void);
 static int (*p_addr2line)(PyCodeObject *, int);
 static const void *p_code_type;
 
+#ifdef GPUMEM_PYSTACK_OFFSETS
+/* The running interpreter's debug offsets: this minor version's table, with the GIL, every offset
+ * used inside the structure it belongs to. 1 where they are usable. */
+static int bind_offsets(void) {
+  const char *rt = (const char *)dlsym(RTLD_DEFAULT, "_PyRuntime");
+  if (!rt || memcmp(rt, DBG_COOKIE, 8) != 0) return 0;
+  uint64_t w[DBG_CODE_ADAPTIVE + 1];
+  memcpy(w, rt + 8, sizeof w);
+  if (((w[DBG_VERSION] >> 24) & 0xff) != 3 || ((w[DBG_VERSION] >> 16) & 0xff) != DBG_MINOR || w[DBG_FREE_THREADED] != 0) return 0;
+  if (w[DBG_TSTATE_SIZE] > (1u << 20) || w[DBG_FRAME_SIZE] > 4096 || w[DBG_CODE_SIZE] > 4096) return 0;
+  if (w[DBG_TSTATE_CURRENT_FRAME] + 8 > w[DBG_TSTATE_SIZE]) return 0;
+  if (w[DBG_FRAME_PREVIOUS] + 8 > w[DBG_FRAME_SIZE] || w[DBG_FRAME_EXECUTABLE] + 8 > w[DBG_FRAME_SIZE] ||
+      w[DBG_FRAME_INSTR_PTR] + 8 > w[DBG_FRAME_SIZE] || w[DBG_FRAME_OWNER] + 1 > w[DBG_FRAME_SIZE])
+    return 0;
+  if (w[DBG_CODE_FILENAME] + 8 > w[DBG_CODE_SIZE] || w[DBG_CODE_QUALNAME] + 8 > w[DBG_CODE_SIZE] || w[DBG_CODE_ADAPTIVE] > w[DBG_CODE_SIZE]) return 0;
+  g_off.ts_frame = w[DBG_TSTATE_CURRENT_FRAME];
+  g_off.f_previous = w[DBG_FRAME_PREVIOUS];
+  g_off.f_executable = w[DBG_FRAME_EXECUTABLE];
+  g_off.f_instr = w[DBG_FRAME_INSTR_PTR];
+  g_off.f_owner = w[DBG_FRAME_OWNER];
+  g_off.co_filename = w[DBG_CODE_FILENAME];
+  g_off.co_qualname = w[DBG_CODE_QUALNAME];
+  g_off.co_code = w[DBG_CODE_ADAPTIVE];
+  return 1;
+}
+#endif
+
 static int bind_python(void) {
   p_this_thread_state = (PyThreadState * (*)(void)) dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
   p_addr2line = (int (*)(PyCodeObject *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
   p_code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+#ifdef GPUMEM_PYSTACK_OFFSETS
+  if (!bind_offsets()) return 0;
+#endif
   return p_this_thread_state && p_addr2line && p_code_type;
 }
 #endif
@@ -112,7 +253,7 @@ int gpumem_pystack_supported(void) {
 #endif
 }
 
-int gpumem_pystack_enable(uint64_t min_bytes) {
+int gpumem_pystack_enable(uint64_t min_bytes, uint64_t sample_bytes) {
   if (!gpumem_pystack_supported()) return -ENOSYS;
 #ifdef GPUMEM_PYSTACK_KNOWN
   if (min_bytes && !g_stacks && !bind_python()) return -ENOSYS;
@@ -131,11 +272,15 @@ int gpumem_pystack_enable(uint64_t min_bytes) {
     g_text = text;
     __atomic_store_n(&g_stacks, s, __ATOMIC_RELEASE);
   }
+  const uint64_t rate = min_bytes ? sample_bytes : 0;
+  __atomic_store_n(&g_rate, rate, __ATOMIC_RELAXED);
+  reset_samplers(rate);
   __atomic_store_n(&g_min, min_bytes, __ATOMIC_RELAXED);
   return 0;
 }
 
 uint64_t gpumem_pystack_min_bytes(void) { return __atomic_load_n(&g_min, __ATOMIC_RELAXED); }
+uint64_t gpumem_pystack_sample_bytes(void) { return __atomic_load_n(&g_rate, __ATOMIC_RELAXED); }
 uint32_t gpumem_pystack_count(void) { return __atomic_load_n(&g_count, __ATOMIC_ACQUIRE); }
 uint64_t gpumem_pystack_dropped(void) { return __atomic_load_n(&g_dropped, __ATOMIC_RELAXED); }
 
@@ -188,6 +333,84 @@ static uint32_t put_dec(long v, char *out, uint32_t cap) {
   return n;
 }
 
+static uint32_t put_lit(const char *s, char *out, uint32_t cap) {
+  uint32_t n = 0;
+  while (s[n] && n < cap) out[n] = s[n], n++;
+  return n;
+}
+
+/* --- which code is the user's --------------------------------------------------------------- */
+
+/* Whether `p` (NUL-terminated) has "/lib/python3" or "/lib64/python3", its minor and an ABI letter
+ * or two, then "/": the standard library's directory. */
+static int stdlib_dir(const char *p) {
+  for (const char *q = p; (q = strstr(q, "/lib")) != NULL; q++) {
+    const char *r = q + 4;
+    if (r[0] == '6' && r[1] == '4') r += 2;
+    if (strncmp(r, "/python", 7) != 0) continue;
+    r += 7;
+    if (*r < '0' || *r > '9') continue;
+    while ((*r >= '0' && *r <= '9') || *r == '.') r++;
+    if (*r >= 'a' && *r <= 'z') r++;
+    if (*r == '/') return 1;
+  }
+  return 0;
+}
+
+/* torch's own packages where torch runs from a source checkout (its path has no site-packages). */
+static const char *const TORCH_PARTS[] = {"nn", "autograd", "optim", "utils", "cuda", "distributed", "amp", "fx", "profiler", "jit", "functional", "overrides",
+                                          "serialization", "storage", "random", "export", "onnx", "library", "backends", "sparse", "special", "linalg", "fft",
+                                          "masked", "nested", "ao", "testing", "multiprocessing", "func", "__init__", NULL};
+
+static int torch_file(const char *p) {
+  for (const char *q = p; (q = strstr(q, "torch/")) != NULL; q++) {
+    if (q != p && q[-1] != '/') continue;
+    const char *r = q + 6;
+    if (r[0] == '_' && r[1] >= 'a' && r[1] <= 'z') return 1; /* torch/_dynamo, torch/_tensor.py … */
+    for (const char *const *t = TORCH_PARTS; *t; t++) {
+      const size_t k = strlen(*t);
+      if (strncmp(r, *t, k) == 0 && (r[k] == '/' || r[k] == '.')) return 1;
+    }
+  }
+  return 0;
+}
+
+/* The monitor's default rule (src/profiler/user-frame.ts frameKind): 1 for the user's code; 0 for
+ * library code (installed packages, the standard library, frozen modules, torch) and native or
+ * unknown files. A name too long for the buffer is taken as the user's (the walk stops there). */
+static int user_file(PyObject *filename) {
+  char p[512];
+  const uint32_t n = put_str(filename, p, sizeof p - 1);
+  p[n] = 0;
+  if (n == 0) return 0;
+  if (p[0] != '<') {
+    const int py = (n >= 3 && strcmp(p + n - 3, ".py") == 0) || (n >= 4 && strcmp(p + n - 4, ".pyw") == 0);
+    if (!py && n < sizeof p - 1) return 0; /* native: never a user's line */
+  } else if (strncmp(p, "<frozen ", 8) == 0) {
+    return 0;
+  }
+  if (strstr(p, "/site-packages/") || strstr(p, "/dist-packages/") || stdlib_dir(p) || strstr(p, "/Lib/") || strncmp(p, "Lib/", 4) == 0) return 0;
+  return !torch_file(p);
+}
+
+/* Each code object's kind, worked out once: code | 1 (known) | 2 (the user's). Direct-mapped; a
+ * code object freed and another made at its address may be taken for the first (which frames are
+ * kept, nothing more). Relaxed word stores: threads of several devices may look at once. */
+#define KIND_SLOTS 4096u
+static uintptr_t g_kind[KIND_SLOTS];
+
+static int user_code(PyCodeObject *co) {
+  const uintptr_t key = (uintptr_t)co;
+  uintptr_t *slot = &g_kind[(uint32_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ull) >> 52) & (KIND_SLOTS - 1)];
+  const uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+  if ((v & ~(uintptr_t)3) == key && (v & 1)) return (int)(v >> 1) & 1;
+  const int user = user_file(CODE_FILENAME(co));
+  __atomic_store_n(slot, key | 1 | (user ? 2 : 0), __ATOMIC_RELAXED);
+  return user;
+}
+
+/* --- interning ------------------------------------------------------------------------------ */
+
 static uint64_t hash_of(const uintptr_t *code, const int32_t *offset, uint32_t depth) {
   uint64_t h = 1469598103934665603ull ^ depth;
   for (uint32_t i = 0; i < depth; i++) {
@@ -204,15 +427,17 @@ static int write_text(stack_entry *e) {
   for (uint32_t i = 0; i < e->depth; i++) {
     PyCodeObject *co = (PyCodeObject *)e->code[i];
     if (cap - n < 64) return 0;
-    n += put_str(co->co_filename, out + n, cap - n - 32);
+    if (!co) { /* the frames left out */
+      n += put_lit(GPUMEM_PYSTACK_GAP_FILE "\t0\t", out + n, 16);
+      n += put_dec(e->offset[i], out + n, 12);
+      n += put_lit(" frames left out\n", out + n, 20);
+      continue;
+    }
+    n += put_str(CODE_FILENAME(co), out + n, cap - n - 32);
     out[n++] = '\t';
     n += put_dec(p_addr2line(co, e->offset[i]), out + n, 12);
     out[n++] = '\t';
-#if PY_VERSION_HEX >= 0x030B0000
-    n += put_str(co->co_qualname, out + n, cap - n - 2);
-#else
-    n += put_str(co->co_name, out + n, cap - n - 2);
-#endif
+    n += put_str(CODE_QUALNAME(co), out + n, cap - n - 2);
     out[n++] = '\n';
   }
   e->text_at = g_text_used;
@@ -238,6 +463,10 @@ static void unlock(void) { __atomic_clear(&g_lock, __ATOMIC_RELEASE); }
 
 static uint32_t intern(stack_entry *stacks, const uintptr_t *code, const int32_t *offset, uint32_t depth);
 
+/* Frames kept before the user's where it lies deeper than GPUMEM_PYSTACK_FRAMES: the rest holds the
+ * gap, the user's frame and its callers. */
+#define INNER (GPUMEM_PYSTACK_FRAMES - 2 - GPUMEM_PYSTACK_CALLERS)
+
 uint32_t gpumem_pystack_capture(void) {
   stack_entry *stacks = __atomic_load_n(&g_stacks, __ATOMIC_ACQUIRE);
   if (!stacks) return 0;
@@ -246,18 +475,32 @@ uint32_t gpumem_pystack_capture(void) {
   if (!ts) return 0;
   uintptr_t code[GPUMEM_PYSTACK_FRAMES];
   int32_t offset[GPUMEM_PYSTACK_FRAMES];
-  uint32_t depth = 0;
+  uint32_t depth = 0, seen = 0;
+  /* user: a frame of the user's code is among the innermost, or (beyond) was found deeper */
+  int user = 0, beyond = 0;
   int walked = 0;
-  for (gpumem_iframe *f = CURRENT_FRAME(ts); f && depth < GPUMEM_PYSTACK_FRAMES && walked < WALK_LIMIT; f = f->previous, walked++) {
+  for (const gpumem_iframe *f = CURRENT_FRAME(ts); f && walked < WALK_LIMIT; f = FRAME_PREVIOUS(f), walked++) {
     PyObject *c = FRAME_CODE(f);
-    if (f->owner == OWNED_BY_CSTACK || !c || (const void *)Py_TYPE(c) != p_code_type) continue;
+    if (SHIM(f) || !c || (const void *)Py_TYPE(c) != p_code_type) continue;
     PyCodeObject *co = (PyCodeObject *)c;
-    gpumem_codeunit *first = CODE_START(co);
-    /* A frame just pushed, before its first traceable instruction, has no line yet. */
-    if (f->owner != OWNED_BY_GENERATOR && f->instr < first + co->_co_firsttraceable) continue;
+    if (NOT_STARTED(f, co)) continue;
+    const int32_t off = (int32_t)(FRAME_INSTR(f) - CODE_START(co));
+    if (off < 0) continue;
+    const uint32_t at = seen++;
+    if (at < GPUMEM_PYSTACK_FRAMES) { /* the innermost frames, all kept */
+      if (!user) user = user_code(co);
+    } else if (user) {
+      break; /* the innermost hold the user's line: deeper frames are not needed */
+    } else if (!beyond) {
+      if (!user_code(co)) continue; /* library code beyond the innermost: looked at, not kept */
+      beyond = 1; /* the user's frame, deep: the gap, it, and its callers */
+      depth = INNER;
+      code[depth] = 0;
+      offset[depth++] = (int32_t)(at - INNER);
+    }
     code[depth] = (uintptr_t)co;
-    offset[depth] = (int32_t)((char *)f->instr - (char *)first);
-    depth++;
+    offset[depth++] = off;
+    if (depth == GPUMEM_PYSTACK_FRAMES && (user || beyond)) break;
   }
   if (depth == 0) return 0;
   lock();

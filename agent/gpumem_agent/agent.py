@@ -103,7 +103,7 @@ class Agent:
         self.history_on = False
         self.range_count = 0
         self.features = 0  # what the hook records beyond the events (wire.FEATURE_*)
-        self.stacks = None  # the Python stacks of large allocations, where asked (stacks.py)
+        self.stacks = None  # the Python stacks of allocations, sampled by bytes (stacks.py)
         self.marks = None  # the sync points at every hook, where asked (marks.py)
         self.libraries = None  # the library marks: NCCL, CUDA graphs (libraries.py)
         self.inputs = None  # each step's input shape and the allocator's limit (inputs.py)
@@ -199,7 +199,7 @@ class Agent:
             # A failure here turns stacks off, never the hook, which torch already calls.
             self.stacks = self.guard.call("stacks", stacks.start, self.hook, self.features, trust.environ(), self.notes)
             if self.stacks:
-                self.guard.stops("stacks", lambda: self.hook and self.hook.gpumem_hook_stacks(0))
+                self.guard.stops("stacks", lambda: self.hook and stacks.set_stacks(self.hook, 0, 0))
         self.phases = Phases(self._mark, self.guard)
         self.phases.install(torch)
         # Each step's input shape and the allocator's limit, for the batch forecast (inputs.py).
@@ -311,7 +311,7 @@ class Agent:
             # How the allocator rounds and splits blocks: the monitor follows it to give each block
             # torch's size (torch reads the newer name first).
             "alloc_conf": trust.environ().get("PYTORCH_ALLOC_CONF") or trust.environ().get("PYTORCH_CUDA_ALLOC_CONF"),
-            **((self.stacks and self.guard.call("stacks", self.stacks.manifest)) or {"stack_min_bytes": 0, "stacks": {}}),
+            **((self.stacks and self.guard.call("stacks", self.stacks.manifest)) or stacks.manifest_off()),
             "ring": self.ring_path,
             "socket": self.sock_path,
             "ranges": self.ranges(),

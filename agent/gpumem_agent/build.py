@@ -236,8 +236,9 @@ def build_command(torch, out, cxx, python=True, flags=None):
 
 
 def wants_stacks(env=None):
-    """Whether this process asks for Python stacks (GPUMEM_TUI_STACKS): only then is the walker built
-    against the interpreter's headers; otherwise its stub is (pystack.c, GPUMEM_NO_PYTHON_H)."""
+    """Whether this process takes Python stacks (on unless GPUMEM_TUI_STACKS turns them off): only
+    then is the walker built against the interpreter's headers; otherwise its stub is (pystack.c,
+    GPUMEM_NO_PYTHON_H)."""
     from .stacks import threshold
 
     return threshold(trust.environ() if env is None else env, quiet=True) > 0  # the agent says a bad value once, as it starts

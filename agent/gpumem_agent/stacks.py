@@ -1,10 +1,16 @@
-"""The Python stacks of large allocations (cuda/pystack.h): the hook captures them on the
-allocating thread and interns each distinct stack; its alloc records carry the stack's id. Here:
-the threshold from the environment, turning capture on, and the table of stacks (id -> frames)
-read from the hook on the sync thread for the manifest.
+"""The Python stacks of allocations (cuda/pystack.h): the hook captures them on the allocating
+thread, sampled by allocated bytes, and interns each distinct stack; its alloc records carry the
+stack's id. Here: the settings from the environment, turning capture on, and the table of stacks
+(id -> frames) read from the hook on the sync thread for the manifest.
 
-GPUMEM_TUI_STACKS: the smallest allocation whose stack is captured, in bytes or with a K, M or G
-suffix ("1M"); unset, 0 or "off": none.
+GPUMEM_TUI_STACKS (on by default, under `run` and `attach`):
+  unset, "" or "on"  every allocation of 1 MiB or more, and smaller ones sampled at one per 512 KiB
+                     allocated (an allocation of s bytes with probability 1 - exp(-s / 512 KiB))
+  "0" or "off"       none
+  "SIZE"             every allocation of SIZE or more, smaller ones sampled at the default rate
+  "SIZE:RATE"        the same, sampled at one per RATE bytes ("1M:0": none below SIZE)
+Sizes in bytes or with a K, M or G suffix ("1M", "256K"). Under `python -E` or `-I` the agent reads
+no setting of its own (trust.py): the defaults apply.
 """
 import ctypes
 import sys
@@ -14,35 +20,57 @@ import threading
 from .wire import FEATURE_ALLOC_STACKS
 
 ENV = "GPUMEM_TUI_STACKS"
+# Every allocation this large carries its stack; smaller ones one per this many bytes allocated, on
+# average: what the hook's walk costs a training step at that rate is in bench/results (README,
+# "Which line").
+DEFAULT_MIN_BYTES = 1 << 20
+DEFAULT_SAMPLE_BYTES = 512 << 10
 TEXT_BYTES = 16 * 1024  # a stack's text: at most 16 frames of path, line and name
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+OFF = (0, 0)
+
+
+def _size(text):
+    """A size in bytes ("512K"), or None where `text` is not one."""
+    t = text.strip()
+    unit = t[-1:].upper() if t[-1:].upper() in _UNITS else ""
+    digits = t[: len(t) - len(unit)]
+    return int(digits) * _UNITS[unit] if digits.isdigit() else None
+
+
+def settings(env, quiet=False):
+    """(threshold, sample bytes) in bytes; (0, 0): off. A value that cannot be read is said on
+    stderr (the user set it on purpose; once: `quiet` elsewhere) and leaves stacks off: monitoring
+    goes on."""
+    v = (env.get(ENV) or "").strip()
+    if v.lower() in ("", "on"):
+        return DEFAULT_MIN_BYTES, DEFAULT_SAMPLE_BYTES
+    if v.lower() in ("0", "off"):
+        return OFF
+    min_text, sep, rate_text = v.partition(":")
+    n = _size(min_text)
+    rate = _size(rate_text) if sep else DEFAULT_SAMPLE_BYTES
+    if not n or rate is None:
+        if not quiet:
+            sys.stderr.write("gpumem-agent: %s=%s is not a size in bytes, or a size and a sampling rate (such as 1M or 1M:512K); "
+                             "stacks are off\n" % (ENV, v))
+        return OFF
+    return n, rate
 
 
 def threshold(env, quiet=False):
-    """The threshold in bytes (0: off). A value that cannot be read is said on stderr (the user
-    set it on purpose; once: `quiet` elsewhere) and leaves stacks off: monitoring goes on."""
-    v = (env.get(ENV) or "").strip()
-    if v.lower() in ("", "0", "off"):
-        return 0
-    unit = v[-1:].upper() if v[-1:].upper() in _UNITS else ""
-    try:
-        n = int(v[: len(v) - len(unit)]) * _UNITS[unit]
-    except ValueError:
-        n = -1
-    if n <= 0:
-        if not quiet:
-            sys.stderr.write("gpumem-agent: %s=%s is not a size in bytes (such as 1M); stacks are off\n" % (ENV, v))
-        return 0
-    return n
+    """The threshold alone (0: off)."""
+    return settings(env, quiet)[0]
 
 
 class Stacks:
     """The hook's stack table as the manifest carries it: {"id": [[file, line, function], ...]},
     innermost frame first."""
 
-    def __init__(self, hook, min_bytes):
+    def __init__(self, hook, min_bytes, sample_bytes=0):
         self.hook = hook
         self.min_bytes = min_bytes
+        self.sample_bytes = sample_bytes
         self.table = {}
         self._lock = threading.Lock()  # the sync thread and whoever writes a manifest
         hook.gpumem_hook_stack_count.restype = ctypes.c_uint32
@@ -71,23 +99,36 @@ class Stacks:
         """Every stack interned up to now (read here too: a manifest written at exit has them all)."""
         with self._lock:
             self._read_new()
-            return {"stack_min_bytes": self.min_bytes, "stacks": dict(self.table)}
+            return {"stack_min_bytes": self.min_bytes, "stack_sample_bytes": self.sample_bytes, "stacks": dict(self.table)}
+
+
+def manifest_off():
+    """The manifest's stack fields where there are none."""
+    return {"stack_min_bytes": 0, "stack_sample_bytes": 0, "stacks": {}}
+
+
+def set_stacks(hook, min_bytes, sample_bytes):
+    """The hook's switch (cuda/hook.cpp gpumem_hook_stacks): 0 or -errno. (0, 0) turns capture off."""
+    hook.gpumem_hook_stacks.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
+    hook.gpumem_hook_stacks.restype = ctypes.c_int
+    return hook.gpumem_hook_stacks(min_bytes, sample_bytes)
 
 
 def start(hook, features, env, notes):
-    """Stacks from the hook where asked (GPUMEM_TUI_STACKS) and it can; else None, with the reason
-    in `notes` where they were asked for."""
-    min_bytes = threshold(env)
+    """Stacks from the hook (on unless GPUMEM_TUI_STACKS turns them off) where it can; else None,
+    with the reason in `notes` where they were not turned off on purpose (notes say what the process
+    runs without; the manifest's stack_min_bytes and stack_sample_bytes say the threshold and rate)."""
+    min_bytes, sample_bytes = settings(env)
     if not min_bytes:
         return None
     if not hook or not features & FEATURE_ALLOC_STACKS:
         here = "Python %d.%d%s" % (sys.version_info[:2] + (", free-threaded" if sysconfig.get_config_var("Py_GIL_DISABLED") else "",))
         notes["stacks"] = ("off: this build of the hook captures no Python stacks (it needs this interpreter's "
-                           "headers, Python.h, and Python 3.11 to 3.13 with the GIL; %s here)" % here)
+                           "headers, Python.h, and Python 3.11 to 3.14 with the GIL; %s here)" % here)
         return None
-    hook.gpumem_hook_stacks.argtypes = [ctypes.c_uint64]
-    rc = hook.gpumem_hook_stacks(min_bytes)
+    rc = set_stacks(hook, min_bytes, sample_bytes)
     if rc != 0:
-        notes["stacks"] = "off: the hook could not turn stacks on (error %d)" % -rc
+        notes["stacks"] = ("off: the hook does not know this interpreter's frames (no CPython 3.14 debug offsets at _PyRuntime)"
+                           if rc == -38 else "off: the hook could not turn stacks on (error %d)" % -rc)
         return None
-    return Stacks(hook, min_bytes)
+    return Stacks(hook, min_bytes, sample_bytes)

@@ -41,8 +41,12 @@ export const ManifestSchema = z.looseObject({
    *  pools (CUDA graphs, torch.cuda.MemPool) can be told apart. False in older recordings. */
   segment_pools: z.boolean().default(false),
   /** Allocations this large carry their Python stack's id in the alloc record's `extra` (0: no
-   *  stacks; GPUMEM_TUI_STACKS, cuda/pystack.h). */
+   *  stacks; GPUMEM_TUI_STACKS, cuda/pystack.h); smaller ones where sampled (stack_sample_bytes). */
   stack_min_bytes: z.number().int().nonnegative().default(0),
+  /** Allocations below stack_min_bytes carry their stack when sampled, at one per this many bytes
+   *  allocated on average (0: none sampled; older recordings): a sampled alloc of size s stands for
+   *  s / (1 - exp(-s / stack_sample_bytes)) bytes (docs/protocol.md). */
+  stack_sample_bytes: z.number().int().nonnegative().default(0),
   /** The caching allocator's settings as the process's environment gave them (PYTORCH_ALLOC_CONF,
    *  else PYTORCH_CUDA_ALLOC_CONF): how it rounds and splits blocks, which the model follows to
    *  give each block torch's size. null where unset (torch's defaults) or in older recordings. */

@@ -18,10 +18,10 @@ released = ctypes.CDLL(LIB)  # the GIL released around the call, as PyTorch's op
 held = ctypes.PyDLL(LIB)  # the GIL held
 for lib in (released, held):
     lib.gpumem_pystack_capture.restype = ctypes.c_uint32
-released.gpumem_hook_stacks.argtypes = [ctypes.c_uint64]
+released.gpumem_hook_stacks.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
 released.gpumem_hook_stack_count.restype = ctypes.c_uint32
 released.gpumem_hook_stack_text.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_int]
-assert released.gpumem_hook_stacks(1) == 0
+assert released.gpumem_hook_stacks(1, 0) == 0
 HERE = os.path.abspath(__file__)
 
 
@@ -102,7 +102,7 @@ class Failure(unittest.TestCase):
         hook.gpumem_pystack_min_bytes.restype = ctypes.c_uint64
         s = guard.call("stacks", stacks.start, hook, FEATURE_ALLOC_STACKS, {stacks.ENV: "2M"}, notes)
         self.assertIsNotNone(s)
-        guard.stops("stacks", lambda: hook.gpumem_hook_stacks(0))
+        guard.stops("stacks", lambda: stacks.set_stacks(hook, 0, 0))
         self.assertEqual(hook.gpumem_pystack_min_bytes(), 2 << 20)
 
         def broken():
@@ -113,36 +113,223 @@ class Failure(unittest.TestCase):
         self.assertEqual(notes["stacks"], "off: OSError: [Errno 5] the table is gone")
         self.assertEqual(hook.gpumem_pystack_min_bytes(), 0)  # the hook captures no more
         self.assertIsNone(guard.call("stacks", s.manifest))  # and the manifest says none
-        self.assertEqual(released.gpumem_hook_stacks(1), 0)  # on again for the other tests
+        self.assertEqual(released.gpumem_hook_stacks(1, 0), 0)  # on again for the other tests
 
 
-class Threshold(unittest.TestCase):
-    def test_sizes_and_off(self):
-        self.assertEqual([stacks.threshold({stacks.ENV: v}) for v in ("1M", "512K", "2G", "4096", "0", "off", "")],
-                         [1 << 20, 512 << 10, 2 << 30, 4096, 0, 0, 0])
-        self.assertEqual(stacks.threshold({}), 0)
+class Settings(unittest.TestCase):
+    def test_on_by_default_off_by_zero_a_threshold_and_a_rate(self):
+        d = (stacks.DEFAULT_MIN_BYTES, stacks.DEFAULT_SAMPLE_BYTES)
+        self.assertEqual(d, (1 << 20, 512 << 10))
+        self.assertEqual(stacks.settings({}), d)
+        cases = {"": d, "on": d, " ON ": d, "0": (0, 0), "off": (0, 0), "1M": (1 << 20, 512 << 10), "512K": (512 << 10, 512 << 10),
+                 "2G": (2 << 30, 512 << 10), "4096": (4096, 512 << 10), "1M:256K": (1 << 20, 256 << 10), "4M:0": (4 << 20, 0)}
+        self.assertEqual({v: stacks.settings({stacks.ENV: v}) for v in cases}, cases)
+        self.assertEqual(stacks.threshold({stacks.ENV: "2M:64K"}), 2 << 20)
 
     def test_a_value_that_is_not_a_size_is_said_and_leaves_stacks_off(self):
-        for v in ("lots", "-1M", "1.5M"):
+        for v in ("lots", "-1M", "1.5M", "1M:", "1M:fast", ":512K", "1M:2:3"):
             err = io.StringIO()
             with redirect_stderr(err):
-                self.assertEqual(stacks.threshold({stacks.ENV: v}), 0)
-            self.assertEqual(err.getvalue(), "gpumem-agent: GPUMEM_TUI_STACKS=%s is not a size in bytes (such as 1M); stacks are off\n" % v)
+                self.assertEqual(stacks.settings({stacks.ENV: v}), (0, 0))
+            self.assertEqual(err.getvalue(), "gpumem-agent: GPUMEM_TUI_STACKS=%s is not a size in bytes, or a size and a sampling rate "
+                             "(such as 1M or 1M:512K); stacks are off\n" % v)
             err = io.StringIO()
             with redirect_stderr(err):  # the hook's build asks too, quietly: the agent says it once
                 self.assertEqual(stacks.threshold({stacks.ENV: v}, quiet=True), 0)
             self.assertEqual(err.getvalue(), "")
 
-    def test_a_hook_without_the_walker_leaves_stacks_off_and_says_which_python(self):
+    def test_under_python_minus_E_the_variable_is_not_read_and_the_defaults_apply(self):
+        import subprocess
+
+        code = ("import sys; sys.path.insert(0, %r); from gpumem_agent import stacks, trust; print(stacks.settings(trust.environ()))"
+                % os.path.join(os.path.dirname(HERE), "..", "..", "agent"))
+        for flag in ("-E", "-I"):
+            out = subprocess.run([sys.executable, flag, "-c", code], env=dict(os.environ, GPUMEM_TUI_STACKS="0"), capture_output=True, text=True)
+            self.assertEqual((out.stdout, out.stderr), ("(%d, %d)\n" % (1 << 20, 512 << 10), ""), flag)
+
+    def test_a_hook_without_the_walker_leaves_stacks_off_and_says_which_python_once(self):
         for hook, features in ((None, 0), (released, 0)):
-            notes = {}
-            self.assertIsNone(stacks.start(hook, features, {stacks.ENV: "1M"}, notes))
-            self.assertEqual(notes["stacks"], "off: this build of the hook captures no Python stacks (it needs this interpreter's headers, "
-                             "Python.h, and Python 3.11 to 3.13 with the GIL; Python %d.%d here)" % sys.version_info[:2])
+            for env in ({}, {stacks.ENV: "1M"}):  # on by default: said without being asked for
+                notes = {}
+                self.assertIsNone(stacks.start(hook, features, env, notes))
+                self.assertEqual(notes, {"stacks": "off: this build of the hook captures no Python stacks (it needs this interpreter's headers, "
+                                                   "Python.h, and Python 3.11 to 3.14 with the GIL; Python %d.%d here)" % sys.version_info[:2]})
         notes = {}
-        self.assertIsNone(stacks.start(released, 0, {}, notes))  # not asked for: nothing said
+        self.assertIsNone(stacks.start(released, 0, {stacks.ENV: "0"}, notes))  # turned off: nothing to say
         self.assertEqual(notes, {})
 
+    def test_on_the_hook_takes_the_threshold_and_rate_and_the_manifest_says_both(self):
+        from gpumem_agent.wire import FEATURE_ALLOC_STACKS
+
+        hook = ctypes.CDLL(LIB)
+        for f in ("gpumem_pystack_min_bytes", "gpumem_pystack_sample_bytes"):
+            getattr(hook, f).restype = ctypes.c_uint64
+        try:
+            for env, want in (({}, (1 << 20, 512 << 10)), ({stacks.ENV: "2M:128K"}, (2 << 20, 128 << 10)), ({stacks.ENV: "3M:0"}, (3 << 20, 0))):
+                notes = {}
+                s = stacks.start(hook, FEATURE_ALLOC_STACKS, env, notes)
+                self.assertEqual(notes, {})  # notes say what runs without: stacks on say nothing there
+                self.assertEqual((hook.gpumem_pystack_min_bytes(), hook.gpumem_pystack_sample_bytes()), want)
+                m = s.manifest()
+                self.assertEqual((m["stack_min_bytes"], m["stack_sample_bytes"]), want)
+            self.assertEqual(stacks.manifest_off(), {"stack_min_bytes": 0, "stack_sample_bytes": 0, "stacks": {}})
+        finally:
+            self.assertEqual(released.gpumem_hook_stacks(1, 0), 0)  # every allocation, as the other tests want
+
+
+# --- sampling by bytes, through the hook double ---------------------------------------------------
+
+ALLOC = 0
+
+
+def sizes_in(rng, lo, hi):
+    """A size log-uniform in [lo, hi), rounded to 512 bytes as the allocator rounds."""
+    return max(512, int(2 ** rng.uniform(lo, hi)) // 512 * 512)
+
+
+class Stream:
+    """Allocations from known lines of this file, through the double as PyTorch's allocator calls the
+    hook (the GIL released), into a real ring read back as the monitor reads it."""
+
+    def __init__(self, tmp, min_bytes, sample_bytes):
+        from gpumem_agent import ring
+
+        self.ring = ring.Ring(os.path.join(tmp, "stream.ring"), capacity=1 << 16, n_devices=1)
+        self.lane = self.ring.lane_of(0)
+        self.read_to = self.ring.lane_written(self.lane)
+        assert released.gpumem_hook_attach(self.ring.path.encode(), 0) == 0
+        assert released.gpumem_hook_stacks(min_bytes, sample_bytes) == 0
+        released.gpumem_double_event.argtypes = [ctypes.c_uint8, ctypes.c_int8, ctypes.c_uint64, ctypes.c_uint64]
+        self.taken = []  # (stack id, size) of each alloc record that carries a stack
+        self.records = 0
+
+    def read(self):
+        """The records written since the last read (before the ring laps: read every 50,000)."""
+        from gpumem_agent.ring import RECORD_FIELDS
+
+        act, size, extra = (RECORD_FIELDS.index(f) for f in ("action", "size", "extra"))
+        recs = self.ring.lane_records(self.lane, self.read_to)
+        self.read_to += len(recs)
+        self.records += len(recs)
+        self.taken += [(r[extra], r[size]) for r in recs if r[act] == ALLOC and r[extra]]
+
+    def close(self):
+        released.gpumem_hook_detach()
+        self.ring.close()
+        assert released.gpumem_hook_stacks(1, 0) == 0
+
+
+def line_small(ev, size):
+    ev(ALLOC, 0, 0x1000, size)  # small
+
+
+def line_mixed(ev, size):
+    ev(ALLOC, 0, 0x2000, size)  # mixed
+
+
+def line_around(ev, size):
+    ev(ALLOC, 0, 0x3000, size)  # around
+
+
+def line_edge(ev, size):
+    ev(ALLOC, 0, 0x4000, size)  # edge
+
+
+LINES = {  # each line's sizes: log2 bounds
+    line_small: (12, 18),  # 4 KiB .. 256 KiB: all sampled
+    line_mixed: (9, 22),  # 512 B .. 4 MiB: both sides of the threshold
+    line_around: (18, 21),  # 256 KiB .. 2 MiB
+    line_edge: None,  # just below and at the threshold
+}
+
+
+class Sampling(unittest.TestCase):
+    """A sampled allocation of s bytes below the threshold stands for s / (1 - exp(-s / rate))
+    bytes; at or above it for s (docs/protocol.md): bytes per line so weighted are the true bytes."""
+
+    def stream(self, n, min_bytes, sample_bytes, seed=37):
+        import random
+        import tempfile
+
+        rng = random.Random(seed)
+        with tempfile.TemporaryDirectory() as tmp:
+            st = Stream(tmp, min_bytes, sample_bytes)
+            try:
+                ev = released.gpumem_double_event
+                fns = list(LINES)
+                true = {fn.__name__: 0 for fn in fns}
+                edge = (min_bytes - 512, min_bytes)
+                for i in range(n):
+                    fn = fns[i % len(fns)]
+                    b = LINES[fn]
+                    size = edge[(i >> 2) & 1] if b is None else sizes_in(rng, *b)
+                    fn(ev, size)
+                    true[fn.__name__] += size
+                    if i % 50000 == 49999:
+                        st.read()
+                st.read()
+            finally:
+                st.close()
+        self.assertEqual(st.records, n)  # every allocation recorded, none lost to a lapped ring
+        return true, st.taken
+
+    def by_line(self, taken, weight):
+        """Weighted bytes per function of this file, by the innermost frame of each stack."""
+        import math
+
+        names, out = {}, {}
+        for k, size in taken:
+            if k not in names:
+                names[k] = text(k)[0][2]
+            out[names[k]] = out.get(names[k], 0) + weight(size, math)
+        return out
+
+    def test_a_million_allocations_bytes_per_line_within_5_percent(self):
+        min_bytes, rate = stacks.DEFAULT_MIN_BYTES, stacks.DEFAULT_SAMPLE_BYTES
+        true, taken = self.stream(1000000, min_bytes, rate)
+        est = self.by_line(taken, lambda s, m: s if s >= min_bytes else s / -m.expm1(-s / rate))
+        self.assertEqual(set(est), set(true))
+        for name, t in true.items():
+            self.assertLess(abs(est[name] - t) / t, 0.05, "%s: %d sampled-weighted bytes against %d true" % (name, est[name], t))
+        # far fewer walks than allocations: the small line's are about its bytes / rate
+        small = sum(1 for k, s in taken if s < min_bytes)
+        self.assertLess(small, 0.6 * 1000000)
+        self.assertGreater(sum(1 for _ in taken), 0)
+
+    def test_at_or_above_the_threshold_every_allocation_and_none_below_without_a_rate(self):
+        min_bytes = 1 << 20
+        true, taken = self.stream(40000, min_bytes, 0)
+        self.assertTrue(all(s >= min_bytes for _, s in taken))
+        exact = self.by_line(taken, lambda s, m: s)
+        # line_edge alternates 1 MiB - 512 and 1 MiB: exactly its 1 MiB ones
+        self.assertEqual(exact["line_edge"], (40000 // 4 // 2) * min_bytes)
+        self.assertNotIn("line_small", exact)
+
+    def test_stacks_off_through_the_hook_no_allocation_carries_one(self):
+        _, taken = self.stream(20000, 0, 0)
+        self.assertEqual(taken, [])
+
+
+# --- which frames are kept -------------------------------------------------------------------------
+
+_LIB = {}
+exec(compile("def lib_depth(d, fn):\n    return fn() if d <= 1 else lib_depth(d - 1, fn)\n",
+             "/usr/lib/python3/dist-packages/stacks_test_model.py", "exec"), _LIB)
+
+
+def deep_user():
+    return _LIB["lib_depth"](40, released.gpumem_pystack_capture)  # the user's call into the library
+
+
+class Frames(unittest.TestCase):
+    def test_the_users_line_below_many_library_frames_is_kept_after_the_innermost_and_a_gap(self):
+        frames = text(deep_user())
+        self.assertEqual(len(frames), 16)
+        # the innermost 11, all the library's; then one frame for the 29 others left out
+        self.assertEqual({f[0] for f in frames[:11]}, {"/usr/lib/python3/dist-packages/stacks_test_model.py"})
+        self.assertEqual(frames[11], ["\u2026", "0", "29 frames left out"])
+        self.assertEqual(frames[12], [HERE, str(line_of(deep_user, "the user's call")), "deep_user"])
+        self.assertEqual(frames[13][2], "Frames.test_the_users_line_below_many_library_frames_is_kept_after_the_innermost_and_a_gap")
 
 if __name__ == "__main__":
     unittest.main()

@@ -163,8 +163,9 @@ void gpumem_hook_sync_point(uint32_t point) {
   }
 }
 
-/* Stacks for allocations of at least min_bytes (0: off), their count and their text (pystack.h). */
-int gpumem_hook_stacks(uint64_t min_bytes) { return gpumem_pystack_enable(min_bytes); }
+/* Stacks for allocations of at least min_bytes (0: off), smaller ones sampled at one per
+ * sample_bytes, their count and their text (pystack.h). */
+int gpumem_hook_stacks(uint64_t min_bytes, uint64_t sample_bytes) { return gpumem_pystack_enable(min_bytes, sample_bytes); }
 uint32_t gpumem_hook_stack_count(void) { return gpumem_pystack_count(); }
 int gpumem_hook_stack_text(uint32_t id, char *buf, int len) { return gpumem_pystack_text(id, buf, len); }
 
