@@ -159,6 +159,10 @@ int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *s, uint32_t flags) 
   return gpumem_nvml_sample_parts(index, s, flags, SAMPLE_QUICK | SAMPLE_SLOW);
 }
 
+int gpumem_nvml_sample_quick(int index, gpumem_nvml_sample *s) {
+  return gpumem_nvml_sample_parts(index, s, GPUMEM_SAMPLE_NO_PCIE, SAMPLE_QUICK);
+}
+
 /* Identity (read once a device), memory and the process lists: calls that take microseconds even
  * the first time in a process. */
 static void sample_quick(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c) {

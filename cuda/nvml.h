@@ -100,6 +100,10 @@ int gpumem_nvml_cuda_driver_version(void);
  * (then sample->error says why). Fields the device does not support are -1. */
 enum { GPUMEM_SAMPLE_NO_PCIE = 1 }; /* skip the PCIe byte counters (one-shot samples) */
 int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *sample, uint32_t flags);
+/* The quick part alone (identity, memory, the process lists; tens of microseconds): a process's
+ * used bytes read again between samples (the ledger's sample at a library mark), with no effect on
+ * the next full sample's rates or utilization. Same return as above. */
+int gpumem_nvml_sample_quick(int index, gpumem_nvml_sample *sample);
 /* The field names, comma-separated, in the order of `fields`. */
 const char *gpumem_nvml_field_names(void);
 uint32_t gpumem_nvml_sample_size(void);

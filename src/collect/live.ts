@@ -41,6 +41,9 @@ export interface ProcessModel {
   /** Live agents: the model's findings as this tick left it (every device's), computed once at the
    *  end of the tick's update for the document and the screens alike; undefined for replays. */
   found?: Finding[];
+  /** The ledger's marks met at its last sample at a mark, and when that was (ms): sampleAtMarks. */
+  ledgerMarks?: number;
+  ledgerSampleMs?: number;
   /** `view FILE`: the snapshot this model was played from (the screens show a file, not a process). */
   snapshot?: SnapshotFacts | null;
 }
@@ -85,7 +88,7 @@ export class LiveModels {
   /** Read new events of every agent and anchor totals to their headers and to NVML (`nvml`: its
    *  used bytes of the agents' processes, nvmlUse; null: none). `reread`: the agent's manifest read
    *  again, for a range the records met before the manifest named it. */
-  update(agents: Agent[], nvml: readonly NvmlUse[] | null, nowUs: number, reread?: (a: Agent) => void): void {
+  update(agents: Agent[], nvml: readonly NvmlUse[] | null, nowUs: number, reread?: (a: Agent) => void, usedNow?: UsedNow): void {
     for (const a of agents) {
       let pm = this.byPid.get(a.pid);
       const attachedNs = a.manifest.attached?.unix_ns ?? null;
@@ -124,6 +127,7 @@ export class LiveModels {
       if (a.header) pm.model.setHeader(a.header);
       // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU.
       for (const u of nvml ?? []) if (u.agentPid === a.pid) pm.model.setNvml(u.pid, u.cudaIndex, u.used_bytes, nowUs);
+      if (usedNow) sampleAtMarks(pm, nvml ?? [], usedNow);
       pm.found = findings(pm.model);
     }
   }
@@ -150,6 +154,29 @@ export class LiveModels {
       names.apply(pm.model, ring.next(), nowUs / 1000);
       names.askIfDue(pm.socket, pm.model, nowUs / 1000);
     }
+  }
+}
+
+/** NVML's used bytes of a host pid on an NVML device now (Machine.usedNow), null where not listed. */
+export type UsedNow = (nvmlIndex: number, pid: number) => number | null;
+
+/** Samples at library marks, per process at most this often: 10 a second. */
+const MARK_SAMPLE_MS = 100;
+
+/** Library marks came with this tick's records (NCCL's communicator made, a graph instantiated):
+ *  NVML's used bytes of the process read again now, after them, so the ledger ties the change to
+ *  its mark rather than to whatever the next tick's sample also holds. At most 10 a second. */
+function sampleAtMarks(pm: ProcessModel, nvml: readonly NvmlUse[], usedNow: UsedNow): void {
+  const seen = pm.model.ledger.marksSeen;
+  if (seen === (pm.ledgerMarks ?? 0)) return;
+  const now = Date.now();
+  if (now - (pm.ledgerSampleMs ?? 0) < MARK_SAMPLE_MS) return; // the next tick's sample takes them
+  pm.ledgerMarks = seen;
+  pm.ledgerSampleMs = now;
+  for (const u of nvml) {
+    if (u.agentPid !== pm.pid) continue;
+    const used = usedNow(u.nvmlIndex, u.pid);
+    if (used !== null) pm.model.setNvml(u.pid, u.cudaIndex, used, now * 1000);
   }
 }
 

@@ -141,6 +141,18 @@ export class Machine {
     return { input, infos, join, inOther, agentPids };
   }
 
+  /** NVML's used bytes of host pid `pid` on device `index` now, from the quick part of a sample
+   *  alone (the next sample's rates untouched): the ledger's sample at a library mark. null where
+   *  NVML is not open or does not list the pid. */
+  usedNow(index: number, pid: number): number | null {
+    if (!this.nvml) return null;
+    try {
+      return this.nvml.processes(index).processes.find((p) => p.pid === pid)?.used_bytes ?? null;
+    } catch {
+      return null; // the next full sample says what NVML refused
+    }
+  }
+
   /** `fast`: the process is about to exit, which releases NVML anyway (nvmlShutdown costs ~3 ms). */
   close(opts: { fast?: boolean } = {}): void {
     if (!opts.fast) this.nvml?.close();

@@ -42,7 +42,7 @@ export class Session {
     const input = this.machine.read(now, opts);
     const agents = this.machine.lastAgents;
     // The document's time: a one-shot's is when the NVML warm-up took its sample, not `now`.
-    if (agents.length > 0 || this.live) this.models.update(agents, nvmlUse(input), input.time_unix_ms * 1000, (a) => this.machine.agents.rereadManifest(a));
+    if (agents.length > 0 || this.live) this.models.update(agents, nvmlUse(input), input.time_unix_ms * 1000, (a) => this.machine.agents.rereadManifest(a), (i, pid) => this.machine.usedNow(i, pid));
     const doc = buildDocument(input, this.live?.detail);
     for (const d of doc.devices) {
       let h = this.history.get(d.index);

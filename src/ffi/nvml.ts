@@ -61,6 +61,7 @@ const symbols = {
   gpumem_nvml_version: { args: [], returns: FFIType.cstring },
   gpumem_nvml_cuda_driver_version: { args: [], returns: FFIType.i32 },
   gpumem_nvml_sample_device: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+  gpumem_nvml_sample_quick: { args: [FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
   gpumem_nvml_field_names: { args: [], returns: FFIType.cstring },
   gpumem_nvml_sample_size: { args: [], returns: FFIType.u32 },
   gpumem_nvml_last_error: { args: [], returns: FFIType.cstring },
@@ -163,6 +164,14 @@ export class Nvml {
   sample(index: number, opts: { pcie?: boolean } = {}): NvmlDeviceSample {
     if (this.closed) throw new NvmlError("NVML session is closed", "query");
     return this.decode(index, this.lib.gpumem_nvml_sample_device(index, ptr(this.buffer), opts.pcie === false ? SAMPLE_NO_PCIE : 0));
+  }
+
+  /** Device `index`'s quick part alone: identity, memory and its process lists (every other field
+   *  null). Between two samples, for a process's used bytes now; the next sample's rates and
+   *  utilization are not touched. */
+  processes(index: number): NvmlDeviceSample {
+    if (this.closed) throw new NvmlError("NVML session is closed", "query");
+    return this.decode(index, this.lib.gpumem_nvml_sample_quick(index, ptr(this.buffer)));
   }
 
   /**

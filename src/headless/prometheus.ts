@@ -92,6 +92,10 @@ export function exposition(doc: Document, build: BuildInfo = BUILD): string {
     add("gpumem_pytorch_peak_allocated_bytes", "gauge", "Peak allocated bytes since the last reset.", base, t.peak_allocated_bytes);
     add("gpumem_pytorch_peak_reserved_bytes", "gauge", "Peak reserved bytes since the last reset.", base, t.peak_reserved_bytes);
     add("gpumem_pytorch_non_pytorch_bytes", "gauge", "NVML used minus reserved: CUDA context, NCCL, cuBLAS workspaces.", base, t.non_pytorch_bytes);
+    // The ledger's rows sum to the process's NVML used at the same sample (kind: allocated,
+    // reserved_unallocated, private_pool, context, library, unexplained; component: the row's name).
+    for (const r of t.ledger?.rows ?? [])
+      add("gpumem_ledger_bytes", "gauge", "What NVML's used bytes of the process are made of, row by row (they sum to gpumem_process_gpu_memory_bytes at the same sample): PyTorch's allocated, reserved-unallocated and private pools, the CUDA context, each library by the agent's marks (NCCL…), and unexplained.", { ...base, kind: r.kind, component: r.name }, r.bytes);
     add("gpumem_pytorch_allocs_total", "counter", "Allocations since the agent attached.", base, t.alloc_count);
     add("gpumem_pytorch_ooms_total", "counter", "Out-of-memory errors since the agent attached.", base, t.oom_count);
     add("gpumem_pytorch_alloc_retries_total", "counter", "Allocation retries (cache flushed and retried).", base, t.alloc_retries);

@@ -170,6 +170,10 @@ export class ProcessLedger {
   /** Ranges entered or left, newest last, each with its sequence number. */
   private readonly marks: Array<{ seq: number; time_us: number; range: number; enter: boolean }> = [];
   private seq = 0;
+  /** Marks met so far (the monitor samples NVML again when it grows: collect/live.ts). */
+  get marksSeen(): number {
+    return this.seq;
+  }
   /** Per device: the sequence number of the newest mark its track took. */
   private readonly taken = new Map<number, number>();
 

@@ -198,6 +198,8 @@ export interface NvmlUse {
   /** The host's pid, as NVML lists it. */
   pid: number;
   cudaIndex: number;
+  /** NVML's index of the device (the ledger's sample at a mark asks NVML of this one). */
+  nvmlIndex: number;
   used_bytes: number;
 }
 
@@ -218,8 +220,8 @@ function* listedRows(input: DocumentInput, join: JoinResult, agents: Map<number,
  *  beside their events (non-PyTorch memory), from the same rows the document shows. */
 export function nvmlUse(input: DocumentInput): NvmlUse[] {
   const out: NvmlUse[] = [];
-  for (const { p, agent, figures } of listedRows(input, joinOf(input), new Map(input.agents.map((a) => [a.pid, a])))) {
-    if (agent && figures && p.used_bytes !== null) out.push({ agentPid: agent.pid, pid: p.pid, cudaIndex: figures.device, used_bytes: p.used_bytes });
+  for (const { s, p, agent, figures } of listedRows(input, joinOf(input), new Map(input.agents.map((a) => [a.pid, a])))) {
+    if (agent && figures && p.used_bytes !== null) out.push({ agentPid: agent.pid, pid: p.pid, cudaIndex: figures.device, nvmlIndex: s.index, used_bytes: p.used_bytes });
   }
   return out;
 }

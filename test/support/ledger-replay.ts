@@ -34,7 +34,7 @@ export function replayLedger(ring: string, manifest: string, samples: NvmlSample
     model.setNvml(m.pid, device, s.used_bytes, s.time_us);
     const d = summary(model).devices.find((x) => x.device === device);
     if (!d) continue;
-    const pools = processProfile(model, { device }).reserved_unallocated?.private_pools ?? [];
+    const pools = processProfile(model, { device })?.reserved_unallocated?.private_pools ?? [];
     const ledger = ledgerRows({
       nvml_used_bytes: s.used_bytes,
       allocated_bytes: d.allocated_bytes,

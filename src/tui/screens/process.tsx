@@ -10,6 +10,7 @@ import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
+import { outsideLine } from "./outside-line";
 import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 
 /** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
@@ -139,6 +140,10 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   const u = dev ? unallocatedView(m, dev) : null;
   const pools = poolsLine(u ? u.private_pools : null);
   const unallocated = (u ? unallocatedLine(u) : `${UNALLOCATED} ${formatBytes(s.reserved_unallocated_bytes)} now`) + (pools ? `; not counted: ${pools}` : "");
+  // What is outside PyTorch (the ledger): the context, each library by its marks, unexplained; a
+  // line under the headline, the first to give way on a short terminal. A recorded machine's NVML
+  // (the demo) was sampled at another moment than the model's figures: no ledger of it.
+  const outside = pm.snapshot || sampled ? null : outsideLine(m, s, u ? u.private_pools : null);
   // Lines that are not charts: title, 3 headline lines, 2 chart labels, phase band, marks, time
   // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table's
   // two header lines, its phases and what the shares leave out. The two charts share what is left (up to
@@ -194,7 +199,10 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   let fixedLines = (snap ? 14 : 16) + (fc ? 2 : 0) + legendLines - 1 + notes.length + Math.max(1, f.length) + b.phases.length + (snap ? 0 : extraLines(headline)) + extraLines(status) + extraLines(unallocatedPieces);
   // On a short terminal the table's rows keep their lines: the peak's composition in words gives
   // its line first, then the findings after the first (the heading counts them; Enter shows all).
+  if (outside) fixedLines++;
   const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
+  const showOutside = outside !== null && !short();
+  if (outside && !showOutside) fixedLines--;
   const showWords = !short();
   if (!showWords) fixedLines--;
   // Then the reserved but unallocated line joins the end of the line above it.
@@ -266,6 +274,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
       {snap ? null : <Flow pieces={headline} width={w} />}
       <Flow pieces={ownLine ? status : [...status, ...unallocatedPieces]} width={w} />
       {ownLine ? <Flow pieces={unallocatedPieces} width={w} /> : null}
+      {showOutside ? <Text>{cutWords(outside!, w)}</Text> : null}
       {noteLines}
       {chart ? (
         <>
