@@ -11,7 +11,7 @@ import os
 import sys
 import types
 
-ALLOC, FREE_REQUESTED, FREE_COMPLETED = 0, 1, 2
+ALLOC, FREE_REQUESTED, FREE_COMPLETED, OOM = 0, 1, 2, 8
 _lib = None
 
 
@@ -26,13 +26,22 @@ def _hook():
     return _lib
 
 
+class OutOfMemoryError(RuntimeError):
+    """torch.cuda.OutOfMemoryError's stand-in."""
+
+
 class _Allocator:
-    """Blocks of 512-byte multiples at increasing addresses (no reuse: a name never meets a stranger)."""
+    """Blocks of 512-byte multiples at increasing addresses (no reuse: a name never meets a stranger).
+    A request above `limit` bytes (None: no limit) is an out-of-memory error, recorded as PyTorch's is."""
 
     next = 0x7F0000000000
+    limit = None
 
     @classmethod
     def alloc(cls, nbytes):
+        if cls.limit is not None and nbytes > cls.limit:
+            _hook().gpumem_double_event(OOM, 0, cls.limit, nbytes)  # the free bytes, then the request
+            raise OutOfMemoryError("CUDA out of memory. Tried to allocate %d bytes (the double's limit is %d)" % (nbytes, cls.limit))
         size = max(512, (nbytes + 511) // 512 * 512)
         address, cls.next = cls.next, cls.next + size
         _hook().gpumem_double_event(ALLOC, 0, address, size)
@@ -55,7 +64,8 @@ class _Storage:
         return self._size
 
     def __del__(self):
-        _Allocator.free(self._address, self._size)
+        if hasattr(self, "_address"):  # not where the allocation raised (out of memory)
+            _Allocator.free(self._address, self._size)
 
 
 class _Device:
@@ -188,6 +198,7 @@ def install():
         synchronize=lambda device=None: None,
         get_device_properties=lambda i: types.SimpleNamespace(name="double", uuid=None),
         _lazy_call=lambda fn: fn(),
+        OutOfMemoryError=OutOfMemoryError,
     )
     # backward(loss): the loss's own closure makes the gradients (the double has no graph).
     autograd = _module("torch.autograd", backward=_backward, grad=lambda *a, **k: None)

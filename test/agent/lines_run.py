@@ -1,0 +1,64 @@
+"""Programs whose findings must name the user's line (issue 37), on a CPU: the real agent with its
+stacks on, torch and the allocator hook replaced by their doubles (test/agent/torch_double.py,
+test/support/hook_double.c, whose walker is the hook's cuda/pystack.c), the ring saved for replay.
+
+    GPUMEM_TEST_HOOK_DOUBLE=LIB PYTHONPATH=agent python3 test/agent/lines_run.py SCENARIO OUT.ring [--steps N]
+
+  leak    keeps a 2 MiB tensor every step (line:keep)
+  nograd  never calls zero_grad: each backward (line:backward) meets the gradients of the step
+          before; the optimizer's step at line:optimizer
+  oom     holds 24 MiB (line:hold), then asks for more than the double's limit (line:ask, caught)
+
+Each statement whose line a test checks ends in a `line:NAME` comment. OUT.ring and OUT.json (the
+manifest) are the agent's compact copy (gpumem_agent.save_ring).
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_double  # noqa: E402
+
+torch = torch_double.install()
+
+import gpumem_agent  # noqa: E402
+from gpumem_agent.agent import Agent  # noqa: E402
+
+
+class AgentOnDouble(Agent):
+    _build = torch_double.hook_double_build
+
+
+ap = argparse.ArgumentParser()
+ap.add_argument("scenario", choices=("leak", "nograd", "oom"))
+ap.add_argument("out")
+ap.add_argument("--steps", type=int, default=10)
+args = ap.parse_args()
+
+agent = gpumem_agent._agent = AgentOnDouble(torch)
+agent.start()
+if agent.mode != "hook":
+    sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+
+Model, AdamW = torch_double.toy_training(torch, lm_head=True, second_moment=True)
+model = Model()  # line:model
+opt = AdamW(model.parameters())
+kept = []
+for _ in range(args.steps):
+    x = torch.empty(64, 256)
+    loss = model(x)  # line:forward
+    torch.autograd.backward(loss)  # line:backward
+    opt.step()  # line:optimizer
+    if args.scenario != "nograd":
+        opt.zero_grad(set_to_none=True)
+    if args.scenario == "leak":
+        kept.append(torch.empty(512, 1024))  # line:keep
+if args.scenario == "oom":
+    hold = [torch.empty(1024, 1024) for _ in range(6)]  # line:hold
+    torch_double._Allocator.limit = 64 << 20
+    try:
+        torch.empty(1 << 30)  # line:ask
+    except torch.cuda.OutOfMemoryError:
+        pass
+    torch_double._Allocator.limit = None
+print("records %d" % gpumem_agent.save_ring(args.out), flush=True)
