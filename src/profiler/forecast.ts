@@ -20,6 +20,7 @@ import type { StepInput } from "./inputs";
 import type { ProfilerModel } from "./model";
 import { pickDevice } from "./queries";
 import type { StepRecord } from "./steps";
+import { formatBytes } from "../words";
 
 export const FORECAST = {
   /** The first steps kept are warm-up (the model built, the optimizer's state made): left out. */
@@ -40,6 +41,8 @@ export interface ForecastStep {
   batch: number | null;
   seq: number | null;
   peak_bytes: number;
+  /** The highest allocated in forward or backward: where the batch's activations are held (the fit's measure). */
+  fb_peak_bytes: number;
   /** Of the peak: what scales with the input, and the rest. */
   scaling_bytes: number;
   fixed_bytes: number;
@@ -102,11 +105,11 @@ export function splitStep(r: StepRecord, input: StepInput | undefined): Forecast
   const peak = r.peak_allocated;
   let scaling = madeThisStep - gradsMade - by[PHASE.optimizer]!;
   let splitAt: ForecastStep["split_at"] = "peak";
+  const fb = Math.max(r.phPeak[PHASE.forward]!, r.phPeak[PHASE.backward]!);
   if (r.peak_phase !== PHASE.forward && r.peak_phase !== PHASE.backward) {
     // The step's peak lies where the batch's activations are gone (the optimizer's step): what
     // scales is read at forward's or backward's own peak instead, above what the step began with;
     // the gradients made by then count as scaling there (an upper bound of it).
-    const fb = Math.max(r.phPeak[PHASE.forward]!, r.phPeak[PHASE.backward]!);
     if (fb > 0) {
       scaling = Math.max(0, fb - r.allocated_at_start);
       splitAt = "forward_backward_peak";
@@ -118,8 +121,9 @@ export function splitStep(r: StepRecord, input: StepInput | undefined): Forecast
     batch: input ? input.batch : null,
     seq: input ? input.seq : null,
     peak_bytes: peak,
+    fb_peak_bytes: fb > 0 ? fb : peak,
     scaling_bytes: scaling,
-    fixed_bytes: splitAt === "peak" ? peak - scaling : Math.max(r.phPeak[PHASE.forward]!, r.phPeak[PHASE.backward]!) - scaling,
+    fixed_bytes: (splitAt === "peak" ? peak : fb) - scaling,
     slack_bytes: Math.max(0, r.reserved_at_peak - peak),
     duration_us: r.end_us === r.end_us && r.start_us === r.start_us ? r.end_us - r.start_us : null,
     peak_phase: PHASE_WORD[r.peak_phase] ?? "other",
@@ -167,14 +171,15 @@ function errors(pts: ForecastStep[], f: (p: ForecastStep) => number): { max: num
   let max = 0;
   let sq = 0;
   for (const p of pts) {
-    const e = Math.abs(f(p) - p.peak_bytes) / p.peak_bytes;
+    const e = Math.abs(f(p) - p.fb_peak_bytes) / p.fb_peak_bytes;
     if (e > max) max = e;
     sq += e * e;
   }
   return { max, rms: Math.sqrt(sq / pts.length) };
 }
 
-/** The peak fitted over steps of two shapes or more (null where they show one shape). */
+/** The forward/backward peak fitted over steps of two shapes or more (null where they show one
+ *  shape): the optimizer's own peak does not hold the batch, and is taken beside it (peakAt). */
 export function fitShapes(pts: ForecastStep[]): ForecastFit | null {
   const shaped = pts.filter((p) => p.batch !== null && p.batch > 0);
   const shapes = new Set(shaped.map((p) => `${p.batch}x${seqOf(p)}`));
@@ -182,7 +187,7 @@ export function fitShapes(pts: ForecastStep[]): ForecastFit | null {
   const tokens = (p: ForecastStep) => p.batch! * seqOf(p);
   const lin = leastSquares(
     shaped.map((p) => [1, tokens(p)]),
-    shaped.map((p) => p.peak_bytes),
+    shaped.map((p) => p.fb_peak_bytes),
   );
   if (!lin) return null;
   const linF = (p: ForecastStep) => lin[0]! + lin[1]! * tokens(p);
@@ -192,7 +197,7 @@ export function fitShapes(pts: ForecastStep[]): ForecastFit | null {
   if (seqs.size >= 3) {
     const quad = leastSquares(
       shaped.map((p) => [1, tokens(p), tokens(p) * seqOf(p)]),
-      shaped.map((p) => p.peak_bytes),
+      shaped.map((p) => p.fb_peak_bytes),
     );
     if (quad && quad[2]! > 0) {
       const qE = errors(shaped, (p) => quad[0]! + quad[1]! * tokens(p) + quad[2]! * tokens(p) * seqOf(p));
@@ -244,7 +249,7 @@ export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis 
     fixed_bytes: median(same.map((p) => p.fixed_bytes)),
     scaling_bytes: median(same.map((p) => p.scaling_bytes)),
     slack_bytes: highest.slack_bytes,
-    optimizer_peak_bytes: optPeak >= 0 && last.split_at === "forward_backward_peak" ? optPeak : null,
+    optimizer_peak_bytes: optPeak >= 0 ? optPeak : null,
     split_at: last.split_at,
     peak_phase: last.peak_phase,
     fit,
@@ -271,13 +276,13 @@ function basisWords(b: ForecastBasis): string {
 
 /** The forecast peak at batch `n` (at sequence length `seq`, default the longest seen). */
 export function peakAt(b: ForecastBasis, n: number, seq: number | null = b.seq_max): number {
+  const opt = b.optimizer_peak_bytes ?? 0;
   if (b.fit && b.batch !== null) {
     const s = seq && seq > 0 ? seq : 1;
-    return b.fit.intercept_bytes + b.fit.per_token_bytes * n * s + b.fit.per_token_seq_bytes * n * s * s;
+    return Math.max(opt, b.fit.intercept_bytes + b.fit.per_token_bytes * n * s + b.fit.per_token_seq_bytes * n * s * s);
   }
   const base = b.batch && b.batch > 0 ? b.batch : 1; // no shape said: n is a multiple of this step's batch
-  const fb = b.fixed_bytes + (b.scaling_bytes * n) / base;
-  return b.optimizer_peak_bytes === null ? fb : Math.max(b.optimizer_peak_bytes, fb);
+  return Math.max(opt, b.fixed_bytes + (b.scaling_bytes * n) / base);
 }
 
 /** The room the allocator has on the device. */
@@ -316,8 +321,11 @@ export interface Forecast {
 }
 
 const GiB = 2 ** 30;
-const gib = (v: number) => `${(v / GiB).toFixed(v >= 10 * GiB ? 1 : 2)} GiB`;
-const mib = (v: number) => (v >= GiB ? gib(v) : `${Math.round(v / 2 ** 20)} MiB`);
+/** "138.1 of 140.4 GiB": both in GiB, as many decimals as the larger needs. */
+const ofGiB = (part: number, whole: number) => {
+  const d = whole >= 10 * GiB ? 1 : 2;
+  return `${(part / GiB).toFixed(d)} of ${(whole / GiB).toFixed(d)} GiB`;
+};
 
 /** The room the allocator may reserve in, from the basis's limit and the caller's device figures. */
 export function roomOf(b: ForecastBasis, r: ForecastRoom): number | null {
@@ -374,13 +382,14 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
   const max = room === null ? null : maxBatch(b, room);
   const maxBytes = max === null || max === 0 ? null : Math.round(peakAt(b, max) + b.slack_bytes);
   const tto = room === null || growthPerStep === null ? null : timeToOom(b, growthPerStep, room);
-  let words = b.batch === null ? `peak ${gib(b.peak_bytes)} at this batch (its shape not said)` : `batch ${b.batch}${b.seq ? `x${b.seq}` : ""} now, peak ${gib(b.peak_bytes)}`;
+  let words = b.batch === null ? `peak ${formatBytes(b.peak_bytes)} at this batch (its shape not said)` : `batch ${b.batch}${b.seq ? `x${b.seq}` : ""} now, peak ${formatBytes(b.peak_bytes)}`;
   if (max !== null && room !== null) {
     const unit = b.batch === null ? `${max}x this batch` : `batch ${max}${b.fit && b.seq_max ? ` at length ${b.seq_max}` : ""}`;
-    const of = b.limit_bytes !== null && room === b.limit_bytes ? `${gib(maxBytes ?? 0)} of the allocator's ${gib(room)} limit` : `${gib((maxBytes ?? 0) + (r.outside_bytes ?? 0))} of ${gib(r.total_bytes ?? room)}`;
-    const outside = r.outside_bytes !== null && !(b.limit_bytes !== null && room === b.limit_bytes) ? ` with ${mib(r.outside_bytes)} outside PyTorch and` : " with";
-    words += max === 0 ? `; batch 1 would not fit (${gib(room)} of room)` : `; fits up to ${unit} (${of}${outside} this step's allocator slack, ${mib(b.slack_bytes)})`;
-  } else words += `; ${at.map((a, i) => `${b.batch === null ? `${a.batch}x${i ? "" : " the batch"}` : `batch ${a.batch}`}: ${gib(a.peak_bytes)}`).join(", ")}`;
+    const limited = b.limit_bytes !== null && room === b.limit_bytes;
+    const of = limited ? `${ofGiB(maxBytes ?? 0, room)}, the allocator's limit,` : ofGiB((maxBytes ?? 0) + (r.outside_bytes ?? 0), r.total_bytes ?? room);
+    const outside = r.outside_bytes !== null && !limited ? ` with ${formatBytes(r.outside_bytes)} outside PyTorch and` : " with";
+    words += max === 0 ? `; batch 1 would not fit (${formatBytes(room)} of room)` : `; fits up to ${unit} (${of}${outside} this step's allocator slack, ${formatBytes(b.slack_bytes)})`;
+  } else words += `; ${at.map((a, i) => `${b.batch === null ? `${a.batch}x${i ? "" : " the batch"}` : `batch ${a.batch}`}: ${formatBytes(a.peak_bytes)}`).join(", ")}`;
   return {
     device: b.device,
     step: b.step,

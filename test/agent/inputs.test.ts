@@ -1,0 +1,69 @@
+// Each step's input shape and the allocator's limit, from the agent to the forecast, on a CPU: the
+// real agent on the torch and hook doubles (test/agent/inputs_run.py) feeds steps of seven sequence
+// lengths and caps the allocator; its ring says every step's batch and sequence and the limit; the
+// model keeps them, and the forecast fits the steps' peaks, linear in the sequence where the program
+// holds batch x seq activations and quadratic where it also holds batch x seq x seq weights, each
+// exact to the bytes the program allocated. The agent's own rules (test_inputs.py): unittest.
+import { expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openRingRecording } from "../../src/collect/recording";
+import { createModel } from "../../src/profiler";
+import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
+import { replay } from "../../src/profiler/replay";
+import { recordFields } from "../../src/system/manifest";
+import { buildLibrary } from "../support/native";
+import { expectUnittestPasses } from "../support/unittest";
+
+const RUN = join(import.meta.dir, "inputs_run.py");
+
+async function recorded(quadratic: boolean) {
+  const dir = mkdtempSync(join(tmpdir(), "gpumem-inputs-"));
+  const agents = join(dir, "agents");
+  mkdirSync(agents, { mode: 0o700 });
+  const env = { ...(process.env as Record<string, string>), GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_DIR: agents };
+  const ring = join(dir, "inputs.ring");
+  const p = Bun.spawnSync(["python3", RUN, ring, ...(quadratic ? ["--quadratic"] : [])], { env, stdout: "pipe", stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(`inputs_run.py failed: ${p.stderr}`);
+  const out = JSON.parse(p.stdout.toString().trim().split("\n").pop()!) as { batch: number; seqs: number[]; fraction: number; total: number };
+  const rec = openRingRecording(ring);
+  const model = createModel();
+  for await (const _ of replay(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), model })) {
+    // to the end
+  }
+  rec.close();
+  return { model, out };
+}
+
+test("the agent's rules for inputs and the limit: found, once a step, guarded, the setter passed through (python3 -m unittest)", () => {
+  expectUnittestPasses(join(import.meta.dir, "test_inputs.py"), { count: 7 });
+});
+
+for (const quadratic of [false, true]) {
+  test(`steps of seven sequence lengths${quadratic ? " with seq x seq weights" : ""}: each step's input and the limit in the ring, the peak fitted ${quadratic ? "quadratic" : "linear"} in the sequence`, async () => {
+    const { model, out } = await recorded(quadratic);
+    // Every step's input, as the program fed it (the first forward of each step, step 0 on).
+    expect(out.seqs.map((_, i) => model.inputs.at(i) && [model.inputs.at(i)!.batch, model.inputs.at(i)!.seq])).toEqual(out.seqs.map((s) => [out.batch, s]));
+    expect(model.inputs.limits.get(0)).toBe(Math.floor(out.fraction * out.total));
+    const b = forecastBasis(model)!;
+    expect(b.fit).not.toBeNull();
+    expect(b.fit!.in_seq).toBe(quadratic ? "quadratic" : "linear");
+    // The steps after the first (warm-up), their shapes told apart; the peaks fitted within 0.1%.
+    expect(b.fit!.steps).toBe(out.seqs.length - 1);
+    expect(b.fit!.shapes).toBe(new Set(out.seqs.slice(1)).size);
+    expect(b.fit!.max_error).toBeLessThan(0.001);
+    // What each token holds: 1024 floats of activation (and 16 floats per position of the weights).
+    expect(b.fit!.per_token_bytes).toBeGreaterThan(4096 * 0.99);
+    expect(b.fit!.per_token_bytes).toBeLessThan(4096 * 1.01 + 4);
+    if (quadratic) expect(Math.abs(b.fit!.per_token_seq_bytes - 64)).toBeLessThan(1);
+    else expect(b.fit!.per_token_seq_bytes).toBe(0);
+    // The room is the allocator's limit; the largest batch fits it, one more does not.
+    const f = forecastAt(b, { total_bytes: null, outside_bytes: null });
+    expect(f.room_bytes).toBe(b.limit_bytes!);
+    expect(peakAt(b, f.max_batch!) + b.slack_bytes).toBeLessThanOrEqual(f.room_bytes!);
+    expect(peakAt(b, f.max_batch! + 1) + b.slack_bytes).toBeGreaterThan(f.room_bytes!);
+    expect(f.words).toContain(`fits up to batch ${f.max_batch} at length ${Math.max(...out.seqs)}`);
+    expect(f.basis).toContain(`${quadratic ? "quadratic" : "linear"} in the sequence length`);
+  });
+}
