@@ -376,7 +376,8 @@ static int torch_file(const char *p) {
 }
 
 /* The monitor's default rule (src/profiler/user-frame.ts frameKind): 1 for the user's code; 0 for
- * library code (installed packages, the standard library, frozen modules, torch) and native or
+ * library code (installed packages, the standard library, frozen modules, torch, the monitor's
+ * agent) and native or
  * unknown files. A name too long for the buffer is taken as the user's (the walk stops there). */
 static int user_file(PyObject *filename) {
   char p[512];
@@ -390,6 +391,7 @@ static int user_file(PyObject *filename) {
     return 0;
   }
   if (strstr(p, "/site-packages/") || strstr(p, "/dist-packages/") || stdlib_dir(p) || strstr(p, "/Lib/") || strncmp(p, "Lib/", 4) == 0) return 0;
+  if (strstr(p, "/gpumem_agent/") || strncmp(p, "gpumem_agent/", 13) == 0) return 0; /* the monitor's own agent */
   return !torch_file(p);
 }
 

@@ -28,8 +28,8 @@ function run(env: Record<string, string>) {
   return { code: r.code, stderr: r.stderr, tensors: new Map((profile?.largest_tensors ?? []).map((t) => [t.name, t])) };
 }
 
-stacksTest("GPUMEM_TUI_STACKS=1M: each tensor of 1 MiB or more is named with the user's line that allocated it; smaller ones with none", () => {
-  const r = run({ GPUMEM_TUI_STACKS: "1M" });
+stacksTest("GPUMEM_TUI_STACKS=1M:0: each tensor of 1 MiB or more is named with the user's line that allocated it; smaller ones with none (no sampling)", () => {
+  const r = run({ GPUMEM_TUI_STACKS: "1M:0" });
   expect([r.code, r.stderr]).toEqual([0, ""]);
   const at = (name: string) => r.tensors.get(name)?.allocated_at;
   // wte (4 MiB) and its AdamW state, made by the model's constructor and by opt.step()
@@ -42,22 +42,27 @@ stacksTest("GPUMEM_TUI_STACKS=1M: each tensor of 1 MiB or more is named with the
   expect(sized.filter((t) => t.size_bytes < 2 ** 20).every((t) => !t.allocated_at)).toBe(true);
 }, 30_000);
 
-stacksTest("without GPUMEM_TUI_STACKS no stack is captured; a value that is not a size is said once and leaves them off", () => {
-  const off = run({});
+stacksTest("without GPUMEM_TUI_STACKS stacks are on: every tensor of 1 MiB or more named with its line; GPUMEM_TUI_STACKS=0 turns them off; a value that is not a size is said once and leaves them off", () => {
+  const on = run({});
+  expect([on.code, on.stderr]).toEqual([0, ""]);
+  expect(on.tensors.get("wte.weight")?.allocated_at).toBe(`${SHORT_RUN}:${lineOf("model = Model()")} <module>`);
+  // smaller ones carry a line where sampled (one per 512 KiB allocated on average): some may, not all must
+  expect([...on.tensors.values()].filter((t) => t.name !== null && t.size_bytes >= 2 ** 20).every((t) => t.allocated_at)).toBe(true);
+  const off = run({ GPUMEM_TUI_STACKS: "0" });
   expect(off.code).toBe(0);
   expect([...off.tensors.values()].some((t) => t.allocated_at)).toBe(false);
   const bad = run({ GPUMEM_TUI_STACKS: "lots" });
   expect(bad.code).toBe(0);
-  expect(bad.stderr).toBe("gpumem-agent: GPUMEM_TUI_STACKS=lots is not a size in bytes (such as 1M); stacks are off\n");
+  expect(bad.stderr).toBe("gpumem-agent: GPUMEM_TUI_STACKS=lots is not a size in bytes, or a size and a sampling rate (such as 1M or 1M:512K); stacks are off\n");
   expect([...bad.tensors.values()].some((t) => t.allocated_at)).toBe(false);
 }, 30_000);
 
 // On a GPU: the hook's own capture, on the interpreter and torch there (3.12 on the device).
-gpuTest("GPUMEM_TUI_STACKS=1M on a transformers GPT-2 under run --json: parameters named with the model's line, AdamW state with opt.step()'s", () => {
+gpuTest("stacks as shipped (no variable set) on a transformers GPT-2 under run --json: parameters named with the model's line, AdamW state with opt.step()'s", () => {
   const script = join(ROOT, "test", "gpu", "hf_gpt2_short.py");
   const lines = readFileSync(script, "utf8").split("\n");
   const line = (code: string) => lines.findIndex((l) => l.includes(code)) + 1;
-  const r = runJson(agentDir(), [process.env.PYTHON ?? "python3", script, "--steps", "14"], 1000, { GPUMEM_TUI_STACKS: "1M" });
+  const r = runJson(agentDir(), [process.env.PYTHON ?? "python3", script, "--steps", "14"], 1000, {});
   if (r.code !== 0) console.log(r.stdout, r.stderr);
   expect(r.code).toBe(0);
   const pt = r.last.processes.find((x) => x.pid === r.pid)?.pytorch;
