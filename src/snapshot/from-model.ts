@@ -137,10 +137,16 @@ export function snapshotFromModel(m: ProfilerModel): WrittenSnapshot {
         traces[dev]!.push({ action: "free_requested", ...fields, time_us, frames: [] }, { action: "free_completed", ...fields, time_us: tail.extra[s]!, frames: [] });
         continue;
       }
-      const e: TraceEntry = { action, addr: tail.address[s]!, size, stream: tail.stream[s]!, time_us, frames: [] };
-      if (a === ACTION.oom) e.device_free = tail.extra[s]!;
+      // Its stack: a snapshot's trace gives it; a ring's alloc carries it in `extra`, an OOM (the
+      // request that failed) in its address (docs/protocol.md), where the manifest says stacks are on.
+      const stack = tail.stack[s]! || (!m.recordStacks ? 0 : a === ACTION.alloc ? tail.extra[s]! : a === ACTION.oom ? tail.address[s]! : 0);
+      const e: TraceEntry = { action, addr: a === ACTION.oom ? 0 : tail.address[s]!, size, stream: tail.stream[s]!, time_us, frames: [] };
+      if (a === ACTION.oom) {
+        e.device_free = tail.extra[s]!;
+        e.frames = withStack(m, stack, []);
+      }
       if (a === ACTION.alloc) {
-        e.frames = withStack(m, tail.stack[s]!, frame(where(tail.step[s]!, tail.phase[s]!, tail.range[s] ? m.rangeName(tail.range[s]!) : null)));
+        e.frames = withStack(m, stack, frame(where(tail.step[s]!, tail.phase[s]!, tail.range[s] ? m.rangeName(tail.range[s]!) : null)));
         // Allocated inside a function the line profiler follows: that line is the nearest thing to
         // a stack frame we have, and memory_viz shows it first.
         const line = tail.line[s]! ? m.lineNames.get(tail.line[s]!) : undefined;
