@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Issue 38 on the GPU: the monitor's own cost, this tree beside an earlier one in the same run.
+#   bash bench/gpu-parts/cost.sh OUT_DIR          (repo root, after `bun cuda/build.ts --install`; ~3 minutes)
+# The earlier tree: $COST_BASE (a checkout with node_modules), else .carry/cost-base.tar.xz (a `git archive`
+# of the earlier commit, unpacked to /tmp/cost-base with this tree's node_modules); without either, this
+# tree alone beside nvidia-smi.
+# COST_PARTS: which of "start idle busy" to run (all by default).
+#  1. start:  `--json --once` (the bundle, dist/cli.js) against `nvidia-smi --query-gpu=... --format=csv`,
+#             Bun's floors and NVML's from C, the earlier tree's bundle: interleaved, a process holding 3 GiB
+#             (bench/start-floor.ts); where the time goes, from the sources (bench/startup.ts, 3 runs).
+#  2. idle:   the screens (the bundle, 200x60 in tmux, Overview, 1 s interval) of both trees over the same
+#             30 s, one GPU and no process on it (bench/monitor-cost.ts): CPU % of a core, largest RSS.
+#  3. busy:   a transformers GPT-2 of hf_train's size (6x512, batch 16x256) under this tree's `run --json`;
+#             beside it, following the same agent over the same 25 s: the screens of each tree on Overview,
+#             Process and Tensors, `--json` of each tree (the session `run --json` runs), and that
+#             `run --json` itself.
+# Everything lands in OUT_DIR (JSON, markdown, the panes as they were); a summary on stdout.
+set -u
+out=${1:?OUT_DIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+root=$PWD
+log=$out/cost.log
+: > "$log"
+step() { # name seconds command...: under its own timeout, its output in the log
+  local name=$1 t=$2; shift 2
+  local t0=$SECONDS
+  echo "== $name" >> "$log"
+  timeout -k 5 "$t" "$@" >> "$log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc in $((SECONDS - t0)) s"
+  return $rc
+}
+
+# The earlier tree, its native library and bundle built by its own sources.
+base=${COST_BASE:-}
+if [ -z "$base" ] && [ -f .carry/cost-base.tar.xz ]; then
+  rm -rf /tmp/cost-base && mkdir -p /tmp/cost-base && tar -xJf .carry/cost-base.tar.xz -C /tmp/cost-base \
+    && ln -sfn "$root/node_modules" /tmp/cost-base/node_modules && base=/tmp/cost-base
+fi
+if [ -n "$base" ]; then
+  step base-build 90 env -C "$base" bun cuda/build.ts --install || base=
+fi
+echo "earlier tree: ${base:-none}"
+{ nvidia-smi -L; nvidia-smi --query-compute-apps=pid,used_memory --format=csv; } > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+
+parts=${COST_PARTS:-start idle busy}
+# 1. The start.
+if [[ " $parts " == *" start "* ]]; then
+step start-floor 100 bun bench/start-floor.ts "$out/start" 30 $base && cat "$out/start/start-floor.md"
+for i in 1 2 3; do timeout -k 5 20 bun bench/startup.ts; done > "$out/startup.txt" 2>&1
+grep -E 'total|wait|document holds' "$out/startup.txt"
+fi
+[ -f dist/cli.js ] || step bundle 60 bun run build:bundle
+if [ -n "$base" ] && [ ! -f "$base/dist/cli.js" ]; then step base-bundle 60 env -C "$base" bun run build:bundle || base=; fi
+
+mon() { # label tree [env]: the screens of that tree's bundle
+  echo "$1=env $3 bun $2/dist/cli.js --interval 1000"
+}
+# 2. Idle: one GPU, no process on it.
+if [[ " $parts " == *" idle "* ]]; then
+idle=("$(mon screens-now "$root" "")")
+[ -n "$base" ] && idle+=("$(mon screens-base "$base" "")")
+step idle 70 bun bench/monitor-cost.ts "$out/idle.json" 30 3 "${idle[@]}"
+bun -e "for (const r of require('$out/idle.json').runs) console.log('idle', r.label, r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB')"
+fi
+
+# 3. Following a busy GPT-2 (hf_train's size) under this tree's `run --json`.
+[[ " $parts " == *" busy "* ]] || exit 0
+dir=$(mktemp -d /tmp/cost-agents-XXXXXX)
+chmod 700 "$dir"
+train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-45}")
+# Bounded by timeout, whose child is the monitor measured (never a pipe held open by a watchdog).
+GPUMEM_TUI_DIR=$dir timeout -k 5 170 bun dist/cli.js run --json --interval 1000 --output /tmp/cost-run-now.ndjson -- "${train[@]}" > "$out/train.log" 2>&1 &
+tpid=$!
+rpid=
+for _ in $(seq 1 50); do rpid=$(pgrep -P "$tpid" 2>/dev/null | head -1 || true); [ -n "$rpid" ] || rpid=$(cut -d" " -f1 "/proc/$tpid/task/$tpid/children" 2>/dev/null); [ -n "$rpid" ] && break; sleep 0.1; done
+# At speed once the program prints its first rate (5 s into its steps; the hook built before that).
+for _ in $(seq 1 120); do grep -q 'steps/s' "$out/train.log" 2>/dev/null && break; kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
+grep -m1 'steps/s' "$out/train.log" || { echo "the training never reached its steps:"; tail -5 "$out/train.log"; }
+busy=()
+for k in 1 2 3; do
+  busy+=("$(mon "screens-now@$k" "$root" "GPUMEM_TUI_DIR=$dir")")
+  [ -n "$base" ] && busy+=("$(mon "screens-base@$k" "$base" "GPUMEM_TUI_DIR=$dir")")
+done
+busy+=("json-now=env GPUMEM_TUI_DIR=$dir bun $root/dist/cli.js --json --interval 1000 > /dev/null")
+[ -n "$base" ] && busy+=("json-base=env GPUMEM_TUI_DIR=$dir bun $base/dist/cli.js --json --interval 1000 > /dev/null")
+busy+=("run-json-now=pid:$rpid")
+step busy 60 bun bench/monitor-cost.ts "$out/busy.json" 25 5 "${busy[@]}"
+bun -e "for (const r of require('$out/busy.json').runs) console.log('busy', r.label, r.key ?? '', r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB', r.error ?? '')"
+grep 'steps/s' "$out/train.log" | tail -2
+for _ in $(seq 1 60); do kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
+kill "$tpid" 2>/dev/null
+wait "$tpid"
+echo "run --json exit: $? ($(wc -l < /tmp/cost-run-now.ndjson 2>/dev/null || echo 0) documents)"
+rm -rf "$dir" /tmp/cost-run-now.ndjson /tmp/cost-run-now.lines.json
