@@ -12,6 +12,7 @@ import { PHASE_NAMES } from "../ffi/events";
 import { RESYNCED_STEP, type TensorInfo } from "./blocks";
 import { segmentMapAt } from "./segment-map";
 import { frameLabel } from "./user-frame";
+import { stackWeight } from "./stack-weight";
 
 export const PEAK_WHICH = ["step", "run"] as const;
 export type PeakWhich = (typeof PEAK_WHICH)[number] | number;
@@ -56,6 +57,9 @@ function pictureOf(d: DeviceState, which: PeakWhich, end: boolean): { pic: PeakP
   return pic && { pic, which: typeof which === "number" ? "kept" : which };
 }
 
+/** The group of blocks whose line is not known (no stack: not sampled, before the attach, autograd's engine). */
+const WHERE_UNKNOWN = "(where unknown)";
+
 /** The user's line of stack `stack` (user-frame.ts), or null where no stack or no user frame. */
 export function userFrameLabel(m: ProfilerModel, stack: number): string | null {
   if (!stack || !m.stacks) return null;
@@ -77,7 +81,7 @@ function keyOf(m: ProfilerModel, b: PeakBlocks, i: number, by: PeakGrouping, k: 
   if (by === "category") return cat;
   if (by === "phase") return phase;
   if (by === "range") return m.rangeName(b.range[i]!) ?? "(no range)";
-  if (by === "frame") return userFrameLabel(m, b.stack[i]!) ?? "(where unknown)";
+  if (by === "frame") return userFrameLabel(m, b.stack[i]!) ?? WHERE_UNKNOWN;
   const step = b.step[i] === RESYNCED_STEP ? null : b.step[i]!;
   return k.name ?? blockLabel(cat, phase, m.rangeName(b.range[i]!), step);
 }
@@ -93,18 +97,28 @@ export function atPeak(m: ProfilerModel, opts: { device: number; which?: PeakWhi
   const by = opts.by ?? "name";
   const groups = new Map<string, PeakGroup & { largest: number }>();
   const b = pic.blocks;
+  // By line, a sampled block stands for more than itself (stack-weight.ts); the blocks whose line
+  // is not known take what is left, so that the groups still add up to the peak.
+  const sampling = by === "frame" ? (m.stacks?.sampling ?? null) : null;
   for (let i = 0; i < b.n; i++) {
     const k = known(d, b, i);
     const key = keyOf(m, b, i, by, k);
     const size = b.size[i]!;
     let g = groups.get(key);
     if (!g) groups.set(key, (g = { key, bytes: 0, blocks: 0, category: "other", largest: -1 }));
-    g.bytes += size;
+    g.bytes += sampling && key !== WHERE_UNKNOWN ? stackWeight(size, sampling) : size;
     g.blocks++;
     if (size > g.largest) {
       g.largest = size;
       g.category = CATEGORIES[k.cat] ?? "other";
     }
+  }
+  if (sampling) {
+    let lines = 0;
+    for (const g of groups.values()) if (g.key !== WHERE_UNKNOWN) lines += g.bytes = Math.round(g.bytes);
+    const unknown = Math.max(0, b.bytes() - lines);
+    const u = groups.get(WHERE_UNKNOWN);
+    if (u) u.bytes = unknown;
   }
   const all = [...groups.values()].sort((x, y) => y.bytes - x.bytes || (x.key < y.key ? -1 : 1));
   const limit = opts.limit ?? 500;

@@ -4,6 +4,9 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openRingRecording } from "../../src/collect/recording";
+import { createModel, MAX_STEPS, replayToEnd } from "../../src/profiler";
+import { recordFields } from "../../src/system/manifest";
 import { buildLibrary } from "./native";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -53,4 +56,20 @@ export function replayFinal(ring: string, env: Record<string, string> = {}) {
   const r = cli(["replay", ring, "--json"], env);
   if (r.code !== 0) throw new Error(`replay ${ring}: exit ${r.code}\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { findings: { id: string; title: string; evidence: string; lines?: { role: string; at: string; bytes: number | null; blocks: number | null }[]; numbers: Record<string, unknown> }[] };
+}
+
+/** A saved ring played to its end into a model, as `replay` plays it (its manifest's stacks, the
+ *  double as library code). */
+export function modelOfLines(ring: string) {
+  const before = process.env.GPUMEM_TUI_LIBRARY;
+  process.env.GPUMEM_TUI_LIBRARY = TORCH_DOUBLE;
+  try {
+    const rec = openRingRecording(ring);
+    const model = replayToEnd(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), stacks: rec.stacks, model: createModel().keepTrace().keepPeaks(MAX_STEPS) });
+    rec.close();
+    return model;
+  } finally {
+    if (before === undefined) delete process.env.GPUMEM_TUI_LIBRARY;
+    else process.env.GPUMEM_TUI_LIBRARY = before;
+  }
 }
