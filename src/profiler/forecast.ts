@@ -31,6 +31,8 @@ export const FORECAST = {
   quadraticGain: 0.5,
   /** ...and the linear fit's error is at least this (a relative error over the steps). */
   quadraticMinError: 0.02,
+  /** At its own batch the split gives back the step's peak within this share, or no forecast is made. */
+  selfCheck: 0.01,
   /** Batches forecast beside the largest that fits: these multiples of the current one. */
   multiples: [2, 4] as const,
 };
@@ -225,6 +227,9 @@ const median = (xs: number[]) => {
 export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis | null {
   const d = pickDevice(m, device);
   if (!d) return null;
+  // Memory from before an attach that no seed named: what earlier steps left is unknown, and the
+  // split would call all of a peak scaling (an attach's seed, or a recording's, names it).
+  if (d.consistency.preAttachBytes(d.unknownFreeBytes) > 0) return null;
   const recs = settled(d);
   if (recs.length === 0) return null;
   const pts = recs.map((r) => splitStep(r, m.inputs.at(r.step)));
@@ -257,6 +262,10 @@ export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis 
     step_duration_us: durations.length ? median(durations) : null,
     words: "",
   };
+  // The split must give back the step's own peak at its own batch: where it does not (the peak lies
+  // outside forward, backward and the optimizer: CUDA graphs' replays, where no hook marks a
+  // phase), what scales is not known, and nothing is forecast.
+  if (!fit && Math.abs(peakAt(basis, basis.batch ?? 1, basis.seq) - basis.peak_bytes) > FORECAST.selfCheck * basis.peak_bytes) return null;
   basis.words = basisWords(basis);
   return basis;
 }
