@@ -233,7 +233,7 @@ export const PytorchSchema = z.object({
     .default({})
     .describe('what the agent in this process runs without, and why, as its manifest says: {feature: sentence}, e.g. {"names": "off: RuntimeError: … (at step 12)"} for a feature that failed and turned itself off; "hook": why the allocator hook is not used (the manifest\'s hook_error); "ring" also where the monitor stopped reading a ring cut short under it'),
   profile: ProfileSchema.nullable().default(null).describe("null where the monitor has read no allocator event of the process yet (`--json --once` reads its ring once)"),
-  forecast: ForecastSchema.nullable().optional().describe("will it fit: the peak at other batch sizes, the largest batch that fits, time to OOM (src/profiler/forecast.ts); null before a settled step"),
+  forecast: ForecastSchema.nullable().optional().describe("will it fit: the peak at other batch sizes, the largest batch that fits, time to OOM (src/profiler/forecast.ts); null before a settled step, and where memory from before an attach is not named (no seed)"),
   ledger: LedgerSchema.nullable().optional().describe("null where NVML does not list the process (no used bytes) or the monitor keeps no model of it"),
 });
 
