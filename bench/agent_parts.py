@@ -252,6 +252,28 @@ def stacks_state(agent):
     return {"on": True, "min_bytes": st.min_bytes, "sample_bytes": st.sample_bytes, "interned": len(st.table), "note": agent.notes.get("stacks")}
 
 
+def stacks_taken(agent, torch, step, n=5):
+    """Over n steps with the parts as shipped: allocations a step and how many carried a stack,
+    from the agent's own ring (its records of those steps)."""
+    from gpumem_agent.ring import RECORD_FIELDS
+
+    ring = getattr(agent, "ring", None)
+    if ring is None or not hasattr(ring, "lane_records"):
+        return None
+    act, extra = RECORD_FIELDS.index("action"), RECORD_FIELDS.index("extra")
+    before = [ring.lane_written(lane) for lane in range(ring.n_lanes)]
+    for _ in range(n):
+        step()
+    torch.cuda.synchronize()
+    allocs = taken = 0
+    for lane in range(ring.n_lanes):
+        for r in ring.lane_records(lane, before[lane]):
+            if r[act] == 0:  # alloc
+                allocs += 1
+                taken += r[extra] != 0
+    return {"steps": n, "allocs_per_step": allocs / n, "stacks_per_step": taken / n}
+
+
 def child(workload, args):
     import torch
 
@@ -293,6 +315,8 @@ def child(workload, args):
             out["parts"][name]["seconds"] = round(time.perf_counter() - t, 1)
             print("  %-12s %-20s %s" % (workload, name, _line(out["parts"][name])), flush=True)
         out["stacks_after"] = stacks_state(agent)
+        if out["stacks_after"].get("on"):
+            out["stacks_after"]["taken"] = stacks_taken(agent, torch, step)
         opt = next(iter(agent.phases.optimizers), None) if agent.phases else None
         out["hook_calls_us"] = hook_calls(agent, torch, opt, 2000 if args.quick else 20000)
     finally:
@@ -378,7 +402,10 @@ def markdown(result):
                 c["median"], p.get("seconds", 0)))
         st, sk = r.get("stacks_after") or r.get("stacks") or {}, r["parts"].get("stacks", {}).get("wall")
         if st.get("on"):
-            rows += ["", "Stacks as shipped: %s; %d distinct stacks interned by the end." % (st.get("note") or "on", st.get("interned", 0))]
+            tk = st.get("taken") or {}
+            rows += ["", "Stacks as shipped: every allocation of %d bytes or more, smaller ones sampled at one per %d bytes allocated; %d distinct"
+                     " stacks interned by the end%s." % (st["min_bytes"], st["sample_bytes"], st.get("interned", 0),
+                                                         ("; %.0f of %.0f allocations a step carried a stack" % (tk["stacks_per_step"], tk["allocs_per_step"])) if tk else "")]
         elif st:
             rows += ["", "Stacks: off in this process (%s)." % (st.get("note") or "not started")]
         if sk:
