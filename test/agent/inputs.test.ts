@@ -13,7 +13,9 @@ import { createModel } from "../../src/profiler";
 import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
 import { replay } from "../../src/profiler/replay";
 import { recordFields } from "../../src/system/manifest";
+import { exposition } from "../../src/headless/prometheus";
 import { buildLibrary } from "../support/native";
+import { agentDir, runJson } from "../support/run-json";
 import { expectUnittestPasses } from "../support/unittest";
 
 const RUN = join(import.meta.dir, "inputs_run.py");
@@ -67,3 +69,20 @@ for (const quadratic of [false, true]) {
     expect(f.basis).toContain(`${quadratic ? "quadratic" : "linear"} in the sequence length`);
   });
 }
+
+test("run --json's last document carries the forecast in the allocator's limit, and Prometheus its largest batch", async () => {
+  const r = runJson(agentDir(), ["python3", RUN, join(mkdtempSync(join(tmpdir(), "gpumem-inputs-")), "x.ring"), "--quadratic"], 5000, {
+    GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"),
+    GPUMEM_TUI_LIBRARY: join(import.meta.dir, "torch_double.py"),
+  });
+  expect([r.code, r.stderr]).toEqual([0, ""]);
+  const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as { seqs: number[]; fraction: number; total: number };
+  const fc = r.last.processes.find((x) => x.pid === r.pid)?.pytorch?.forecast;
+  expect(fc).toBeTruthy();
+  expect([fc!.batch, fc!.seq, fc!.fit?.in_seq, fc!.limit_bytes, fc!.room_bytes]).toEqual([4, out.seqs.at(-1)!, "quadratic", Math.floor(out.fraction * out.total), Math.floor(out.fraction * out.total)]);
+  expect(fc!.words).toContain(`fits up to batch ${fc!.max_batch} at length ${Math.max(...out.seqs)}`);
+  // The same figure as the model's own forecast of the ring (the replay above).
+  const { model } = await recorded(true);
+  expect(fc!.max_batch).toBe(forecastAt(forecastBasis(model)!, { total_bytes: null, outside_bytes: null }).max_batch);
+  expect(exposition(r.last)).toMatch(new RegExp(`^gpumem_forecast_max_batch\\{[^}]*pid="${r.pid}"[^}]*\\} ${fc!.max_batch}$`, "m"));
+}, 30_000);

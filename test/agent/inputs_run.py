@@ -6,7 +6,7 @@ first step. The ring says each step's input and the limit; test/agent/inputs.tes
 
     GPUMEM_TEST_HOOK_DOUBLE=LIB GPUMEM_TUI_DIR=DIR python3 test/agent/inputs_run.py OUT.ring [--quadratic]
 
-Prints one JSON line: the records saved, the shapes fed, the fraction and the device's total.
+Prints its pid, then one JSON line: the records saved, the shapes fed, the fraction and the device's total.
 """
 import argparse
 import json
@@ -45,6 +45,7 @@ agent = gpumem_agent._agent = AgentOnDouble(torch)
 agent.start()
 if agent.mode != "hook":
     sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+print("pid %d" % os.getpid(), flush=True)  # for run --json's tests (test/support/run-json.ts)
 
 
 class Model(torch.nn.Module):
