@@ -23,6 +23,10 @@ export const BUILD: BuildInfo = { version: pkg.version, bun: Bun.version, schema
 
 type Labels = Record<string, string | number | null | undefined>;
 
+/** How many lines of a process's code gpumem_pytorch_line_live_bytes carries (its label cardinality). */
+export const PROMETHEUS_LINES = 5;
+const LINE_HELP = `Live allocator bytes by the line of the user's code that allocated them (the ${PROMETHEUS_LINES} holding most; line="(unknown)": blocks without a known line), where stacks are recorded; sampled small blocks count as the bytes they stand for.`;
+
 interface Family {
   name: string;
   help: string;
@@ -109,6 +113,9 @@ export function exposition(doc: Document, build: BuildInfo = BUILD): string {
     if (!prof) continue;
     for (const c of prof.categories)
       add("gpumem_pytorch_live_bytes", "gauge", "Live allocator bytes by category (parameter, gradient, optimizer_state, activation, …), from the monitor's model.", { ...base, category: c.category }, c.bytes);
+    // The lines holding the most, a few (a label value per line: bounded, whatever the program).
+    for (const l of prof.lines?.top.slice(0, PROMETHEUS_LINES) ?? []) add("gpumem_pytorch_line_live_bytes", "gauge", LINE_HELP, { ...base, line: l.at }, l.bytes);
+    if (prof.lines) add("gpumem_pytorch_line_live_bytes", "gauge", LINE_HELP, { ...base, line: "(unknown)" }, prof.lines.unknown_bytes);
     add("gpumem_pytorch_block_detail_partial", "gauge", "1 where the monitor's block detail is incomplete (records lost, memory from before the attach, a resync); totals stay exact.", base, prof.detail.partial ? 1 : 0);
     for (const f of prof.findings)
       add("gpumem_finding_active", "gauge", "1 for each finding the monitor holds of the process (id, severity); its title and evidence are in the JSON.", { ...base, finding: f.id, severity: f.severity }, 1);

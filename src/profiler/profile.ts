@@ -11,6 +11,18 @@ import { atPeak, userFrameLabel } from "./peak-groups";
 import { blocks, categories, deviceSummary, pickDevice } from "./queries";
 import type { DeviceState } from "./device";
 import { unallocatedView } from "./unallocated";
+import { liveLineSums } from "./line-bytes";
+
+/** How many lines the document lists as holding live memory (Prometheus exports fewer). */
+const LINES_LISTED = 10;
+
+/** Live memory by the user's line, where the model has stacks (line-bytes.ts). */
+function liveLines(m: ProfilerModel, d: DeviceState | null) {
+  const sums = d && liveLineSums(m.stacks, d);
+  if (!sums) return null;
+  const s = sums.split(LINES_LISTED);
+  return { top: s.lines.map((l) => ({ at: l.label, bytes: l.bytes, blocks: l.blocks })), unknown_bytes: s.unknown_bytes };
+}
 
 /** The top groups alive at `step`'s peak, where its blocks are kept. */
 function aliveAtPeak(m: ProfilerModel, device: number, step: number) {
@@ -96,6 +108,7 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
     peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase, alive_at_peak: aliveAtPeak(m, dev, peak.step) },
     reserved_unallocated: reservedUnallocated(m, d),
     categories: cats.map((c) => ({ category: c.category, bytes: c.bytes, blocks: c.blocks })),
+    lines: liveLines(m, d),
     largest_tensors: blocks(m, { device: dev, limit: opts.tensors ?? 10, sort: "size" }).blocks.map((x) => ({
       label: x.label,
       name: x.name,
@@ -110,6 +123,6 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
     })),
     findings: (opts.found ?? findings(m))
       .filter((f) => f.device === dev)
-      .map(({ id, severity, title, evidence, numbers }) => ({ id, severity, title, evidence, numbers })),
+      .map(({ id, severity, title, evidence, numbers, lines }) => ({ id, severity, title, evidence, numbers, ...(lines ? { lines } : {}) })),
   };
 }

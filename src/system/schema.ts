@@ -164,6 +164,16 @@ export const ProfileSchema = z
       .default(null)
       .describe(`${UNALLOCATED} memory (reserved − allocated of the default pool), now and at a step's peak; the finding reserved_unallocated says where it costs something`),
     categories: z.array(z.object({ category: z.string(), bytes: z.number(), blocks: z.number() })).describe("live memory by category"),
+    lines: z
+      .object({
+        top: z
+          .array(z.object({ at: z.string().describe('the first frame outside library code: "path/train.py:42 step"'), bytes: z.number(), blocks: z.number().int() }))
+          .describe("the lines of the user's code holding the most live memory, most first (at most 10): sampled small blocks weighed as the bytes they stand for (the manifest's stack_sample_bytes)"),
+        unknown_bytes: z.number().describe("live bytes whose line is not known: blocks without a stack (not sampled, before the attach, autograd's engine), library code only, frames not yet in the manifest"),
+      })
+      .nullable()
+      .optional()
+      .describe("live memory by the line of the user's code that allocated it, where the recording has stacks; null without"),
     largest_tensors: z
       .array(
         z.object({

@@ -40,6 +40,7 @@ agent.start()
 if agent.mode != "hook":
     sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
 
+print("pid %d" % os.getpid(), flush=True)
 Model, AdamW = torch_double.toy_training(torch, lm_head=True, second_moment=True)
 model = Model()  # line:model
 opt = AdamW(model.parameters())
