@@ -11,6 +11,8 @@ Marked here, once per event and never per allocation:
               its first collective: "first_collective:all_reduce"), destroy_process_group
   cudagraphs  a CUDA graph's capture_end (the graph is instantiated there: driver memory outside
               the graph's private pool)
+  triton      a torch.compile compile (dynamo's start and end callbacks: Inductor's autotuning runs
+              and loads Triton's kernels there), registered at torch.compile's first call
 A program marks its own library events the same way, with or without the agent:
 
     with torch.profiler.record_function("gpumem:cupy:pool_init"):
@@ -68,6 +70,9 @@ class Libraries:
         self.seen = set()  # ids of the groups whose first collective was marked (None: the default group)
         self.patched = []  # (module, name, original, wrapper)
         self.count = 0  # marks written (tests, facts)
+        self.compile_watched = False  # dynamo's compile callbacks registered
+        self.compiling_ranges = []
+        self.compile_handler = None
         guard.stops(FEATURE, self.stop)
 
     def _mark(self, name):
@@ -170,7 +175,55 @@ class Libraries:
 
             graph.capture_end = capture_end
             self.patched.append((graph, "capture_end", end, capture_end))
+        self._watch_compile()
         return self
+
+    # -- torch.compile: the compile (Inductor's autotuning, Triton's kernels loaded) ----------------
+
+    def _watch_compile(self):
+        """Dynamo's compile start and end callbacks, once torch._dynamo is imported: torch.compile
+        imports it at its first call, so that call registers them (torch.compile itself is left
+        alone where dynamo is already loaded)."""
+        dynamo = sys.modules.get("torch._dynamo.callback")
+        if dynamo is not None:
+            self._register_compile(dynamo)
+            return
+        compile_fn = getattr(self.torch, "compile", None)
+        if compile_fn is None or getattr(compile_fn, "_gpumem_library_mark", False):
+            return
+        this = self
+
+        @functools.wraps(compile_fn)
+        def compile(*args, **kwargs):
+            out = compile_fn(*args, **kwargs)
+            if this.on and not this.compile_watched:
+                cb = sys.modules.get("torch._dynamo.callback")
+                if cb is not None:
+                    this.guard.call(FEATURE, this._register_compile, cb)
+            return out
+
+        compile._gpumem_library_mark = True
+        self.torch.compile = compile
+        self.patched.append((self.torch, "compile", compile_fn, compile))
+
+    def _register_compile(self, cb):
+        handler = getattr(cb, "callback_handler", None)
+        if handler is None or not hasattr(handler, "register_start_callback"):
+            return
+        self.compile_watched = True
+        self.compiling_ranges = []
+        handler.register_start_callback(self._compile_start)
+        handler.register_end_callback(self._compile_end)
+        self.compile_handler = handler
+
+    def _compile_start(self, *args):
+        r = self._mark("triton:compile")
+        if r is not None:
+            self.compiling_ranges.append(r)
+
+    def _compile_end(self, *args):
+        if self.compiling_ranges:
+            self._end(self.compiling_ranges.pop())
 
     def stop(self):
         """Off after a failure: the originals back where nothing replaced our wrappers since."""
@@ -182,6 +235,12 @@ class Libraries:
             except Exception:
                 pass
         self.patched = []
+        h, self.compile_handler = self.compile_handler, None
+        for name, fn in (("remove_start_callback", self._compile_start), ("remove_end_callback", self._compile_end)):
+            try:
+                getattr(h, name)(fn)
+            except Exception:
+                pass  # this torch cannot remove them: they return at once now (`on` is off)
 
 
 def start(torch, notes, guard):

@@ -8,7 +8,7 @@ import type { Document } from "../system/schema";
 import { type Agent, AgentWatcher } from "./agents";
 import { joinAgents } from "../system/join";
 import { cpuPercent, type PidNsInfo, type ProcessInfo } from "../system/process";
-import { inOtherPidNamespace, ownPidNamespace, pidNsInfo, processInfo } from "./procfs";
+import { inOtherPidNamespace, ownPidNamespace, ownUser, pidNsInfo, processInfo } from "./procfs";
 
 export class Machine {
   private nvml: Nvml | null = null;
@@ -126,6 +126,7 @@ export class Machine {
     const input: DocumentInput = {
       time_unix_ms: now,
       host: hostname(),
+      user: ownUser(),
       system,
       reason: this.reason ?? (system && system.device_count === 0 ? "NVML reports no devices" : null),
       samples,

@@ -116,6 +116,13 @@ export function parseRss(status: string): number | null {
   return m ? Number(m[1]) * 1024 : null;
 }
 
+/** The monitor's own user, named as processInfo names a process's (the GPU ledger tells other
+ *  users' processes apart by it); null where the platform has no uid. */
+export function ownUser(): string | null {
+  const uid = process.getuid?.();
+  return uid === undefined ? null : userName(uid);
+}
+
 export function processInfo(pid: number, procRoot = "/proc"): ProcessInfo {
   const status = read(`${procRoot}/${pid}/status`);
   const uidMatch = status?.match(/^Uid:\s+(\d+)/m);

@@ -82,6 +82,8 @@ export function exposition(doc: Document, build: BuildInfo = BUILD): string {
     add("gpumem_gpu_power_limit_watts", "gauge", "Enforced power limit, watts.", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.power_limit_milliwatts === null ? null : d.power_limit_milliwatts / 1000);
     add("gpumem_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe receive throughput, bytes per second.", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.pcie_rx_bytes_per_second);
     add("gpumem_gpu_pcie_tx_bytes_per_second", "gauge", "PCIe transmit throughput, bytes per second.", { gpu: d.index, uuid: d.uuid, hostname: doc.host }, d.pcie_tx_bytes_per_second);
+    for (const r of d.ledger?.rows ?? [])
+      add("gpumem_gpu_ledger_bytes", "gauge", "What the GPU's memory is made of, summing to its total: processes (the monitor's user's), other_users, gone (no such process: exited with its memory held, or in another container), not_listed, driver_reserved, free.", { gpu: d.index, uuid: d.uuid, hostname: doc.host, kind: r.kind }, r.bytes);
   }
   for (const p of doc.processes) {
     const uuid = devices.get(p.device)?.uuid;

@@ -17,6 +17,7 @@ import { holeLines } from "./hole-lines";
 import { linesInWords, type LineBytes, type LineSplit } from "./line-bytes";
 import { frameLabel } from "./user-frame";
 import type { DocumentFinding, FindingId } from "../system/schema";
+import { ledgerRows, ledgerWords, libraryName } from "../system/ledger-rows";
 
 export type { FindingId };
 
@@ -393,6 +394,30 @@ function unallocatedFinding(m: ProfilerModel, d: DeviceState): Finding | null {
 function nonPytorchFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const s = deviceSummary(m, d);
   if (s.non_pytorch_bytes === null || s.non_pytorch_bytes < THRESHOLDS.nonPytorchMinBytes) return null;
+  // The ledger, where the monitor has followed the process's NVML samples: each part named.
+  const parts = m.ledger.parts(d.device);
+  if (parts !== null) {
+    const l = ledgerRows({ nvml_used_bytes: s.nvml_used_bytes!, allocated_bytes: s.allocated_bytes, reserved_bytes: s.reserved_bytes, private_pools: d.privatePools ?? [], parts });
+    const row = (kind: string) => l.rows.filter((r) => r.kind === kind);
+    return {
+      id: "non_pytorch",
+      severity: "info",
+      device: d.device,
+      title: ledgerWords(l),
+      evidence:
+        `NVML counts ${formatBytes(s.nvml_used_bytes!)} used by this process on device ${d.device}, PyTorch reserves ${formatBytes(s.reserved_bytes)}. ` +
+        l.rows.filter((r) => r.kind === "context" || r.kind === "library").map((r) => `${r.name}: ${formatBytes(r.bytes)}${r.note ? ` (${r.note})` : ""}`).join("; ") +
+        `; unexplained: ${formatBytes(row("unexplained")[0]!.bytes)} (no library's mark was open when it came).`,
+      numbers: {
+        nvml_used_bytes: s.nvml_used_bytes,
+        reserved_bytes: s.reserved_bytes,
+        non_pytorch_bytes: s.non_pytorch_bytes,
+        context_bytes: row("context")[0]?.bytes ?? null,
+        unexplained_bytes: row("unexplained")[0]!.bytes,
+        ...Object.fromEntries(parts.libraries.map((p) => [`${p.library}_bytes`, p.bytes])),
+      },
+    };
+  }
   return {
     id: "non_pytorch",
     severity: "info",
@@ -402,6 +427,26 @@ function nonPytorchFinding(m: ProfilerModel, d: DeviceState): Finding | null {
       `NVML counts ${formatBytes(s.nvml_used_bytes!)} used by this process on device ${d.device}, PyTorch reserves ${formatBytes(s.reserved_bytes)}: ` +
       `${formatBytes(s.non_pytorch_bytes)} is the CUDA context, NCCL buffers, cuBLAS/cuDNN workspaces or other libraries.`,
     numbers: { nvml_used_bytes: s.nvml_used_bytes, reserved_bytes: s.reserved_bytes, non_pytorch_bytes: s.non_pytorch_bytes },
+  };
+}
+
+/** Memory outside PyTorch that grew with no library's mark open (the ledger's newest jump). */
+function outsideJumpFinding(m: ProfilerModel, d: DeviceState): Finding | null {
+  const parts = m.ledger.parts(d.device);
+  const j = parts?.jumps.at(-1);
+  if (!j || j.bytes <= 0) return null;
+  const lib = j.after.match(/^gpumem:([^:]+)/);
+  const after = lib ? `${libraryName(lib[1]!)}'s mark ${j.after}` : j.after;
+  return {
+    id: "outside_jump",
+    severity: "warning",
+    device: d.device,
+    title: `${formatBytes(j.bytes)} appeared outside PyTorch after ${after}, with no library's mark open`,
+    evidence:
+      `Between two samples NVML's used bytes of this process on device ${d.device} grew ${formatBytes(j.bytes)} more than PyTorch's reserved, after ${after}, ` +
+      `with no library's mark open: a library allocating on its own (cuBLAS/cuDNN workspaces, Triton kernels, CuPy, TensorRT, a raw cudaMalloc). ` +
+      `It counts as unexplained; wrapping the call in torch.profiler.record_function("gpumem:LIBRARY:EVENT") names it in the ledger.`,
+    numbers: { jump_bytes: j.bytes, time_us: j.time_us, after: j.after, jumps: parts!.jumps.length },
   };
 }
 
@@ -432,7 +477,7 @@ export function findings(m: ProfilerModel): Finding[] {
   const out: Finding[] = [];
   for (const d of m.devices) {
     for (const o of d.ooms) out.push(oomFinding(m, d, o));
-    for (const f of [growthFinding(m, d), gradientsFinding(m, d), unallocatedFinding(m, d), nonPytorchFinding(m, d), partialFinding(m, d)])
+    for (const f of [growthFinding(m, d), gradientsFinding(m, d), unallocatedFinding(m, d), nonPytorchFinding(m, d), outsideJumpFinding(m, d), partialFinding(m, d)])
       if (f) out.push(f);
   }
   out.sort((a, b) => SEVERITY[a.severity] - SEVERITY[b.severity] || a.device - b.device);

@@ -9,7 +9,7 @@ import { joinAgents, type JoinResult } from "./join";
 import type { Device, Document, Process, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
 import { forecastAt, type ForecastBasis } from "../profiler/forecast";
-import { ledgerRows, type Ledger, type LedgerParts } from "./ledger-rows";
+import { gpuLedger, ledgerRows, type Ledger, type LedgerParts } from "./ledger-rows";
 
 export interface AgentView {
   pid: number;
@@ -30,6 +30,8 @@ export interface DocumentInput {
   processInfo: Map<number, ProcessInfo>;
   agents: AgentView[];
   warnings: string[];
+  /** The monitor's own user: the GPU ledger tells other users' processes apart (absent: no split). */
+  user?: string | null;
   /** The agents joined to NVML's pids and devices (src/system/join.ts, with /proc's facts);
    *  absent, they are joined with none: every agent taken for the monitor's pid namespace. */
   join?: JoinResult;
@@ -143,22 +145,25 @@ export function pytorchBlock(
     notes: detail?.notes ?? (manifest ? processNotes(manifest) : {}),
     profile: detail?.profile ?? null,
     forecast: forecastOf(f, nvmlUsed, detail, deviceTotal),
-    ledger: ledgerOf(f, nvmlUsed, detail),
+    // Absent where NVML has no used bytes of the process: the documents of a machine without one
+    // keep the shape they had.
+    ...ledgerOf(f, nvmlUsed, detail),
   };
 }
 
 /** The ledger at this sample, from the figures the block shows beside it (so its rows sum to
- *  `nvmlUsed` with these very allocated and reserved bytes); null without NVML's used bytes. */
-function ledgerOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ModelDetail | null): Ledger | null {
-  if (nvmlUsed === null || detail === null) return null;
+ *  `nvmlUsed` with these very allocated and reserved bytes); none without NVML's used bytes. */
+function ledgerOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ModelDetail | null): { ledger?: Ledger } {
+  if (nvmlUsed === null || detail === null) return {};
   const pools = detail.profile?.reserved_unallocated?.private_pools ?? [];
-  return ledgerRows({
+  const ledger = ledgerRows({
     nvml_used_bytes: nvmlUsed,
     allocated_bytes: f.allocated_bytes,
     reserved_bytes: f.reserved_bytes,
     private_pools: pools.map((p) => ({ pool_id: [p.pool_id[0] ?? 0, p.pool_id[1] ?? 0] as const, reserved_bytes: p.reserved_bytes, allocated_bytes: p.allocated_bytes })),
     parts: detail.ledger_parts ?? null,
   });
+  return { ledger };
 }
 
 /** The forecast in the room NVML tells of (the device's total, what is outside PyTorch: NVML's
@@ -340,7 +345,10 @@ export function buildDocument(input: DocumentInput, detail?: DetailOf): Document
     nvml_version: input.system?.nvml_version ?? null,
     cuda_driver_version: input.system?.cuda_driver_version ?? null,
     reason: input.reason,
-    devices: input.samples.map((s) => device(s, input.previous.get(s.index))),
+    devices: input.samples.map((s) => {
+      const d = device(s, input.previous.get(s.index));
+      return { ...d, ledger: gpuLedger(d, processes.filter((p) => p.device === s.index && p.nvml_visible), input.user ?? null) };
+    }),
     processes,
     jobs,
     warnings: [...input.warnings, ...join.warnings],

@@ -119,3 +119,63 @@ export function ledgerWords(l: Ledger): string {
   return `${formatBytes(l.outside_pytorch_bytes)} outside PyTorch: ${parts.join(", ")}`;
 }
 
+
+export type GpuLedgerRowKind = "processes" | "other_users" | "gone" | "not_listed" | "driver_reserved" | "free";
+
+export interface GpuLedgerRow {
+  kind: GpuLedgerRowKind;
+  bytes: number;
+  /** The pids the row stands for (processes, other users, gone), else empty. */
+  pids: number[];
+}
+
+export interface GpuLedger {
+  /** What the rows sum to: the GPU's total memory. */
+  total_bytes: number;
+  rows: GpuLedgerRow[];
+  /** The findings in words: a GPU whose memory a process that no longer exists holds. */
+  words: string[];
+}
+
+/** A process NVML lists on the GPU, as the document has it (user and name from /proc: null where
+ *  /proc has no such pid). */
+export interface ListedProcess {
+  pid: number;
+  used_bytes: number | null;
+  user: string | null;
+  name: string | null;
+  command: string | null;
+}
+
+/** What a GPU's memory is made of, summing to its total: NVML's used by the processes it lists
+ *  (the monitor's user's, other users', and those /proc has no process of: exited with their
+ *  memory still held, or in another container), used that no listed process accounts for, the
+ *  driver's reserve (NVML's v2 memory figures; v1 counts it in used) and free. Null without
+ *  NVML's memory figures. `user`: the monitor's own user (null: no split by user). */
+export function gpuLedger(d: { memory_total_bytes: number | null; memory_used_bytes: number | null; memory_free_bytes: number | null; memory_reserved_bytes: number | null }, listed: readonly ListedProcess[], user: string | null): GpuLedger | null {
+  if (d.memory_total_bytes === null || d.memory_used_bytes === null || d.memory_free_bytes === null) return null;
+  const rows: Record<"processes" | "other_users" | "gone", GpuLedgerRow> = {
+    processes: { kind: "processes", bytes: 0, pids: [] },
+    other_users: { kind: "other_users", bytes: 0, pids: [] },
+    gone: { kind: "gone", bytes: 0, pids: [] },
+  };
+  let listedBytes = 0;
+  for (const p of listed) {
+    if (p.used_bytes === null) continue;
+    const gone = p.user === null && p.name === null && p.command === null;
+    const row = gone ? rows.gone : user !== null && p.user !== user ? rows.other_users : rows.processes;
+    row.bytes += p.used_bytes;
+    row.pids.push(p.pid);
+    listedBytes += p.used_bytes;
+  }
+  // Used that no listed process accounts for: what the total leaves once the listed processes, the
+  // driver's reserve and free are taken (NVML's used less the listed where its figures agree).
+  const notListed = d.memory_total_bytes - listedBytes - (d.memory_reserved_bytes ?? 0) - d.memory_free_bytes;
+  const out: GpuLedgerRow[] = [rows.processes, rows.other_users, rows.gone, { kind: "not_listed", bytes: notListed, pids: [] }];
+  if (d.memory_reserved_bytes !== null) out.push({ kind: "driver_reserved", bytes: d.memory_reserved_bytes, pids: [] });
+  out.push({ kind: "free", bytes: d.memory_free_bytes, pids: [] });
+  const words: string[] = [];
+  if (rows.gone.bytes > 0)
+    words.push(`${formatBytes(rows.gone.bytes)} held by ${rows.gone.pids.length === 1 ? `pid ${rows.gone.pids[0]}` : `pids ${rows.gone.pids.join(", ")}`}, which no longer ${rows.gone.pids.length === 1 ? "exists" : "exist"} here (exited with its memory still held, or in another container)`);
+  return { total_bytes: d.memory_total_bytes, rows: out, words };
+}

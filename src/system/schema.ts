@@ -12,6 +12,23 @@ export { SCHEMA_VERSION };
 const bytes = z.number().int().nonnegative();
 const nullableInt = z.number().int().nullable();
 
+/** What a GPU's memory is made of, summing to its total (src/system/ledger-rows.ts gpuLedger). */
+export const GpuLedgerSchema = z
+  .object({
+    total_bytes: z.number().int(),
+    rows: z
+      .array(
+        z.object({
+          kind: z.enum(["processes", "other_users", "gone", "not_listed", "driver_reserved", "free"]),
+          bytes: z.number().int(),
+          pids: z.array(z.number().int()).describe("the processes the row stands for"),
+        }),
+      )
+      .describe("processes: NVML's used of the processes it lists that run as the monitor's user; other_users: those of other users; gone: those /proc has no process of (exited with the memory still held, or in another container); not_listed: used that no listed process accounts for; driver_reserved: the driver's own (NVML v2; absent where NVML counts it in used); free"),
+    words: z.array(z.string()).describe("findings in words: memory held by a process that no longer exists"),
+  })
+  .describe("the GPU's memory, summing to its total");
+
 export const DeviceSchema = z.object({
   index: z.number().int().nonnegative(),
   name: z.string(),
@@ -39,14 +56,15 @@ export const DeviceSchema = z.object({
   performance_state: z.number().int().min(0).max(15).nullable().describe("P-state: 0 is the fastest"),
   error: z.string().nullable().describe("the first unexpected NVML error of this sample, in NVML's words"),
   recorded: z.boolean().optional().describe("true: a GPU of the machine a replayed recording was made on (the demo), shown beside this machine's; absent for this machine's own"),
+  ledger: GpuLedgerSchema.nullable().optional().describe("what the GPU's memory is made of, summing to its total; null without NVML's memory figures"),
 });
 
 /** What each finding is; the detectors (src/profiler/findings.ts) make only these. "fragmentation"
  *  is no longer made (documents written before "reserved_unallocated" replaced it still read). */
 export const FindingIdSchema = z
-  .enum(["oom", "growth", "gradients_kept", "reserved_unallocated", "fragmentation", "non_pytorch", "partial"])
+  .enum(["oom", "growth", "gradients_kept", "reserved_unallocated", "fragmentation", "non_pytorch", "outside_jump", "partial"])
   .describe(
-    `reserved_unallocated: ${UNALLOCATED} memory (reserved − allocated, the default pool's) where it costs something: allocation retries beyond the OOMs', an OOM it would have held in no free block that large, or memory idle at a step's peak; fragmentation: its name in documents of earlier versions, no longer made`,
+    `outside_jump: memory outside PyTorch grew between two samples with no library's mark open (the ledger's unexplained), after the mark or step it names; reserved_unallocated: ${UNALLOCATED} memory (reserved − allocated, the default pool's) where it costs something: allocation retries beyond the OOMs', an OOM it would have held in no free block that large, or memory idle at a step's peak; fragmentation: its name in documents of earlier versions, no longer made`,
   );
 
 /** A line of the user's code a finding cites (src/profiler/line-bytes.ts). */
@@ -244,7 +262,7 @@ export const PytorchSchema = z.object({
     .describe('what the agent in this process runs without, and why, as its manifest says: {feature: sentence}, e.g. {"names": "off: RuntimeError: … (at step 12)"} for a feature that failed and turned itself off; "hook": why the allocator hook is not used (the manifest\'s hook_error); "ring" also where the monitor stopped reading a ring cut short under it'),
   profile: ProfileSchema.nullable().default(null).describe("null where the monitor has read no allocator event of the process yet (`--json --once` reads its ring once)"),
   forecast: ForecastSchema.nullable().optional().describe("will it fit: the peak at other batch sizes, the largest batch that fits, time to OOM (src/profiler/forecast.ts); null before a settled step, and where memory from before an attach is not named (no seed)"),
-  ledger: LedgerSchema.nullable().optional().describe("null where NVML does not list the process (no used bytes) or the monitor keeps no model of it"),
+  ledger: LedgerSchema.nullable().optional().describe("absent where NVML does not list the process (no used bytes) or the monitor keeps no model of it"),
 });
 
 export const ProcessSchema = z.object({

@@ -57,5 +57,5 @@ test("one mark per event, its range entered and left around the call, named in t
 });
 
 test("failures turn the marks off in one note, the program's calls untouched; nothing marked while compiling", () => {
-  expectUnittestPasses(join(import.meta.dir, "test_libraries.py"), { count: 4 });
+  expectUnittestPasses(join(import.meta.dir, "test_libraries.py"), { count: 5 });
 });

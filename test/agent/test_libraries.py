@@ -5,6 +5,7 @@ and a failing mark turns the feature off in one note while the program's call st
 library only; run by test/agent/libraries.test.ts."""
 import os
 import sys
+import types
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -112,6 +113,54 @@ class Libraries(unittest.TestCase):
         # Off: the originals are back.
         self.assertIs(dist.all_reduce, dist_double.all_reduce)
         self.assertIs(dist.distributed_c10d.init_process_group, dist_double.init_process_group)
+
+    def test_a_compile_is_marked_from_dynamos_callbacks_registered_at_torch_compiles_first_call(self):
+        handler = CallbackHandler()
+
+        def compile(model=None, **kwargs):  # torch.compile imports dynamo at its first call
+            sys.modules["torch._dynamo.callback"] = types.SimpleNamespace(callback_handler=handler)
+            return model
+
+        torch.compile = compile
+        try:
+            self.libs, notes = installed()
+            self.assertIsNot(torch.compile, compile)
+            self.assertEqual(torch.compile("m", mode="reduce-overhead"), "m")  # the program's result
+            handler.compile()  # dynamo compiling the first call
+            handler.compile()
+            self.assertEqual(self.entered(), ["gpumem:triton:compile", "gpumem:triton:compile"])
+            self.assertEqual(self.libs.record_function.log[-1], ("exit", "gpumem:triton:compile"))
+            self.libs.stop()  # off: torch.compile back, the callbacks removed
+            self.assertIs(torch.compile, compile)
+            self.assertEqual(handler.start, [])
+        finally:
+            del torch.compile
+            sys.modules.pop("torch._dynamo.callback", None)
+
+
+class CallbackHandler:
+    """torch._dynamo.callback.callback_handler's registry, called as dynamo calls it around a compile."""
+
+    def __init__(self):
+        self.start, self.end = [], []
+
+    def register_start_callback(self, fn):
+        self.start.append(fn)
+
+    def register_end_callback(self, fn):
+        self.end.append(fn)
+
+    def remove_start_callback(self, fn):
+        self.start.remove(fn)
+
+    def remove_end_callback(self, fn):
+        self.end.remove(fn)
+
+    def compile(self):
+        for fn in self.start:
+            fn(object())
+        for fn in self.end:
+            fn(object())
 
 
 if __name__ == "__main__":

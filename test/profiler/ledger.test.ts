@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ROOT } from "../../src/ffi/build";
+import { findings } from "../../src/profiler";
 import { libraryMark, ledgerWords } from "../../src/profiler/ledger";
 import { documentSamples, replayLedger } from "../support/ledger-replay";
 import compileFacts from "../fixtures/compile-graphs.facts.json";
@@ -42,6 +43,19 @@ describe("the ledger of a recorded torch.compile reduce-overhead run (H200)", ()
     expect(first.ledger.rows.find((r) => r.kind === "unexplained")!.bytes).toBe(0);
     // The words say every part outside torch and the unexplained rest.
     expect(ledgerWords(at[at.length - 1]!.ledger)).toMatch(/^[\d.]+ [KMG]iB outside PyTorch: CUDA context [\d.]+ [KMG]iB, unexplained /);
+  });
+});
+
+describe("findings of the ledger", () => {
+  test("unmarked growth outside PyTorch after the first step is a jump, named by the step it came in", () => {
+    const { model } = replayLedger(join(FX, "compile-graphs.ring.gz"), join(FX, "compile-graphs.json"), documentSamples(join(FX, "compile-graphs.run.ndjson.gz"), 558));
+    const parts = model.ledger.parts(0)!;
+    // Compiling and capturing (no mark in a ring recorded before the agent's marks): unexplained.
+    expect(parts.jumps.map((j) => j.after)).toEqual(["step 0 (forward)", "step 0 (forward)", "step 1 (forward)"]);
+    expect(parts.jumps.every((j) => j.bytes >= 64 * 2 ** 20)).toBe(true);
+    const f = findings(model).find((x) => x.id === "outside_jump")!;
+    expect(f.title).toBe("64.00 MiB appeared outside PyTorch after step 1 (forward), with no library's mark open");
+    expect(f.numbers).toMatchObject({ jump_bytes: 64 * 2 ** 20, after: "step 1 (forward)", jumps: 3 });
   });
 });
 

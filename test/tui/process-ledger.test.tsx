@@ -32,7 +32,7 @@ test("under the headline: the context and unexplained, the same bytes as the doc
 
 test("on a short terminal it is the first line to go; at 80 columns it is cut at a word, never mid-figure", () => {
   const { pm } = replayedWithNvml();
-  expect(render(<Wide columns={60}><ProcessScreen pm={pm} width={60} height={15} ascii={false} /></Wide>).lastFrame()).not.toContain("outside PyTorch");
+  expect(render(<Wide columns={60}><ProcessScreen pm={pm} width={60} height={15} ascii={false} /></Wide>).lastFrame()).not.toContain("outside PyTorch:");
   const narrow = render(<ProcessScreen pm={pm} width={80} height={40} ascii={false} />).lastFrame()!;
   const line = narrow.split("\n").find((l) => l.includes("outside PyTorch"))!;
   expect(line.length).toBeLessThanOrEqual(80);
