@@ -274,7 +274,8 @@ function basisWords(b: ForecastBasis): string {
   const steps = `${b.steps} step${b.steps === 1 ? "" : "s"}`;
   if (b.fit) {
     const seq = b.fit.in_seq === null ? "" : `, ${b.fit.in_seq} in the sequence length`;
-    return `the peak fitted over ${steps} of ${b.fit.shapes} input shapes${seq} (error at most ${(b.fit.max_error * 100).toFixed(1)}%)`;
+    const err = b.fit.max_error < 0.001 ? "under 0.1%" : `at most ${(b.fit.max_error * 100).toFixed(1)}%`;
+    return `the peak fitted over ${steps} of ${b.fit.shapes} input shapes${seq} (error ${err} over them)`;
   }
   const where = b.split_at === "peak" ? `at the ${b.peak_phase} peak` : "at the forward/backward peak (the step's own peak lies in the optimizer)";
   return (

@@ -5,38 +5,18 @@
 // holds batch x seq activations and quadratic where it also holds batch x seq x seq weights, each
 // exact to the bytes the program allocated. The agent's own rules (test_inputs.py): unittest.
 import { expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openRingRecording } from "../../src/collect/recording";
-import { createModel } from "../../src/profiler";
 import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
-import { replay } from "../../src/profiler/replay";
-import { recordFields } from "../../src/system/manifest";
 import { exposition } from "../../src/headless/prometheus";
 import { buildLibrary } from "../support/native";
+import { INPUTS_RUN, inputsRing } from "../support/inputs-ring";
 import { agentDir, runJson } from "../support/run-json";
 import { expectUnittestPasses } from "../support/unittest";
 
-const RUN = join(import.meta.dir, "inputs_run.py");
-
-async function recorded(quadratic: boolean) {
-  const dir = mkdtempSync(join(tmpdir(), "gpumem-inputs-"));
-  const agents = join(dir, "agents");
-  mkdirSync(agents, { mode: 0o700 });
-  const env = { ...(process.env as Record<string, string>), GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_DIR: agents };
-  const ring = join(dir, "inputs.ring");
-  const p = Bun.spawnSync(["python3", RUN, ring, ...(quadratic ? ["--quadratic"] : [])], { env, stdout: "pipe", stderr: "pipe" });
-  if (p.exitCode !== 0) throw new Error(`inputs_run.py failed: ${p.stderr}`);
-  const out = JSON.parse(p.stdout.toString().trim().split("\n").pop()!) as { batch: number; seqs: number[]; fraction: number; total: number };
-  const rec = openRingRecording(ring);
-  const model = createModel();
-  for await (const _ of replay(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), model })) {
-    // to the end
-  }
-  rec.close();
-  return { model, out };
-}
+const RUN = INPUTS_RUN;
+const recorded = inputsRing;
 
 test("the agent's rules for inputs and the limit: found, once a step, guarded, the setter passed through (python3 -m unittest)", () => {
   expectUnittestPasses(join(import.meta.dir, "test_inputs.py"), { count: 7 });

@@ -1,0 +1,31 @@
+// The Process screen's forecast (issue 41): under the step table, what the batch is now, its peak
+// and the largest batch that fits the allocator's limit, then the basis in words (the fit over the
+// steps' shapes, linear or quadratic in the sequence, and its error); the basis is the line that
+// gives way on a short terminal. From the real agent's ring on the torch and hook doubles (steps
+// of seven sequence lengths under a set_per_process_memory_fraction cap).
+import { expect, test } from "bun:test";
+import { render } from "ink-testing-library";
+import type { ProcessModel } from "../../src/collect/live";
+import { forecastAt, forecastBasis } from "../../src/profiler/forecast";
+import { ProcessScreen } from "../../src/tui/screens/process";
+import { inputsRing } from "../support/inputs-ring";
+import { Wide } from "../support/wide";
+
+test("under the step table: batch and peak now, the largest batch that fits the limit, and the fit it comes from", async () => {
+  const { model, out } = await inputsRing(true);
+  const pm: ProcessModel = { pid: 4242, model, source: "replay", socket: null, title: "python3 inputs_run.py", ended: true };
+  const fc = forecastAt(forecastBasis(model)!, { total_bytes: null, outside_bytes: null });
+  const lines = render(<Wide columns={200}><ProcessScreen pm={pm} width={200} height={60} ascii={false} /></Wide>).lastFrame()!.split("\n");
+  const at = lines.findIndex((l) => l.startsWith("Forecast: "));
+  expect(at).toBeGreaterThan(0);
+  expect(lines[at]).toContain(`Forecast: batch ${out.batch}x${out.seqs.at(-1)} now, peak `);
+  expect(lines[at]).toContain(`fits up to batch ${fc.max_batch} at length ${Math.max(...out.seqs)} (`);
+  expect(lines[at]).toContain("the allocator's limit");
+  expect(lines[at + 1]).toContain("basis: the peak fitted over 9 steps of 7 input shapes, quadratic in the sequence length (error under 0.1% over them)");
+  // Under the step table: its phases' rows come before it.
+  expect(lines.slice(0, at).some((l) => l.startsWith("backward"))).toBe(true);
+  // A short terminal keeps the forecast and lets its basis go.
+  const short = render(<Wide columns={100}><ProcessScreen pm={pm} width={100} height={22} ascii={false} /></Wide>).lastFrame()!;
+  expect(short).toContain("Forecast: ");
+  expect(short).not.toContain("basis: ");
+});
