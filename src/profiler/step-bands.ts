@@ -16,6 +16,7 @@ import { blockLabel } from "./queries";
 import { columnOf, readWindow, type WindowBlock } from "./step-window";
 import type { StepRecord } from "./steps";
 import { ParamSizes } from "./param-sizes";
+import { frameLabel } from "./user-frame";
 
 /** Bands a result holds unless asked for another number. */
 export const DEFAULT_BANDS = 12;
@@ -52,6 +53,9 @@ export interface StepBand {
   category: string | null;
   /** What a view shows: its name, else what is known of it, never a bare address. */
   label: string;
+  /** The line of the user's code that allocated it ("path/train.py:42 step"), where its stack is
+   *  known (the hook's or a snapshot's); null otherwise (no stack, allocated before the window). */
+  line: string | null;
   /** Bytes × µs alive in the window: what ranks the bands. */
   byte_us: number;
 }
@@ -242,6 +246,15 @@ export function stepBands(m: ProfilerModel, opts: StepBandsOptions): StepBands |
     return { ...h, label: blocks.names[slot] ?? unnamed };
   });
 
+  // Where each band was allocated: its alloc record's stack (a snapshot's trace gives it; a ring's
+  // alloc carries it in `extra`), else the live block's.
+  const stacks = m.stacks;
+  const lineOf = (b: WindowBlock, slot: number): string | null => {
+    if (!stacks) return null;
+    const stack = b.rec >= 0 ? t.stack[b.rec]! || (m.recordStacks ? t.extra[b.rec]! : 0) : slot >= 0 ? blocks.stack[slot]! : 0;
+    const k = stack ? stacks.userFrame(stack) : -1;
+    return k < 0 ? null : frameLabel(stacks.frames(stack)[k]!);
+  };
   const bands = chosen.map((b): StepBand => {
     const slot = b.alloc !== null && b.free === null ? (blocks.bySlot.get(b.address) ?? -1) : -1;
     const live = slot >= 0 && blocks.time_us[slot] === b.alloc && blocks.size[slot] === b.size;
@@ -276,6 +289,7 @@ export function stepBands(m: ProfilerModel, opts: StepBandsOptions): StepBands |
       dtype: tensor?.dtype ?? null,
       category,
       label,
+      line: lineOf(b, live ? slot : -1),
       byte_us: weight(b),
     };
   });

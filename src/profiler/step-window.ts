@@ -30,6 +30,8 @@ export interface WindowBlock {
   fPhase: number;
   fRange: number;
   fInst: number;
+  /** The kept records' slot of its allocation (−1: before the window): where its stack is read. */
+  rec: number;
 }
 
 /** The first record number in [lo, hi) whose time is at least `us` (times ascend). */
@@ -134,7 +136,7 @@ export function readWindow(m: ProfilerModel, spec: WindowSpec): StepWindow {
     if (b !== undefined) open.delete(a);
     else {
       // A block from before the window: its size is the one the model freed (torch's block).
-      b = { address: a, size: t.block[s]!, stream: null, from: fromUs, to: tUs, alloc: null, free: null, colFrom: 0, colTo: c, phase: -1, range: 0, inst: -1, fPhase: -1, fRange: 0, fInst: -1 };
+      b = { address: a, size: t.block[s]!, stream: null, from: fromUs, to: tUs, alloc: null, free: null, colFrom: 0, colTo: c, phase: -1, range: 0, inst: -1, fPhase: -1, fRange: 0, fInst: -1, rec: -1 };
       list.push(b);
       earlierFreed += b.size;
     }
@@ -175,7 +177,7 @@ export function readWindow(m: ProfilerModel, spec: WindowSpec): StepWindow {
       const old = open.get(address);
       // Its free was lost: the model drops the old block here, and so does the band.
       if (old !== undefined) (old.to = tUs), (old.colTo = c), (alloc -= old.size);
-      const b: WindowBlock = { address, size: t.block[s]!, stream: t.stream[s]!, from: tUs, to: end, alloc: tUs, free: null, colFrom: c, colTo: columns, phase: curPhase, range: curRange, inst, fPhase: -1, fRange: 0, fInst: -1 };
+      const b: WindowBlock = { address, size: t.block[s]!, stream: t.stream[s]!, from: tUs, to: end, alloc: tUs, free: null, colFrom: c, colTo: columns, phase: curPhase, range: curRange, inst, fPhase: -1, fRange: 0, fInst: -1, rec: s };
       open.set(address, b);
       list.push(b);
       alloc += b.size;

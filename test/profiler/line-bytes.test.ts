@@ -2,7 +2,7 @@
 // the sums that use it: unbiased over a stream of mixed sizes sampled as the hook samples, the
 // at-peak groups by line adding up to the peak on a ring recorded with stacks.
 import { afterAll, describe, expect, test } from "bun:test";
-import { atPeak } from "../../src/profiler";
+import { atPeak, stepBands } from "../../src/profiler";
 import { sampledOut, stackWeight } from "../../src/profiler/stack-weight";
 import { stacksTest } from "../support/native";
 import { cleanLines, markedAt, modelOfLines, recordLines } from "../support/lines-run";
@@ -62,5 +62,18 @@ describe("the at-peak groups by line", () => {
     const keep = v.groups.find((g) => g.key.startsWith(`${markedAt("keep")} `));
     expect(keep?.bytes).toBe(keep!.blocks * 2 * MiB);
     expect(v.groups.reduce((s, g) => s + g.bytes, 0) + v.more_bytes + v.unseen_bytes).toBe(v.peak_bytes);
+  }, 30_000);
+});
+
+describe("the Timeline's bands", () => {
+  stacksTest("each band of a step says the line that allocated it: the kept tensor of the step its keep line, the step's others theirs", () => {
+    const m = modelOfLines(recordLines("leak", { GPUMEM_TUI_STACKS: "1M" }));
+    const sb = stepBands(m, { device: 0, step: m.devices[0]!.steps.at(-1)!.step, columns: 40, bands: 30 })!;
+    const kept = sb.bands.filter((b) => b.size_bytes === 2 * MiB && b.alloc_us !== null);
+    expect(kept.length).toBe(1);
+    expect(kept[0]!.line).toBe(`${markedAt("keep")} <module>`);
+    // a band from before the window has no allocation to read a line from, unless it is still alive
+    for (const b of sb.bands) if (b.alloc_us === null && !b.alive_now) expect(b.line).toBeNull();
+    expect(sb.bands.some((b) => b.line === `${markedAt("optimizer")} <module>` || b.line === `${markedAt("forward")} <module>`)).toBe(true);
   }, 30_000);
 });

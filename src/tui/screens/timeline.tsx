@@ -48,8 +48,12 @@ function rowLabel(b: StepBand): string {
     const freed = b.freed_range_name ? `in ${b.freed_range_name}` : b.freed_phase === "other" ? "outside the phases" : `in ${b.freed_phase}`;
     return `${b.label.includes("kept records") ? "before the records" : "earlier step"}, freed ${freed}`;
   }
-  return `${b.category ?? "block"} · ${b.range_name ?? phaseLabel(b.phase)}`;
+  // The line that allocated it says more than its range, where it is known: the file's name and line.
+  return `${b.category ?? "block"} · ${b.line ? shortLine(b.line) : (b.range_name ?? phaseLabel(b.phase))}`;
 }
+
+/** "train.py:42 step" of "path/train.py:42 step". */
+const shortLine = (line: string) => line.replace(/^.*\//, "");
 
 // The last layout, reused while nothing changed (the keys ask for it as often as the frame does),
 // and the size it was made for: Enter acts on the rows as the screen draws them at that size.
@@ -218,6 +222,7 @@ function detail(l: Layout, open: NonNullable<NonNullable<UiState["timeline"]>["o
     `size       ${formatBytes(b.size_bytes)} (${b.size_bytes.toLocaleString("en-US")} bytes)`,
     `name       ${b.name ?? "not named by the agent"}${shape}`,
     ...(b.name ? [] : [`known as   ${b.label}`]),
+    ...(b.line ? [`line       ${b.line}`] : []),
     `category   ${b.category ?? UNKNOWN}${b.category === null ? "" : b.alive_now ? " (the model's, the block is alive)" : " (by its lifetime)"}`,
     `phase      ${b.phase === null ? UNKNOWN : phaseLabel(b.phase)}    range ${b.range_name ?? UNKNOWN}    step ${b.step ?? UNKNOWN}`,
     `allocated  ${allocated}`,
