@@ -90,7 +90,37 @@ function rankOf(m: JobMember, rows: Process[]): JobRank {
     step_seconds: stepSeconds(main?.pytorch?.profile?.last_step?.duration_us),
     exited: m.exited || (rows.length > 0 && rows.every((r) => r.exited)),
     died: m.exited && m.detached === false,
+    outside_pytorch_bytes: figures.length && figures.every((t) => t.non_pytorch_bytes !== null) ? figures.reduce((a, t) => a + t.non_pytorch_bytes!, 0) : null,
+    ...(main?.pytorch?.ledger ? { ledger: main.pytorch.ledger } : {}),
   };
+}
+
+/** Outside PyTorch, a rank stands out at this much above the others' median, and this share of it. */
+const OUTSIDE_STANDOUT_BYTES = 256 * 2 ** 20;
+const OUTSIDE_STANDOUT_SHARE = 0.25;
+
+/** The rank whose memory outside PyTorch stands out above the others' median, by how much, and
+ *  the ledger row that differs most from the median rank's ("NCCL +900.00 MiB"). */
+export function outsideStandout(ranks: JobRank[]): { rank: number; margin: number; part: string | null } | null {
+  const known = ranks.filter((r) => r.outside_pytorch_bytes !== null && !r.exited).sort((a, b) => b.outside_pytorch_bytes! - a.outside_pytorch_bytes! || a.rank - b.rank);
+  if (known.length < 2) return null;
+  const [top, ...others] = known;
+  const mid = others[Math.floor((others.length - 1) / 2)]!; // the others' median (the lower middle)
+  const margin = top!.outside_pytorch_bytes! - mid.outside_pytorch_bytes!;
+  if (margin < OUTSIDE_STANDOUT_BYTES || margin < OUTSIDE_STANDOUT_SHARE * Math.max(0, mid.outside_pytorch_bytes!)) return null;
+  let part: string | null = null;
+  if (top!.ledger && mid.ledger) {
+    const outside = (l: NonNullable<JobRank["ledger"]>) => new Map(l.rows.filter((r) => r.kind === "context" || r.kind === "library" || r.kind === "unexplained").map((r) => [r.name, r.bytes]));
+    const a = outside(top!.ledger);
+    const b = outside(mid.ledger);
+    let best: [string, number] | null = null;
+    for (const name of new Set([...a.keys(), ...b.keys()])) {
+      const d = (a.get(name) ?? 0) - (b.get(name) ?? 0);
+      if (best === null || d > best[1]) best = [name, d];
+    }
+    if (best && best[1] > 0) part = `${best[0]} +${formatBytes(best[1])}`;
+  }
+  return { rank: top!.rank, margin, part };
 }
 
 /**
@@ -131,6 +161,7 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
     const parents = new Set(g.members.map((m) => m.ppid));
     const launcher = parents.size === 1 ? [...parents][0]! : null;
     const byRank = [...g.members].sort((a, b) => a.rank! - b.rank! || a.pid - b.pid);
+    const outside = outsideStandout(ranks);
     jobs.push({
       id: ids.get(g.id)! > 1 ? `${g.id}:world_size=${g.worldSize}` : g.id,
       name: commonCommand(byRank.map((m) => m.command)) ?? g.id,
@@ -148,6 +179,9 @@ export function groupJobs(processes: Process[], members: JobMember[]): Job[] {
       peak_rank: top?.rank ?? null,
       peak_allocated_bytes: top?.peak_allocated_bytes ?? null,
       peak_margin_bytes: top ? top.peak_allocated_bytes! - peaks[1]!.peak_allocated_bytes! : null,
+      outside_rank: outside?.rank ?? null,
+      outside_margin_bytes: outside?.margin ?? null,
+      outside_part: outside?.part ?? null,
       state: jobState(ranks, missing),
       behind_ranks: behindRanks(ranks),
       first_died: firstDied(g.members, ranks, launcher),
@@ -237,6 +271,9 @@ export function jobNotes(job: Job): string[] {
   }
   if (job.peak_rank !== null && job.peak_margin_bytes !== null && job.peak_margin_bytes > 0) {
     notes.push(`rank ${job.peak_rank} peaks ${formatBytes(job.peak_margin_bytes)} above the others`);
+  }
+  if (job.outside_rank !== null && job.outside_margin_bytes !== null) {
+    notes.push(`rank ${job.outside_rank} holds ${formatBytes(job.outside_margin_bytes)} more outside PyTorch than the others${job.outside_part ? ` (${job.outside_part})` : ""}`);
   }
   return notes;
 }

@@ -307,6 +307,8 @@ export const JobRankSchema = z.object({
   step_seconds: z.number().nonnegative().nullable().default(null).describe("how long the rank's last complete step took, in seconds; null before one is timed (a one-shot sample reads no events)"),
   exited: z.boolean(),
   died: z.boolean().default(false).describe("exited without its agent detaching (killed, crashed: the ring was never closed); false while running and after a clean exit"),
+  outside_pytorch_bytes: nullableInt.default(null).describe("NVML used − reserved of the rank (its ledger's outside_pytorch_bytes), summed over its devices; null where NVML has no used bytes of it"),
+  ledger: LedgerSchema.nullable().optional().describe("the rank's ledger on its main device (the process's pytorch.ledger)"),
 });
 
 export const JobSchema = z.object({
@@ -330,6 +332,11 @@ export const JobSchema = z.object({
   peak_rank: nullableInt.describe("the rank with the highest peak allocated bytes (with two ranks or more)"),
   peak_allocated_bytes: nullableInt.describe("that rank's peak"),
   peak_margin_bytes: nullableInt.describe("how far that peak lies above the highest peak of the other ranks"),
+  outside_rank: nullableInt
+    .default(null)
+    .describe("the rank whose memory outside PyTorch stands out: at least 256 MiB and a quarter above the median of the other ranks (rank 0 often holds more: NCCL's extra communicators, a second context); null where none does"),
+  outside_margin_bytes: nullableInt.default(null).describe("how far that rank's memory outside PyTorch lies above the other ranks' median"),
+  outside_part: z.string().nullable().default(null).describe('the ledger row that differs most from the median rank\'s: "NCCL +900.00 MiB"; null where the ledgers do not tell'),
   state: z
     .enum(["running", "incomplete", "ended"])
     .default("running")
