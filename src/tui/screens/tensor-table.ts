@@ -4,6 +4,7 @@
 // the line of the user's code that allocated them (w), and sorted by any column.
 import type { BlockLine } from "../../profiler";
 import { frameLabel, groupByUserFrame, type BlockStacks } from "../../profiler/user-frame";
+import { sampledOut, stackWeight } from "../../profiler/stack-weight";
 import { cutMiddle, cutStart, formatBytes, phaseLabel } from "../format";
 
 /** The table's sorts, one a column, in the columns' order. */
@@ -37,6 +38,9 @@ export type TensorRow =
 export interface WhereOf {
   (b: BlockLine): string;
   full(b: BlockLine): string;
+  /** The bytes a block stands for in a sum by line (profiler/stack-weight.ts: a sampled small
+   *  block stands for more than itself). */
+  weight(b: BlockLine): number;
 }
 
 /** Where a line of code or a path is cut (at its start): format.ts's, for the screens that imported it here. */
@@ -44,19 +48,29 @@ export { cutStart };
 
 export const NO_FRAMES = "(no frames recorded)";
 export const LIBRARY_ONLY = "(library code only)";
+/** A block below the hook's threshold whose stack was not sampled: its line is unknown, not absent. */
+export const NOT_SAMPLED = "(not sampled)";
+export const BEFORE_ATTACH = "(before the attach)";
 
 /** Where the blocks of `device` were allocated, from the stacks a snapshot (or the hook) recorded. */
 export function whereOf(stacks: BlockStacks, device: number): WhereOf {
+  const stackOf = (b: BlockLine) => b.stack || stacks.stackOf(device, b.address);
   const words = (b: BlockLine, short: boolean) => {
     // The block's own stack where the model has it (a replayed trace: exact at any moment), else
     // the snapshot's end state at its address.
-    const stack = b.stack || stacks.stackOf(device, b.address);
+    const stack = stackOf(b);
+    if (stack === 0) {
+      // Why none, where it is known: allocated before the agent came, or small and not sampled.
+      if (b.category_source === "before_attach") return BEFORE_ATTACH;
+      return sampledOut(b.size_bytes, stacks.sampling) ? NOT_SAMPLED : NO_FRAMES;
+    }
     // A live stack's frames reach the manifest up to a sync after its first record: none yet.
-    if (stack === 0 || stacks.frames(stack).length === 0) return NO_FRAMES;
+    if (stacks.frames(stack).length === 0) return NO_FRAMES;
     const k = stacks.userFrame(stack);
     return k < 0 ? LIBRARY_ONLY : frameLabel(stacks.frames(stack)[k]!, short);
   };
-  return Object.assign((b: BlockLine) => words(b, true), { full: (b: BlockLine) => words(b, false) });
+  const weight = (b: BlockLine) => (stackOf(b) ? stackWeight(b.size_bytes, stacks.sampling) : b.size_bytes);
+  return Object.assign((b: BlockLine) => words(b, true), { full: (b: BlockLine) => words(b, false), weight });
 }
 
 /** What the table shows beside the defaults: where blocks were allocated (a column, and the
@@ -199,8 +213,17 @@ function frameRows(blocks: BlockLine[], sort: TensorSort, reverse: boolean, open
     const b = col.key(y, lastUs - y.time_us);
     return (a < b ? -dir : a > b ? dir : 0) || y.size_bytes - x.size_bytes || x.address - y.address;
   };
-  // The JSON's by_user_frame groups the same way (profiler/user-frame.ts).
-  const list = groupByUserFrame(blocks, where.full, (b) => b.size_bytes).map((g) => ({ key: `w|${g.label}`, label: where(g.items[0]!), bytes: g.bytes, bs: g.items.sort(cmp) }));
+  // The JSON's by_user_frame groups the same way (profiler/user-frame.ts). A sampled block stands
+  // for the bytes of the blocks of its size that were not (where.weight): those come out of the
+  // unsampled ones' row, so that the rows still add up to the blocks listed.
+  const groups = groupByUserFrame(blocks, where.full, where.weight);
+  const unsampled = groups.find((g) => g.label === NOT_SAMPLED);
+  if (unsampled) {
+    const total = blocks.reduce((s, b) => s + b.size_bytes, 0);
+    unsampled.bytes = Math.max(0, total - groups.reduce((s, g) => (g === unsampled ? s : s + g.bytes), 0));
+  }
+  for (const g of groups) g.bytes = Math.round(g.bytes);
+  const list = groups.map((g) => ({ key: `w|${g.label}`, label: where(g.items[0]!), bytes: g.bytes, bs: g.items.sort(cmp) }));
   list.sort((p, q) => (sort === "size" ? dir * (q.bytes - p.bytes) : cmp(p.bs[0]!, q.bs[0]!)) || q.bytes - p.bytes || p.key.localeCompare(q.key));
   const rows: TensorRow[] = [];
   for (const g of list) {

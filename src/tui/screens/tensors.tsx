@@ -195,7 +195,7 @@ export const tensorsScreen = {
     if (isChar(key, "s")) return sortBy(ui, cycle(ctx.sorts(ui), ui.tensorSort)), true;
     if (isChar(key, "I")) return sortBy(ui, ui.tensorSort), true;
     if (isChar(key, "w")) {
-      if (!pm?.model.stacks) return ctx.ctl.say("w: where blocks were allocated is known where stacks were recorded (a snapshot taken with stacks, or a program run with GPUMEM_TUI_STACKS=1M)"), true;
+      if (!pm?.model.stacks) return ctx.ctl.say("w: where blocks were allocated is known where stacks were recorded (a snapshot taken with stacks; a program's agent records them unless GPUMEM_TUI_STACKS=0 or its interpreter is not supported: its notes say why)"), true;
       ui.tensorByFrame = !ui.tensorByFrame;
       ui.selected[ui.screen] = 0;
       return true;
