@@ -6,7 +6,7 @@ import { newEventBatch, type EventBatch } from "../ffi/events";
 import { RingError, type RingReader } from "../ffi/ring";
 import { createModel, feed, FeedSource, findings, processProfile, type Finding, type ProfilerModel } from "../profiler";
 import { readSeedFile } from "./seed-file";
-import { forecastBasis } from "../profiler/forecast";
+import { forecastAt, forecastBasis, type ForecastBasis } from "../profiler/forecast";
 import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import { recordFields, type Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
@@ -61,6 +61,9 @@ export function seedOf(m: Manifest, model: ProfilerModel): void {
   }
 }
 
+/** The forecast of a basis in the room the document knows (null: no basis). */
+const forecastIn = (b: ForecastBasis | null) => b && ((room: Parameters<typeof forecastAt>[1], growth: number | null) => forecastAt(b, room, growth));
+
 export class LiveModels {
   readonly byPid = new Map<number, ProcessModel>();
   /** 8,192 records: the batch's columns (~550 KB) stay in the core's cache between the native read
@@ -77,7 +80,7 @@ export class LiveModels {
    *  profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
   readonly detail: DetailOf = (agentPid, cudaIndex) => {
     const pm = this.byPid.get(agentPid);
-    return pm ? { forecast_basis: forecastBasis(pm.model, cudaIndex), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
+    return pm ? { forecast: forecastIn(forecastBasis(pm.model, cudaIndex)), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
   };
 
   private newModel(): ProfilerModel {

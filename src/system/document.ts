@@ -108,8 +108,15 @@ export type ModelDetail = Pick<Pytorch, "profile"> & Partial<Pick<Pytorch, "note
  *  the monitor keeps no model of it. */
 export type DetailOf = (agentPid: number, cudaIndex: number) => (ModelDetail & ForecastDetail) | null;
 
-/** What the forecast reads of the model (src/profiler/forecast.ts), where the caller has it. */
-export type ForecastDetail = { forecast_basis?: ForecastBasis | null };
+/** The room a forecast is made in: the device's total and what the process holds outside PyTorch. */
+export interface ForecastRoomFigures {
+  total_bytes: number | null;
+  outside_bytes: number | null;
+}
+
+/** The model's forecast in a room (src/profiler/forecast.ts forecastAt, bound by the caller that
+ *  holds the model), with the growth finding's rate where one is made; null where it has none. */
+export type ForecastDetail = { forecast?: ((room: ForecastRoomFigures, growthPerStep: number | null) => Pytorch["forecast"]) | null };
 
 /** The document's `pytorch` block, the one place it is made: the allocator's figures, what the
  *  manifest says of the process, NVML's used bytes beside them, and the model's detail. */
@@ -169,10 +176,10 @@ function ledgerOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ModelDet
 /** The forecast in the room NVML tells of (the device's total, what is outside PyTorch: NVML's
  *  used − reserved), with the time to OOM where the growth finding is made; null before a settled step. */
 function forecastOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ForecastDetail & ModelDetail | null, total: number | null): Pytorch["forecast"] {
-  const b = detail?.forecast_basis;
-  if (!b) return null;
+  const at = detail?.forecast;
+  if (!at) return null;
   const growth = detail.profile?.findings.find((x) => x.id === "growth" && x.numbers.growth_per_step_bytes !== undefined)?.numbers.growth_per_step_bytes;
-  return forecastAt(b, { total_bytes: total, outside_bytes: nvmlUsed === null ? null : nvmlUsed - f.reserved_bytes }, typeof growth === "number" ? growth : null);
+  return at({ total_bytes: total, outside_bytes: nvmlUsed === null ? null : nvmlUsed - f.reserved_bytes }, typeof growth === "number" ? growth : null);
 }
 
 /** The ring header's figures of CUDA device `cudaIndex` (the ring's totals are per CUDA index, as
