@@ -77,11 +77,18 @@ for path in sorted(glob.glob(os.path.join(o, "*.facts.json"))):
     nd = os.path.join(o, name + ".run.ndjson.gz")
     if os.path.exists(nd):
         n = rows = bad = 0
+        last = None
+        peak = {}  # each ledger row's largest bytes over the run
+        gpu_bad = 0
         for line in gzip.open(nd, "rt"):
             try:
                 doc = json.loads(line)
             except Exception:
                 continue
+            for d in doc.get("devices", []):
+                gl = d.get("ledger")
+                if gl and sum(r["bytes"] for r in gl["rows"]) != gl["total_bytes"]:
+                    gpu_bad += 1
             for p in doc.get("processes", []):
                 if p.get("pid") != f.get("pid") and p.get("agent_pid") != f.get("pid"):
                     continue
@@ -89,10 +96,30 @@ for path in sorted(glob.glob(os.path.join(o, "*.facts.json"))):
                 led = (p.get("pytorch") or {}).get("ledger")
                 if led and p.get("used_bytes") is not None:
                     rows += 1
-                    s = sum(r["bytes"] for r in led.get("rows", []))
-                    if s != p["used_bytes"]:
+                    last = led
+                    if sum(r["bytes"] for r in led.get("rows", [])) != p["used_bytes"]:
                         bad += 1
-        print("  documents: %d samples of the process, %d with a ledger, %d whose rows do not sum to NVML used" % (n, rows, bad))
+                    for r in led["rows"]:
+                        k = r["kind"] + ":" + r["name"]
+                        peak[k] = max(peak.get(k, r["bytes"]), r["bytes"])
+        print("  documents: %d samples of the process, %d with a ledger, %d whose rows do not sum to NVML used; %d GPU ledgers off their total" % (n, rows, bad, gpu_bad))
+        if last:
+            print("  last ledger: " + "; ".join("%s %.1f MiB%s" % (r["name"], r["bytes"] / MiB, " (%s)" % r["note"] if r.get("note") and r["kind"] == "library" else "") for r in last["rows"]))
+            for j in last.get("jumps", []):
+                print("  jump: %+.1f MiB after %s" % (j["bytes"] / MiB, j["after"]))
+        for k, v in sorted(peak.items()):
+            if k.startswith("library:") or k.startswith("context:"):
+                line = "  largest %s: %.1f MiB" % (k, v / MiB)
+                raw = next((e for e in f.get("events", []) if "expected_bytes" in e and e["expected_bytes"] > 0), None)
+                if raw and k == "library:CUDA runtime":
+                    line += " against %.1f MiB asked: %s" % (raw["expected_bytes"] / MiB, "WITHIN 2 MiB" if abs(v - raw["expected_bytes"]) <= 2 * MiB else "OFF")
+                if k.startswith("context:") and name != "bare-plain":
+                    bare = os.path.join(o, "bare-plain.facts.json")
+                    if os.path.exists(bare):
+                        bc = json.load(open(bare)).get("context_bytes")
+                        if bc:
+                            line += " (a bare torch.zeros(1) process: %.1f MiB)" % (bc / MiB)
+                print(line)
 EOF
 du -sh "$o" | cut -f1 | sed 's/^/ledger: /'
 echo "ledger: $((SECONDS - start)) s"
