@@ -427,6 +427,10 @@ int gpumem_hook_stacks(uint64_t min_bytes, uint64_t sample_bytes) {
   return rc;
 }
 
+// What counts as library code beyond the default rule, and what is the user's (pystack.h
+// gpumem_pystack_rule): which frames a stack keeps. While stacks are off.
+int gpumem_hook_stack_rule(const char* library, const char* user) { return gpumem_pystack_rule(library, user); }
+
 uint32_t gpumem_hook_stack_count(void) { return gpumem_pystack_count(); }
 
 int gpumem_hook_stack_text(uint32_t id, char* buf, int len) { return gpumem_pystack_text(id, buf, len); }

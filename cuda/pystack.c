@@ -375,7 +375,35 @@ static int torch_file(const char *p) {
   return 0;
 }
 
-/* The monitor's default rule (src/profiler/user-frame.ts frameKind): 1 for the user's code; 0 for
+/* The user's entries: each NUL-terminated, the list ended by an empty one. */
+#define RULE_BYTES 4096
+static char g_rule_library[RULE_BYTES], g_rule_user[RULE_BYTES];
+
+/* Whether `p` (a file's name) lies under `entry`: a path prefix, or a module as a directory or a
+ * file (user-frame.ts under()). */
+static int under(const char *p, const char *entry) {
+  if (strchr(entry, '/')) return strncmp(p, entry, strlen(entry)) == 0;
+  char path[256];
+  size_t k = 0;
+  for (; entry[k] && k < sizeof path - 4; k++) path[k] = entry[k] == '.' ? '/' : entry[k];
+  path[k] = 0;
+  const size_t n = strlen(p);
+  for (const char *q = p; (q = strstr(q, path)) != NULL; q++) {
+    const int starts = q == p || q[-1] == '/';
+    if (!starts) continue;
+    if (q[k] == '/' ) return 1;                                        /* /path/… or path/… */
+    if (strcmp(q + k, ".py") == 0 && q + k + 3 == p + n) return 1;       /* …/path.py or path.py */
+  }
+  return 0;
+}
+
+static int under_any(const char *p, const char *list) {
+  for (const char *e = list; *e; e += strlen(e) + 1)
+    if (under(p, e)) return 1;
+  return 0;
+}
+
+/* The monitor's rule (src/profiler/user-frame.ts frameKind): 1 for the user's code; 0 for
  * library code (installed packages, the standard library, frozen modules, torch, the monitor's
  * agent) and native or
  * unknown files. A name too long for the buffer is taken as the user's (the walk stops there). */
@@ -387,9 +415,9 @@ static int user_file(PyObject *filename) {
   if (p[0] != '<') {
     const int py = (n >= 3 && strcmp(p + n - 3, ".py") == 0) || (n >= 4 && strcmp(p + n - 4, ".pyw") == 0);
     if (!py && n < sizeof p - 1) return 0; /* native: never a user's line */
-  } else if (strncmp(p, "<frozen ", 8) == 0) {
-    return 0;
   }
+  if (under_any(p, g_rule_user)) return 1;
+  if (under_any(p, g_rule_library) || strncmp(p, "<frozen ", 8) == 0) return 0;
   if (strstr(p, "/site-packages/") || strstr(p, "/dist-packages/") || stdlib_dir(p) || strstr(p, "/Lib/") || strncmp(p, "Lib/", 4) == 0) return 0;
   if (strstr(p, "/gpumem_agent/") || strncmp(p, "gpumem_agent/", 13) == 0) return 0; /* the monitor's own agent */
   return !torch_file(p);
@@ -409,6 +437,36 @@ static int user_code(PyCodeObject *co) {
   const int user = user_file(CODE_FILENAME(co));
   __atomic_store_n(slot, key | 1 | (user ? 2 : 0), __ATOMIC_RELAXED);
   return user;
+}
+
+/* `text` ('\n'-separated) into `out` as NUL-terminated entries ended by an empty one. */
+static int put_rule(char *out, const char *text) {
+  size_t n = 0;
+  for (const char *t = text ? text : ""; *t;) {
+    const char *end = strchr(t, '\n');
+    const size_t k = end ? (size_t)(end - t) : strlen(t);
+    if (k) {
+      if (n + k + 2 > RULE_BYTES) return -E2BIG;
+      memcpy(out + n, t, k);
+      out[n + k] = 0;
+      n += k + 1;
+    }
+    t += k + (end ? 1 : 0);
+  }
+  out[n] = 0;
+  return 0;
+}
+
+int gpumem_pystack_rule(const char *library, const char *user) {
+  if (__atomic_load_n(&g_min, __ATOMIC_RELAXED) != 0) return -EBUSY;
+  char lib[RULE_BYTES], usr[RULE_BYTES];
+  int rc = put_rule(lib, library);
+  if (rc == 0) rc = put_rule(usr, user);
+  if (rc != 0) return rc;
+  memcpy(g_rule_library, lib, RULE_BYTES);
+  memcpy(g_rule_user, usr, RULE_BYTES);
+  memset(g_kind, 0, sizeof g_kind);
+  return 0;
 }
 
 /* --- interning ------------------------------------------------------------------------------ */
@@ -540,5 +598,9 @@ static uint32_t intern(stack_entry *stacks, const uintptr_t *code, const int32_t
 #else
 
 uint32_t gpumem_pystack_capture(void) { return 0; }
+int gpumem_pystack_rule(const char *library, const char *user) {
+  (void)library, (void)user;
+  return -ENOSYS;
+}
 
 #endif

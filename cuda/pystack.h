@@ -25,9 +25,10 @@
  * Which frames: the innermost ones, and where the user's line lies deeper than those, that frame
  * and a few of its callers, with one frame "…" standing for those left out between (so the line a
  * reader names, the first frame that is not library code, is there, and the walk stops there).
- * Library code here is the monitor's default rule (src/profiler/user-frame.ts): files under
- * site-packages or dist-packages, the standard library, frozen modules, torch. Each code object's
- * kind is worked out once (its file's name) and kept in a small table.
+ * Library code here is the monitor's rule (src/profiler/user-frame.ts): files under site-packages or
+ * dist-packages, the standard library, frozen modules, torch, the agent, and what the user names
+ * (gpumem_pystack_rule). Each code object's kind is worked out once (its file's name) and kept in a
+ * small table.
  *
  * A stack seen for the first time is turned into text then (file, line, function: the code
  * object's strings and PyCode_Addr2Line, which reads the line table and allocates nothing) and
@@ -61,6 +62,12 @@ int gpumem_pystack_supported(void);
  * time (never freed: ids stay valid for the process's life) and starts every countdown afresh.
  * 0, -ENOSYS (unsupported: this build or the running interpreter), -ENOMEM. */
 int gpumem_pystack_enable(uint64_t min_bytes, uint64_t sample_bytes);
+/* What counts as library code beyond the default rule, and what is the user's wherever it lies (the
+ * monitor's GPUMEM_TUI_LIBRARY and GPUMEM_TUI_USER_CODE, src/profiler/user-frame.ts): entries
+ * separated by '\n', each a path prefix (with a '/') or a dotted module name, as the agent parsed
+ * them; NULL or "" for none. Only while stacks are off (-EBUSY otherwise: a walk may be reading
+ * them); -E2BIG where they do not fit. 0 on success; the kinds worked out so far are forgotten. */
+int gpumem_pystack_rule(const char *library, const char *user);
 /* The threshold (0: off) and the sampling's mean bytes (0: none). */
 uint64_t gpumem_pystack_min_bytes(void);
 uint64_t gpumem_pystack_sample_bytes(void);

@@ -13,6 +13,7 @@ Sizes in bytes or with a K, M or G suffix ("1M", "256K"). Under `python -E` or `
 no setting of its own (trust.py): the defaults apply.
 """
 import ctypes
+import re
 import sys
 import sysconfig
 import threading
@@ -20,6 +21,11 @@ import threading
 from .wire import FEATURE_ALLOC_STACKS
 
 ENV = "GPUMEM_TUI_STACKS"
+# What the monitor takes for library code beyond its default rule, and for the user's code wherever
+# it lies (src/snapshot/block-stacks.ts): the hook follows them to choose which frames a stack keeps.
+LIBRARY_ENV = "GPUMEM_TUI_LIBRARY"
+USER_CODE_ENV = "GPUMEM_TUI_USER_CODE"
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 # Every allocation this large carries its stack; smaller ones one per this many bytes allocated, on
 # average: what the hook's walk costs a training step at that rate is in bench/results (README,
 # "Which line").
@@ -107,6 +113,27 @@ def manifest_off():
     return {"stack_min_bytes": 0, "stack_sample_bytes": 0, "stacks": {}}
 
 
+def rule_entries(text):
+    """A rule variable's entries as the monitor reads them (user-frame.ts parseRuleEntries):
+    separated by ":" or ",", each a path prefix (with a "/") or a dotted module name. One that is
+    neither is left out here: the monitor says it."""
+    return [e for e in (raw.strip() for raw in re.split(r"[:,]", text or "")) if e and ("/" in e or _MODULE.match(e))]
+
+
+def set_rule(hook, env):
+    """The user's library and user-code entries into the hook (while its stacks are off): 0 or -errno;
+    0 where the hook has no rule to set (an older build)."""
+    fn = getattr(hook, "gpumem_hook_stack_rule", None)
+    if fn is None:
+        return 0
+    fn.argtypes, fn.restype = [ctypes.c_char_p, ctypes.c_char_p], ctypes.c_int
+    join = lambda name: "\n".join(rule_entries(env.get(name))).encode("utf-8", "surrogateescape")
+    rc = fn(join(LIBRARY_ENV), join(USER_CODE_ENV))
+    if rc != 0:
+        fn(b"", b"")  # the default rule, not one left from an earlier attach
+    return rc
+
+
 def set_stacks(hook, min_bytes, sample_bytes):
     """The hook's switch (cuda/hook.cpp gpumem_hook_stacks): 0 or -errno. (0, 0) turns capture off."""
     hook.gpumem_hook_stacks.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
@@ -126,7 +153,12 @@ def start(hook, features, env, notes):
         notes["stacks"] = ("off: this build of the hook captures no Python stacks (it needs this interpreter's "
                            "headers, Python.h, and Python 3.11 to 3.14 with the GIL; %s here)" % here)
         return None
-    rc = set_stacks(hook, min_bytes, sample_bytes)
+    rc = set_stacks(hook, 0, 0)  # the rule is set while the hook walks no stack
+    if rc == 0:
+        if set_rule(hook, env) != 0:  # -E2BIG: the one way it fails
+            sys.stderr.write("gpumem-agent: %s and %s are longer than the hook keeps (4 KiB each); it keeps frames by the default "
+                             "rule, the monitor names lines by yours\n" % (LIBRARY_ENV, USER_CODE_ENV))
+        rc = set_stacks(hook, min_bytes, sample_bytes)
     if rc != 0:
         notes["stacks"] = ("off: the hook does not know this interpreter's frames (no CPython 3.14 debug offsets at _PyRuntime)"
                            if rc == -38 else "off: the hook could not turn stacks on (error %d)" % -rc)

@@ -14,7 +14,7 @@ for (const minor of [11, 12, 13, 14]) {
   (why ? test.skip : test)(
     `stacks on CPython 3.${minor}: the calling thread's frames, GIL or not, interned once, the user's line kept below deep library frames; sampled bytes per line within 5% of the true bytes over 1 M allocations; on by default, the threshold and rate, the off switch, their words (python -m unittest)${why}`,
     () => {
-      expectUnittestPasses(join(import.meta.dir, "test_stacks.py"), { python: python!, env: { ...process.env, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double", python!) }, count: 13 });
+      expectUnittestPasses(join(import.meta.dir, "test_stacks.py"), { python: python!, env: { ...process.env, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double", python!) }, count: 15 });
     },
     60_000,
   );

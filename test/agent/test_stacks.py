@@ -321,7 +321,65 @@ def deep_user():
     return _LIB["lib_depth"](40, released.gpumem_pystack_capture)  # the user's call into the library
 
 
+exec(compile("def own_depth(d, fn):\n    return fn() if d <= 1 else own_depth(d - 1, fn)\n", "/srv/proj/mylib/model.py", "exec"), _LIB)
+exec(compile("def acme_step(fn):\n    return _LIB['lib_depth'](40, fn)  # acme's call\n", "/opt/venv/lib/python3/site-packages/acme/train.py", "exec"),
+     dict(_LIB=_LIB, __builtins__=__builtins__), _LIB)
+
+
+def deep_own():
+    return _LIB["own_depth"](40, released.gpumem_pystack_capture)  # the call into the user's own library
+
+
+def with_rule(library="", user=""):
+    """The hook's rule set (stacks off while it is: the hook refuses otherwise), stacks on again."""
+    assert released.gpumem_hook_stacks(0, 0) == 0
+    released.gpumem_hook_stack_rule.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    rc = released.gpumem_hook_stack_rule(library.encode(), user.encode())
+    assert released.gpumem_hook_stacks(1, 0) == 0
+    return rc
+
+
 class Frames(unittest.TestCase):
+    def tearDown(self):
+        self.assertEqual(with_rule(), 0)
+
+    def test_code_the_user_names_library_or_theirs_is_taken_so_by_the_walk(self):
+        # a library of the user's own checkout is the user's code by default: its innermost 16 frames
+        frames = text(deep_own())
+        self.assertEqual({f[0] for f in frames}, {"/srv/proj/mylib/model.py"})
+        # named library code (GPUMEM_TUI_LIBRARY=mylib): the walk goes on to the line that calls it
+        self.assertEqual(with_rule(library="mylib"), 0)
+        frames = text(deep_own())
+        self.assertEqual(frames[11], ["\u2026", "0", "29 frames left out"])
+        self.assertEqual(frames[12], [HERE, str(line_of(deep_own, "the call into")), "deep_own"])
+        # an installed package named the user's (GPUMEM_TUI_USER_CODE=acme): its frame is the one kept
+        self.assertEqual(with_rule(user="acme"), 0)
+        frames = text(_LIB["acme_step"](released.gpumem_pystack_capture))
+        self.assertEqual(frames[11], ["\u2026", "0", "29 frames left out"])
+        self.assertEqual(frames[12][0::2], ["/opt/venv/lib/python3/site-packages/acme/train.py", "acme_step"])
+        # the rule is set only while no walk can read it
+        self.assertEqual(released.gpumem_hook_stack_rule(b"x", b""), -16)  # -EBUSY: stacks are on
+
+    def test_the_agent_passes_the_monitors_rule_variables_and_says_one_too_long(self):
+        self.assertEqual(stacks.rule_entries(" accelerate:/opt/shared/, my.lib ,bad entry!,, "), ["accelerate", "/opt/shared/", "my.lib"])
+        from gpumem_agent.wire import FEATURE_ALLOC_STACKS
+
+        hook = ctypes.CDLL(LIB)
+        notes, err = {}, io.StringIO()
+        with redirect_stderr(err):
+            s = stacks.start(hook, FEATURE_ALLOC_STACKS, {stacks.LIBRARY_ENV: "mylib", stacks.ENV: "1:0"}, notes)
+        self.assertIsNotNone(s)
+        self.assertEqual((notes, err.getvalue()), ({}, ""))
+        self.assertEqual(text(deep_own())[12][2], "deep_own")  # the agent set GPUMEM_TUI_LIBRARY's entry
+        with redirect_stderr(err):
+            s = stacks.start(hook, FEATURE_ALLOC_STACKS, {stacks.USER_CODE_ENV: ":".join(["pkg%04d" % i for i in range(1000)]), stacks.ENV: "1:0"}, notes)
+        self.assertIsNotNone(s)  # stacks stay on, by the default rule
+        self.assertEqual({f[0] for f in text(deep_own())}, {"/srv/proj/mylib/model.py"})
+        self.assertEqual(err.getvalue(), "gpumem-agent: GPUMEM_TUI_LIBRARY and GPUMEM_TUI_USER_CODE are longer than the hook keeps (4 KiB each); "
+                         "it keeps frames by the default rule, the monitor names lines by yours\n")
+        self.assertEqual(notes, {})
+
+
     def test_the_users_line_below_many_library_frames_is_kept_after_the_innermost_and_a_gap(self):
         frames = text(deep_user())
         self.assertEqual(len(frames), 16)

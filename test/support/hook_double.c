@@ -166,6 +166,7 @@ void gpumem_hook_sync_point(uint32_t point) {
 /* Stacks for allocations of at least min_bytes (0: off), smaller ones sampled at one per
  * sample_bytes, their count and their text (pystack.h). */
 int gpumem_hook_stacks(uint64_t min_bytes, uint64_t sample_bytes) { return gpumem_pystack_enable(min_bytes, sample_bytes); }
+int gpumem_hook_stack_rule(const char *library, const char *user) { return gpumem_pystack_rule(library, user); }
 uint32_t gpumem_hook_stack_count(void) { return gpumem_pystack_count(); }
 int gpumem_hook_stack_text(uint32_t id, char *buf, int len) { return gpumem_pystack_text(id, buf, len); }
 
