@@ -125,6 +125,7 @@ class Program:
         self.tokens = tempfile.mkdtemp()
         self.agents = tempfile.mkdtemp()
         env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "agent"), GPUMEM_TUI_DIR=self.agents, GPUMEM_TUI_RING_CAPACITY="4096")
+        env.pop("GPUMEM_TUI_STACKS", None)  # as shipped
         self.p = subprocess.Popen([sys.executable, os.path.join(HERE, "attach_target.py"), "--tokens", self.tokens, *extra],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
         self.pid = int(self.line("pid ").split()[1])
@@ -185,6 +186,8 @@ class Attach(unittest.TestCase):
             with open(r["manifest"]) as f:
                 m = json.load(f)
             self.assertEqual(m["attached"]["step"], 0)
+            # the Python stacks on from the attach on, no variable set (the double's walker: this python's)
+            self.assertEqual((m["stack_min_bytes"], m["stack_sample_bytes"], m["notes"].get("stacks")), (1 << 20, 512 << 10, None))
             self.assertEqual(m["seed"]["path"], os.path.join(prog.agents, "%d.seed.json" % prog.pid))
             with open(m["seed"]["path"]) as f:
                 seed = json.load(f)
@@ -212,6 +215,8 @@ class Attach(unittest.TestCase):
             r3 = prog.attach()
             self.assertTrue(r3["ok"], r3)
             self.assertEqual(sorted(prog.files()), sorted(["%d.json" % prog.pid, "%d.ring" % prog.pid, "%d.seed.json" % prog.pid, "%d.sock" % prog.pid]))
+            with open(r3["manifest"]) as f:  # the second attach sets them afresh
+                self.assertEqual(json.load(f)["stack_min_bytes"], 1 << 20)
             prog.line("step")
             self.assertTrue(prog.ask(r3["socket"], "info")["ok"])
         finally:
