@@ -61,6 +61,8 @@ export interface MarkRecord {
 export class LedgerTrack {
   private context: number | null = null;
   private contextBeforeAlloc = false;
+  /** Libraries whose marks came before the first sample: their memory is in the context's figure. */
+  private contextIncludes: string[] = [];
   private contextGrowth = 0;
   private readonly libraries = new Map<string, LibraryPart>();
   private readonly jumps: Jump[] = [];
@@ -90,6 +92,7 @@ export class LedgerTrack {
     const active = new Map<string, OpenEvent>(this.open);
     let taken = 0;
     let newest: OpenEvent | null = null;
+    const libraries = new Set<string>();
     for (const m of this.pending) {
       if (m.time_us > time_us) break;
       taken++;
@@ -100,6 +103,7 @@ export class LedgerTrack {
         this.open.set(key, lm);
         active.set(key, lm);
         newest = lm;
+        libraries.add(lm.library);
         const p = this.part(lm.library);
         if (p) {
           p.events++;
@@ -112,6 +116,7 @@ export class LedgerTrack {
     if (this.prevOutside === null) {
       this.context = outside;
       this.contextBeforeAlloc = reserved === 0;
+      this.contextIncludes = [...libraries];
       this.prevOutside = outside;
       return;
     }
@@ -152,6 +157,7 @@ export class LedgerTrack {
     return {
       context_bytes: this.context,
       context_before_first_allocation: this.contextBeforeAlloc,
+      context_includes: [...this.contextIncludes],
       context_growth_bytes: this.contextGrowth,
       libraries: [...this.libraries.values()].map((p) => ({ ...p })),
       jumps: this.jumps.map((j) => ({ ...j })),

@@ -28,6 +28,8 @@ export interface LedgerParts {
   context_bytes: number | null;
   /** Whether that sample came before torch's first allocation (reserved 0): the context alone. */
   context_before_first_allocation: boolean;
+  /** Libraries whose marks came before that sample: what they made is in the context's figure. */
+  context_includes: string[];
   /** Unmarked growth before the first step ended: kernels loaded on first use. */
   context_growth_bytes: number;
   libraries: LibraryPart[];
@@ -93,7 +95,8 @@ export function ledgerRows(input: LedgerInput): Ledger {
     const ctx = parts.context_bytes + parts.context_growth_bytes;
     const seen = parts.context_before_first_allocation ? "seen before torch's first allocation" : "seen at the monitor's first sample, after torch's first allocation";
     const growth = parts.context_growth_bytes !== 0 ? `; ${parts.context_growth_bytes > 0 ? "+" : "−"}${formatBytes(Math.abs(parts.context_growth_bytes))} as kernels loaded in the first step` : "";
-    rows.push({ kind: "context", name: "CUDA context", bytes: ctx, note: seen + growth });
+    const incl = parts.context_includes.length ? `; includes what ${parts.context_includes.map(libraryName).join(" and ")} made before that sample` : "";
+    rows.push({ kind: "context", name: "CUDA context", bytes: ctx, note: seen + incl + growth });
     claimed += ctx;
   }
   for (const l of parts?.libraries ?? []) {
