@@ -29,9 +29,9 @@ step() { # name seconds command...
 { nvidia-smi -L; python3 -c 'import torch, transformers, torchvision, sys; print(sys.version.split()[0], torch.__version__, transformers.__version__, torchvision.__version__)'; git log -1 --format=%h; } > "$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 # What decides the default first (its first child also builds the hook, if no part did before).
-step parts 150 python3 bench/agent_parts.py "$out/parts" --quick --parts null,stacks --workloads launch_bound,gpu_bound \
-  --rounds-launch 40 --rounds-gpu 30 --block-ms 100 --timeout 110
-step tests 45 env GPUMEM_GPU_TESTS=1 bun test test/agent/stacks.test.ts test/headless/run-stacks.test.ts
+step parts 160 python3 bench/agent_parts.py "$out/parts" --quick --parts null,stacks --workloads launch_bound,gpu_bound \
+  --rounds-launch 40 --rounds-gpu 30 --block-ms 100 --timeout 120
+step tests 60 env GPUMEM_GPU_TESTS=1 bun test test/agent/stacks.test.ts test/headless/run-stacks.test.ts
 step pystack-cost 20 python3 bench/pystack_cost.py "$out/pystack_cost" --runs 10
 step parts-more 80 python3 bench/agent_parts.py "$out/parts-more" --quick --parts null,stacks --workloads resnet50,compiled \
   --rounds-launch 16 --rounds-gpu 16 --block-ms 100 --timeout 70
