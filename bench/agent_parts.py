@@ -300,7 +300,7 @@ def child(workload, args):
     rounds = args.rounds_launch if workload in ("launch_bound", "compiled") else args.rounds_gpu
     sw = switches(agent, torch)
     out = {"workload": workload, "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "step_ms": step_ms,
-           "k": k, "rounds": rounds, "parts": {}, "hook_mode": agent.mode, "stacks": stacks_state(agent)}
+           "k": k, "rounds": rounds, "parts": {}, "hook_mode": agent.mode, "stacks": {"on": agent.stacks is not None, "note": agent.notes.get("stacks")}}
     try:
         for name in args.parts:
             s = sw.get(name)
@@ -314,9 +314,12 @@ def child(workload, args):
                 out["parts"][name] = {"error": "%s: %s" % (type(e).__name__, e)}
             out["parts"][name]["seconds"] = round(time.perf_counter() - t, 1)
             print("  %-12s %-20s %s" % (workload, name, _line(out["parts"][name])), flush=True)
-        out["stacks_after"] = stacks_state(agent)
-        if out["stacks_after"].get("on"):
-            out["stacks_after"]["taken"] = stacks_taken(agent, torch, step)
+        try:  # what stacks did: said beside the figures, never at their expense
+            out["stacks_after"] = stacks_state(agent)
+            if out["stacks_after"].get("on"):
+                out["stacks_after"]["taken"] = stacks_taken(agent, torch, step)
+        except Exception as e:  # noqa: BLE001
+            out["stacks_after"] = {"error": "%s: %s" % (type(e).__name__, e)}
         opt = next(iter(agent.phases.optimizers), None) if agent.phases else None
         out["hook_calls_us"] = hook_calls(agent, torch, opt, 2000 if args.quick else 20000)
     finally:
@@ -401,7 +404,7 @@ def markdown(result):
                 name, WHAT.get(name, ""), x["off_ms"], x["median"], x["q1"], x["q3"], x["pct"], x["mean"], x["mean_ci"][0], x["mean_ci"][1],
                 c["median"], p.get("seconds", 0)))
         st, sk = r.get("stacks_after") or r.get("stacks") or {}, r["parts"].get("stacks", {}).get("wall")
-        if st.get("on"):
+        if st.get("on") and "min_bytes" in st:
             tk = st.get("taken") or {}
             rows += ["", "Stacks as shipped: every allocation of %d bytes or more, smaller ones sampled at one per %d bytes allocated; %d distinct"
                      " stacks interned by the end%s." % (st["min_bytes"], st["sample_bytes"], st.get("interned", 0),
