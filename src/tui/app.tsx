@@ -13,6 +13,7 @@ import { overviewProcesses } from "./screens/overview";
 import { pastMark } from "./moment";
 import { snapshotHeader } from "./snapshot-header";
 import { newUiState, type UiState } from "./ui-state";
+import { drawn } from "./drawn";
 
 /** How long a message stays on the status line before the key hint comes back (a question
  *  waiting for its answer stays). */
@@ -70,10 +71,27 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   const columns = size?.columns ?? win.columns ?? 80;
   const rows = size?.rows ?? win.rows ?? 24;
   const [, setVersion] = useState(0);
-  const redraw = () => setVersion((v) => v + 1);
+  // What the last tick's frame drew (drawn.ts), null where a key, a message or a resize drew since.
+  const drawnKey = useRef<string | null>(null);
+  const redraw = () => {
+    drawnKey.current = null;
+    setVersion((v) => v + 1);
+  };
   // The user's choices, changed key by key (several keys in one read each see the one before).
   const ui = useRef<UiState>(newUiState(screenIndex(initialScreen), SCREENS.length)).current;
-  useEffect(() => ctl.subscribe(redraw), [ctl]);
+  // A tick draws only where the screen, or the frame's own words on the tick's state, changed: an
+  // idle machine's Overview is not laid out and written again each interval.
+  const tickKey = useRef<() => string | null>(() => null);
+  useEffect(
+    () =>
+      ctl.subscribe((why) => {
+        const key = why === "tick" ? tickKey.current() : null;
+        if (key !== null && key === drawnKey.current) return;
+        setVersion((v) => v + 1);
+        drawnKey.current = key;
+      }),
+    [ctl],
+  );
 
   // The header's corner: the past shown, else how many findings ask for attention, else the size.
   const alerts = ctl.state.alertCount;
@@ -145,6 +163,16 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   };
   const ctxRef = useRef(ctx);
   ctxRef.current = ctx;
+  tickKey.current = () => {
+    try {
+      const Screen = SCREENS[ui.screen]!.component;
+      const st = ctl.state;
+      const frame = [st.alertCount, [...st.alerts].map(([pid, f]) => [pid, f.severity, f.title]), ctl.paused, ctl.intervalMs, ctl.status, ctl.statusAt, ctl.replay?.title ?? null];
+      return `${JSON.stringify(frame)}${drawn(<Screen {...props(ui)} />)}`;
+    } catch {
+      return null; // a screen that cannot be read outside React is drawn every tick
+    }
+  };
 
   // Every read, as it was read: Ink's own input events reshape it (a mouse report is dropped, a
   // burst of keys is one event), so the reads are taken where Ink takes them, from stdin.read,

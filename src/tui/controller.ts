@@ -20,6 +20,9 @@ import { SCHEMA_VERSION } from "../system/version";
 
 export type { DeviceHistory };
 
+/** Why the screen may need drawing again (Controller.notify). */
+export type Redraw = "tick" | "change";
+
 /** The sampling intervals `+` and `-` step through (ms): each reached again from either side. */
 export const INTERVALS = [250, 500, 1000, 2000, 5000] as const;
 
@@ -118,7 +121,7 @@ export class Controller {
   busy = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running = false;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(why: Redraw) => void>();
   version = 0;
   /** Ticks done (a screen's redraws are counted against them in the tests). */
   ticks = 0;
@@ -197,15 +200,17 @@ export class Controller {
     return { doc, history, processes, ...marks };
   }
 
-  subscribe(fn: () => void): () => void {
+  subscribe(fn: (why: Redraw) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
 
-  /** The screen is drawn again (a tick's new state, a message, a key). */
-  notify(): void {
+  /** The screen is drawn again: "tick" for a tick's new state (the frame draws it only where what
+   *  the screen shows changed: src/tui/drawn.ts), "change" for anything else (a message, the
+   *  interval, a pause, a demo started), always drawn. */
+  notify(why: Redraw = "change"): void {
     this.version++;
-    for (const fn of this.listeners) fn();
+    for (const fn of this.listeners) fn(why);
   }
 
   /** What the status line says; a line break parts a path from the sentence before it. */
@@ -284,7 +289,7 @@ export class Controller {
     }
     this.stateNow = this.makeState();
     this.ticks++;
-    this.notify();
+    this.notify("tick");
   }
 
   setInterval(ms: number): void {
