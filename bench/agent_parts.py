@@ -409,6 +409,8 @@ def markdown(result):
             rows += ["", "Stacks as shipped: every allocation of %d bytes or more, smaller ones sampled at one per %d bytes allocated; %d distinct"
                      " stacks interned by the end%s." % (st["min_bytes"], st["sample_bytes"], st.get("interned", 0),
                                                          ("; %.0f of %.0f allocations a step carried a stack" % (tk["stacks_per_step"], tk["allocs_per_step"])) if tk else "")]
+        elif "error" in st:
+            rows += ["", "Stacks: their state could not be read (%s)." % st["error"]]
         elif st:
             rows += ["", "Stacks: off in this process (%s)." % (st.get("note") or "not started")]
         if sk:
