@@ -19,6 +19,9 @@ F_ADDRESS, F_SIZE, F_STREAM = wire.RECORD_FIELDS.index("address"), wire.RECORD_F
 F_ACTION, F_DEVICE = wire.RECORD_FIELDS.index("action"), wire.RECORD_FIELDS.index("device")
 F_EXTRA = wire.RECORD_FIELDS.index("extra")
 SEED_BLOCK_STATES = ("active_allocated", "active_pending_free")  # inactive blocks are free space: left out
+# A block's Python frames kept (innermost first) where torch recorded its history: the user's line
+# lies among them; native frames (stacks="all") are left out, and each distinct stack is kept once.
+MAX_SEED_FRAMES = 64
 
 
 class SeedError(Exception):
@@ -70,22 +73,53 @@ def split_point(window, segments):
     return None
 
 
-def _seed_segment(seg):
-    """The parts of a snapshot segment the monitor reads (frames and the rest left out: bounded)."""
-    blocks = [{"address": int(b["address"]), "size": int(b["size"]), "requested_size": int(b.get("requested_size", b["size"])), "state": b["state"]}
-              for b in seg.get("blocks", ()) if b.get("state") in SEED_BLOCK_STATES]
+def _python_frames(frames):
+    """[file, line, name] of each Python frame of a snapshot block's `frames`, at most MAX_SEED_FRAMES."""
+    out = []
+    for f in frames or ():
+        if not isinstance(f, dict):
+            continue
+        name = str(f.get("filename", ""))
+        if not (name.startswith("<") or name.endswith(".py") or name.endswith(".pyw")):
+            continue  # C/C++ (stacks="all"), or unknown: never the user's line
+        out.append([name, int(f.get("line", 0)), str(f.get("name", ""))])
+        if len(out) == MAX_SEED_FRAMES:
+            break
+    return out
+
+
+def _seed_block(b, stacks):
+    """A block as the monitor reads it; with `stacks` (id by frames, shared) its stack's id where
+    torch recorded the block's frames (memory history on)."""
+    out = {"address": int(b["address"]), "size": int(b["size"]), "requested_size": int(b.get("requested_size", b["size"])), "state": b["state"]}
+    frames = _python_frames(b.get("frames")) if stacks is not None else None
+    if frames:
+        key = tuple(tuple(f) for f in frames)
+        out["stack"] = stacks.setdefault(key, len(stacks) + 1)
+    return out
+
+
+def seed_stacks(stacks):
+    """The seed's `stacks`: {id: [[file, line, name], ...]} of the ids _seed_block gave."""
+    return {str(i): [list(f) for f in key] for key, i in stacks.items()}
+
+
+def _seed_segment(seg, stacks=None):
+    """The parts of a snapshot segment the monitor reads (the rest left out: bounded)."""
+    blocks = [_seed_block(b, stacks) for b in seg.get("blocks", ()) if b.get("state") in SEED_BLOCK_STATES]
     pool = seg.get("segment_pool_id") or (0, 0)  # a CUDA graph's or a MemPool's pool: not the cache's
     return {"address": int(seg["address"]), "total_size": int(seg["total_size"]), "stream": int(seg.get("stream", 0)),
             "is_expandable": bool(seg.get("is_expandable", False)), "segment_pool_id": [int(pool[0]), int(pool[1])], "blocks": blocks}
 
 
-def seed_device(device, records, wb, wa, segments):
+def seed_device(device, records, wb, wa, segments, stacks=None):
     """One device's seed: {"device", "events", "segments"}. `records`: the device's lane records
     (tuples as ring.lane_records gives them) of indices [0, wa), every one present; [wb, wa) were
     written while the snapshot `segments` was taken. The state is taken back to just after the last
     counted event (alloc or free_requested) before the snapshot's point, undoing the segment
     records between: the monitor's model applies the seed right after its `events`-th counted
-    event of this device, and every record after that point comes after the seed."""
+    event of this device, and every record after that point comes after the seed. `stacks` (a dict
+    shared by the devices of one seed): the blocks' frames, where torch kept them."""
     if len(records) != wa:
         raise SeedError("the ring no longer holds the records since the attach (%d of %d)" % (len(records), wa))
     mine = [r[F_DEVICE] == device and r[F_ACTION] in ALLOCATOR for r in records]
@@ -101,7 +135,7 @@ def seed_device(device, records, wb, wa, segments):
     q = p
     while q > 0 and not (mine[q - 1] and records[q - 1][F_ACTION] in COUNTED):
         q -= 1
-    segs = {seg["address"]: _seed_segment(seg) for seg in segments}
+    segs = {seg["address"]: _seed_segment(seg, stacks) for seg in segments}
     for r in records[q:p]:
         if not (r[F_DEVICE] == device):
             continue
@@ -134,11 +168,12 @@ def take_seed(agent, snapshot=None):
         if any(wa[d] - wb[d] > MAX_WINDOW for d in lanes):
             why = "more than %d records written during the snapshot" % MAX_WINDOW
             continue
+        stacks = {}
         try:
-            devices = [seed_device(d, ring.lane_records(lanes[d], 0, wa[d]), wb[d], wa[d], [s for s in segments if s.get("device", 0) == d])
+            devices = [seed_device(d, ring.lane_records(lanes[d], 0, wa[d]), wb[d], wa[d], [s for s in segments if s.get("device", 0) == d], stacks)
                        for d in lanes]
         except SeedError as e:
             why = str(e)
             continue
-        return {"version": 1, "unix_ns": time.time_ns(), "write_index": write_index, "devices": devices}
+        return {"version": 1, "unix_ns": time.time_ns(), "write_index": write_index, "devices": devices, "stacks": seed_stacks(stacks)}
     raise SeedError(why or "no snapshot could be tied to the stream")

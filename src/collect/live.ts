@@ -11,7 +11,7 @@ import { processNotes, type DetailOf, type NvmlUse } from "../system/document";
 import { recordFields, type Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./name-requests";
-import { hasStacks, ManifestStacks } from "./manifest-stacks";
+import { hasStacks, ManifestStacks, withSeedStacks } from "./manifest-stacks";
 import type { SnapshotFacts } from "../snapshot/view";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
@@ -55,7 +55,10 @@ export function seedOf(m: Manifest, model: ProfilerModel): void {
   try {
     if (dirname(m.seed.path) !== dirname(m.ring) || basename(m.seed.path) !== `${m.pid}.seed.json`)
       throw new Error(`${m.seed.path} is not beside the agent's ring`);
-    model.setSeed(readSeedFile(m.seed.path));
+    const seed = readSeedFile(m.seed.path);
+    model.setSeed(seed);
+    // torch's frames of the blocks from before the attach, where its memory history was on
+    model.stacks = withSeedStacks(model.stacks, seed);
   } catch (e) {
     model.seedStatus = { state: "refused", reason: (e as Error).message, blocks: 0, bytes: 0, kept: 0 };
   }

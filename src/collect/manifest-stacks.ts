@@ -6,6 +6,7 @@ import { userFrameRuleFromEnv } from "../snapshot/block-stacks";
 import type { StackSampling } from "../profiler/stack-weight";
 import { userFrameIndex, type BlockStacks, type Frame, type UserFrameRule } from "../profiler/user-frame";
 import type { Manifest } from "../system/manifest";
+import { SEED_STACK_BASE, type Seed } from "../profiler/seed";
 
 export class ManifestStacks implements BlockStacks {
   private readonly table = new Map<number, Frame[]>();
@@ -21,6 +22,16 @@ export class ManifestStacks implements BlockStacks {
     for (const [id, frames] of Object.entries(stacks)) {
       const k = Number(id);
       if (Number.isInteger(k) && k > 0 && !this.table.has(k)) this.table.set(k, frames.map(([file, line, name]) => ({ file, line, name })));
+    }
+    return this;
+  }
+
+  /** Take an attach's seed's stacks (torch's frames of the blocks from before the attach, where
+   *  its memory history was on), under their ids in the model (SEED_STACK_BASE up). */
+  addSeed(seed: Seed): this {
+    for (const [id, frames] of Object.entries(seed.stacks ?? {})) {
+      const k = SEED_STACK_BASE + Number(id);
+      if (!this.table.has(k)) this.table.set(k, frames.map(([file, line, name]) => ({ file, line, name })));
     }
     return this;
   }
@@ -42,6 +53,13 @@ export class ManifestStacks implements BlockStacks {
     }
     return u;
   }
+}
+
+/** `stacks` with an attach's seed's stacks added, where it has any (a new table where none was). */
+export function withSeedStacks(stacks: BlockStacks | null, seed: Seed | null): BlockStacks | null {
+  if (!seed || Object.keys(seed.stacks ?? {}).length === 0) return stacks;
+  if (stacks && !(stacks instanceof ManifestStacks)) return stacks; // a snapshot's: no seed comes with it
+  return (stacks ?? new ManifestStacks()).addSeed(seed);
 }
 
 /** Whether a manifest's hook captured stacks (all allocations from a threshold up, smaller ones sampled). */

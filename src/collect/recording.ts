@@ -12,7 +12,7 @@ import { readSnapshotFile } from "../snapshot/read";
 import { beforeNote, beforeSummary, blockStacksOf, replayOf } from "../snapshot/view";
 import type { BlockStacks } from "../profiler/user-frame";
 import { formatBytes } from "../words";
-import { manifestStacks } from "./manifest-stacks";
+import { manifestStacks, withSeedStacks } from "./manifest-stacks";
 import { readSeedFile, seedBeside } from "./seed-file";
 
 export interface Recording {
@@ -104,7 +104,7 @@ export function openRingRecording(path: string): Recording {
   const names = readNames(ringName.replace(/\.ring$/, ".names.json"));
   const { seed, note } = readSeedBeside(ringName, manifest);
   if (note) notes.push(note);
-  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: manifestStacks(manifest), seed, close: () => ring.close() };
+  return { path, kind: "ring", source: ring, manifest, ranges: manifest?.ranges ?? {}, segments: null, names, notes, before: null, stacks: withSeedStacks(manifestStacks(manifest), seed), seed, close: () => ring.close() };
 }
 
 /** A ring recording or a PyTorch memory snapshot, told apart by their first bytes. */

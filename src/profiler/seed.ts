@@ -21,6 +21,9 @@ export interface SeedBlock {
   requested_size?: number;
   /** "active_allocated" or "active_pending_free" (freed, its stream uses not done). */
   state: string;
+  /** Its stack in the model's stacks (SEED_STACK_BASE + the seed's id), where torch recorded the
+   *  block's frames (memory history on before the attach); absent otherwise. */
+  stack?: number;
 }
 
 export interface SeedSegment {
@@ -46,6 +49,28 @@ export interface Seed {
   /** The ring position (every lane) read before the snapshot: for information. */
   write_index?: number;
   devices: SeedDevice[];
+  /** The blocks' stacks by the seed's id, frames [file, line, function] innermost first (blocks'
+   *  `stack` is SEED_STACK_BASE + that id); empty where torch recorded no history before the attach. */
+  stacks?: Record<string, [string, number, string][]>;
+}
+
+/** Where a seed's stack ids begin among the model's: above any id the hook gives (it counts from 1). */
+export const SEED_STACK_BASE = 2 ** 31;
+/** Frames a seed's stack may have (the agent keeps 64). */
+const MAX_SEED_FRAMES = 256;
+
+const isFrame = (f: unknown): f is [string, number, string] => Array.isArray(f) && f.length === 3 && typeof f[0] === "string" && typeof f[1] === "number" && Number.isInteger(f[1]) && typeof f[2] === "string";
+
+/** A seed's `stacks`, checked: a clear one-line error for anything else. */
+function parseStacks(raw: unknown, what: string): NonNullable<Seed["stacks"]> {
+  if (raw === undefined) return {};
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new Error(`${what}: "stacks" must be an object of id → frames`);
+  for (const [id, frames] of Object.entries(raw)) {
+    const k = Number(id);
+    if (!Number.isInteger(k) || k < 1 || k >= SEED_STACK_BASE) throw new Error(`${what}: stacks: "${id}" is not an id from 1 to ${SEED_STACK_BASE - 1}`);
+    if (!Array.isArray(frames) || frames.length > MAX_SEED_FRAMES || !frames.every(isFrame)) throw new Error(`${what}: stacks["${id}"] must be at most ${MAX_SEED_FRAMES} frames [file, line, function]`);
+  }
+  return raw as NonNullable<Seed["stacks"]>;
 }
 
 /** What became of the seed, for the views. */
@@ -73,6 +98,7 @@ export function parseSeed(text: string, what = "the seed"): Seed {
   const s = raw as Partial<Seed> | null;
   if (!s || typeof s !== "object" || s.version !== 1) throw new Error(`${what} is not a version 1 seed`);
   if (!Array.isArray(s.devices)) throw new Error(`${what} has no "devices" list`);
+  const stacks = parseStacks(s.stacks, what);
   s.devices.forEach((d, i) => {
     const at = `${what}: devices[${i}]`;
     if (!d || !isCount(d.device) || d.device >= 16) throw new Error(`${at}: "device" must be 0..15`);
@@ -84,10 +110,13 @@ export function parseSeed(text: string, what = "the seed"): Seed {
       g.blocks.forEach((b, k) => {
         if (!b || !isCount(b.address) || !isCount(b.size) || typeof b.state !== "string" || (b.requested_size !== undefined && !isCount(b.requested_size)))
           throw new Error(`${at}.segments[${j}].blocks[${k}]: a block needs numeric address and size and a state`);
+        if (b.stack !== undefined && !(isCount(b.stack) && String(b.stack) in stacks)) throw new Error(`${at}.segments[${j}].blocks[${k}]: its stack ${JSON.stringify(b.stack)} is not one of the seed's stacks`);
       });
     });
   });
-  return { version: 1, unix_ns: typeof s.unix_ns === "number" ? s.unix_ns : 0, write_index: s.write_index, devices: s.devices };
+  // The blocks' stack ids into the model's (the seed's own count from 1, as the hook's do).
+  for (const d of s.devices) for (const g of d.segments) for (const b of g.blocks) if (b.stack !== undefined) b.stack += SEED_STACK_BASE;
+  return { version: 1, unix_ns: typeof s.unix_ns === "number" ? s.unix_ns : 0, write_index: s.write_index, devices: s.devices, stacks };
 }
 
 export interface Seeded {
@@ -107,13 +136,13 @@ export interface Seeded {
 /** Make `blocks` and `segments` the seed's state. `leaving(slot)` runs for a block that goes. */
 export function seedBlocks(blocks: BlockTable, segments: SegmentTable, seed: readonly SeedSegment[], t: number, leaving: (slot: number) => void): Seeded {
   const reserved = segments.replace(seed.map((g) => ({ address: g.address, size: g.total_size, stream: g.stream ?? 0, pool: segmentPoolKey(g.segment_pool_id) })));
-  const want = new Map<number, { size: number; stream: number }>();
+  const want = new Map<number, { size: number; stream: number; stack: number }>();
   let active = 0;
   let requested: number | null = 0;
   for (const g of seed)
     for (const b of g.blocks) {
       if (b.state === "active_allocated") {
-        want.set(b.address, { size: b.size, stream: g.stream ?? 0 });
+        want.set(b.address, { size: b.size, stream: g.stream ?? 0, stack: b.stack ?? 0 });
         requested = requested === null || b.requested_size === undefined ? null : requested + b.requested_size;
       }
       if (b.state === "active_allocated" || b.state === "active_pending_free") active += b.size;
@@ -138,7 +167,7 @@ export function seedBlocks(blocks: BlockTable, segments: SegmentTable, seed: rea
   }
   let addedBytes = 0;
   for (const [address, w] of want) {
-    blocks.add(address, w.size, w.stream, t, 0, RESYNCED_STEP, 0, 0, CAT_OTHER, BEFORE_ATTACH);
+    blocks.add(address, w.size, w.stream, t, 0, RESYNCED_STEP, 0, 0, CAT_OTHER, BEFORE_ATTACH, w.stack);
     addedBytes += w.size;
   }
   return { kept, added: want.size, addedBytes, dropped, resized, reserved, active, requested };

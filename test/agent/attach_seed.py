@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "agent"))
 
 from gpumem_agent import ring  # noqa: E402
-from gpumem_agent.seed import (ALLOC, F_ACTION, F_ADDRESS, F_SIZE, FREE_REQUESTED, SEGMENT_ALLOC, seed_device)  # noqa: E402
+from gpumem_agent.seed import (ALLOC, F_ACTION, F_ADDRESS, F_SIZE, FREE_REQUESTED, SEGMENT_ALLOC, seed_device, seed_stacks)  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "..", "fixtures")
 
@@ -81,8 +81,9 @@ def main():
     lane = records[args.attach:]  # what the hook wrote from its attach on (seq as in the recording)
     p = args.at - args.attach
     wb, wa = max(0, p - args.before), min(len(lane) - 1, p + args.after)
-    seed = seed_device(0, lane[:wa], wb, wa, snapshot_at(records, segments, args.at))
-    json.dump({"version": 1, "unix_ns": 0, "devices": [seed]}, sys.stdout)
+    stacks = {}
+    seed = seed_device(0, lane[:wa], wb, wa, snapshot_at(records, segments, args.at), stacks)
+    json.dump({"version": 1, "unix_ns": 0, "devices": [seed], "stacks": seed_stacks(stacks)}, sys.stdout)
 
 
 if __name__ == "__main__":
