@@ -31,7 +31,7 @@ function agentView(pid: number, t: DeviceTotals[], m: Partial<Manifest> = {}): A
   const manifest: Manifest = {
     version: 1, pid, cmdline: ["python", "train.py"], rank: null, local_rank: null, world_size: null, job: null, local_world_size: null, group_rank: null,
     devices: t.map((x) => x.device), device_uuids: t.map((x) => UUIDS[x.device]!), cuda_visible_devices: null, pid_namespace: HOST_NS, host_pid: null,
-    torch_version: "2.11.0+cu130", hook_mode: "hook", hook_error: null, segment_pools: false, stack_min_bytes: 0, stacks: {}, ring: `/dev/shm/x/${pid}.ring`, socket: `/dev/shm/x/${pid}.sock`, ranges: {}, lines: {},
+    torch_version: "2.11.0+cu130", hook_mode: "hook", hook_error: null, segment_pools: false, stack_min_bytes: 0, stack_sample_bytes: 0, stacks: {}, ring: `/dev/shm/x/${pid}.ring`, socket: `/dev/shm/x/${pid}.sock`, ranges: {}, lines: {},
     oom_snapshot: null, notes: {}, final_names: null, nvml_used_bytes: null, started_unix_ns: null, ...m,
   };
   return { pid, manifest, header: header(pid, t), exited: false };
