@@ -86,9 +86,10 @@ typedef struct {
   int64_t left;
   uint64_t rng;
 } gpumem_pystack_sampler;
-extern gpumem_pystack_sampler gpumem_pystack_samplers[GPUMEM_PYSTACK_SAMPLERS];
+/* Hidden: reached from the allocator's path without the shared library's symbol table (no GOT load). */
+extern __attribute__((visibility("hidden"))) gpumem_pystack_sampler gpumem_pystack_samplers[GPUMEM_PYSTACK_SAMPLERS];
 /* The countdown ran out: the next one drawn; 1 where sampling is on (this allocation is taken). */
-int gpumem_pystack_resample(gpumem_pystack_sampler *s);
+__attribute__((visibility("hidden"))) int gpumem_pystack_resample(gpumem_pystack_sampler *s);
 
 /* Whether an allocation of `size` on `stream` (the device) carries its stack, with `min` the
  * threshold as loaded by the caller (non-zero: stacks on). The caller holds the lock that orders the
