@@ -8,7 +8,10 @@
 // NAMES=FILE (e.g. test/fixtures/hf-gpt2.names.json, the agent's names of that run): each model
 // takes them after its first lap, as a live model takes a running agent's answer, and carries
 // them to the tensors made again in every later step.
-//   bun bench/ingest-ring.ts [OUT_DIR] [OLD_TREE]     (LAPS, WARM, FIX: the recording; NAMES)
+// STACKS_AB=1: instead of another tree, this tree twice on the same records, one model reading the
+// alloc records' stack ids (extra) with the manifest's stacks beside FIX (FIX.json, or FIX less
+// .ring/.ring.gz plus .json), the other without: what the hook's stacks cost the ingest a record.
+//   bun bench/ingest-ring.ts [OUT_DIR] [OLD_TREE]     (LAPS, WARM, FIX: the recording; NAMES; STACKS_AB)
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
@@ -28,10 +31,20 @@ interface Side {
   times: number[];
 }
 
-async function side(label: string, root: string): Promise<Side> {
+async function side(label: string, root: string, stacks = false): Promise<Side> {
   const { createModel } = await import(join(root, "src", "profiler", "index.ts"));
   const { newEventBatch } = await import(join(root, "src", "ffi", "events.ts"));
-  return { label, model: createModel().keepTrace(), newBatch: newEventBatch, times: [] };
+  const model = createModel().keepTrace();
+  if (stacks) {
+    // As a replay reads a recording with stacks: the record fields and the manifest's table.
+    const { openRingRecording } = await import(join(root, "src", "collect", "recording.ts"));
+    const { recordFields } = await import(join(root, "src", "system", "manifest.ts"));
+    const rec = openRingRecording(FIXTURE);
+    model.setRecordFields({ ...recordFields(rec.manifest), allocStacks: true });
+    model.stacks = rec.stacks;
+    rec.close();
+  }
+  return { label, model, newBatch: newEventBatch, times: [] };
 }
 
 const { openRing } = await import(join(here, "src", "ffi", "ring.ts"));
@@ -46,7 +59,8 @@ for (let i = 0; i < N; i++) maxStep = Math.max(maxStep, all.step[i]!);
 const span = all.time_us[N - 1]! - all.time_us[0]! + 1;
 const columns = Object.keys(all).filter((k) => typeof all[k] !== "number");
 
-const sides = [await side("new", here), ...(oldTree ? [await side("old", oldTree)] : [])];
+const stacksAB = process.env.STACKS_AB === "1";
+const sides = stacksAB ? [await side("stacks", here, true), await side("no stacks", here)] : [await side("new", here), ...(oldTree ? [await side("old", oldTree)] : [])];
 const names: unknown[] | null = process.env.NAMES ? JSON.parse(readFileSync(process.env.NAMES, "utf8")).names : null;
 const chunks = new Map(sides.map((s) => [s, s.newBatch(BATCH)]));
 function lap(s: Side, k: number): void {
@@ -77,10 +91,11 @@ const rows = sides.map((s) => {
 const result = {
   date: new Date().toISOString(),
   machine: `${navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
-  command: `${process.env.NAMES ? `NAMES=${process.env.NAMES} ` : ""}bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
+  command: `${process.env.NAMES ? `NAMES=${process.env.NAMES} ` : ""}${stacksAB ? "STACKS_AB=1 " : ""}FIX=${FIXTURE} bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
   records_per_lap: N,
   rows,
-  old_over_new: rows.length === 2 ? +(rows[1]!.median_ns / rows[0]!.median_ns).toFixed(2) : null,
+  old_over_new: rows.length === 2 && !stacksAB ? +(rows[1]!.median_ns / rows[0]!.median_ns).toFixed(2) : null,
+  stacks_over_none: stacksAB ? +(rows[0]!.median_ns / rows[1]!.median_ns).toFixed(3) : null,
 };
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, "ingest-ring.json"), `${JSON.stringify(result, null, 1)}\n`);

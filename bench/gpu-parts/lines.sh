@@ -16,7 +16,8 @@
 #                torch.cuda._memory_viz (segment_plot, trace_plot) with line:keep in its frames; and
 #                `replay leak.ring --snapshot` the same
 # OUT_DIR: fixtures/ (NAME.ring.gz, NAME.json, NAME.facts.json, NAME.doc.json.gz: the last document;
-# attach-leak.seed.json), logs/, checks.txt (PASS/FAIL lines), on stdout a summary. At most 4 minutes.
+# attach-leak.seed.json), logs/, checks.txt (PASS/FAIL lines), ingest-*/ingest-ring.json (the ingest
+# with stacks over without, a record), on stdout a summary. At most 4 minutes.
 set -u
 out=${1:?OUT_DIR}
 mkdir -p "$out/fixtures" "$out/logs"
@@ -101,7 +102,7 @@ check oom-run "$fx/oom.doc.json" "$fx/oom.facts.json" oom:ask,hold
 # 5. Snapshots: `d` on the screens of a live run, and replay --snapshot; each through memory_viz.
 dump_live() {
   local i f=""
-  tmux -L "$sock" new-session -d -c "$PWD" -x 200 -y 50 "bun src/cli.ts --dump-dir $tmp/dump run -- python3 test/gpu/lines_train.py leak --name dump-leak --out $tmp/dumpfx --steps 8 --linger 30; sleep 5"
+  tmux -L "$sock" new-session -d -c "$PWD" -x 200 -y 50 "bun src/cli.ts --dump-dir $tmp/dump run -- python3 test/gpu/lines_train.py leak --name dump-leak --out $tmp/dumpfx --steps 8 --linger 20; sleep 5"
   for i in $(seq 1 500); do [ -e "$tmp/dumpfx/dump-leak.trained" ] && break; sleep 0.1; done
   sleep 2  # a tick of the monitor after the last step
   tmux -L "$sock" send-keys d
@@ -119,6 +120,13 @@ sed 's/^/dump-viz (d): /' "$logs/dump-viz.log" | tail -n 1 >> "$checks"
 step replay-snapshot 30 bun src/cli.ts replay "$fx/leak.ring" --snapshot "$tmp/replay.pickle"
 step replay-viz 40 python3 bench/gpu-parts/lines_viz.py "$tmp/replay.pickle" "$fx/leak.facts.json" keep
 sed 's/^/replay-viz (--snapshot): /' "$logs/replay-viz.log" | tail -n 1 >> "$checks"
+
+# 6. The ingest with the hook's stacks against without, a record each, on the rings just recorded
+# (this machine's quiet cores: the ratio is the figure), and the CPU tests that have torch here.
+for n in leak nograd; do
+  [ -f "$fx/$n.ring" ] && step "ingest-$n" 40 env LAPS=200 WARM=60 STACKS_AB=1 FIX="$fx/$n.ring" bun bench/ingest-ring.ts "$out/ingest-$n"
+done
+step cpu-tests 40 bun test test/snapshot/lines-frames.test.ts test/headless/finding-lines.test.ts
 
 for f in "$fx"/*.ring; do [ -f "$f" ] && gzip -9 -f "$f"; done
 rm -f "$fx"/*.trained "$fx"/*.doc.json

@@ -3,7 +3,7 @@
 // the bytes whose line is not known kept apart, never spread over the lines. One sum for every
 // place that says which lines hold memory: the findings, the at-peak groups, Prometheus.
 
-import { stackWeight } from "./stack-weight";
+import { sampledOut, settle, stackWeight } from "./stack-weight";
 import type { DeviceState } from "./device";
 import { frameLabel, type BlockStacks } from "./user-frame";
 
@@ -33,8 +33,10 @@ export interface LineSplit {
 export const CITE_SHARE = 0.5;
 
 export class LineSums {
-  private readonly by = new Map<number, { bytes: number; blocks: number }>();
+  private readonly by = new Map<number, { raw: number; weighed: number; blocks: number }>();
+  /** Bytes of blocks without a stack; of those, the ones that may have been sampled out. */
   private unknown = 0;
+  private pool = 0;
   private total = 0;
 
   constructor(private readonly stacks: BlockStacks | null) {}
@@ -44,39 +46,50 @@ export class LineSums {
     this.total += size;
     if (stack === 0 || !this.stacks) {
       this.unknown += size;
+      if (this.stacks && sampledOut(size, this.stacks.sampling)) this.pool += size;
       return;
     }
     const e = this.by.get(stack);
     const w = stackWeight(size, this.stacks.sampling);
     if (e) {
-      e.bytes += w;
+      e.raw += size;
+      e.weighed += w;
       e.blocks++;
-    } else this.by.set(stack, { bytes: w, blocks: 1 });
+    } else this.by.set(stack, { raw: size, weighed: w, blocks: 1 });
   }
 
-  /** The lines, the most bytes first (then the label), at most `limit` of them. */
+  /** The lines, the most bytes first (then the label), at most `limit` of them; what sampled
+   *  blocks stand for comes out of the unsampled ones' bytes (stack-weight.ts: settle). */
   split(limit = Infinity): LineSplit {
-    const lines = new Map<string, LineBytes>();
+    const lines = new Map<string, LineBytes & { raw: number; weighed: number }>();
     let unknown = this.unknown;
     const stacks = this.stacks;
     for (const [stack, e] of this.by) {
       const k = stacks ? stacks.userFrame(stack) : -1;
       if (k < 0) {
-        // Weighed, as the bytes it stands for; capped below by nothing: what is unknown is unknown.
-        unknown += e.bytes;
+        // No line to give it (library code only, frames not in the manifest yet): its own bytes.
+        unknown += e.raw;
         continue;
       }
       const f = stacks!.frames(stack)[k]!;
       const label = frameLabel(f);
       const l = lines.get(label);
       if (l) {
-        l.bytes += e.bytes;
+        l.raw += e.raw;
+        l.weighed += e.weighed;
         l.blocks += e.blocks;
-      } else lines.set(label, { label, short: frameLabel(f, true), bytes: e.bytes, blocks: e.blocks });
+      } else lines.set(label, { label, short: frameLabel(f, true), bytes: 0, blocks: e.blocks, raw: e.raw, weighed: e.weighed });
     }
-    const sorted = [...lines.values()].sort((a, b) => b.bytes - a.bytes || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
-    for (const l of sorted) l.bytes = Math.round(l.bytes);
-    return { lines: sorted.slice(0, limit), unknown_bytes: Math.round(unknown), total_bytes: this.total };
+    const all = [...lines.values()];
+    const s = settle(
+      all.map((l) => l.raw),
+      all.map((l) => l.weighed),
+      this.pool,
+    );
+    all.forEach((l, i) => (l.bytes = s.bytes[i]!));
+    const claimed = this.pool - s.left;
+    const sorted = all.sort((a, b) => b.bytes - a.bytes || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
+    return { lines: sorted.slice(0, limit).map(({ label, short, bytes, blocks }) => ({ label, short, bytes, blocks })), unknown_bytes: Math.round(unknown - claimed), total_bytes: this.total };
   }
 }
 

@@ -12,7 +12,7 @@ import { PHASE_NAMES } from "../ffi/events";
 import { RESYNCED_STEP, type TensorInfo } from "./blocks";
 import { segmentMapAt } from "./segment-map";
 import { frameLabel } from "./user-frame";
-import { stackWeight } from "./stack-weight";
+import { sampledOut, settle, stackWeight } from "./stack-weight";
 
 export const PEAK_WHICH = ["step", "run"] as const;
 export type PeakWhich = (typeof PEAK_WHICH)[number] | number;
@@ -100,25 +100,35 @@ export function atPeak(m: ProfilerModel, opts: { device: number; which?: PeakWhi
   // By line, a sampled block stands for more than itself (stack-weight.ts); the blocks whose line
   // is not known take what is left, so that the groups still add up to the peak.
   const sampling = by === "frame" ? (m.stacks?.sampling ?? null) : null;
+  const weighed = new Map<string, number>();
+  let pool = 0;
   for (let i = 0; i < b.n; i++) {
     const k = known(d, b, i);
     const key = keyOf(m, b, i, by, k);
     const size = b.size[i]!;
     let g = groups.get(key);
     if (!g) groups.set(key, (g = { key, bytes: 0, blocks: 0, category: "other", largest: -1 }));
-    g.bytes += sampling && key !== WHERE_UNKNOWN ? stackWeight(size, sampling) : size;
+    g.bytes += size;
     g.blocks++;
+    if (sampling) {
+      if (key !== WHERE_UNKNOWN) weighed.set(key, (weighed.get(key) ?? 0) + stackWeight(size, sampling));
+      else if (!b.stack[i] && sampledOut(size, sampling)) pool += size;
+    }
     if (size > g.largest) {
       g.largest = size;
       g.category = CATEGORIES[k.cat] ?? "other";
     }
   }
   if (sampling) {
-    let lines = 0;
-    for (const g of groups.values()) if (g.key !== WHERE_UNKNOWN) lines += g.bytes = Math.round(g.bytes);
-    const unknown = Math.max(0, b.bytes() - lines);
+    const lines = [...groups.values()].filter((g) => g.key !== WHERE_UNKNOWN);
+    const s = settle(
+      lines.map((g) => g.bytes),
+      lines.map((g) => weighed.get(g.key)!),
+      pool,
+    );
+    lines.forEach((g, i) => (g.bytes = s.bytes[i]!));
     const u = groups.get(WHERE_UNKNOWN);
-    if (u) u.bytes = unknown;
+    if (u) u.bytes -= pool - s.left;
   }
   const all = [...groups.values()].sort((x, y) => y.bytes - x.bytes || (x.key < y.key ? -1 : 1));
   const limit = opts.limit ?? 500;

@@ -28,3 +28,20 @@ export function stackWeight(size: number, sampling: StackSampling | null | undef
 export function sampledOut(size: number, sampling: StackSampling | null | undefined): boolean {
   return !!sampling && sampling.sampleBytes > 0 && size < sampling.minBytes;
 }
+
+/**
+ * Weighed sums that never claim more than there is. Each group (a line) holds its own blocks'
+ * bytes (`raw`) and stands for more (`weighed`, stackWeight summed); what it stands for beyond its
+ * own blocks can only be blocks that were not sampled, whose bytes are `pool`. Where the groups
+ * together claim more than the pool holds (a handful of small blocks, one lucky sample), each
+ * one's excess is cut in proportion. Returns each group's bytes (rounded) and what is left of the
+ * pool: the groups and the rest then add up to the bytes there are.
+ */
+export function settle(raw: readonly number[], weighed: readonly number[], pool: number): { bytes: number[]; left: number } {
+  let excess = 0;
+  for (let i = 0; i < raw.length; i++) excess += Math.max(0, weighed[i]! - raw[i]!);
+  const f = excess > pool ? pool / excess : 1;
+  const bytes = raw.map((r, i) => Math.round(r + Math.max(0, weighed[i]! - r) * f));
+  const claimed = bytes.reduce((s, b, i) => s + b - raw[i]!, 0);
+  return { bytes, left: Math.max(0, pool - claimed) };
+}

@@ -3,7 +3,7 @@
 // at-peak groups by line adding up to the peak on a ring recorded with stacks.
 import { afterAll, describe, expect, test } from "bun:test";
 import { atPeak, stepBands } from "../../src/profiler";
-import { sampledOut, stackWeight } from "../../src/profiler/stack-weight";
+import { sampledOut, settle, stackWeight } from "../../src/profiler/stack-weight";
 import { stacksTest } from "../support/native";
 import { cleanLines, markedAt, modelOfLines, recordLines } from "../support/lines-run";
 
@@ -52,6 +52,18 @@ describe("what a block with a stack stands for", () => {
       if (rand() < p) estimate += stackWeight(s, sampling);
     }
     expect(Math.abs(estimate / truth - 1)).toBeLessThan(0.01);
+  });
+});
+
+describe("weighed sums never claim more than there is", () => {
+  test("what lines stand for beyond their own blocks comes out of the unsampled bytes, cut in proportion where those are fewer", () => {
+    // plenty unsampled: each line gets all it stands for
+    expect(settle([512, 1024], [512 * 1024, 2 * 512 * 1024], 4 * MiB)).toEqual({ bytes: [512 * 1024, 1024 * 1024], left: 4 * MiB - (512 * 1024 - 512) - (1024 * 1024 - 1024) });
+    // one lucky sample among few small blocks: the excess is cut to the pool, the sum is the bytes there are
+    const s = settle([512, 2 * MiB], [512 * 1024, 2 * MiB], 64 * 1024);
+    expect(s).toEqual({ bytes: [512 + 64 * 1024, 2 * MiB], left: 0 });
+    // nothing to stand for: own bytes only
+    expect(settle([512], [512 * 1024], 0)).toEqual({ bytes: [512], left: 0 });
   });
 });
 

@@ -4,7 +4,7 @@
 // the line of the user's code that allocated them (w), and sorted by any column.
 import type { BlockLine } from "../../profiler";
 import { frameLabel, groupByUserFrame, type BlockStacks } from "../../profiler/user-frame";
-import { sampledOut, stackWeight } from "../../profiler/stack-weight";
+import { sampledOut, settle, stackWeight } from "../../profiler/stack-weight";
 import { cutMiddle, cutStart, formatBytes, phaseLabel } from "../format";
 
 /** The table's sorts, one a column, in the columns' order. */
@@ -216,13 +216,16 @@ function frameRows(blocks: BlockLine[], sort: TensorSort, reverse: boolean, open
   // The JSON's by_user_frame groups the same way (profiler/user-frame.ts). A sampled block stands
   // for the bytes of the blocks of its size that were not (where.weight): those come out of the
   // unsampled ones' row, so that the rows still add up to the blocks listed.
-  const groups = groupByUserFrame(blocks, where.full, where.weight);
+  const groups = groupByUserFrame(blocks, where.full, (b) => b.size_bytes);
   const unsampled = groups.find((g) => g.label === NOT_SAMPLED);
-  if (unsampled) {
-    const total = blocks.reduce((s, b) => s + b.size_bytes, 0);
-    unsampled.bytes = Math.max(0, total - groups.reduce((s, g) => (g === unsampled ? s : s + g.bytes), 0));
-  }
-  for (const g of groups) g.bytes = Math.round(g.bytes);
+  const lines = groups.filter((g) => g !== unsampled);
+  const s = settle(
+    lines.map((g) => g.bytes),
+    lines.map((g) => g.items.reduce((n, b) => n + where.weight(b), 0)),
+    unsampled?.bytes ?? 0,
+  );
+  lines.forEach((g, i) => (g.bytes = s.bytes[i]!));
+  if (unsampled) unsampled.bytes = s.left;
   const list = groups.map((g) => ({ key: `w|${g.label}`, label: where(g.items[0]!), bytes: g.bytes, bs: g.items.sort(cmp) }));
   list.sort((p, q) => (sort === "size" ? dir * (q.bytes - p.bytes) : cmp(p.bs[0]!, q.bs[0]!)) || q.bytes - p.bytes || p.key.localeCompare(q.key));
   const rows: TensorRow[] = [];
