@@ -18,31 +18,25 @@
 #if !defined(GPUMEM_NO_PYTHON_H) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030F0000 && !defined(Py_GIL_DISABLED)
 #define GPUMEM_PYSTACK_KNOWN 1
 
-#if PY_VERSION_HEX >= 0x030E0000 || defined(GPUMEM_PYSTACK_OFFSETS_CHECK)
+#if PY_VERSION_HEX >= 0x030E0000 || (defined(GPUMEM_PYSTACK_OFFSETS_CHECK) && PY_VERSION_HEX >= 0x030D0000)
 /* 3.14: the frame and code layouts from the running interpreter's _Py_DebugOffsets (the table PEP 768
  * debuggers and `attach` read), whose own layout holds within a minor version. The headers' structs
- * are internal from 3.14 on. GPUMEM_PYSTACK_OFFSETS_CHECK compiles this path on an older Python, to
- * check it builds; there the table is missing and enable() says -ENOSYS. */
+ * are internal from 3.14 on. 3.13 publishes the table too (its own layout, below): built with
+ * GPUMEM_PYSTACK_OFFSETS_CHECK against 3.13's headers, this path runs on a 3.13 interpreter, so that
+ * the walk by offsets is tested where no 3.14 is at hand (test/agent/stacks.test.ts). */
 #define GPUMEM_PYSTACK_OFFSETS 1
 #define DBG_COOKIE "xdebugpy"
-/* Words after the 8-byte cookie (Include/internal/pycore_debug_offsets.h, 3.14; as inject_pep768.c
- * counts them). */
-enum {
-  DBG_VERSION = 0,
-  DBG_FREE_THREADED = 1,
-  DBG_TSTATE_SIZE = 21,
-  DBG_TSTATE_CURRENT_FRAME = 25,
-  DBG_FRAME_SIZE = 30,
-  DBG_FRAME_PREVIOUS = 31,
-  DBG_FRAME_EXECUTABLE = 32,
-  DBG_FRAME_INSTR_PTR = 33,
-  DBG_FRAME_OWNER = 35,
-  DBG_CODE_SIZE = 38,
-  DBG_CODE_FILENAME = 39,
-  DBG_CODE_QUALNAME = 41,
-  DBG_CODE_ADAPTIVE = 47,
+/* Where each field used lies in the table: its index among the uint64_t words after the 8-byte
+ * cookie (Include/internal/pycore_debug_offsets.h for 3.14, as inject_pep768.c counts them;
+ * pycore_runtime.h for 3.13). Word 0 is the version (PY_VERSION_HEX), word 1 free_threaded. */
+static const struct dbg_layout {
+  uint32_t minor, tstate_size, tstate_frame, frame_size, frame_previous, frame_executable, frame_instr, frame_owner, code_size, code_filename,
+      code_qualname, code_adaptive;
+} DBG_LAYOUTS[] = {
+    {13, 18, 22, 27, 28, 29, 30, 32, 33, 34, 36, 42},
+    {14, 21, 25, 30, 31, 32, 33, 35, 38, 39, 41, 47},
 };
-#define DBG_MINOR 14
+#define DBG_WORDS 48 /* enough for every index above */
 static struct {
   size_t ts_frame, f_previous, f_executable, f_instr, f_owner, co_filename, co_qualname, co_code;
 } g_off;
@@ -208,28 +202,33 @@ static int (*p_addr2line)(PyCodeObject *, int);
 static const void *p_code_type;
 
 #ifdef GPUMEM_PYSTACK_OFFSETS
-/* The running interpreter's debug offsets: this minor version's table, with the GIL, every offset
- * used inside the structure it belongs to. 1 where they are usable. */
+/* The running interpreter's debug offsets: the table of the minor version this was compiled for
+ * (the headers' string and object macros are that version's), with the GIL, every offset used
+ * inside the structure it belongs to. 1 where they are usable. */
 static int bind_offsets(void) {
   const char *rt = (const char *)dlsym(RTLD_DEFAULT, "_PyRuntime");
   if (!rt || memcmp(rt, DBG_COOKIE, 8) != 0) return 0;
-  uint64_t w[DBG_CODE_ADAPTIVE + 1];
+  uint64_t w[DBG_WORDS];
   memcpy(w, rt + 8, sizeof w);
-  if (((w[DBG_VERSION] >> 24) & 0xff) != 3 || ((w[DBG_VERSION] >> 16) & 0xff) != DBG_MINOR || w[DBG_FREE_THREADED] != 0) return 0;
-  if (w[DBG_TSTATE_SIZE] > (1u << 20) || w[DBG_FRAME_SIZE] > 4096 || w[DBG_CODE_SIZE] > 4096) return 0;
-  if (w[DBG_TSTATE_CURRENT_FRAME] + 8 > w[DBG_TSTATE_SIZE]) return 0;
-  if (w[DBG_FRAME_PREVIOUS] + 8 > w[DBG_FRAME_SIZE] || w[DBG_FRAME_EXECUTABLE] + 8 > w[DBG_FRAME_SIZE] ||
-      w[DBG_FRAME_INSTR_PTR] + 8 > w[DBG_FRAME_SIZE] || w[DBG_FRAME_OWNER] + 1 > w[DBG_FRAME_SIZE])
-    return 0;
-  if (w[DBG_CODE_FILENAME] + 8 > w[DBG_CODE_SIZE] || w[DBG_CODE_QUALNAME] + 8 > w[DBG_CODE_SIZE] || w[DBG_CODE_ADAPTIVE] > w[DBG_CODE_SIZE]) return 0;
-  g_off.ts_frame = w[DBG_TSTATE_CURRENT_FRAME];
-  g_off.f_previous = w[DBG_FRAME_PREVIOUS];
-  g_off.f_executable = w[DBG_FRAME_EXECUTABLE];
-  g_off.f_instr = w[DBG_FRAME_INSTR_PTR];
-  g_off.f_owner = w[DBG_FRAME_OWNER];
-  g_off.co_filename = w[DBG_CODE_FILENAME];
-  g_off.co_qualname = w[DBG_CODE_QUALNAME];
-  g_off.co_code = w[DBG_CODE_ADAPTIVE];
+  const uint32_t minor = (uint32_t)((w[0] >> 16) & 0xff);
+  if (((w[0] >> 24) & 0xff) != 3 || minor != ((PY_VERSION_HEX >> 16) & 0xff) || w[1] != 0) return 0;
+  const struct dbg_layout *l = NULL;
+  for (size_t i = 0; i < sizeof DBG_LAYOUTS / sizeof DBG_LAYOUTS[0]; i++)
+    if (DBG_LAYOUTS[i].minor == minor) l = &DBG_LAYOUTS[i];
+  if (!l) return 0;
+  const uint64_t ts = w[l->tstate_size], fs = w[l->frame_size], cs = w[l->code_size];
+  if (ts > (1u << 20) || fs > 4096 || cs > 4096) return 0;
+  if (w[l->tstate_frame] + 8 > ts) return 0;
+  if (w[l->frame_previous] + 8 > fs || w[l->frame_executable] + 8 > fs || w[l->frame_instr] + 8 > fs || w[l->frame_owner] + 1 > fs) return 0;
+  if (w[l->code_filename] + 8 > cs || w[l->code_qualname] + 8 > cs || w[l->code_adaptive] > cs) return 0;
+  g_off.ts_frame = w[l->tstate_frame];
+  g_off.f_previous = w[l->frame_previous];
+  g_off.f_executable = w[l->frame_executable];
+  g_off.f_instr = w[l->frame_instr];
+  g_off.f_owner = w[l->frame_owner];
+  g_off.co_filename = w[l->code_filename];
+  g_off.co_qualname = w[l->code_qualname];
+  g_off.co_code = w[l->code_adaptive];
   return 1;
 }
 #endif

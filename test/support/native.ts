@@ -33,8 +33,8 @@ export function produce(path: string, capacity: number, events: number, ...extra
 
 /** Compile test/support/<name>.c as a shared library (in this run's private folder, 0700: the agent
  *  loads a hook only from a folder and file no other user can write) and return its path. */
-export function buildLibrary(name: string, python = "python3"): string {
-  const key = python === "python3" ? `${name}.so` : `${name}-${basename(python)}.so`;
+export function buildLibrary(name: string, python = "python3", defines: string[] = []): string {
+  const key = `${name}${python === "python3" ? "" : `-${basename(python)}`}${defines.map((d) => `-${d}`).join("")}.so`;
   const cached = built.get(key);
   if (cached) return cached;
   const out = join(dir, key);
@@ -43,7 +43,7 @@ export function buildLibrary(name: string, python = "python3"): string {
   // headers of the python its tests run (python3, unless told).
   const inc = name === "hook_double" ? pythonHeaders(python) : null;
   const py = name === "hook_double" ? [...(inc ? ["-I", inc] : ["-DGPUMEM_NO_PYTHON_H"]), join(NATIVE_DIR, "pystack.c")] : [];
-  const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I", NATIVE_DIR, ...py, src, "-o", out, ...(py.length ? ["-ldl"] : [])], { stderr: "pipe" });
+  const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", ...defines.map((d) => `-D${d}`), "-I", NATIVE_DIR, ...py, src, "-o", out, ...(py.length ? ["-ldl"] : [])], { stderr: "pipe" });
   if (proc.exitCode !== 0) throw new Error(`building ${name}.c failed:\n${proc.stderr}`);
   chmodSync(out, 0o700);
   built.set(key, out);
