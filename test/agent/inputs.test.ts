@@ -13,6 +13,7 @@ import { exposition } from "../../src/headless/prometheus";
 import { buildLibrary } from "../support/native";
 import { INPUTS_RUN, inputsRing } from "../support/inputs-ring";
 import { agentDir, runJson } from "../support/run-json";
+import { TORCH_PYTHON_HINT, torchPython } from "../support/torch";
 import { expectUnittestPasses } from "../support/unittest";
 
 const RUN = INPUTS_RUN;
@@ -21,6 +22,11 @@ const recorded = inputsRing;
 test("the agent's rules for inputs and the limit: found, once a step, guarded, the setter passed through (python3 -m unittest)", () => {
   expectUnittestPasses(join(import.meta.dir, "test_inputs.py"), { count: 7 });
 });
+
+const torchPy = torchPython();
+test.skipIf(!torchPy)(`with real torch: the outermost call by keyword once the models' own hooks take over; the setter passes torch's own error through${torchPy ? "" : ` (${TORCH_PYTHON_HINT})`}`, () => {
+  expectUnittestPasses(join(import.meta.dir, "inputs_torch.py"), { count: 2, python: torchPy! });
+}, 60_000);
 
 for (const quadratic of [false, true]) {
   test(`steps of seven sequence lengths${quadratic ? " with seq x seq weights" : ""}: each step's input and the limit in the ring, the peak fitted ${quadratic ? "quadratic" : "linear"} in the sequence`, async () => {
