@@ -33,6 +33,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("scenario", choices=("leak", "nograd", "oom"))
 ap.add_argument("out")
 ap.add_argument("--steps", type=int, default=10)
+ap.add_argument("--linger", type=float, default=0, help="after the steps, say so (OUT.trained) and stay alive this long")
 args = ap.parse_args()
 
 agent = gpumem_agent._agent = AgentOnDouble(torch)
@@ -62,4 +63,10 @@ if args.scenario == "oom":
     except torch.cuda.OutOfMemoryError:
         pass
     torch_double._Allocator.limit = None
+if args.linger > 0:
+    import time
+
+    with open(args.out + ".trained", "w") as f:
+        f.write("%d\n" % os.getpid())
+    time.sleep(args.linger)
 print("records %d" % gpumem_agent.save_ring(args.out), flush=True)
