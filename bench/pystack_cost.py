@@ -47,6 +47,19 @@ def under_library(d, fn):
     return _LIB["lib_depth"](d, fn)
 
 
+# A model's call chain: 48 distinct functions in an installed package's file (each its own code
+# object, as a transformers model's forward, _call_impl and _wrapped_call_impl are), so that each
+# frame's kind is its own entry in the walker's table.
+_CHAIN = {}
+exec(compile("".join("def f%d(fn):\n    return f%d(fn)\n" % (i, i + 1) for i in range(47)) + "def f47(fn):\n    return fn()\n",
+             "/usr/lib/python3/dist-packages/pystack_cost_chain.py", "exec"), _CHAIN)
+
+
+def under_chain(d, fn):
+    """fn() called below the 48 distinct library functions (d is 48: the row's label)."""
+    return _CHAIN["f0"](fn)
+
+
 def stream_sizes(n, seed=1):
     """n allocation sizes, log-uniform from 512 B to 4 MiB, rounded to 512 B as the allocator does."""
     import random
@@ -72,7 +85,8 @@ def main():
     assert lib.gpumem_pystack_enable(1, 0) == 0, "this interpreter's frames are not known to pystack.c"
     rows = []
     for label, depth, call in [("user frames", 4, at_depth), ("user frames", 16, at_depth), ("user frames", 64, at_depth),
-                               ("library frames below the user's", 30, under_library), ("library frames below the user's", 120, under_library)]:
+                               ("library frames below the user's", 30, under_library), ("library frames below the user's", 120, under_library),
+                               ("distinct library functions below the user's", 48, under_chain)]:
         cap, empty = [], []
         for _ in range(args.runs):
             cap.append(call(depth, lambda: lib.gpumem_bench_capture(args.n, 0)))

@@ -5,7 +5,7 @@
 Per ring: each step's allocations (alloc records), those of 1 MiB or more (every one carries its
 stack), the bytes below the threshold and the captures expected there at each sampling rate R
 (sum of 1 - exp(-s / R): cuda/pystack.h), the step's length from the records' clock, and what the
-captures would cost at the given nanoseconds a capture (bench/pystack_cost.py measures one: 65-71
+captures would cost at the given nanoseconds a capture (bench/pystack_cost.py measures one: 65-66
 ns on the CPU here; the larger figure allows for a deep model's frames out of cache). Steps are
 the records' `step` field; the first (warm-up) and those cut by the ring's start are left out, the
 median of the rest reported. CPU only: this reads rings, it measures nothing on a GPU.
