@@ -72,7 +72,7 @@ export interface LedgerInput {
   parts: LedgerParts | null;
 }
 
-const LIBRARY_NAMES: Record<string, string> = { nccl: "NCCL", cudart: "CUDA runtime", cublas: "cuBLAS", cudnn: "cuDNN", triton: "Triton", cupy: "CuPy", tensorrt: "TensorRT" };
+const LIBRARY_NAMES: Record<string, string> = { nccl: "NCCL", cudagraphs: "CUDA graphs", cudart: "CUDA runtime", cublas: "cuBLAS", cudnn: "cuDNN", triton: "Triton", cupy: "CuPy", tensorrt: "TensorRT" };
 export const libraryName = (library: string): string => LIBRARY_NAMES[library] ?? library;
 
 /** The rows at one sample, summing exactly to `nvml_used_bytes` (unexplained takes the rest). */
