@@ -127,7 +127,7 @@ function oomFinding(m: ProfilerModel, d: DeviceState, o: OomIncident): Finding {
   const comp = topCategories(o.live_by_category_bytes, 3, o.phase);
   // The line that asked (its stack is the request's own), and the lines holding most then.
   const asked = lineOf(m, o.stack);
-  const holding = o.live_lines ? o.live_lines.split(LINES_LISTED) : null;
+  const holding = m.stacks && o.live_lines ? o.live_lines.split(LINES_LISTED) : null;
   let evidence =
     `Out of memory on device ${d.device} ${where(m, o.step, o.phase, o.range)}: ` +
     `asked for ${formatBytes(o.request_bytes)}${asked ? ` at ${asked.label}` : ""} with ${formatBytes(o.device_free_bytes)} free on the device; ` +

@@ -78,7 +78,7 @@ export function siteLines(m: ProfilerModel, d: DeviceState, pick: (slot: number)
   const stacks = m.stacks;
   if (!stacks) return null;
   const b = d.blocks;
-  const sums = new LineSums(stacks);
+  const sums = new LineSums(m);
   for (const slot of b.bySlot.values()) if (pick(slot)) sums.add(b.stack[slot] || stacks.stackOf(d.device, b.address[slot]!), b.size[slot]!);
   return sums.split(limit);
 }

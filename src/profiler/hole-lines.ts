@@ -53,7 +53,7 @@ export function holeLines(m: ProfilerModel, d: DeviceState, limit = 3): LineSpli
   if (!tail || !stacks || tail.total === 0) return null;
   const ranges = freeRanges(d);
   if (ranges.length === 0) return null;
-  const sums = new LineSums(stacks);
+  const sums = new LineSums(m);
   const seen = new Set<number>();
   const fromExtra = m.recordStacks;
   const first = Math.max(tail.validFrom, tail.total - tail.capacity);

@@ -39,18 +39,21 @@ export class LineSums {
   private pool = 0;
   private total = 0;
 
-  constructor(private readonly stacks: BlockStacks | null) {}
+  /** `from`: where the stacks are read, when the sums are split (an OOM's are taken as its record
+   *  comes, a snapshot's stacks are given to the model after its records). */
+  constructor(private readonly from: { readonly stacks: BlockStacks | null }) {}
 
   /** One block: its stack id (0: none) and size. */
   add(stack: number, size: number): void {
     this.total += size;
-    if (stack === 0 || !this.stacks) {
+    const sampling = this.from.stacks?.sampling;
+    if (stack === 0) {
       this.unknown += size;
-      if (this.stacks && sampledOut(size, this.stacks.sampling)) this.pool += size;
+      if (sampledOut(size, sampling)) this.pool += size;
       return;
     }
     const e = this.by.get(stack);
-    const w = stackWeight(size, this.stacks.sampling);
+    const w = stackWeight(size, sampling);
     if (e) {
       e.raw += size;
       e.weighed += w;
@@ -63,7 +66,7 @@ export class LineSums {
   split(limit = Infinity): LineSplit {
     const lines = new Map<string, LineBytes & { raw: number; weighed: number }>();
     let unknown = this.unknown;
-    const stacks = this.stacks;
+    const stacks = this.from.stacks;
     for (const [stack, e] of this.by) {
       const k = stacks ? stacks.userFrame(stack) : -1;
       if (k < 0) {
@@ -105,12 +108,13 @@ export function linesInWords(lines: readonly LineBytes[], bytes: (n: number) => 
   return lines.map((l) => `${l.short} (${bytes(l.bytes)})`).join(", ");
 }
 
-/** The live blocks of device `d` by stack, taken now (their lines are read later: frames reach
- *  the manifest up to a sync after their records); null where the model has no stacks. */
-export function liveLineSums(stacks: BlockStacks | null, d: DeviceState): LineSums | null {
-  if (!stacks) return null;
+/** The live blocks of device `d` by stack, taken now; their lines are read from `from.stacks`
+ *  when split (frames reach the manifest up to a sync after their records; a snapshot's stacks
+ *  come to the model after its records). */
+export function liveLineSums(from: { readonly stacks: BlockStacks | null }, d: DeviceState): LineSums {
   const b = d.blocks;
-  const sums = new LineSums(stacks);
-  for (const slot of b.bySlot.values()) sums.add(b.stack[slot] || stacks.stackOf(d.device, b.address[slot]!), b.size[slot]!);
+  const sums = new LineSums(from);
+  const stacks = from.stacks;
+  for (const slot of b.bySlot.values()) sums.add(b.stack[slot] || (stacks ? stacks.stackOf(d.device, b.address[slot]!) : 0), b.size[slot]!);
   return sums;
 }

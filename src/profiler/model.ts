@@ -410,7 +410,7 @@ export class ProfilerModel {
     return this.fields.allocStacks;
   }
   /** The live blocks of a device by stack (an OOM's lines holding most), made once: not per record. */
-  private readonly liveLines = (d: DeviceState) => liveLineSums(this.stacks, d);
+  private readonly liveLines = (d: DeviceState) => liveLineSums(this, d);
 
   setLines(lines: Record<string, string>): void {
     for (const [id, name] of Object.entries(lines)) {

@@ -18,8 +18,8 @@ const LINES_LISTED = 10;
 
 /** Live memory by the user's line, where the model has stacks (line-bytes.ts). */
 function liveLines(m: ProfilerModel, d: DeviceState | null) {
-  const sums = d && liveLineSums(m.stacks, d);
-  if (!sums) return null;
+  if (!d || !m.stacks) return null;
+  const sums = liveLineSums(m, d);
   const s = sums.split(LINES_LISTED);
   return { top: s.lines.map((l) => ({ at: l.label, bytes: l.bytes, blocks: l.blocks })), unknown_bytes: s.unknown_bytes };
 }
