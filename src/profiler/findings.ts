@@ -14,6 +14,7 @@ import { expandableSegments, fragmentedOom, unallocatedEvidence, unallocatedTitl
 import type { StepRecord } from "./steps";
 import { growthSite } from "./growth-site";
 import { holeLines } from "./hole-lines";
+import { tailCaller } from "./phase-callers";
 import { linesInWords, type LineBytes, type LineSplit } from "./line-bytes";
 import { frameLabel } from "./user-frame";
 import type { DocumentFinding, FindingId } from "../system/schema";
@@ -307,7 +308,9 @@ function gradientsFinding(m: ProfilerModel, d: DeviceState): Finding | null {
       const l = lineOf(m, stack);
       if (l) return l;
     }
-    return null;
+    // No mark carried a stack (a snapshot's trace): the line the phase's own allocations name.
+    const label = tailCaller(m, phase);
+    return label ? { label, short: label.replace(/^.*\//, "") } : null;
   };
   const backward = caller(PHASE.backward);
   const optimizer = caller(PHASE.optimizer);

@@ -3,7 +3,9 @@
 // on), since the gradients themselves are allocated by autograd's engine, whose threads have no
 // Python frames. Counted per stack; the finding about kept gradients cites the most frequent.
 
-import { PHASE } from "../ffi/events";
+import { ACTION, PHASE } from "../ffi/events";
+import type { ProfilerModel } from "./model";
+import { frameLabel } from "./user-frame";
 
 /** Distinct caller stacks kept per phase (a loop calls from one or two places). */
 const MAX_CALLERS = 64;
@@ -26,4 +28,35 @@ export class PhaseCallers {
     const m = this.byPhase.get(phase);
     return m ? [...m.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([s]) => s) : [];
   }
+}
+
+/**
+ * Where the kept records say a phase was called from, where no mark carried a stack (a snapshot's
+ * trace: torch's history has no marks of ours; a ring whose hook did not capture on marks): the
+ * user's line most allocations of that phase with a stack name, among the model's kept records.
+ * Backward's own first allocation (the loss's gradient, made on the calling thread) names the line
+ * that called it; the optimizer's state and temporaries the line of its step. Null where none does.
+ */
+export function tailCaller(m: ProfilerModel, phase: number): string | null {
+  const t = m.tail;
+  const stacks = m.stacks;
+  if (!t || !stacks) return null;
+  const count = new Map<string, number>();
+  const labels = new Map<number, string | null>();
+  const first = Math.max(t.validFrom, t.total - t.capacity);
+  for (let r = first; r < t.total; r++) {
+    const k = r % t.capacity;
+    if (t.action[k] !== ACTION.alloc || t.phase[k] !== phase) continue;
+    const stack = t.stack[k]! || (m.recordStacks ? t.extra[k]! : 0);
+    if (!stack) continue;
+    let label = labels.get(stack);
+    if (label === undefined) {
+      const u = stacks.userFrame(stack);
+      labels.set(stack, (label = u < 0 ? null : frameLabel(stacks.frames(stack)[u]!)));
+    }
+    if (label) count.set(label, (count.get(label) ?? 0) + 1);
+  }
+  let top: [string, number] | null = null;
+  for (const e of count) if (!top || e[1] > top[1] || (e[1] === top[1] && e[0] < top[0])) top = e;
+  return top ? top[0] : null;
 }

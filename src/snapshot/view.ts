@@ -127,7 +127,9 @@ export function blockStacksOf(parsed: ParsedSnapshot, rule: UserFrameRule = user
 
 export async function viewJson(path: string, progress?: Progress, rule: UserFrameRule = userFrameRuleFromEnv()): Promise<SnapshotView> {
   const parsed = await readSnapshotFile(path, progress);
-  const { model, replay } = snapshotModel(parsed, { rule });
+  // The trace kept as the screens keep it: the findings read it for the lines of a phase's callers
+  // and of the blocks that left free ranges (phase-callers.ts, hole-lines.ts).
+  const { model, replay } = snapshotModel(parsed, { rule, keepTrace: true });
   const s = summary(model);
   return {
     file: path,
