@@ -268,10 +268,14 @@ class Agent:
                 self.sync()
                 if self.hook:
                     n = self.hook.gpumem_hook_range_count()
-                    new_stacks = self.stacks is not None and self.guard.call("stacks", self.stacks.read_new)
-                    if n != self.range_count or new_stacks:
+                    st = self.stacks
+                    new_stacks = st is not None and self.guard.call("stacks", st.read_new)
+                    if n != self.range_count or (st is not None and st.due(new_stacks, time.monotonic())):
                         self.range_count = n
+                        t = time.monotonic()
                         self.write_manifest()
+                        if st is not None:  # new stacks' rewrites spaced by what this one took (stacks.py)
+                            st.written(t, time.monotonic() - t)
             except Exception as e:
                 if self.active:  # at exit the ring closes under this thread: not a failure
                     self.guard.fail("sync", e)

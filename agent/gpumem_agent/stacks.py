@@ -32,6 +32,10 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 DEFAULT_MIN_BYTES = 1 << 20
 DEFAULT_SAMPLE_BYTES = 512 << 10
 TEXT_BYTES = 16 * 1024  # a stack's text: at most 16 frames of path, line and name
+# New stacks rewrite the manifest (every stack in it: some 80 ms of the GIL for 2,000 stacks here),
+# and sampling finds a rarely sampled line's stack now and then for as long as the training runs:
+# such rewrites are spaced so that they take at most this share of the time.
+WRITE_SHARE = 0.01
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 OFF = (0, 0)
 
@@ -79,6 +83,8 @@ class Stacks:
         self.sample_bytes = sample_bytes
         self.table = {}
         self._lock = threading.Lock()  # the sync thread and whoever writes a manifest
+        self._pending = False  # stacks read that no manifest written has yet
+        self._due = 0.0  # time.monotonic() from which a manifest may be written for them
         hook.gpumem_hook_stack_count.restype = ctypes.c_uint32
         hook.gpumem_hook_stack_text.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_int]
         self._buf = ctypes.create_string_buffer(TEXT_BYTES)
@@ -100,6 +106,18 @@ class Stacks:
                     frames.append([parts[0], int(parts[1]) if parts[1].lstrip("-").isdigit() else 0, parts[2]])
             self.table[str(k)] = frames
         return n >= first
+
+    def due(self, new, now):
+        """Whether the manifest is to be written now for stacks read (`new`: some were just now):
+        at once for the first, then spaced (written())."""
+        self._pending = self._pending or bool(new)
+        return self._pending and now >= self._due
+
+    def written(self, now, seconds):
+        """A manifest, with every stack read, took `seconds` to write at `now`: the next one for
+        new stacks alone waits until that is WRITE_SHARE of the time between."""
+        self._pending = False
+        self._due = now + seconds / WRITE_SHARE
 
     def manifest(self):
         """Every stack interned up to now (read here too: a manifest written at exit has them all)."""

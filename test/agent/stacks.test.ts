@@ -25,7 +25,7 @@ for (const [minor, defines, how] of [
   (why ? test.skip : test)(
     `stacks on CPython 3.${minor}${how}: ${WHAT}${why}`,
     () => {
-      expectUnittestPasses(join(import.meta.dir, "test_stacks.py"), { python: python!, env: { ...process.env, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double", python!, defines) }, count: 15 });
+      expectUnittestPasses(join(import.meta.dir, "test_stacks.py"), { python: python!, env: { ...process.env, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double", python!, defines) }, count: 16 });
     },
     60_000,
   );

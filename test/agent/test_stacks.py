@@ -177,6 +177,19 @@ class Settings(unittest.TestCase):
             self.assertEqual(released.gpumem_hook_stacks(1, 0), 0)  # every allocation, as the other tests want
 
 
+class ManifestPace(unittest.TestCase):
+    def test_new_stacks_rewrite_the_manifest_at_once_then_spaced_by_what_a_write_took(self):
+        s = stacks.Stacks(released, 1 << 20, 512 << 10)
+        self.assertFalse(s.due(False, 0.0))  # nothing new: nothing to write
+        self.assertTrue(s.due(True, 0.0))  # the first: at once
+        s.written(0.0, 0.02)  # a write of 20 ms: the next for stacks alone 2 s later (1% of the time)
+        self.assertFalse(s.due(True, 1.0))
+        self.assertFalse(s.due(False, 1.9))
+        self.assertTrue(s.due(False, 2.0))  # the stacks read at 1.0 are still to be written
+        s.written(2.0, 0.0)
+        self.assertFalse(s.due(False, 3.0))
+
+
 # --- sampling by bytes, through the hook double ---------------------------------------------------
 
 ALLOC = 0
