@@ -23,6 +23,10 @@ export const LIBRARY_MARK_PREFIX = "gpumem:";
 
 /** A change of unexplained memory at least this large is kept as a jump (a finding names it). */
 export const JUMP_MIN_BYTES = 64 * 2 ** 20;
+/** Unmarked growth counts as the context's only this long after the first sample (and before the
+ *  first step ends): kernels load at their first use, early; an inference server's slow growth
+ *  later, with no step ever ending, stays unexplained. */
+export const CONTEXT_GROWTH_WINDOW_US = 120e6;
 /** Jumps kept per process and device (the newest). */
 const MAX_JUMPS = 8;
 /** Library names kept per process and device: the marks name them, a program may mint many. */
@@ -71,6 +75,7 @@ export class LedgerTrack {
   /** Library events entered and not left, by name (a name entered twice counts once). */
   private readonly open = new Map<string, OpenEvent>();
   private prevOutside: number | null = null;
+  private firstTime_us = 0;
   /** The newest mark taken (its name), for a jump's "after". */
   private lastMark: string | null = null;
   /** Samples taken (a test's and a view's count). */
@@ -117,6 +122,7 @@ export class LedgerTrack {
       this.context = outside;
       this.contextBeforeAlloc = reserved === 0;
       this.contextIncludes = [...libraries];
+      this.firstTime_us = time_us;
       this.prevOutside = outside;
       return;
     }
@@ -132,9 +138,10 @@ export class LedgerTrack {
         return;
       }
     }
-    // Before the first step ends, small unmarked growth is the context's: kernels load on first
-    // use, a module at a time. A large one is not guessed at: it stays unexplained, as a jump.
-    if (step === 0 && Math.abs(delta) < JUMP_MIN_BYTES) {
+    // Before the first step ends (and within CONTEXT_GROWTH_WINDOW_US), small unmarked growth is
+    // the context's: kernels load on first use, a module at a time. A large one is not guessed at:
+    // it stays unexplained, as a jump.
+    if (step === 0 && Math.abs(delta) < JUMP_MIN_BYTES && time_us - this.firstTime_us <= CONTEXT_GROWTH_WINDOW_US) {
       this.contextGrowth += delta;
       return;
     }
