@@ -12,6 +12,8 @@
 #                and line:resnet-optimizer
 #   oom          24 GiB held (line:hold), a request larger than the device (line:ask), then a batch halved
 #                until it fits, under `run --json`: the OOM names line:ask and line:hold
+#   frag         one cached 8 GiB segment cut into 200 MiB pieces, every other one freed, the process
+#                capped, 400 MiB asked: the OOM names line:frag-ask, reserved-unallocated line:pieces
 #   dump         the leak under the screens in tmux, `d` pressed: the monitor's snapshot opened by
 #                torch.cuda._memory_viz (segment_plot, trace_plot) with line:keep in its frames; and
 #                `replay leak.ring --snapshot` the same
@@ -98,6 +100,11 @@ check nograd-run "$fx/nograd.doc.json" "$fx/nograd.facts.json" gradients_kept:re
 step oom-run 80 bun src/cli.ts run --json --output "$tmp/oom.run.ndjson" -- python3 test/gpu/lines_train.py oom --out "$fx" --steps 4
 last_doc "$tmp/oom.run.ndjson" "$fx/oom.doc.json"
 check oom-run "$fx/oom.doc.json" "$fx/oom.facts.json" oom:ask,hold
+
+# 4b. Fragmentation: holes left by the freed pieces, and an OOM no hole held.
+step frag-run 60 bun src/cli.ts run --json --output "$tmp/frag.run.ndjson" -- python3 test/gpu/lines_train.py frag --out "$fx" --steps 2
+last_doc "$tmp/frag.run.ndjson" "$fx/frag.doc.json"
+check frag-run "$fx/frag.doc.json" "$fx/frag.facts.json" oom:frag-ask reserved_unallocated:pieces
 
 # 5. Snapshots: `d` on the screens of a live run, and replay --snapshot; each through memory_viz.
 dump_live() {

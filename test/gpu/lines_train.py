@@ -12,6 +12,10 @@ written, run from the repository root on a GPU machine under the monitor with no
           device (line:ask, caught), then the batch halved from one too large until a step fits
           (the model's call at line:forward or line:backward asks), then a few steps: the OOM
           findings' lines that asked and the lines holding most
+  frag    a GPT-2 trained a few steps, then one 8 GiB segment cut into 200 MiB pieces (line:pieces),
+          every other one freed, the process capped just above what it reserves, and 400 MiB asked
+          (line:frag-ask, caught): an OOM that fragmentation made, whose free ranges the pieces'
+          line left (reserved-unallocated), the pieces kept to the end
 
 --attach-wait S: one warm-up step, "ready PID" on stdout, then steps until an agent appears (S
 seconds at most; started without one, `gpumem-tui attach PID` puts it in), then --steps more.
@@ -119,9 +123,31 @@ def oom_part(torch, dev, run, facts):
     facts.update({"batch_fits": batch, "batch_ooms": ooms})
 
 
+HELD = []  # what a scenario keeps alive to the end
+
+
+def frag_part(torch, dev, facts):
+    """Holes of 200 MiB in one cached segment, and a request that no hole holds."""
+    big = torch.empty(8 * GiB, dtype=torch.uint8, device=dev)
+    del big  # its segment stays in the cache, whole
+    pieces = [torch.empty(200 << 20, dtype=torch.uint8, device=dev) for _ in range(40)]  # line:pieces
+    HELD.extend(pieces[::2])
+    del pieces  # the odd ones freed: holes between the kept ones
+    total = torch.cuda.get_device_properties(dev).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, (torch.cuda.memory_reserved(dev) + (64 << 20)) / total), dev)
+    try:
+        torch.empty(400 << 20, dtype=torch.uint8, device=dev)  # line:frag-ask
+        facts["frag_ask_failed"] = False
+    except torch.cuda.OutOfMemoryError:
+        facts["frag_ask_failed"] = True
+    torch.cuda.set_per_process_memory_fraction(1.0, dev)
+    facts["frag_reserved"] = torch.cuda.memory_reserved(dev)
+    facts["frag_allocated"] = torch.cuda.memory_allocated(dev)
+
+
 def main():
     ap = argparse.ArgumentParser(description="programs whose findings must name the user's line")
-    ap.add_argument("scenario", choices=("leak", "nograd", "oom"))
+    ap.add_argument("scenario", choices=("leak", "nograd", "oom", "frag"))
     ap.add_argument("--out", required=True, help="where NAME.{ring,json,facts.json} go")
     ap.add_argument("--name", help="the files' name (default: the scenario's)")
     ap.add_argument("--steps", type=int, default=12)
@@ -158,6 +184,8 @@ def main():
             oom_part(torch, dev, run, facts)
             for _ in range(3):
                 losses.append(run.step())
+        if args.scenario == "frag":
+            frag_part(torch, dev, facts)
         if args.linger > 0:
             # Said in a file too: under the monitor's screens the program's stdout is not seen.
             with open(os.path.join(args.out, name + ".trained"), "w") as f:
@@ -182,7 +210,7 @@ def main():
         json.dump(facts, f, indent=1)
     print("lines_train %s: %d steps, allocated %d, peak %d, records %s, oom %s"
           % (name, len(losses), facts["memory_allocated"], facts["max_memory_allocated"], facts["records"],
-             {k: facts.get(k) for k in ("ask_failed", "batch_fits", "batch_ooms")}), flush=True)
+             {k: facts.get(k) for k in ("ask_failed", "batch_fits", "batch_ooms", "frag_ask_failed")}), flush=True)
     if error is not None:
         sys.exit(3)
     if a is None:
