@@ -12,6 +12,7 @@ import { ACTION, newEventBatch } from "../../src/ffi/events";
 import { libraryMark } from "../../src/profiler/ledger";
 import { expectUnittestPasses } from "../support/unittest";
 import { buildLibrary } from "../support/native";
+import { documentSamples, replayLedger } from "../support/ledger-replay";
 
 test("one mark per event, its range entered and left around the call, named in the manifest", () => {
   const dir = mkdtempSync(join(tmpdir(), "gpumem-libraries-"));
@@ -27,6 +28,8 @@ test("one mark per event, its range entered and left around the call, named in t
   const rec = openRingRecording(ring);
   const b = newEventBatch(4096);
   const seen: string[] = [];
+  let first = Infinity;
+  let last = -Infinity;
   for (;;) {
     const { count } = rec.source.read(b);
     if (count === 0) break;
@@ -34,7 +37,11 @@ test("one mark per event, its range entered and left around the call, named in t
       const a = b.action[i]!;
       if (a !== ACTION.range_enter && a !== ACTION.range_exit) continue;
       const name = names[String(b.range[i]!)]!;
-      if (libraryMark(name)) seen.push(`${a === ACTION.range_enter ? "enter" : "exit"} ${name.slice("gpumem:".length)}`);
+      if (libraryMark(name)) {
+        seen.push(`${a === ACTION.range_enter ? "enter" : "exit"} ${name.slice("gpumem:".length)}`);
+        first = Math.min(first, b.time_us[i]!);
+        last = Math.max(last, b.time_us[i]!);
+      }
     }
   }
   rec.close();
@@ -53,6 +60,17 @@ test("one mark per event, its range entered and left around the call, named in t
   expect(out.marks).toBe(5);
   // The program's own range is its own: not a library mark.
   expect(Object.values(names)).toContain("train_step");
+  // The monitor's model takes them as the ledger's marks: fed with one NVML figure before the
+  // first mark and the same after the last (the H200 compile run's first sample: nothing moved),
+  // NCCL is a row with its events and its two communicators, and no byte is given to it.
+  const used = documentSamples(join(import.meta.dir, "..", "fixtures", "compile-graphs.run.ndjson.gz"), 558)[0]!.used_bytes;
+  const { at } = replayLedger(ring, ring.replace(/\.ring$/, ".json"), [
+    { time_us: first - 1, used_bytes: used },
+    { time_us: last + 1, used_bytes: used },
+  ]);
+  const nccl = at[1]!.ledger.rows.find((r) => r.kind === "library")!;
+  expect(nccl).toEqual({ kind: "library", name: "NCCL", bytes: 0, note: "2 communicators, last destroy_process_group" });
+  expect(at[1]!.ledger.rows.reduce((s, r) => s + r.bytes, 0)).toBe(used);
   rmSync(dir, { recursive: true, force: true });
 });
 
