@@ -110,7 +110,7 @@ export function outsideStandout(ranks: JobRank[]): { rank: number; margin: numbe
   if (margin < OUTSIDE_STANDOUT_BYTES || margin < OUTSIDE_STANDOUT_SHARE * Math.max(0, mid.outside_pytorch_bytes!)) return null;
   let part: string | null = null;
   if (top!.ledger && mid.ledger) {
-    const outside = (l: NonNullable<JobRank["ledger"]>) => new Map(l.rows.filter((r) => r.kind === "context" || r.kind === "library" || r.kind === "unexplained").map((r) => [r.name, r.bytes]));
+    const outside = (l: NonNullable<JobRank["ledger"]>) => new Map(l.rows.filter((r) => r.kind === "context" || r.kind === "library" || r.kind === "unexplained").map((r): [string, number] => [r.name, r.bytes]));
     const a = outside(top!.ledger);
     const b = outside(mid.ledger);
     let best: [string, number] | null = null;
