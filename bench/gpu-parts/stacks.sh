@@ -15,6 +15,8 @@ out=${1:?OUT_DIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1
+# Nothing set: the stacks as shipped (on, 1 MiB, sampled at 512 KiB).
+unset GPUMEM_TUI_STACKS GPUMEM_TUI_LIBRARY GPUMEM_TUI_USER_CODE
 deadline=$((SECONDS + ${STACKS_BUDGET:-230}))
 left() { local l=$((deadline - SECONDS)); [ "$l" -lt "$1" ] || l=$1; echo "$l"; }
 step() { # name seconds command...
