@@ -39,9 +39,11 @@ MODES = ["none", "agent", "history-state", "history-all", "torch-profiler"]
 # every part off again (bench/agent_parts.py) but the tracker, which torch cannot detach:
 # tracker-bare keeps one that returns at once (torch's own cost of having a tracker: it builds an
 # entry per allocator event), hook-bare one that writes the ring (the tracker's whole cost).
-# agent-stacks: the agent with the Python stacks of allocations of 1 MiB or more (GPUMEM_TUI_STACKS=1M),
-# beside history-python, torch's own recorder with Python stacks (_record_memory_history(stacks="python")).
-DIAGNOSTIC = ["agent-polling", "tracker-empty", "agent-no-phases", "tracker-bare", "hook-bare", "agent-stacks", "history-python"]
+# agent-stacks: the agent with the Python stacks of allocations of 1 MiB or more (GPUMEM_TUI_STACKS=1M,
+# smaller ones sampled: as shipped since issue 37, so `agent` has them too; agent-no-stacks is the
+# agent with them off, GPUMEM_TUI_STACKS=0), beside history-python, torch's own recorder with Python
+# stacks (_record_memory_history(stacks="python")).
+DIAGNOSTIC = ["agent-polling", "tracker-empty", "agent-no-phases", "tracker-bare", "hook-bare", "agent-stacks", "agent-no-stacks", "history-python"]
 WORKLOADS = {"gpu_bound": (16, 256), "launch_bound": (2, 64)}
 TARGETS_PCT = {"gpu_bound": 1.0, "launch_bound": 3.0}
 CHUNKS = 5
@@ -78,7 +80,8 @@ def child(mode, args):
     torch.set_float32_matmul_precision("high")
     if mode in ("agent",) + tuple(m for m in DIAGNOSTIC if m != "history-python"):
         os.environ.update({"agent-polling": {"GPUMEM_TUI_POLLING": "1"}, "tracker-empty": {"GPUMEM_TUI_HOOK": "empty"},
-                           "tracker-bare": {"GPUMEM_TUI_HOOK": "empty"}, "agent-stacks": {"GPUMEM_TUI_STACKS": "1M"}}.get(mode, {}))
+                           "tracker-bare": {"GPUMEM_TUI_HOOK": "empty"}, "agent-stacks": {"GPUMEM_TUI_STACKS": "1M"},
+                           "agent-no-stacks": {"GPUMEM_TUI_STACKS": "0"}}.get(mode, {}))
         import gpumem_agent
         from gpumem_agent import phases
 
@@ -87,6 +90,7 @@ def child(mode, args):
         a = gpumem_agent.attach()
         assert a is not None and a.mode == ("polling" if mode == "agent-polling" else "hook"), getattr(a, "hook_error", "the agent did not attach")
         assert mode != "agent-stacks" or a.stacks is not None, "stacks are off: %s" % a.notes.get("stacks")
+        assert mode != "agent-no-stacks" or a.stacks is None, "stacks are on under GPUMEM_TUI_STACKS=0"
         if mode in ("tracker-bare", "hook-bare"):
             import agent_switches  # beside this file
 
