@@ -10,9 +10,9 @@ afterAll(cleanLines);
 /** "path:line" of a frame label "path:line function". */
 const fileLine = (at: string | undefined) => at?.replace(/ [^ ]+$/, "");
 
-describe("findings name the user's line (stacks on, recorded on the doubles)", () => {
+describe("findings name the user's line (stacks on by default, recorded on the doubles)", () => {
   stacksTest("growth: the line that keeps the memory, in the title, the evidence and lines", () => {
-    const f = replayFinal(recordLines("leak", { GPUMEM_TUI_STACKS: "1M" })).findings.find((x) => x.id === "growth");
+    const f = replayFinal(recordLines("leak")).findings.find((x) => x.id === "growth");
     const keep = markedAt("keep");
     expect(f?.title).toEndWith(`allocated at lines_run.py:${keep.split(":").at(-1)} <module>`);
     expect(f?.lines?.map((l) => [l.role, fileLine(l.at)])).toEqual([["keeps", keep]]);
@@ -22,7 +22,7 @@ describe("findings name the user's line (stacks on, recorded on the doubles)", (
   }, 30_000);
 
   stacksTest("gradients kept: the line that calls backward and the one that calls the optimizer's step", () => {
-    const f = replayFinal(recordLines("nograd", { GPUMEM_TUI_STACKS: "1M" })).findings.find((x) => x.id === "gradients_kept");
+    const f = replayFinal(recordLines("nograd")).findings.find((x) => x.id === "gradients_kept");
     expect(f?.lines?.map((l) => [l.role, fileLine(l.at)])).toEqual([
       ["backward", markedAt("backward")],
       ["optimizer", markedAt("optimizer")],
@@ -31,7 +31,7 @@ describe("findings name the user's line (stacks on, recorded on the doubles)", (
   }, 30_000);
 
   stacksTest("OOM: the line that asked, and the lines holding most at that moment, most first", () => {
-    const f = replayFinal(recordLines("oom", { GPUMEM_TUI_STACKS: "1M" })).findings.find((x) => x.id === "oom");
+    const f = replayFinal(recordLines("oom")).findings.find((x) => x.id === "oom");
     expect(f?.title).toEndWith(`asked at lines_run.py:${markedAt("ask").split(":").at(-1)} <module>`);
     const lines = f?.lines ?? [];
     expect(lines.map((l) => [l.role, fileLine(l.at)])).toEqual([

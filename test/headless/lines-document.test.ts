@@ -18,7 +18,6 @@ stacksTest("run --json: profile.lines names the kept tensors' line first, the gr
     GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"),
     GPUMEM_TUI_RING_CAPACITY: "4096",
     GPUMEM_TUI_LIBRARY: TORCH_DOUBLE,
-    GPUMEM_TUI_STACKS: "1M",
   });
   expect([r.code, r.stderr]).toEqual([0, ""]);
   const p = r.last.processes.find((x) => x.pid === r.pid)!;

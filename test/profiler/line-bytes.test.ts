@@ -69,7 +69,7 @@ describe("weighed sums never claim more than there is", () => {
 
 describe("the at-peak groups by line", () => {
   stacksTest("a ring recorded with stacks: the kept tensors' line holds its blocks' bytes, and the groups add up to the peak", () => {
-    const m = modelOfLines(recordLines("leak", { GPUMEM_TUI_STACKS: "1M" }));
+    const m = modelOfLines(recordLines("leak"));
     const v = atPeak(m, { device: 0, which: "run", by: "frame" })!;
     const keep = v.groups.find((g) => g.key.startsWith(`${markedAt("keep")} `));
     expect(keep?.bytes).toBe(keep!.blocks * 2 * MiB);
@@ -79,7 +79,7 @@ describe("the at-peak groups by line", () => {
 
 describe("the Timeline's bands", () => {
   stacksTest("each band of a step says the line that allocated it: the kept tensor of the step its keep line, the step's others theirs", () => {
-    const m = modelOfLines(recordLines("leak", { GPUMEM_TUI_STACKS: "1M" }));
+    const m = modelOfLines(recordLines("leak"));
     const sb = stepBands(m, { device: 0, step: m.devices[0]!.steps.at(-1)!.step, columns: 40, bands: 30 })!;
     const kept = sb.bands.filter((b) => b.size_bytes === 2 * MiB && b.alloc_us !== null);
     expect(kept.length).toBe(1);

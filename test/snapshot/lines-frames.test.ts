@@ -29,7 +29,7 @@ function snapshotOf(ring: string, name: string): { path: string; s: Any } {
 
 describe("snapshots written from a ring with stacks carry the user's frames", () => {
   stacksTest("the kept tensors: their blocks and their allocs in the trace name line:keep, after the double's frames", () => {
-    const { s } = snapshotOf(recordLines("leak", { GPUMEM_TUI_STACKS: "1M" }), "leak");
+    const { s } = snapshotOf(recordLines("leak"), "leak");
     const keep = markedAt("keep");
     const blocks = s.segments.flatMap((g: Any) => g.blocks).filter((b: Any) => b.state === "active_allocated" && b.size === 2 * 2 ** 20);
     // ten steps, each keeping one
@@ -46,7 +46,7 @@ describe("snapshots written from a ring with stacks carry the user's frames", ()
   }, 30_000);
 
   stacksTest("the OOM's trace entry: the failed request's frames (line:ask), its device_free, no address", () => {
-    const { s } = snapshotOf(recordLines("oom", { GPUMEM_TUI_STACKS: "1M" }), "oom");
+    const { s } = snapshotOf(recordLines("oom"), "oom");
     const ooms = s.device_traces[0].filter((e: Any) => e.action === "oom");
     expect(ooms.length).toBe(1);
     expect(ooms[0].frames.map(at)).toContain(markedAt("ask"));
@@ -55,7 +55,7 @@ describe("snapshots written from a ring with stacks carry the user's frames", ()
 
   const torchPy = torchPython();
   (torchPy ? test : test.skip)(`torch.cuda._memory_viz draws it and its trace shows the line${torchPy ? "" : ` (${TORCH_PYTHON_HINT})`}`, () => {
-    const { path } = snapshotOf(recordLines("leak", { GPUMEM_TUI_STACKS: "1M" }), "leak-viz");
+    const { path } = snapshotOf(recordLines("leak"), "leak-viz");
     const py = Bun.spawnSync([torchPy!, "-c", `import pickle, json, sys
 from torch.cuda import _memory_viz as v
 d = pickle.load(open(sys.argv[1], "rb"))

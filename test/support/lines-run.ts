@@ -1,4 +1,4 @@
-// The recordings of test/agent/lines_run.py (issue 37's programs on the doubles, stacks on): the
+// The recordings of test/agent/lines_run.py (issue 37's programs on the doubles, stacks on by default): the
 // real agent and the hook's walker on this machine's CPython, the ring saved, and where each of the
 // program's `line:NAME` marks is, as a frame names it ("path:line function" less the function).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";

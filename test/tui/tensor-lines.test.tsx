@@ -17,7 +17,7 @@ const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 describe("the Tensors screen of a ring with the hook's stacks", () => {
   stacksTest("ALLOCATED AT names the kept tensors' line; w groups them under it with their bytes", async () => {
-    const model = modelOfLines(recordLines("leak", { GPUMEM_TUI_STACKS: "1M" }));
+    const model = modelOfLines(recordLines("leak"));
     const ctl = new Controller(null, 1000);
     ctl.replay = { pid: 0, model, source: "replay", socket: null, title: "leak.ring", ended: true };
     const ui = render(<App ctl={ctl} ascii={false} size={{ columns: 140, rows: 40 }} initialScreen="tensors" />);
