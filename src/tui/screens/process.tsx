@@ -10,6 +10,7 @@ import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
+import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 import { outsideLine } from "./outside-line";
 import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 
@@ -201,6 +202,10 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   // its line first, then the findings after the first (the heading counts them; Enter shows all).
   if (outside) fixedLines++;
   const short = () => height - fixedLines < MIN_CHART_ROWS - 1;
+  // The forecast's lines give way first, its basis before it: they look ahead, the rest says what is.
+  const shownFc = { basis: fc !== null, line: fc !== null };
+  if (short() && shownFc.basis) (shownFc.basis = false), fixedLines--;
+  if (short() && shownFc.line) (shownFc.line = false), fixedLines--;
   const showOutside = outside !== null && !short();
   if (outside && !showOutside) fixedLines--;
   const showWords = !short();
@@ -212,7 +217,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   // Then the lines that explain rather than tell, one by one: the shares' note, the findings'
   // heading (each finding says its severity), the chart's title (the legend under it names the
   // phases; its axis the bytes), what each column sums, last the phase strip's legend.
-  const keep = { basis: fc !== null, share: true, sums: true, legend: true, heading: true, label: true };
+  const keep = { share: true, sums: true, legend: true, heading: true, label: true };
   // (First the phase strip's legend in one line: the pieces that fit it.)
   if (short() && legendLines > 1) (fixedLines -= legendLines - 1), (legendLines = 1);
   if (short() && keep.basis) (keep.basis = false), fixedLines--;
@@ -326,8 +331,8 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
         );
       })}
       {keep.share ? <Text dimColor>{cutWords(share, width - 1)}</Text> : null}
-      {fc ? <Text>{cutWords(`Forecast: ${fc.words}`, width - 1)}</Text> : null}
-      {keep.basis && fc ? <Text dimColor>{cutWords(`  basis: ${fc.basis}`, width - 1)}</Text> : null}
+      {shownFc.line && fc ? <Text>{cutWords(`Forecast: ${fc.words}`, width - 1)}</Text> : null}
+      {shownFc.basis && fc ? <Text dimColor>{cutWords(`  basis: ${fc.basis}`, width - 1)}</Text> : null}
       {rangeRows > 0 && b.ranges.length ? <Text inverse>{pad("RANGE (record_function)", 40)}{pad("ALLOCATED IN STEP", 18, true)}{pad("  every allocation in the range this step, added up (freed ones too)", Math.max(0, width - 59))}</Text> : null}
       {b.ranges.slice(0, rangeRows).map((r) => (
         <Text key={r.range} dimColor>
