@@ -24,8 +24,11 @@ test("under the step table: batch and peak now, the largest batch that fits the 
   expect(lines[at + 1]).toContain("basis: the peak fitted over 9 steps of 7 input shapes, quadratic in the sequence length (error under 0.1% over them)");
   // Under the step table: its phases' rows come before it.
   expect(lines.slice(0, at).some((l) => l.startsWith("backward"))).toBe(true);
-  // A short terminal keeps the forecast and lets its basis go.
-  const short = render(<Wide columns={100}><ProcessScreen pm={pm} width={100} height={22} ascii={false} /></Wide>).lastFrame()!;
-  expect(short).toContain("Forecast: ");
-  expect(short).not.toContain("basis: ");
+  // A short terminal lets its basis go first, then the forecast itself, before the step table.
+  const at = (h: number) => render(<Wide columns={100}><ProcessScreen pm={pm} width={100} height={h} ascii={false} /></Wide>).lastFrame()!;
+  expect([at(27).includes("Forecast: "), at(27).includes("basis: ")]).toEqual([true, true]);
+  expect([at(26).includes("Forecast: "), at(26).includes("basis: ")]).toEqual([true, false]);
+  const short = at(24); // 80x24's height: the step table keeps its two header lines
+  expect(short).not.toContain("Forecast: ");
+  expect(short.split("\n").some((l) => /^step \d+ +sum in phase/.test(l))).toBe(true);
 });
