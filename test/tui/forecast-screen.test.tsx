@@ -25,10 +25,10 @@ test("under the step table: batch and peak now, the largest batch that fits the 
   // Under the step table: its phases' rows come before it.
   expect(lines.slice(0, at).some((l) => l.startsWith("backward"))).toBe(true);
   // A short terminal lets its basis go first, then the forecast itself, before the step table.
-  const at = (h: number) => render(<Wide columns={100}><ProcessScreen pm={pm} width={100} height={h} ascii={false} /></Wide>).lastFrame()!;
-  expect([at(27).includes("Forecast: "), at(27).includes("basis: ")]).toEqual([true, true]);
-  expect([at(26).includes("Forecast: "), at(26).includes("basis: ")]).toEqual([true, false]);
-  const short = at(24); // 80x24's height: the step table keeps its two header lines
+  const tall = (h: number) => render(<Wide columns={100}><ProcessScreen pm={pm} width={100} height={h} ascii={false} /></Wide>).lastFrame()!;
+  expect([tall(27).includes("Forecast: "), tall(27).includes("basis: ")]).toEqual([true, true]);
+  expect([tall(26).includes("Forecast: "), tall(26).includes("basis: ")]).toEqual([true, false]);
+  const short = tall(24); // 80x24's height: the step table keeps its two header lines
   expect(short).not.toContain("Forecast: ");
   expect(short.split("\n").some((l) => /^step \d+ +sum in phase/.test(l))).toBe(true);
 });
