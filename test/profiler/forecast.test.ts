@@ -7,24 +7,10 @@
 import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { openRingRecording } from "../../src/collect/recording";
-import { createModel, type ProfilerModel } from "../../src/profiler";
 import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
-import { replay } from "../../src/profiler/replay";
-import { recordFields } from "../../src/system/manifest";
+import { played } from "../support/played";
 
 const EXACT = join(import.meta.dir, "..", "fixtures", "exact");
-
-/** A ring played to its end (its seed where it has one beside it, unless `seed` is false). */
-export async function played(path: string, opts: { seed?: boolean; untilSteps?: number } = {}): Promise<ProfilerModel> {
-  const rec = openRingRecording(path);
-  const model = createModel();
-  for await (const _ of replay(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), seed: opts.seed === false ? null : rec.seed, model })) {
-    if (opts.untilSteps !== undefined && (model.devices[0]?.steps.length ?? 0) >= opts.untilSteps) break;
-  }
-  rec.close();
-  return model;
-}
 
 const facts = (name: string) => JSON.parse(readFileSync(join(EXACT, `${name}.facts.json`), "utf8"));
 
