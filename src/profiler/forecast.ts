@@ -14,7 +14,7 @@
 // one settled step, and the basis says which figures scale and from how many steps.
 
 import { PHASE } from "../ffi/events";
-import { CAT_GRADIENT } from "./categories";
+import { CAT_ACTIVATION, CAT_GRADIENT, CAT_INPUT, CAT_OTHER, CAT_TEMPORARY } from "./categories";
 import type { DeviceState } from "./device";
 import type { StepInput } from "./inputs";
 import type { ProfilerModel } from "./model";
@@ -83,6 +83,8 @@ export interface ForecastBasis {
   peak_bytes: number;
   fixed_bytes: number;
   scaling_bytes: number;
+  /** Of scaling_bytes, what an earlier step left at the peak and this one freed (a loop variable's last outputs). */
+  carried_bytes: number;
   slack_bytes: number;
   /** The peak of the optimizer's phase (fixed: it does not hold the batch's activations), or null. */
   optimizer_peak_bytes: number | null;
@@ -131,6 +133,26 @@ export function splitStep(r: StepRecord, input: StepInput | undefined): Forecast
     peak_phase: PHASE_WORD[r.peak_phase] ?? "other",
     split_at: splitAt,
   };
+}
+
+/** Categories whose bytes, left by an earlier step and freed in this one, are per-step data (the
+ *  last step's outputs a loop variable held until the next forward returned: they scale with the
+ *  batch); parameters, gradients, optimizer state and buffers are fixed wherever they were made. */
+const PER_STEP = new Set([CAT_ACTIVATION, CAT_TEMPORARY, CAT_OTHER, CAT_INPUT]);
+
+/** Of the bytes earlier steps left at step `rec`'s peak, those the step freed before its end and
+ *  that are per-step data (PER_STEP): from the blocks alive at its peak and at its end, where the
+ *  model keeps both pictures (the last few steps); 0 where it does not. */
+export function carriedPerStep(d: DeviceState, rec: StepRecord): number {
+  const peak = d.peaks.picture(d.cur, rec.step, d.categoryCode);
+  const end = d.peaks.picture(d.cur, rec.step, d.categoryCode, true);
+  if (!peak || !end) return 0;
+  const alive = new Set<number>();
+  for (let i = 0; i < end.blocks.n; i++) alive.add(end.blocks.serial[i]!);
+  const b = peak.blocks;
+  let bytes = 0;
+  for (let i = 0; i < b.n; i++) if (b.step[i]! < rec.step && !alive.has(b.serial[i]!) && PER_STEP.has(b.category[i]!)) bytes += b.size[i]!;
+  return bytes;
 }
 
 /** Settled finished steps of `d`, the latest FORECAST.maxSteps. */
@@ -233,12 +255,14 @@ export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis 
   const recs = settled(d);
   if (recs.length === 0) return null;
   const pts = recs.map((r) => splitStep(r, m.inputs.at(r.step)));
-  const last = pts[pts.length - 1]!;
   const lastRec = recs[recs.length - 1]!;
+  // The latest step's split, with what earlier steps left at its peak and it freed (per-step data)
+  // moved to the scaling side, where its pictures are kept.
+  const carried = pts[pts.length - 1]!.split_at === "peak" ? carriedPerStep(d, lastRec) : 0;
+  const last = { ...pts[pts.length - 1]!, scaling_bytes: pts[pts.length - 1]!.scaling_bytes + carried, fixed_bytes: pts[pts.length - 1]!.fixed_bytes - carried };
   // The basis is the latest shape's steps (or all, where the agent said no shape).
   const same = pts.filter((p) => p.batch === last.batch && p.seq === last.seq);
   const fit = fitShapes(pts);
-  const highest = same.reduce((a, b) => (b.peak_bytes > a.peak_bytes ? b : a));
   const durations = pts.map((p) => p.duration_us).filter((x): x is number => x !== null);
   const optPeak = lastRec.phPeak[PHASE.optimizer]!;
   const limit = m.inputs.limits.get(d.device);
@@ -250,10 +274,11 @@ export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis 
     batch: last.batch,
     seq: last.seq,
     seq_max: seqMax,
-    peak_bytes: highest.peak_bytes,
-    fixed_bytes: median(same.map((p) => p.fixed_bytes)),
-    scaling_bytes: median(same.map((p) => p.scaling_bytes)),
-    slack_bytes: highest.slack_bytes,
+    peak_bytes: last.peak_bytes,
+    fixed_bytes: last.fixed_bytes,
+    scaling_bytes: last.scaling_bytes,
+    carried_bytes: carried,
+    slack_bytes: Math.max(...same.map((p) => p.slack_bytes)), // the most the allocator held beyond a peak of this shape
     optimizer_peak_bytes: optPeak >= 0 ? optPeak : null,
     split_at: last.split_at,
     peak_phase: last.peak_phase,
@@ -278,8 +303,9 @@ function basisWords(b: ForecastBasis): string {
     return `the peak fitted over ${steps} of ${b.fit.shapes} input shapes${seq} (error ${err} over them)`;
   }
   const where = b.split_at === "peak" ? `at the ${b.peak_phase} peak` : "at the forward/backward peak (the step's own peak lies in the optimizer)";
+  const carried = b.carried_bytes > 0 ? `, and the ${formatBytes(b.carried_bytes)} the last step left there and this one freed (its outputs, still held)` : "";
   return (
-    `activations and temporaries made by forward and backward scale with the batch, the rest is fixed ` +
+    `activations and temporaries made by forward and backward scale with the batch${carried}, the rest is fixed ` +
     `(parameters, gradients, optimizer state, buffers and what earlier steps left), ${where}, from ${steps} at one input shape`
   );
 }

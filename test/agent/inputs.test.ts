@@ -72,3 +72,17 @@ test("run --json's last document carries the forecast in the allocator's limit, 
   expect(fc!.max_batch).toBe(forecastAt(forecastBasis(model)!, { total_bytes: null, outside_bytes: null }).max_batch);
   expect(exposition(r.last)).toMatch(new RegExp(`^gpumem_forecast_max_batch\\{[^}]*pid="${r.pid}"[^}]*\\} ${fc!.max_batch}$`, "m"));
 }, 30_000);
+
+test("the last step's outputs, held by a loop variable until the next forward returns, scale with the batch: not counted fixed", async () => {
+  const { model, out } = await inputsRing(false, ["--keep-output", "--seqs", "64,64,64,64,64,64"]);
+  const b = forecastBasis(model)!;
+  expect(b.fit).toBeNull(); // one shape: the split at the peak
+  expect(b.peak_phase).toBe("forward"); // the end of forward, with the last step's logits still held
+  const logits = out.batch * 64 * 2048 * 4;
+  // The last step's logits and its loss (a 4-byte tensor in a 512-byte block).
+  expect(b.carried_bytes).toBe(logits + 512);
+  // What stays: the weight and its momentum, 1 MiB each.
+  expect(b.fixed_bytes).toBe(2 * 2 ** 20);
+  expect(peakAt(b, 2 * out.batch)).toBe(b.fixed_bytes + 2 * b.scaling_bytes);
+  expect(b.words).toContain("and the 2.00 MiB the last step left there and this one freed (its outputs, still held)");
+});

@@ -39,6 +39,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("--quadratic", action="store_true")
 ap.add_argument("--batch", type=int, default=4)
+ap.add_argument("--seqs", help="each step's sequence length, comma separated (default: seven lengths)")
+ap.add_argument("--keep-output", action="store_true", help="forward also returns logits (batch x seq x 2048 floats), which the loop holds until the next forward returns")
 args = ap.parse_args()
 
 agent = gpumem_agent._agent = AgentOnDouble(torch)
@@ -67,7 +69,7 @@ class Model(torch.nn.Module):
             hidden = attn = None
 
         loss._backward = backward
-        return loss
+        return (loss, torch.empty(b, s, 2048)) if args.keep_output else loss
 
 
 class SGD(torch.optim.Optimizer):
@@ -80,13 +82,16 @@ FRACTION = 0.25
 torch.cuda.set_per_process_memory_fraction(FRACTION)
 model = Model()
 opt = SGD(model.parameters())
-seqs = [64, 32, 128, 96, 48, 128, 80, 32, 112, 64]
+seqs = [int(s) for s in args.seqs.split(",")] if args.seqs else [64, 32, 128, 96, 48, 128, 80, 32, 112, 64]
+out = None
 for seq in seqs:
     x = torch.empty(args.batch, seq)
-    loss = model(x)
-    torch.autograd.backward(loss)
+    out = model(x)  # --keep-output: the last step's logits stay alive until this returns
+    torch.autograd.backward(out[0] if args.keep_output else out)
     opt.step()
     opt.zero_grad(set_to_none=True)
-    del x, loss
+    del x
+    if not args.keep_output:
+        out = None
 records = gpumem_agent.save_ring(args.out)
 print(json.dumps({"records": records, "batch": args.batch, "seqs": seqs, "fraction": FRACTION, "total": TOTAL, "fractions_seen": fractions, "notes": agent.notes}), flush=True)

@@ -18,13 +18,13 @@ export interface InputsRun {
   total: number;
 }
 
-export async function inputsRing(quadratic: boolean): Promise<{ model: ProfilerModel; out: InputsRun }> {
+export async function inputsRing(quadratic: boolean, more: string[] = []): Promise<{ model: ProfilerModel; out: InputsRun }> {
   const dir = mkdtempSync(join(tmpdir(), "gpumem-inputs-"));
   const agents = join(dir, "agents");
   mkdirSync(agents, { mode: 0o700 });
   const env = { ...(process.env as Record<string, string>), GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_DIR: agents };
   const ring = join(dir, "inputs.ring");
-  const p = Bun.spawnSync(["python3", INPUTS_RUN, ring, ...(quadratic ? ["--quadratic"] : [])], { env, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync(["python3", INPUTS_RUN, ring, ...(quadratic ? ["--quadratic"] : []), ...more], { env, stdout: "pipe", stderr: "pipe" });
   if (p.exitCode !== 0) throw new Error(`inputs_run.py failed: ${p.stderr}`);
   const out = JSON.parse(p.stdout.toString().trim().split("\n").pop()!) as InputsRun;
   const rec = openRingRecording(ring);
