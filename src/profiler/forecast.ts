@@ -144,6 +144,17 @@ const PER_STEP = new Set([CAT_ACTIVATION, CAT_TEMPORARY, CAT_OTHER, CAT_INPUT]);
  *  that are per-step data (PER_STEP): from the blocks alive at its peak and at its end, where the
  *  model keeps both pictures (the last few steps); 0 where it does not. */
 export function carriedPerStep(d: DeviceState, rec: StepRecord): number {
+  // A finished step's pictures do not change: read once (the document and the screens ask often).
+  const had = carriedOf.get(d);
+  if (had && had.rec === rec) return had.bytes;
+  const bytes = carriedBytes(d, rec);
+  carriedOf.set(d, { rec, bytes });
+  return bytes;
+}
+
+const carriedOf = new WeakMap<DeviceState, { rec: StepRecord; bytes: number }>();
+
+function carriedBytes(d: DeviceState, rec: StepRecord): number {
   const peak = d.peaks.picture(d.cur, rec.step, d.categoryCode);
   const end = d.peaks.picture(d.cur, rec.step, d.categoryCode, true);
   if (!peak || !end) return 0;
