@@ -417,7 +417,8 @@ export function timeToOom(b: ForecastBasis, growthPerStep: number, room: number)
 
 /** "OOM in about N steps (M minutes)". */
 export function oomWords(t: NonNullable<Forecast["time_to_oom"]>): string {
-  const when = t.seconds === null ? "" : t.seconds < 90 ? ` (${Math.round(t.seconds)} s)` : ` (${(t.seconds / 60).toFixed(t.seconds < 600 ? 1 : 0)} minutes)`;
+  const when =
+    t.seconds === null ? "" : t.seconds < 1 ? " (under a second)" : t.seconds < 90 ? ` (${Math.round(t.seconds)} s)` : ` (${(t.seconds / 60).toFixed(t.seconds < 600 ? 1 : 0)} minutes)`;
   return `OOM in about ${t.steps} step${t.steps === 1 ? "" : "s"}${when}`;
 }
 

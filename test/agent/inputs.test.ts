@@ -86,3 +86,21 @@ test("the last step's outputs, held by a loop variable until the next forward re
   expect(peakAt(b, 2 * out.batch)).toBe(b.fixed_bytes + 2 * b.scaling_bytes);
   expect(b.words).toContain("and the 2.00 MiB the last step left there and this one freed (its outputs, still held)");
 });
+
+test("run --json's last document: time to OOM beside the growth, and Prometheus's gpumem_forecast_oom_steps", () => {
+  const seqs = Array(12).fill("64").join(",");
+  const ring = join(mkdtempSync(join(tmpdir(), "gpumem-inputs-")), "x.ring");
+  const r = runJson(agentDir(), ["python3", RUN, ring, "--leak", "--fraction", "0.0005", "--seqs", seqs], 5000, {
+    GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"),
+    GPUMEM_TUI_LIBRARY: join(import.meta.dir, "torch_double.py"),
+  });
+  expect([r.code, r.stderr]).toEqual([0, ""]);
+  const p = r.last.processes.find((x) => x.pid === r.pid)!.pytorch!;
+  const growth = p.profile!.findings.find((f) => f.id === "growth")!;
+  const fc = p.forecast!;
+  expect(fc.time_to_oom!.growth_per_step_bytes).toBe(growth.numbers.growth_per_step_bytes as number);
+  expect(fc.time_to_oom!.growth_per_step_bytes).toBe(2 ** 20);
+  expect(fc.time_to_oom!.steps).toBe(Math.ceil((fc.room_bytes! - fc.peak_bytes - fc.slack_bytes) / 2 ** 20));
+  expect(fc.time_to_oom!.oom_step).toBe(fc.step + fc.time_to_oom!.steps);
+  expect(exposition(r.last)).toMatch(new RegExp(`^gpumem_forecast_oom_steps\\{[^}]*pid="${r.pid}"[^}]*\\} ${fc.time_to_oom!.steps}$`, "m"));
+}, 30_000);

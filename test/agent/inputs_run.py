@@ -40,6 +40,8 @@ ap.add_argument("out")
 ap.add_argument("--quadratic", action="store_true")
 ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seqs", help="each step's sequence length, comma separated (default: seven lengths)")
+ap.add_argument("--leak", action="store_true", help="keep every step's activation (batch x seq x 1024 floats) in a list: memory held at step boundaries grows")
+ap.add_argument("--fraction", type=float, default=0.25, help="the cap set with set_per_process_memory_fraction")
 ap.add_argument("--keep-output", action="store_true", help="forward also returns logits (batch x seq x 2048 floats), which the loop holds until the next forward returns")
 args = ap.parse_args()
 
@@ -58,6 +60,8 @@ class Model(torch.nn.Module):
     def forward(self, x):
         b, s = x.shape
         hidden = torch.empty(b, s, 1024)  # activations: linear in the tokens
+        if args.leak:
+            kept.append(hidden)
         attn = torch.empty(b, 16, s, s) if args.quadratic else None  # attention weights: quadratic in seq
         loss = torch.empty(1)
         loss.requires_grad = True
@@ -78,7 +82,8 @@ class SGD(torch.optim.Optimizer):
             self.state.setdefault(p, {"momentum": torch.empty(*p.shape)})
 
 
-FRACTION = 0.25
+FRACTION = args.fraction
+kept = []  # --leak
 torch.cuda.set_per_process_memory_fraction(FRACTION)
 model = Model()
 opt = SGD(model.parameters())
