@@ -336,8 +336,10 @@ export function peakAt(b: ForecastBasis, n: number, seq: number | null = b.seq_m
 export interface ForecastRoom {
   /** The device's memory (NVML's total), null where unknown. */
   total_bytes: number | null;
-  /** What the process holds outside PyTorch's allocator (NVML's used − reserved), null where unknown. */
+  /** What the GPU holds outside this process's allocator, null where unknown. */
   outside_bytes: number | null;
+  /** Of it, what other processes and the driver hold (null where not told apart). */
+  others_bytes?: number | null;
 }
 
 export interface Forecast {
@@ -357,6 +359,7 @@ export interface Forecast {
   room_bytes: number | null;
   total_bytes: number | null;
   outside_bytes: number | null;
+  others_bytes: number | null;
   limit_bytes: number | null;
   /** The largest batch whose forecast peak and this step's slack fit the room (null: no room known, or the peak does not grow with the batch). */
   max_batch: number | null;
@@ -368,6 +371,8 @@ export interface Forecast {
 }
 
 const GiB = 2 ** 30;
+/** Memory of other processes and the driver is named in the words from this much on. */
+const OTHERS_SAID = 64 * 2 ** 20;
 /** "138.1 of 140.4 GiB": both in GiB, as many decimals as the larger needs. */
 const ofGiB = (part: number, whole: number) => {
   const d = whole >= 10 * GiB ? 1 : 2;
@@ -435,7 +440,8 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     const unit = b.batch === null ? `${max}x this batch` : `batch ${max}${b.fit && b.seq_max ? ` at length ${b.seq_max}` : ""}`;
     const limited = b.limit_bytes !== null && room === b.limit_bytes;
     const of = limited ? `${ofGiB(maxBytes ?? 0, room)}, the allocator's limit,` : ofGiB((maxBytes ?? 0) + (r.outside_bytes ?? 0), r.total_bytes ?? room);
-    const outside = r.outside_bytes !== null && !limited ? ` with ${formatBytes(r.outside_bytes)} outside PyTorch and` : " with";
+    const others = (r.others_bytes ?? 0) >= OTHERS_SAID ? ` (${formatBytes(r.others_bytes!)} of it other processes' and the driver's)` : "";
+    const outside = r.outside_bytes !== null && !limited ? ` with ${formatBytes(r.outside_bytes)} outside PyTorch${others} and` : " with";
     words += max === 0 ? `; batch 1 would not fit (${formatBytes(room)} of room)` : `; fits up to ${unit} (${of}${outside} this step's allocator slack, ${formatBytes(b.slack_bytes)})`;
   } else words += `; ${at.map((a, i) => `${b.batch === null ? `${a.batch}x${i ? "" : " the batch"}` : `batch ${a.batch}`}: ${formatBytes(a.peak_bytes)}`).join(", ")}`;
   return {
@@ -453,6 +459,7 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     room_bytes: room,
     total_bytes: r.total_bytes,
     outside_bytes: r.outside_bytes,
+    others_bytes: r.others_bytes ?? null,
     limit_bytes: b.limit_bytes,
     max_batch: max,
     max_batch_bytes: maxBytes,

@@ -16,8 +16,8 @@ export type { NamedTensor } from "./name-blocks";
 import { largestFreeBlock } from "./segment-map";
 import type { Seed, SeedDevice, SeedStatus } from "./seed";
 import { EventTail } from "./tail";
-import { ProcessLedger } from "./ledger";
 import { StepInputs } from "./inputs";
+import { ProcessLedger } from "./ledger";
 import type { RecordFields } from "../system/manifest";
 import { DEFAULT_RULES, rulesOf, settingsOfAllocConf, type AllocatorRules } from "./block-sizes";
 
@@ -45,10 +45,10 @@ export class ProfilerModel {
   /** Lost records since the last header: the next header re-anchors the event-derived totals. */
   private lostSinceAnchor = 0;
   readonly rangeNames = new Map<number, string>();
-  /** What is outside PyTorch (ledger.ts): the library marks (`gpumem:` ranges) and NVML samples. */
-  readonly ledger = new ProcessLedger();
   /** Each step's input shape and the allocator's limit (the agent's INPUT and LIMIT records). */
   readonly inputs = new StepInputs();
+  /** What is outside PyTorch (ledger.ts): the library marks (`gpumem:` ranges) and NVML samples. */
+  readonly ledger = new ProcessLedger();
   /** Devices by index; marks (device −1 or any) apply to all of them. */
   private readonly byIndex: (DeviceState | undefined)[] = new Array(MAX_DEVICES);
   readonly devices: DeviceState[] = [];

@@ -8,7 +8,6 @@ import { groupJobs } from "./jobs";
 import { joinAgents, type JoinResult } from "./join";
 import type { Device, Document, Process, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
-import { forecastAt, type ForecastBasis } from "../profiler/forecast";
 import { gpuLedger, ledgerRows, type Ledger, type LedgerParts } from "./ledger-rows";
 
 export interface AgentView {
@@ -112,6 +111,8 @@ export type DetailOf = (agentPid: number, cudaIndex: number) => (ModelDetail & F
 export interface ForecastRoomFigures {
   total_bytes: number | null;
   outside_bytes: number | null;
+  /** Of outside_bytes, what other processes and the driver hold (null where not told apart). */
+  others_bytes?: number | null;
 }
 
 /** The model's forecast in a room (src/profiler/forecast.ts forecastAt, bound by the caller that
@@ -125,7 +126,7 @@ export function pytorchBlock(
   manifest: Manifest | null,
   nvmlUsed: number | null,
   detail: (ModelDetail & ForecastDetail) | null,
-  deviceTotal: number | null = null,
+  device: ForecastDevice | null = null,
 ): Pytorch {
   // The model's totals where its blocks are torch's (profile.detail.totals_source): the header's
   // move by requested sizes between the agent's copies of torch's statistics.
@@ -151,7 +152,7 @@ export function pytorchBlock(
     attached_unix_ns: manifest?.attached?.unix_ns ?? null,
     notes: detail?.notes ?? (manifest ? processNotes(manifest) : {}),
     profile: detail?.profile ?? null,
-    forecast: forecastOf(f, nvmlUsed, detail, deviceTotal),
+    forecast: forecastOf(f, nvmlUsed, detail, device),
     // Absent where NVML has no used bytes of the process: the documents of a machine without one
     // keep the shape they had.
     ...ledgerOf(f, nvmlUsed, detail),
@@ -173,13 +174,26 @@ function ledgerOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ModelDet
   return { ledger };
 }
 
-/** The forecast in the room NVML tells of (the device's total, what is outside PyTorch: NVML's
- *  used − reserved), with the time to OOM where the growth finding is made; null before a settled step. */
-function forecastOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ForecastDetail & ModelDetail | null, total: number | null): Pytorch["forecast"] {
+/** NVML's figures of the GPU a process's block is on, for its forecast's room. */
+export interface ForecastDevice {
+  total_bytes: number | null;
+  free_bytes: number | null;
+}
+
+/** The forecast in the room NVML tells of, with the time to OOM where the growth finding is made;
+ *  null before a settled step. Outside this allocator: everything on the GPU but its reserved
+ *  (total − free − reserved: the process's CUDA context and libraries, other processes, the
+ *  driver's), else the process's own NVML used − reserved. */
+function forecastOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ForecastDetail & ModelDetail | null, device: ForecastDevice | null): Pytorch["forecast"] {
   const at = detail?.forecast;
   if (!at) return null;
   const growth = detail.profile?.findings.find((x) => x.id === "growth" && x.numbers.growth_per_step_bytes !== undefined)?.numbers.growth_per_step_bytes;
-  return at({ total_bytes: total, outside_bytes: nvmlUsed === null ? null : nvmlUsed - f.reserved_bytes }, typeof growth === "number" ? growth : null);
+  const own = nvmlUsed === null ? null : nvmlUsed - f.reserved_bytes;
+  const total = device?.total_bytes ?? null;
+  const free = device?.free_bytes ?? null;
+  const all = total !== null && free !== null ? total - free - f.reserved_bytes : null;
+  const room = { total_bytes: total, outside_bytes: all ?? own, others_bytes: all !== null && own !== null ? Math.max(0, all - own) : null };
+  return at(room, typeof growth === "number" ? growth : null);
 }
 
 /** The ring header's figures of CUDA device `cudaIndex` (the ring's totals are per CUDA index, as
@@ -268,8 +282,8 @@ function unlistedDevices(agent: AgentView): number[] {
 export function buildDocument(input: DocumentInput, detail?: DetailOf): Document {
   const agents = new Map(input.agents.map((a) => [a.pid, a]));
   const join = joinOf(input);
-  const pytorch = (agent: AgentView, f: AllocatorFigures | null, used: number | null, total: number | null = null) =>
-    f ? pytorchBlock(f, agent.manifest, used, detail?.(agent.pid, f.device) ?? null, total) : null;
+  const pytorch = (agent: AgentView, f: AllocatorFigures | null, used: number | null, device: ForecastDevice | null = null) =>
+    f ? pytorchBlock(f, agent.manifest, used, detail?.(agent.pid, f.device) ?? null, device) : null;
   /** The host pid of an agent where known; /proc's facts are the host pid's (never another's). */
   const hostPid = (a: AgentView) => join.agents.get(a.pid)?.hostPid ?? null;
   const infoOf = (a: AgentView) => {
@@ -291,7 +305,7 @@ export function buildDocument(input: DocumentInput, detail?: DetailOf): Document
       user: info?.user ?? null,
       name: info?.name ?? null,
       command: info?.command ?? null,
-      pytorch: agent ? pytorch(agent, figures, p.used_bytes, s.fields.memory_total_bytes ?? null) : null,
+      pytorch: agent ? pytorch(agent, figures, p.used_bytes, { total_bytes: s.fields.memory_total_bytes ?? null, free_bytes: s.fields.memory_free_bytes ?? null }) : null,
       gpu_sm_percent: p.sm_percent ?? null,
       ...hostFigures(info),
       nvml_visible: true,

@@ -10,7 +10,6 @@ import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
-import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 import { outsideLine } from "./outside-line";
 import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 
@@ -220,7 +219,6 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   const keep = { share: true, sums: true, legend: true, heading: true, label: true };
   // (First the phase strip's legend in one line: the pieces that fit it.)
   if (short() && legendLines > 1) (fixedLines -= legendLines - 1), (legendLines = 1);
-  if (short() && keep.basis) (keep.basis = false), fixedLines--;
   for (const k of ["share", "heading", "label", "sums", "legend"] as const) if (short()) (keep[k] = false), fixedLines--;
   // Last (60×15), the chart and its lines give way: a chart of fewer rows reads as a line, and
   // the figures above and the step's table below say more.
