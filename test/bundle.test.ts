@@ -7,9 +7,11 @@ import { join } from "node:path";
 import pkg from "../package.json";
 import { ROOT } from "../src/root";
 import { DocumentSchema } from "../src/system/schema";
+import { holdDist } from "./support/dist-lock";
 import { onGpu } from "./support/gpu";
 import { cannot, demoDrawnThenQuit, q, terminal } from "./support/tmux";
 
+holdDist(); // dist/ is rebuilt here: not while the other file that builds it runs
 const DIST = join(ROOT, "dist");
 const ENTRY = join(DIST, pkg.bin["gpumem-tui"].replace(/^dist\//, ""));
 

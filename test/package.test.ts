@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, realpathSync, symlinkSync, unlinkS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "../src/ffi/build";
+import { holdDist } from "./support/dist-lock";
 import { onGpu } from "./support/gpu";
 import { cannot, demoDrawnThenQuit, q, terminal } from "./support/tmux";
 
@@ -12,6 +13,7 @@ const OFFLINE = onGpu;
 const offlineTest = (name: string, fn: () => void) =>
   OFFLINE ? test.skip(`${name} (the GPU machine reaches no npm registry to install from; CI runs it)`, fn) : test(name, fn);
 
+holdDist(); // dist/ is rebuilt here: not while the other file that builds it runs
 const dir = mkdtempSync(join(tmpdir(), "gpumem-pack-"));
 const app = join(dir, "app");
 const onlyBun = join(dir, "bin"); // a PATH with Bun and no C compiler

@@ -2,6 +2,8 @@
 // pane, keys sent to it, and its screen read back. Where tmux cannot open a pane, `cannot` says why
 // (the tests then skip visibly), as in test/tui/terminal.test.ts.
 import { afterAll, expect } from "bun:test";
+import { relative } from "node:path";
+import { cpuSeconds, reportCpu } from "./cpu";
 
 const tmux = Bun.which("tmux");
 const socket = `gpumem-t-${process.pid}`;
@@ -27,8 +29,13 @@ function probe(): string | null {
 }
 
 export const cannot = probe();
+const wall0 = performance.now();
 afterAll(() => {
-  if (cannot === null) tm("kill-server");
+  if (cannot !== null) return;
+  // The panes' programs are the server's children: their CPU is counted nowhere else.
+  const server = Number(tm("display-message", "-p", "#{pid}").out.trim());
+  if (server > 0) reportCpu(`${relative(process.cwd(), Bun.main)} (tmux)`, cpuSeconds(server), (performance.now() - wall0) / 1000);
+  tm("kill-server");
 });
 
 /** A pane running `line` under /bin/sh, then "exit status N" and a long sleep (the pane stays).
@@ -44,11 +51,14 @@ export function terminal(name: string, line: string, cols = 120, rows = 40) {
     pane,
     keys: (...keys: string[]) => tm("send-keys", "-t", session, ...keys),
     close: () => tm("kill-session", "-t", session),
-    async until(what: string | RegExp, timeoutMs = 15_000): Promise<string> {
+    /** The screen once it shows `what` (text, a pattern, or a test of the whole screen). Polled
+     *  every 100 ms, so the limit costs nothing where the screen comes: it is the headroom of a
+     *  loaded machine (the suite runs its files in parallel on two cores). */
+    async until(what: string | RegExp | ((screen: string) => boolean), timeoutMs = 30_000): Promise<string> {
       const t0 = Date.now();
       for (;;) {
         const text = pane();
-        if (typeof what === "string" ? text.includes(what) : what.test(text)) return text;
+        if (typeof what === "string" ? text.includes(what) : typeof what === "function" ? what(text) : what.test(text)) return text;
         if (Date.now() - t0 > timeoutMs) throw new Error(`never saw ${what} in:\n${text}`);
         await Bun.sleep(100);
       }
