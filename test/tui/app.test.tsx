@@ -15,9 +15,10 @@ import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
 import { until } from "../support/clock";
 import { replayed } from "../support/replayed";
+import { settle } from "../support/settle";
 
 
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 const SIZE = { columns: 120, rows: 40 };
 
 describe("screens", () => {

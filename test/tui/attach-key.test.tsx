@@ -9,8 +9,9 @@ import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { attachedLine } from "../../src/tui/screens/process";
 import training from "../fixtures/h100-training.json";
+import { settle } from "../support/settle";
 
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 const base = training as unknown as Document;
 
 test("a asks before attaching to the selected process, says no for one that has the agent already", async () => {

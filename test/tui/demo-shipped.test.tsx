@@ -11,9 +11,10 @@ import { createModel, findings, steps, summary } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
+import { settle } from "../support/settle";
 
 const SIZE = { columns: 160, rows: 50 }; // tall enough for the Process screen's range rows
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 let rec: Recording;

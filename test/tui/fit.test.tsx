@@ -19,10 +19,11 @@ import { parseKeys } from "../../src/tui/keys";
 import { cut, pad } from "../../src/tui/format";
 import { blocks } from "../../src/profiler";
 import { counted } from "../../src/words";
+import { settle } from "../support/settle";
 
 const SIZES = [[80, 24], [120, 40], [200, 60]] as const;
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 /** What a terminal shows of a line: its UTF-8 read back (a lone surrogate becomes U+FFFD). */
 const onTerminal = (s: string) => new TextDecoder().decode(new TextEncoder().encode(s));
 

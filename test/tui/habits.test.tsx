@@ -17,9 +17,10 @@ import { Controller } from "../../src/tui/controller";
 import { KEYS } from "../../src/tui/screens/help";
 import { hostDocument, TORCHRUN } from "../support/jobs";
 import { replayed } from "../support/replayed";
+import { settle } from "../support/settle";
 
 const LEAK = join(import.meta.dir, "..", "fixtures", "hf-gpt2-leak.ring.gz");
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 /** Function keys as xterm and tmux send them. */
 const F = { 1: "\x1bOP", 3: "\x1bOR", 4: "\x1bOS", 6: "\x1b[17~", 9: "\x1b[20~", 10: "\x1b[21~" } as const;
@@ -43,7 +44,7 @@ function mount(ctl: Controller, columns = 120, rows = 40, initialScreen: "overvi
       ui.stdin.write(k);
       // A lone Esc is told from a sequence 50 ms later.
       await tick();
-      if (k === "\x1b") await new Promise((r) => setTimeout(r, 60));
+      if (k === "\x1b") await settle(60);
     }
     await tick();
   };

@@ -9,9 +9,10 @@ import { Controller } from "../../src/tui/controller";
 import type { Document } from "../../src/system/schema";
 import training from "../fixtures/h100-training.json";
 import { replayed } from "../support/replayed";
+import { settle } from "../support/settle";
 
 
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 const base = training as unknown as Document;
 /** Ten processes on one GPU, pid 1000 using the least memory and pid 1009 the most. */
 const tenProcesses: Document = { ...base, processes: Array.from({ length: 10 }, (_, i) => ({ ...base.processes[0]!, pid: 1000 + i, used_bytes: (i + 1) * 2 ** 28 })) };
@@ -191,7 +192,7 @@ describe("findings", () => {
     expect(ui.lastFrame()).toContain("6.03 MiB (6324736)");
     expect(ui.lastFrame()).toContain("steps_with_held_gradients");
     ui.stdin.write("\x1b");
-    await new Promise((r) => setTimeout(r, 100)); // a lone Esc waits a moment for a sequence
+    await settle(100); // a lone Esc waits a moment for a sequence
     expect(ui.lastFrame()).not.toContain("held_bytes");
     ui.unmount();
   });

@@ -9,8 +9,9 @@ import { Controller } from "../../src/tui/controller";
 import { createModel } from "../../src/profiler";
 import { Trace } from "../profiler/trace";
 import { hostDocument, TORCHRUN } from "../support/jobs";
+import { settle } from "../support/settle";
 
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 // Color codes are not part of what a line's width is.
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 

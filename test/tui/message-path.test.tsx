@@ -6,8 +6,9 @@ import { render } from "ink-testing-library";
 import { replayed } from "../support/replayed";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
+import { settle } from "../support/settle";
 
-const tick = () => new Promise((r) => setTimeout(r, 50));
+const tick = () => settle(50);
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 describe("a path on the status line", () => {

@@ -53,9 +53,9 @@ describe("narrow and wide terminals", () => {
       const t = terminal(`narrow-demo-${cols}`, `NO_COLOR=1 ${q(process.execPath)} ${q(CLI)} --demo`, cols, rows);
       try {
         await t.until(/GPU 0 .*MEM/);
-        // Once the recorded job holds its 19 GiB (at 72 columns "19.19" / "GiB/79.65 GiB" wrapped).
-        await Bun.sleep(4000);
-        const screen = t.pane();
+        // Once the recorded job holds its 19 GiB (at 72 columns "19.19" / "GiB/79.65 GiB" wrapped):
+        // the recorded GPU's line shows 19.xx, however the rest of its figure is laid out.
+        const screen = await t.until(/^GPU \d+ \[rec\].* 19\.\d\d/m);
         expect(screen).not.toMatch(/ 0 B\//);
         expect(screen).toMatch(/GPU 0 .* [\d.]+ [KMG]?i?B\/\d+\.\d\d GiB\n/);
         fits(screen, cols);

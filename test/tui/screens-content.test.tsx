@@ -17,9 +17,10 @@ import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import type { ScreenId } from "../../src/tui/registry";
 import { segmentsInOrder } from "../../src/tui/screens/segments";
+import { settle } from "../support/settle";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
-const tick = () => new Promise((r) => setTimeout(r, 40));
+const tick = () => settle(40);
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 async function replayed(name: string) {
@@ -193,7 +194,7 @@ describe("a segment opened (Enter on the Segments screen)", () => {
       expect(offsets.length).toBe(Math.min(inside.parts.length, rows - 3 - 4));
       fits(f, columns, rows);
       ui.stdin.write("\x1b");
-      await new Promise((r) => setTimeout(r, 100)); // a lone Esc waits a moment for a sequence
+      await settle(100); // a lone Esc waits a moment for a sequence
       expect(lines()[1]).toMatch(/^\d+ segments: /);
       ui.unmount();
     }
@@ -237,7 +238,7 @@ describe("the mouse on the Segments screen", () => {
     expect(offsets()).toEqual([...before.slice(1), offsets().at(-1)!]);
     expect(offsets()[0]).not.toBe(before[0]);
     ui.stdin.write("\x1b");
-    await new Promise((r) => setTimeout(r, 100)); // a lone Esc waits a moment for a sequence
+    await settle(100); // a lone Esc waits a moment for a sequence
     expect(lines()[1]).toMatch(/^\d+ segments: /);
     ui.stdin.write("\r");
     await tick();

@@ -9,10 +9,11 @@ import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { stacksTest } from "../support/native";
 import { cleanLines, markedAt, modelOfLines, recordLines } from "../support/lines-run";
+import { settle } from "../support/settle";
 
 afterAll(cleanLines);
 
-const tick = () => new Promise((r) => setTimeout(r, 40));
+const tick = () => settle(40);
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 describe("the Tensors screen of a ring with the hook's stacks", () => {

@@ -13,11 +13,12 @@ import { replayToEnd } from "../../src/profiler/replay";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { buildLibrary, stacksTest } from "../support/native";
+import { settle } from "../support/settle";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const SHORT_RUN = join(ROOT, "test", "agent", "short_run.py");
 const DOUBLE = join(ROOT, "test", "agent", "torch_double.py");
-const tick = () => new Promise((r) => setTimeout(r, 40));
+const tick = () => settle(40);
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 // The double stands for torch: its file is library code for the monitor too.
 const before = process.env.GPUMEM_TUI_LIBRARY;

@@ -15,12 +15,13 @@ import { snapshotModel } from "../../src/snapshot/view";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { KEYS } from "../../src/tui/screens/help";
+import { settle } from "../support/settle";
 
 const DIR = join(import.meta.dir, "..", "fixtures", "snapshots");
 const FILE = join(DIR, "leak.pickle.gz");
 const SCRIPT = readFileSync(join(DIR, "capture_snapshots.py"), "utf8").split("\n");
 const FORWARD_LINE = SCRIPT.findIndex((l) => l.includes("out = model(input_ids=x, labels=x)")) + 1;
-const tick = () => new Promise((r) => setTimeout(r, 40));
+const tick = () => settle(40);
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 /** The blocks alive at the end whose first frame of the script is `line` (the file read as a tree). */

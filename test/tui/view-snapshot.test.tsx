@@ -14,10 +14,11 @@ import { snapshotHeader } from "../../src/tui/snapshot-header";
 import type { Document } from "../../src/system/schema";
 import { counted } from "../../src/words";
 import training from "../fixtures/h100-training.json";
+import { settle } from "../support/settle";
 
 const SNAPS = join(import.meta.dir, "..", "fixtures", "snapshots");
 const OOM = join(SNAPS, "oom.pickle.gz");
-const tick = () => new Promise((r) => setTimeout(r, 30));
+const tick = () => settle();
 
 async function view(file: string, size: { columns: number; rows: number }) {
   const ctl = await viewController(file, { intervalMs: 1000 });
