@@ -440,7 +440,7 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     const unit = b.batch === null ? `${max}x this batch` : `batch ${max}${b.fit && b.seq_max ? ` at length ${b.seq_max}` : ""}`;
     const limited = b.limit_bytes !== null && room === b.limit_bytes;
     const of = limited ? `${ofGiB(maxBytes ?? 0, room)}, the allocator's limit,` : ofGiB((maxBytes ?? 0) + (r.outside_bytes ?? 0), r.total_bytes ?? room);
-    const others = (r.others_bytes ?? 0) >= OTHERS_SAID ? ` (${formatBytes(r.others_bytes!)} of it other processes' and the driver's)` : "";
+    const others = (r.others_bytes ?? 0) >= OTHERS_SAID ? `, ${formatBytes(r.others_bytes!)} of it other processes' and the driver's,` : "";
     const outside = r.outside_bytes !== null && !limited ? ` with ${formatBytes(r.outside_bytes)} outside PyTorch${others} and` : " with";
     words += max === 0 ? `; batch 1 would not fit (${formatBytes(room)} of room)` : `; fits up to ${unit} (${of}${outside} this step's allocator slack, ${formatBytes(b.slack_bytes)})`;
   } else words += `; ${at.map((a, i) => `${b.batch === null ? `${a.batch}x${i ? "" : " the batch"}` : `batch ${a.batch}`}: ${formatBytes(a.peak_bytes)}`).join(", ")}`;

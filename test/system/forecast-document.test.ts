@@ -39,7 +39,7 @@ test("the room is the GPU's total less all it holds outside this allocator; the 
   expect(peakAt(b, fc.max_batch! + 1) + b.slack_bytes).toBeGreaterThan(fc.room_bytes!);
   const mib = (v: number) => `${(v / 2 ** 20).toFixed(2)} MiB`;
   const gib = (v: number) => `${(v / 2 ** 30).toFixed(2)} GiB`;
-  expect(fc.words).toContain(`of 140.4 GiB with ${gib(outside)} outside PyTorch (${mib(outside - own)} of it other processes' and the driver's) and this step's allocator slack`);
+  expect(fc.words).toContain(`of 140.4 GiB with ${gib(outside)} outside PyTorch, ${mib(outside - own)} of it other processes' and the driver's, and this step's allocator slack`);
   // No growth finding: no time to OOM.
   expect(fc.time_to_oom).toBeNull();
 });
