@@ -14,7 +14,10 @@
 #           batch that fits (one more raises OOM) for gpt2, resnet50, gpt2-ckpt; peaks per seq for both
 #           attentions
 #   one-*.json  fresh processes at the bisection's boundary (largest fit, one more), while time is left
-#   facts.json  all of it in one file; summary.txt what stdout said
+#   rings/facts.json  all of it in one file; summary.txt what stdout said
+#   acceptance.log  test/profiler/forecast-gpu.test.ts on these rings (issue 41's figures: 2b0, 4b0 within
+#           5%, the largest batch within one, the variable-length fit, time to OOM within 10%)
+# The fixtures to commit: rings/*.ring.gz, rings/*.json and rings/facts.json into test/fixtures/forecast/.
 set -u
 out=${1:?OUT_DIR}
 mkdir -p "$out/rings"
@@ -23,7 +26,7 @@ export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1
 cap=${CAP_GIB:-24}
 tmp=$(mktemp -d /tmp/gpumem-forecast.XXXXXX)
 mkdir -m 700 "$tmp/agents"
-deadline=$((SECONDS + ${FORECAST_BUDGET:-225}))
+deadline=$((SECONDS + ${FORECAST_BUDGET:-205}))
 left() { local l=$((deadline - SECONDS)); [ "$l" -lt "$1" ] || l=$1; echo "$l"; }
 py=test/gpu/forecast_train.py
 step() { # name seconds command...
@@ -70,7 +73,7 @@ if os.path.exists(os.path.join(out, "sweep.json")):
     facts["sweep"] = load(os.path.join(out, "sweep.json"))
 for p in sorted(glob.glob(os.path.join(out, "one-*.json"))):
     facts["one"][os.path.basename(p)[4:-5]] = load(p)
-json.dump(facts, open(os.path.join(out, "facts.json"), "w"), indent=1)
+json.dump(facts, open(os.path.join(out, "rings", "facts.json"), "w"), indent=1)
 G = 1 << 30
 for name, f in facts["rings"].items():
     last = [s for s in f["per_step"] if not s.get("oom")][-1:] or [{}]
@@ -89,4 +92,8 @@ for k, r in facts["one"].items():
 print("cap", (s.get("cap") or {}))
 PY
 rm -rf "$tmp"
+# The forecast made from these rings against the figures measured here (the test skips what is missing).
+t=$((240 - SECONDS - 5)); [ "$t" -ge 10 ] || t=10; [ "$t" -le 60 ] || t=60
+timeout -k 5 "$t" env GPUMEM_FORECAST_FIXTURES="$out/rings" bun test test/profiler/forecast-gpu.test.ts > "$out/acceptance.log" 2>&1
+echo "== acceptance: exit $?"; grep -E '^\((pass|fail|skip)\)|^ *[0-9]+ (pass|fail|skip)' "$out/acceptance.log" | cut -c1-200
 du -sh "$out"; ls -la "$out" "$out/rings"

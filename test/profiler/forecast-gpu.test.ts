@@ -2,7 +2,7 @@
 // allocator capped by set_per_process_memory_fraction): the forecast made from each ring at batch
 // b0 against torch's own figures measured after it, in the facts (facts.json, the script's merged
 // file). Each check skips, saying so, until the recordings are committed in test/fixtures/forecast/
-// (NAME.ring.gz and NAME.json from the script's rings/, and its facts.json).
+// (the script's rings/: NAME.ring.gz, NAME.json and facts.json).
 //   - GPT-2, ResNet50, GPT-2 with activation checkpointing: the peak forecast at 2b0 and 4b0 within
 //     5% of max_memory_allocated() there; the largest batch that fits within one of the bisection's
 //     (the largest that ran, one more raised OOM).
@@ -17,10 +17,11 @@ import { findings } from "../../src/profiler/findings";
 import { forecastAt, forecastBasis, peakAt, type ForecastBasis, type ForecastRoom } from "../../src/profiler/forecast";
 import { played } from "../support/played";
 
-const DIR = join(import.meta.dir, "..", "fixtures", "forecast");
+// GPUMEM_FORECAST_FIXTURES: another folder of them (the script's rings/, on the device, before they are committed).
+const DIR = process.env.GPUMEM_FORECAST_FIXTURES || join(import.meta.dir, "..", "fixtures", "forecast");
 const FACTS = join(DIR, "facts.json");
 const have = (name: string) => existsSync(FACTS) && existsSync(join(DIR, `${name}.ring.gz`));
-const why = (name: string) => (have(name) ? "" : ` (skipped: test/fixtures/forecast/${name}.ring.gz or facts.json not committed yet; bench/gpu-parts/forecast.sh records them)`);
+const why = (name: string) => (have(name) ? "" : ` (skipped: no ${name}.ring.gz or facts.json in ${DIR} yet; bench/gpu-parts/forecast.sh records them)`);
 
 interface Peak {
   max_allocated: number;
