@@ -235,7 +235,9 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
       ? Math.min(tallest, Math.max(Math.min(10, Math.floor((height - fixedLines) / 2)), Math.floor((height - fixedLines - rangeNeed) / 2)))
       : Math.max(MIN_CHART_ROWS, Math.min(tallest, Math.max(Math.min(10, height - fixedLines + 1), height - fixedLines - rangeNeed + 1)));
   // The ranges' list: its header, then a row each.
-  const rangeRows = Math.max(0, height - fixedLines - (both ? 2 * chartRows : chart ? chartRows - 1 : 0) - 1);
+  let rangeRows = Math.max(0, height - fixedLines - (both ? 2 * chartRows : chart ? chartRows - 1 : 0) - 1);
+  // The forecast's lines give way to the ranges' rows too (what the step is made of), basis first.
+  for (const k of ["basis", "line"] as const) if (rangeRows < b.ranges.length && shownFc[k]) (shownFc[k] = false), rangeRows++;
   const points = ascii ? chartWidth : chartWidth * 2;
   const tl = timeline(m, { device: s.device, resolution_us: (toUs - fromUs) / points, since_us: fromUs });
   const buckets = tl.buckets;
