@@ -13,7 +13,7 @@ import { overviewProcesses } from "./screens/overview";
 import { pastMark } from "./moment";
 import { snapshotHeader } from "./snapshot-header";
 import { newUiState, type UiState } from "./ui-state";
-import { drawn } from "./drawn";
+import { expand, type Drawn } from "./drawn";
 
 /** How long a message stays on the status line before the key hint comes back (a question
  *  waiting for its answer stays). */
@@ -35,6 +35,13 @@ export function statusLine(text: string, width: number): string {
   if (textWidth(path) <= width) return path;
   const tail = [...path].reverse().join("");
   return `…${[...cut(tail, width - 1)].reverse().join("")}`;
+}
+
+/** A screen made for drawing (drawn.ts), and the frame it was made for. */
+interface Made extends Drawn {
+  screen: number;
+  width: number;
+  height: number;
 }
 
 export interface AppProps {
@@ -71,24 +78,26 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   const columns = size?.columns ?? win.columns ?? 80;
   const rows = size?.rows ?? win.rows ?? 24;
   const [, setVersion] = useState(0);
-  // What the last tick's frame drew (drawn.ts), null where a key, a message or a resize drew since.
-  const drawnKey = useRef<string | null>(null);
+  // What the frame last drew (drawn.ts: null where the screen could not be read so), and the screen
+  // a tick made for the next drawing.
+  const last = useRef<{ key: string | null; next: Made | null }>({ key: null, next: null });
   const redraw = () => {
-    drawnKey.current = null;
+    last.current.next = null;
     setVersion((v) => v + 1);
   };
   // The user's choices, changed key by key (several keys in one read each see the one before).
   const ui = useRef<UiState>(newUiState(screenIndex(initialScreen), SCREENS.length)).current;
   // A tick draws only where the screen, or the frame's own words on the tick's state, changed: an
   // idle machine's Overview is not laid out and written again each interval.
-  const tickKey = useRef<() => string | null>(() => null);
+  const tickMade = useRef<() => Made | null>(() => null);
   useEffect(
     () =>
       ctl.subscribe((why) => {
-        const key = why === "tick" ? tickKey.current() : null;
-        if (key !== null && key === drawnKey.current) return;
+        if (why !== "tick") return redraw();
+        const made = tickMade.current();
+        if (made && made.key === last.current.key) return;
+        last.current.next = made;
         setVersion((v) => v + 1);
-        drawnKey.current = key;
       }),
     [ctl],
   );
@@ -163,16 +172,23 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   };
   const ctxRef = useRef(ctx);
   ctxRef.current = ctx;
-  tickKey.current = () => {
+  const Current = SCREENS[ui.screen]!.component;
+  /** The current screen made now (drawn.ts), with what the frame says beside it of the tick's state. */
+  const make = (): Made | null => {
     try {
-      const Screen = SCREENS[ui.screen]!.component;
       const st = ctl.state;
-      const frame = [st.alertCount, [...st.alerts].map(([pid, f]) => [pid, f.severity, f.title]), ctl.paused, ctl.intervalMs, ctl.status, ctl.statusAt, ctl.replay?.title ?? null];
-      return `${JSON.stringify(frame)}${drawn(<Screen {...props(ui)} />)}`;
+      const words = [st.alertCount, [...st.alerts].map(([pid, f]) => [pid, f.severity, f.title]), ctl.paused, ctl.intervalMs, ctl.status, ctl.statusAt, ctl.replay?.title ?? null];
+      const made = expand(<Current {...props(ui)} />);
+      return { ...made, key: `${JSON.stringify(words)}${made.key}`, screen: ui.screen, width: columns, height: body };
     } catch {
-      return null; // a screen that cannot be read outside React is drawn every tick
+      return null; // a screen that cannot be read outside React: React draws it, every tick
     }
   };
+  tickMade.current = make;
+  const next = last.current.next;
+  last.current.next = null;
+  const made = next && next.screen === ui.screen && next.width === columns && next.height === body ? next : make();
+  last.current.key = made?.key ?? null;
 
   // Every read, as it was read: Ink's own input events reshape it (a mouse report is dropped, a
   // burst of keys is one event), so the reads are taken where Ink takes them, from stdin.read,
@@ -203,7 +219,6 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     };
   }, [stdin, setRawMode]);
 
-  const Current = SCREENS[ui.screen]!.component;
   const tabs = tabLine(ui.screen, tabRoom).text;
   return (
     <Box flexDirection="column" width={columns} height={rows - 1}>
@@ -215,7 +230,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
         {/* Screens budget their own lines; if one ever runs over, its last lines are cut (never
             shrink: Yoga would squeeze lines anywhere in the screen to nothing). */}
         <Box flexDirection="column" flexShrink={0}>
-          <Current {...props(ui)} />
+          {made ? made.node : <Current {...props(ui)} />}
         </Box>
       </Box>
       {messageRows ? (

@@ -27,6 +27,28 @@ export function resample(values: readonly number[], n: number): number[] {
  * ASCII one point a cell and 2 levels a row (':' half, '#' full).
  */
 export function areaChart(values: readonly number[], opts: { width: number; height: number; max: number; ascii?: boolean; line?: readonly number[] }): string[] {
+  // A screen redrawn each interval charts the same series again (an idle GPU's): drawn once.
+  const key = `${opts.width},${opts.height},${opts.max},${opts.ascii ? 1 : 0}`;
+  const hit = drawnCharts.find((c) => c.key === key && sameSeries(c.values, values) && sameSeries(c.line, opts.line));
+  if (hit) return [...hit.rows];
+  const rows = drawArea(values, opts);
+  drawnCharts.unshift({ key, values: [...values], line: opts.line ? [...opts.line] : undefined, rows });
+  drawnCharts.length = Math.min(drawnCharts.length, DRAWN_CHARTS);
+  return rows;
+}
+
+/** The charts drawn last (every chart of a frame: two a GPU, two on the Process screen), newest first. */
+const drawnCharts: { key: string; values: number[]; line: number[] | undefined; rows: string[] }[] = [];
+const DRAWN_CHARTS = 16;
+
+function sameSeries(a: readonly number[] | undefined, b: readonly number[] | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return false;
+  return true;
+}
+
+function drawArea(values: readonly number[], opts: { width: number; height: number; max: number; ascii?: boolean; line?: readonly number[] }): string[] {
   const { width, height, ascii } = opts;
   const max = opts.max > 0 ? opts.max : 1;
   // `line`: a second series drawn as a dotted line over the area (NVML-used over reserved): the

@@ -1,57 +1,77 @@
-// What a screen draws, as one string: its element tree with our own components called through
-// down to Ink's (Text, Box), which are pure functions of their props. Two equal strings draw the
-// same cells, so a tick whose screen reads as the last frame did is not handed to React, Yoga and
-// Ink at all (the App compares them): an idle monitor redraws nothing. The screens are pure
-// functions of their props (no hooks), which is what lets them be called here.
-import { isValidElement, type ReactElement, type ReactNode } from "react";
+// What a screen draws, made once: its element tree with our own components called through down to
+// Ink's (Text, Box), and that tree as one string. Ink's components draw from their props alone, so
+// two equal strings draw the same cells: a tick whose screen reads as the last frame did is not
+// handed to React, Yoga and Ink at all (the App compares them), and one that changed hands React
+// the tree made for the comparison, not the screen to run again. The screens are pure functions of
+// their props (no hooks), which is what lets them be called here; one that is not is drawn by
+// React every tick (expand throws, the App falls back).
+import { createElement, Fragment, isValidElement, type ReactElement, type ReactNode } from "react";
 import { Box, Newline, Spacer, Static, Text, Transform } from "ink";
 
 /** Ink's own components: drawn by Ink from their props, never called here (they read contexts). */
 const INK = new Map<unknown, string>([[Box, "Box"], [Newline, "Newline"], [Spacer, "Spacer"], [Static, "Static"], [Text, "Text"], [Transform, "Transform"]]);
 
-/** `node` as a string that changes wherever what it draws changes. */
-export function drawn(node: ReactNode): string {
-  const out: string[] = [];
-  describe(node, out);
-  return out.join("");
+export interface Drawn {
+  /** The tree to hand React: Ink's components and text only. */
+  node: ReactNode;
+  /** What it draws, as a string. */
+  key: string;
 }
 
-function describe(node: ReactNode, out: string[]): void {
-  if (node === null || node === undefined || typeof node === "boolean") return;
+/** `node` with our components called through, and a string that changes wherever what it draws changes. */
+export function expand(node: ReactNode): Drawn {
+  const out: string[] = [];
+  const tree = walk(node, out, undefined);
+  return { node: tree, key: out.join("") };
+}
+
+/** Only the string of `node` (expand's key). */
+export function drawn(node: ReactNode): string {
+  return expand(node).key;
+}
+
+/** `key`: the key the element made here takes (a component's, or its place in a list). */
+function walk(node: ReactNode, out: string[], key: string | null | undefined): ReactNode {
+  if (node === null || node === undefined || typeof node === "boolean") return node;
   if (typeof node === "string" || typeof node === "number" || typeof node === "bigint") {
     out.push(String(node), "\u0000");
-    return;
+    return node;
   }
   if (Array.isArray(node)) {
     out.push("[");
-    for (const n of node) describe(n as ReactNode, out);
+    // An item without a key gets its place as one: what React matches a keyless list by anyway,
+    // said so that React does not take the list for one whose keys were forgotten.
+    const kids = node.map((n, i) => walk(n as ReactNode, out, isValidElement(n) && n.key === null ? `\u0000${i}` : undefined));
     out.push("]");
-    return;
+    return kids;
   }
-  if (!isValidElement(node)) {
-    // An iterable or a promise: nothing a screen of ours returns; never equal to anything.
-    out.push(`\u0001${Math.random()}`);
-    return;
-  }
+  if (!isValidElement(node)) throw new Error("a screen drew something other than elements and text");
   const el = node as ReactElement<Record<string, unknown>>;
   const { type, props } = el;
+  const ownKey = key ?? el.key;
   if (typeof type === "function" && !INK.has(type)) {
-    describe((type as (p: unknown) => ReactNode)(props), out);
-    return;
+    if ((type as { prototype?: { isReactComponent?: unknown } }).prototype?.isReactComponent) throw new Error("a class component cannot be called here");
+    // Its key goes to what it made, for React to match a list's items as before.
+    return walk((type as (p: unknown) => ReactNode)(props), out, ownKey);
   }
-  out.push("<", typeof type === "string" ? type : typeof type === "symbol" ? String(type.description) : (INK.get(type) ?? nameOf(type)));
-  for (const k in props) {
-    if (k === "children") continue;
-    const v = props[k];
-    if (typeof v === "function") continue;
-    out.push(" ", k, "=", typeof v === "object" && v !== null ? JSON.stringify(v) : String(v));
+  let children: ReactNode;
+  if (type === Fragment) {
+    out.push("<>");
+    children = walk(props.children as ReactNode, out, undefined);
+  } else {
+    if (typeof type !== "string" && !INK.has(type)) throw new Error("a component React alone can draw"); // memo, context, lazy…
+    out.push("<", typeof type === "string" ? type : INK.get(type)!);
+    for (const k in props) {
+      if (k === "children") continue;
+      const v = props[k];
+      if (typeof v === "function") continue;
+      out.push(" ", k, "=", typeof v === "object" && v !== null ? JSON.stringify(v) : String(v));
+    }
+    out.push(">");
+    children = walk(props.children as ReactNode, out, undefined);
   }
-  out.push(">");
-  describe(props.children as ReactNode, out);
   out.push("</>");
-}
-
-function nameOf(type: unknown): string {
-  const t = type as { displayName?: string; name?: string; render?: { name?: string } };
-  return t.displayName || t.name || t.render?.name || "?";
+  if (children === props.children && ownKey === el.key) return el;
+  // The children in the props, as JSX put them (a list given as an argument would want keys).
+  return createElement(type as string, { ...props, ...(ownKey === null || ownKey === undefined ? {} : { key: ownKey }), children });
 }
