@@ -2,7 +2,7 @@
 // runs; built first) and sources against other checkouts (an earlier commit) and an empty Bun
 // script, interleaved in one run; nvidia-smi beside them, for the same fields, where it exists.
 //   git worktree add /tmp/before <commit> && (cd /tmp/before && bun install)
-//   bun bench/cli-start.ts [--out DIR] [--reps N] /tmp/before ...
+//   bun bench/cli-start.ts [--out DIR] [--reps N] /tmp/before ...   (each earlier checkout's bundle is built there)
 // On a machine without a GPU this times everything but NVML: Bun's start, module loading, the
 // native library, /proc and the agents' directory, JSON, exit.
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -31,8 +31,17 @@ const dirty = Bun.spawnSync(["git", "-C", here, "status", "--porcelain"]).stdout
 const subjects: { name: string; cmd: string[] }[] = [
   { name: `this checkout's bundle (dist/cli.js, the package's bin), ${commitOf(here)}${dirty}`, cmd: [process.execPath, join(here, "dist/cli.js"), "--json", "--once"] },
   { name: `this checkout's sources, ${commitOf(here)}${dirty}`, cmd: [process.execPath, join(here, "src/cli.ts"), "--json", "--once"] },
-  ...positionals.map((dir) => ({ name: `commit ${commitOf(dir)}`, cmd: [process.execPath, join(resolve(dir), "src/cli.ts"), "--json", "--once"] })),
+  // An earlier checkout's bundle, built there as here (its own node_modules), and its sources.
+  ...positionals.flatMap((dir) => {
+    const b = Bun.spawnSync(["bun", "run", "build:bundle"], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+    if (b.exitCode !== 0) throw new Error(`bun run build:bundle in ${dir} failed: ${b.stderr}`);
+    return [
+      { name: `commit ${commitOf(dir)}'s bundle`, cmd: [process.execPath, join(resolve(dir), "dist/cli.js"), "--json", "--once"] },
+      { name: `commit ${commitOf(dir)}'s sources`, cmd: [process.execPath, join(resolve(dir), "src/cli.ts"), "--json", "--once"] },
+    ];
+  }),
   { name: "an empty Bun script", cmd: [process.execPath, empty] },
+  { name: "`bun -e 0`", cmd: [process.execPath, "-e", "0"] },
 ];
 if (Bun.which("nvidia-smi")) subjects.push({ name: `nvidia-smi --query-gpu=<the same ${SMI_FIELDS.split(",").length} fields> --format=csv`, cmd: ["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"] });
 

@@ -74,19 +74,6 @@ export interface Options {
 /** The options that take a value, and how their value is named in messages. */
 const VALUE_NAMES: Record<string, string> = { interval: "MS", port: "N", speed: "N", output: "F", snapshot: "OUT", host: "H", "dump-dir": "DIR", timeout: "S" };
 
-/** node:util's parse errors (ambiguous arguments, '-- "--bogus"') in this tool's words. */
-function parseError(e: Error & { code?: string }): string {
-  const option = /Option '(-[-\w]+)/.exec(e.message)?.[1] ?? /Unknown option '([^']+)'/.exec(e.message)?.[1];
-  if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown option ${option ?? ""}`.trim();
-  if (e.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && option) {
-    const name = option.replace(/^-+/, "");
-    if (/does not take an argument/.test(e.message)) return `${option} takes no value`;
-    return `${option} needs a value: ${option} ${VALUE_NAMES[name] ?? "VALUE"}`;
-  }
-  if (e.code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") return e.message;
-  return e.message.split("\n")[0]!;
-}
-
 /**
  * `--interval -5`: a negative number given to an option that takes a value is its value (node:util
  * would call it ambiguous); the option's own check then says what it takes.
@@ -102,43 +89,75 @@ function joinNegativeValues(argv: string[]): string[] {
   return out;
 }
 
+/** Every option: whether it takes a value, its one-letter form, its default. */
+const OPTIONS = {
+  json: { value: false, default: false },
+  once: { value: false, default: false },
+  interval: { value: true },
+  ascii: { value: false, default: false },
+  demo: { value: false, default: false },
+  port: { value: true },
+  speed: { value: true },
+  output: { value: true },
+  snapshot: { value: true },
+  force: { value: false, default: false },
+  "dump-dir": { value: true },
+  host: { value: true, default: "0.0.0.0" },
+  wait: { value: false, default: false },
+  timeout: { value: true },
+  "no-monitor": { value: false, default: false },
+  help: { value: false, short: "h", default: false },
+  version: { value: false, short: "v", default: false },
+} as const;
+
+type Values = { -readonly [K in keyof typeof OPTIONS]: (typeof OPTIONS)[K] extends { value: true } ? string | undefined : boolean };
+
+/**
+ * The words as node:util's parseArgs reads them, strictly (what this replaced: loading node:util
+ * cost 1-2 ms of every start, `--json --once`'s included): `--name`, `--name=value`, `--name value`
+ * (a value that looks like an option is refused: `--interval --json` is a forgotten value),
+ * `-h`/`-v` and their groups, `-` a word; the last of an option given twice stands.
+ */
+function parseWords(args: string[]): { values: Values; positionals: string[] } {
+  const values = Object.fromEntries(Object.entries(OPTIONS).map(([k, o]) => [k, "default" in o ? o.default : undefined])) as Values;
+  const set = values as Record<string, string | boolean | undefined>;
+  const positionals: string[] = [];
+  const shorts = new Map(Object.entries(OPTIONS).flatMap(([k, o]) => ("short" in o ? [[o.short as string, k]] : [])));
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a.startsWith("--")) {
+      const eq = a.indexOf("=");
+      const name = eq < 0 ? a.slice(2) : a.slice(2, eq);
+      const o = (OPTIONS as Record<string, { value: boolean }>)[name];
+      if (!o) throw new UsageError(`unknown option --${name}`);
+      if (!o.value) {
+        if (eq >= 0) throw new UsageError(`--${name} takes no value`);
+        set[name] = true;
+        continue;
+      }
+      const next = args[i + 1];
+      if (eq >= 0) set[name] = a.slice(eq + 1);
+      else if (next === undefined || (next.length > 1 && next.startsWith("-"))) throw new UsageError(`--${name} needs a value: --${name} ${VALUE_NAMES[name] ?? "VALUE"}`);
+      else (set[name] = next), i++;
+    } else if (a.length > 1 && a.startsWith("-")) {
+      for (const c of a.slice(1)) {
+        const name = shorts.get(c);
+        if (!name) throw new UsageError(`unknown option -${c}`);
+        set[name] = true;
+      }
+    } else {
+      positionals.push(a);
+    }
+  }
+  return { values, positionals };
+}
+
 export function parseCli(argv: string[]): Options {
   // `run -- CMD ARGS`: everything after `--` is the program's, never ours.
   const dashes = argv.indexOf("--");
   const program = dashes >= 0 ? argv.slice(dashes + 1) : [];
   if (dashes >= 0) argv = argv.slice(0, dashes);
-  // Loaded here, after NVML's warm-up has started: node:util costs about 2 ms of start-up.
-  const { parseArgs } = require("node:util") as typeof import("node:util");
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: joinNegativeValues(argv),
-      allowPositionals: true,
-      strict: true,
-      options: {
-        json: { type: "boolean", default: false },
-        once: { type: "boolean", default: false },
-        interval: { type: "string" },
-        ascii: { type: "boolean", default: false },
-        demo: { type: "boolean", default: false },
-        port: { type: "string" },
-        speed: { type: "string" },
-        output: { type: "string" },
-        snapshot: { type: "string" },
-        force: { type: "boolean", default: false },
-        "dump-dir": { type: "string" },
-        host: { type: "string", default: "0.0.0.0" },
-        wait: { type: "boolean", default: false },
-        timeout: { type: "string" },
-        "no-monitor": { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-        version: { type: "boolean", short: "v", default: false },
-      },
-    });
-  } catch (e) {
-    throw new UsageError(parseError(e as Error & { code?: string }));
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseWords(joinNegativeValues(argv));
   let intervalMs = 1000;
   if (values.interval !== undefined) {
     intervalMs = Number(values.interval);
