@@ -263,7 +263,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
     device: d.device,
     title: `memory held at step boundaries grows by ${formatBytes(perStep)} per step${site?.frameShort ? `, allocated at ${site.frameShort}` : ""}`,
     evidence,
-    ...(m.stacks ? { lines: site?.frame ? [{ role: "keeps" as const, at: site.frame, bytes: site.frameBytes, blocks: site.frameBlocks }] : [] } : {}),
+    ...(m.stacks ? { lines: site?.frame ? [{ role: "grows" as const, at: site.frame, bytes: site.frameBytes, blocks: site.frameBlocks }] : [] } : {}),
     numbers: {
       first_step: first.step,
       last_step: last.step,

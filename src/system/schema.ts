@@ -70,8 +70,8 @@ export const FindingIdSchema = z
 /** A line of the user's code a finding cites (src/profiler/line-bytes.ts). */
 export const FindingLineSchema = z.object({
   role: z
-    .enum(["keeps", "asked", "holding", "backward", "optimizer", "freed"])
-    .describe("keeps: allocated the memory that grows; asked: made the request that ran out of memory; holding: allocated live memory at that moment; backward / optimizer: called backward / the optimizer's step; freed: allocated the blocks whose frees left the unallocated holes"),
+    .enum(["grows", "asked", "holding", "backward", "optimizer", "freed"])
+    .describe("grows: allocated the memory held at step boundaries that grows (a tensor kept by reference elsewhere is named where it was made); asked: made the request that ran out of memory; holding: allocated live memory at that moment; backward / optimizer: called backward / the optimizer's step; freed: allocated the blocks whose frees left the unallocated holes"),
   at: z.string().describe('the first frame outside library code: "path/train.py:42 step"'),
   bytes: z.number().nullable().describe("the bytes it stands for (sampled small blocks weighed: stack_sample_bytes), where it is about bytes"),
   blocks: z.number().int().nullable().describe("its blocks that carry a stack"),

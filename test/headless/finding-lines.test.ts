@@ -11,11 +11,11 @@ afterAll(cleanLines);
 const fileLine = (at: string | undefined) => at?.replace(/ [^ ]+$/, "");
 
 describe("findings name the user's line (stacks on by default, recorded on the doubles)", () => {
-  stacksTest("growth: the line that keeps the memory, in the title, the evidence and lines", () => {
+  stacksTest("growth: the line that allocated the memory that stays, in the title, the evidence and lines", () => {
     const f = replayFinal(recordLines("leak")).findings.find((x) => x.id === "growth");
     const keep = markedAt("keep");
     expect(f?.title).toEndWith(`allocated at lines_run.py:${keep.split(":").at(-1)} <module>`);
-    expect(f?.lines?.map((l) => [l.role, fileLine(l.at)])).toEqual([["keeps", keep]]);
+    expect(f?.lines?.map((l) => [l.role, fileLine(l.at)])).toEqual([["grows", keep]]);
     // 2 MiB a step, every one kept since the first settled step
     expect(f?.lines?.[0]?.bytes).toBe(f?.numbers.site_bytes as number);
     expect(f?.evidence).toContain(`at ${keep} <module>`);

@@ -27,7 +27,7 @@ stacksTest("run --json: profile.lines names the kept tensors' line first, the gr
   expect(lines.top[0]).toEqual({ at: keep, bytes: 24 * 2 ** 20, blocks: 12 });
   expect(lines.top.map((l) => l.at)).toContain(`${markedAt("optimizer")} <module>`);
   const growth = p.pytorch!.profile!.findings.find((f) => f.id === "growth");
-  expect(growth?.lines).toEqual([{ role: "keeps", at: keep, bytes: expect.any(Number), blocks: expect.any(Number) }]);
+  expect(growth?.lines).toEqual([{ role: "grows", at: keep, bytes: expect.any(Number), blocks: expect.any(Number) }]);
   const text = exposition(r.last);
   const series = text.split("\n").filter((l) => l.startsWith("gpumem_pytorch_line_live_bytes{"));
   expect(series.length).toBe(Math.min(PROMETHEUS_LINES, lines.top.length) + 1);

@@ -35,14 +35,14 @@ function replayed(name: string): { findings: Finding[]; at: (mark: string) => st
 const lines = (f: Finding | undefined) => (f?.lines ?? []).map((l) => [l.role, l.at.replace(/ [^ ]+$/, "")]);
 
 describe("an H200's recordings with the default stacks, replayed", () => {
-  ringTest("leak", "growth names the line that keeps the logits", () => {
+  ringTest("leak", "growth names the line that made the logits it keeps", () => {
     const r = replayed("leak");
-    expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["keeps", r.at("keep")]]);
+    expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
   });
 
   ringTest("attach-leak", "attached after its first step: growth names the same line, from the attach on", () => {
     const r = replayed("attach-leak");
-    expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["keeps", r.at("keep")]]);
+    expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
   });
 
   ringTest("nograd", "a ResNet50 without zero_grad: gradients kept names backward's line and the optimizer's", () => {
