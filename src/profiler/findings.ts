@@ -1,5 +1,7 @@
 // Detectors: what is wrong, in words a user can act on, with the numbers as evidence. Each reads
-// the model's per-step records and live state; none walks more than the live blocks once.
+// the model's per-step records and live state; none walks more than the live blocks once, and the
+// model's kept records once where it names lines (the holes' last occupants, a phase's callers):
+// only for a finding raised, never per record.
 
 import { PHASE, PHASE_NAMES } from "../ffi/events";
 import { CATEGORIES, CAT_UNRESOLVED, N_CAT, survivorCategory } from "./categories";
