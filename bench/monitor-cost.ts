@@ -8,15 +8,8 @@
 import { writeFileSync } from "node:fs";
 import { procUsage } from "./support/proc-usage";
 
-const [out, secondsArg, warmArg, ...specs] = process.argv.slice(2);
-if (!out || !secondsArg || !warmArg || specs.length === 0) {
-  process.stderr.write("usage: bun bench/monitor-cost.ts OUT.json SECONDS WARMUP_S 'LABEL[@KEY]=COMMAND' | 'LABEL=pid:PID' ...\n");
-  process.exit(2);
-}
-const SECONDS = Number(secondsArg);
 const tmux = Bun.which("tmux");
-if (!tmux) throw new Error("this bench needs tmux");
-const sh = (...a: string[]) => Bun.spawnSync([tmux, ...a], { stdout: "pipe" }).stdout.toString();
+const sh = (...a: string[]) => Bun.spawnSync([tmux!, ...a], { stdout: "pipe" }).stdout.toString();
 
 interface Subject {
   label: string;
@@ -24,33 +17,48 @@ interface Subject {
   pid: number;
   session: string | null;
 }
-const subjects: Subject[] = specs.map((spec, i) => {
-  const eq = spec.indexOf("=");
-  if (eq < 0) throw new Error(`not LABEL=COMMAND: ${spec}`);
-  const [label, key] = spec.slice(0, eq).split("@") as [string, string | undefined];
-  const command = spec.slice(eq + 1);
-  if (command.startsWith("pid:")) return { label, key: null, pid: Number(command.slice(4)), session: null };
-  const session = `gpumem-cost-${process.pid}-${i}`;
-  sh("kill-session", "-t", session);
-  sh("new-session", "-d", "-s", session, "-x", "200", "-y", "60", `exec ${command}`);
-  const pid = Number(sh("list-panes", "-t", session, "-F", "#{pane_pid}").trim());
-  return { label, key: key ?? null, pid, session };
-});
-await Bun.sleep(1500);
-for (const s of subjects) if (s.session && s.key) sh("send-keys", "-t", s.session, s.key);
-await Bun.sleep(Number(warmArg) * 1000);
-const usage = await Promise.all(subjects.map((s) => procUsage(s.pid, SECONDS).catch((e: Error) => ({ error: e.message }))));
-const panes = subjects.map((s) => (s.session ? sh("capture-pane", "-p", "-t", s.session) : ""));
-for (const s of subjects) if (s.session) sh("send-keys", "-t", s.session, "q");
-await Bun.sleep(500);
-for (const s of subjects) if (s.session) sh("kill-session", "-t", s.session);
 
-const runs = subjects.map((s, i) => {
-  const u = usage[i]!;
-  return "error" in u
-    ? { label: s.label, key: s.key, error: u.error }
-    : { label: s.label, key: s.key, cpu_percent_of_a_core: +u.cpuPercent.toFixed(2), max_rss_mib: +(u.maxRssBytes / 2 ** 20).toFixed(1) };
-});
-const result = { date: new Date().toISOString(), seconds: SECONDS, warmup_s: Number(warmArg), cores: navigator.hardwareConcurrency, specs, runs, panes };
-writeFileSync(out, `${JSON.stringify(result, null, 1)}\n`);
-for (const r of runs) console.log("error" in r ? `${r.label}: ${r.error}` : `${r.label.padEnd(28)} ${String(r.cpu_percent_of_a_core).padStart(6)} % of a core  ${r.max_rss_mib} MiB`);
+/** Each spec measured over the same `seconds`, after `warmS`; written to `out` where given. */
+export async function monitorCost(specs: string[], seconds: number, warmS: number, out?: string) {
+  if (!tmux) throw new Error("this bench needs tmux");
+  const subjects: Subject[] = specs.map((spec, i) => {
+    const eq = spec.indexOf("=");
+    if (eq < 0) throw new Error(`not LABEL=COMMAND: ${spec}`);
+    const [label, key] = spec.slice(0, eq).split("@") as [string, string | undefined];
+    const command = spec.slice(eq + 1);
+    if (command.startsWith("pid:")) return { label, key: null, pid: Number(command.slice(4)), session: null };
+    const session = `gpumem-cost-${process.pid}-${i}`;
+    sh("kill-session", "-t", session);
+    sh("new-session", "-d", "-s", session, "-x", "200", "-y", "60", `exec ${command}`);
+    const pid = Number(sh("list-panes", "-t", session, "-F", "#{pane_pid}").trim());
+    return { label, key: key ?? null, pid, session };
+  });
+  await Bun.sleep(1500);
+  for (const s of subjects) if (s.session && s.key) sh("send-keys", "-t", s.session, s.key);
+  await Bun.sleep(warmS * 1000);
+  const usage = await Promise.all(subjects.map((s) => procUsage(s.pid, seconds).catch((e: Error) => ({ error: e.message }))));
+  const panes = subjects.map((s) => (s.session ? sh("capture-pane", "-p", "-t", s.session) : ""));
+  for (const s of subjects) if (s.session) sh("send-keys", "-t", s.session, "q");
+  await Bun.sleep(500);
+  for (const s of subjects) if (s.session) sh("kill-session", "-t", s.session);
+
+  const runs = subjects.map((s, i) => {
+    const u = usage[i]!;
+    return "error" in u
+      ? { label: s.label, key: s.key, error: u.error }
+      : { label: s.label, key: s.key, cpu_percent_of_a_core: +u.cpuPercent.toFixed(2), max_rss_mib: +(u.maxRssBytes / 2 ** 20).toFixed(1) };
+  });
+  const result = { date: new Date().toISOString(), seconds, warmup_s: warmS, cores: navigator.hardwareConcurrency, specs, runs, panes };
+  if (out) writeFileSync(out, `${JSON.stringify(result, null, 1)}\n`);
+  for (const r of runs) console.log("error" in r ? `${r.label}: ${r.error}` : `${r.label.padEnd(28)} ${String(r.cpu_percent_of_a_core).padStart(6)} % of a core  ${r.max_rss_mib} MiB`);
+  return result;
+}
+
+if (import.meta.main) {
+  const [out, secondsArg, warmArg, ...specs] = process.argv.slice(2);
+  if (!out || !secondsArg || !warmArg || specs.length === 0) {
+    process.stderr.write("usage: bun bench/monitor-cost.ts OUT.json SECONDS WARMUP_S 'LABEL[@KEY]=COMMAND' | 'LABEL=pid:PID' ...\n");
+    process.exit(2);
+  }
+  await monitorCost(specs, Number(secondsArg), Number(warmArg), out);
+}
