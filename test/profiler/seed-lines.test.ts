@@ -6,38 +6,14 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { withSeedStacks } from "../../src/collect/manifest-stacks";
-import { newEventBatch, type EventBatch } from "../../src/ffi/events";
-import { openRing } from "../../src/ffi/ring";
-import { blocks, createModel, parseSeed, type Seed } from "../../src/profiler";
+import { blocks, createModel, parseSeed } from "../../src/profiler";
 import { userFrameLabel } from "../../src/profiler/peak-groups";
 import { frameLabel, userFrameIndex } from "../../src/profiler/user-frame";
 import { readSnapshotFile } from "../../src/snapshot/read";
 import { whereOf } from "../../src/tui/screens/tensor-table";
+import { agentSeed, records } from "../support/seed-records";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
-
-function records(name: string): EventBatch {
-  const r = openRing(join(FIX, name), { copy: true });
-  try {
-    const all = newEventBatch(1 << 20);
-    const b = newEventBatch(1 << 16);
-    for (;;) {
-      const { count } = r.read(b);
-      if (count === 0) break;
-      for (const k of Object.keys(b) as (keyof EventBatch)[]) if (k !== "count") (all[k] as Float64Array).set((b[k] as Float64Array).subarray(0, count), all.count);
-      all.count += count;
-    }
-    return all;
-  } finally {
-    r.close();
-  }
-}
-
-function agentSeed(attach: number, at: number): Seed {
-  const p = Bun.spawnSync(["python3", join(import.meta.dir, "..", "agent", "attach_seed.py"), String(attach), String(at)], { stdout: "pipe", stderr: "pipe" });
-  if (p.exitCode !== 0) throw new Error(p.stderr.toString());
-  return parseSeed(p.stdout.toString());
-}
 
 describe("normal-history attached at record 600: the seed's blocks and their lines", async () => {
   const all = records("normal-history.ring");

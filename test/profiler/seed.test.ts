@@ -4,37 +4,12 @@
 // the allocator holds, is never partial, and agrees with torch at every step boundary.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
-import { openRing } from "../../src/ffi/ring";
-import { blocks, createModel, parseSeed, summary, type ProfilerModel, type Seed } from "../../src/profiler";
+import { ACTION } from "../../src/ffi/events";
+import { blocks, createModel, summary, type ProfilerModel, type Seed } from "../../src/profiler";
 import { readSnapshotFile } from "../../src/snapshot/read";
+import { agentSeed, records } from "../support/seed-records";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
-
-/** Every record of a recorded ring, as written (frees not folded): record i is batch row i. */
-function records(name: string): EventBatch {
-  const r = openRing(join(FIX, name), { copy: true });
-  try {
-    const all = newEventBatch(1 << 20);
-    const b = newEventBatch(1 << 16);
-    for (;;) {
-      const { count } = r.read(b);
-      if (count === 0) break;
-      for (const k of Object.keys(b) as (keyof EventBatch)[]) if (k !== "count") (all[k] as Float64Array).set((b[k] as Float64Array).subarray(0, count), all.count);
-      all.count += count;
-    }
-    return all;
-  } finally {
-    r.close();
-  }
-}
-
-/** The seed the agent would make, attached at record `attach`, its snapshot at record `at`. */
-function agentSeed(attach: number, at: number, window = 20): Seed {
-  const p = Bun.spawnSync(["python3", join(import.meta.dir, "..", "agent", "attach_seed.py"), String(attach), String(at), "--before", String(window), "--after", String(window)], { stdout: "pipe", stderr: "pipe" });
-  if (p.exitCode !== 0) throw new Error(p.stderr.toString());
-  return parseSeed(p.stdout.toString());
-}
 
 const live = (m: ProfilerModel) => new Map(blocks(m, { limit: Infinity }).blocks.map((b) => [b.address, b.size_bytes]));
 
