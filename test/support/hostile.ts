@@ -6,8 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const CLI = `${import.meta.dir}/../../src/cli.ts`;
-const tmp = mkdtempSync(join(tmpdir(), "gpumem-rss-"));
+let tmp = "";
 let runs = 0;
+/** Made again where the run's folder (test/support/tmp.ts) no longer holds it: a worker that keeps
+ *  its modules across files (--no-isolate) removes that folder after each file. */
+const rssDir = () => (tmp && existsSync(tmp) ? tmp : (tmp = mkdtempSync(join(tmpdir(), "gpumem-rss-"))));
 
 export interface Outcome {
   code: number | null;
@@ -24,7 +27,7 @@ const timed = existsSync(TIME);
 if (!timed) console.warn(`${TIME} is not here: hostile-file tests check time, not memory`);
 
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Outcome {
-  const rssFile = join(tmp, `rss-${++runs}`);
+  const rssFile = join(rssDir(), `rss-${++runs}`);
   const t0 = performance.now();
   const cmd = timed ? [TIME, "-f", "%M", "-o", rssFile, "bun", CLI, ...args] : ["bun", CLI, ...args];
   const p = Bun.spawnSync(cmd, { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", timeout: timeoutMs });

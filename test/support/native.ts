@@ -5,18 +5,29 @@ import { homedir, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { NATIVE_DIR, ROOT } from "../../src/ffi/build";
 
-const dir = mkdtempSync(join(tmpdir(), "gpumem-test-"));
+let dir = "";
 const built = new Map<string, string>();
 
+/** This module's folder in the run's (test/support/tmp.ts), made again, and what it held built
+ *  again, where that was removed: a worker that keeps its modules across files (--no-isolate)
+ *  removes the run's folder after each file. */
+function ownDir(): string {
+  if (!dir || !existsSync(dir)) {
+    dir = mkdtempSync(join(tmpdir(), "gpumem-test-"));
+    built.clear();
+  }
+  return dir;
+}
+
 export function tmpPath(name: string): string {
-  return join(dir, name);
+  return join(ownDir(), name);
 }
 
 /** Compile test/support/<name>.c against cuda/ and return the binary's path. */
 export function buildTool(name: string): string {
+  const out = join(ownDir(), name);
   const cached = built.get(name);
   if (cached) return cached;
-  const out = join(dir, name);
   const src = join(ROOT, "test", "support", `${name}.c`);
   const proc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-Wall", "-I", NATIVE_DIR, src, "-o", out, "-lpthread"], { stderr: "pipe" });
   if (proc.exitCode !== 0) throw new Error(`building ${name}.c failed:\n${proc.stderr}`);
@@ -35,9 +46,9 @@ export function produce(path: string, capacity: number, events: number, ...extra
  *  loads a hook only from a folder and file no other user can write) and return its path. */
 export function buildLibrary(name: string, python = "python3", defines: string[] = []): string {
   const key = `${name}${python === "python3" ? "" : `-${basename(python)}`}${defines.map((d) => `-${d}`).join("")}.so`;
+  const out = join(ownDir(), key);
   const cached = built.get(key);
   if (cached) return cached;
-  const out = join(dir, key);
   const src = join(ROOT, "test", "support", `${name}.c`);
   // The hook double captures Python stacks with the hook's own walker (cuda/pystack.c), against the
   // headers of the python its tests run (python3, unless told).

@@ -16,33 +16,62 @@ function tm(...args: string[]) {
 /** Single-quoted for /bin/sh. */
 export const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
+/** The keeper's session: while it is there, killing a test's session never ends the private server,
+ *  so the next new-session cannot race a server on its way out. Its pane ends with this process
+ *  (tail --pid), however that ends, and the server with it. */
+function keeper() {
+  let r = { ok: false, out: "", err: "" };
+  // Tried again: a server killed just before (the afterAll below) can still be on its way out.
+  for (let i = 0; i < 3 && !r.ok; i++) {
+    if (i) Bun.sleepSync(100);
+    r = tm("new-session", "-d", "-s", "keeper", "-x", "40", "-y", "5", "/bin/sh", "-c", `echo tmux-pane-ok; exec tail --pid=${process.pid} -f /dev/null`);
+  }
+  return r;
+}
+
 function probe(): string | null {
   if (!tmux) return "needs tmux: `apt install tmux`";
-  // The probe's session stays while the file runs, so that the server outlives each test's session.
-  const r = tm("new-session", "-d", "-s", "probe", "-x", "40", "-y", "5", "/bin/sh", "-c", "echo tmux-pane-ok; sleep 3600");
+  const r = keeper();
   if (!r.ok) return `tmux cannot open a pane here: ${r.err || "exit status non-zero"}`;
   for (let i = 0; i < 50; i++) {
-    if (tm("capture-pane", "-p", "-t", "probe").out.includes("tmux-pane-ok")) return null;
+    if (tm("capture-pane", "-p", "-t", "keeper").out.includes("tmux-pane-ok")) return null;
     Bun.sleepSync(100);
   }
   return "tmux started a pane but /bin/sh printed nothing in it within 5 s";
 }
 
 export const cannot = probe();
-const wall0 = performance.now();
+/** Whether the server (and its keeper) is up: a worker that keeps its modules across files
+ *  (`bun run test`, --no-isolate) evaluates this module once, and its afterAll runs after the first
+ *  file that loaded it; the files after that start the server again. */
+let up = cannot === null;
 afterAll(() => {
-  if (cannot !== null) return;
-  // The panes' programs are the server's children: their CPU is counted nowhere else.
-  const server = Number(tm("display-message", "-p", "#{pid}").out.trim());
-  if (server > 0) reportCpu(`${relative(process.cwd(), Bun.main)} (tmux)`, cpuSeconds(server), (performance.now() - wall0) / 1000);
+  if (!up) return;
+  countCpu();
   tm("kill-server");
+  up = false;
 });
+
+let server = 0;
+let counted = 0;
+/** The panes' programs are the server's children: their CPU is counted nowhere else. What the
+ *  server and the panes it reaped used since the last count, in GPUMEM_TEST_CPU_REPORT (cpu.ts). */
+function countCpu() {
+  if (!process.env.GPUMEM_TEST_CPU_REPORT) return;
+  const pid = Number(tm("display-message", "-p", "#{pid}").out.trim());
+  if (!(pid > 0)) return;
+  if (pid !== server) [server, counted] = [pid, 0];
+  const now = cpuSeconds(pid);
+  if (now > counted) reportCpu(`${relative(process.cwd(), Bun.main)} (tmux)`, now - counted, 0);
+  counted = now;
+}
 
 /** A pane running `line` under /bin/sh, then "exit status N" and a long sleep (the pane stays).
  *  `set -m`: the shell runs the line as a job in a process group of its own, the terminal's
  *  foreground group, as an interactive shell does (Ctrl-C then reaches that job, not the shell). */
 export function terminal(name: string, line: string, cols = 120, rows = 40) {
   const session = `${name}-${process.pid}`;
+  if (!up) up = keeper().ok;
   tm("kill-session", "-t", session);
   const r = tm("new-session", "-d", "-s", session, "-x", String(cols), "-y", String(rows), "/bin/sh", "-c", `set -m; ${line}; echo "exit status $?"; sleep 600`);
   if (!r.ok) throw new Error(`tmux new-session: ${r.err}`);
@@ -50,7 +79,10 @@ export function terminal(name: string, line: string, cols = 120, rows = 40) {
   return {
     pane,
     keys: (...keys: string[]) => tm("send-keys", "-t", session, ...keys),
-    close: () => tm("kill-session", "-t", session),
+    close: () => {
+      tm("kill-session", "-t", session);
+      countCpu();
+    },
     /** The screen once it shows `what` (text, a pattern, or a test of the whole screen). Polled
      *  every 100 ms, so the limit costs nothing where the screen comes: it is the headroom of a
      *  loaded machine (the suite runs its files in parallel on two cores). */

@@ -3,12 +3,13 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { DEMO_PID, makeDemo } from "../support/demo";
 import { openRingRecording } from "../../src/collect/recording";
 import { createModel, segmentInside } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
 import { segmentsInOrder } from "../../src/tui/screens/segments";
+import { cpuSeconds, reportCpu } from "../support/cpu";
 
 const tmux = Bun.which("tmux");
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
@@ -78,6 +79,8 @@ function monitorPid(): number {
 }
 
 afterAll(() => {
+  // The panes' CPU, counted nowhere else (the server is not this process's child): test/support/cpu.ts.
+  if (cannot === null) reportCpu(`${relative(process.cwd(), Bun.main)} (tmux)`, cpuSeconds(Number(sh("display-message", "-p", "#{pid}").trim())), 0);
   if (cannot === null) sh("kill-server");
   rmSync(WORK, { recursive: true, force: true });
 });
