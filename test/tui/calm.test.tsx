@@ -2,6 +2,8 @@
 // Ink (src/tui/drawn.ts); one that changes a figure on screen is drawn, and a key or a message
 // always is. Counted as the App's commits (React's Profiler), on a document recorded on an H100.
 import { describe, expect, test } from "bun:test";
+import chalk from "chalk";
+import { Box, Text } from "ink";
 import { render } from "ink-testing-library";
 import { Profiler } from "react";
 import type { Document } from "../../src/system/schema";
@@ -83,6 +85,35 @@ describe("calm screens", () => {
       expect(m.commits()).toBe(drawn + 3);
     } finally {
       m.ui.unmount();
+    }
+  });
+
+  // A guard on the rows Ink keeps from the frame before (patches/ink@8.0.0.patch): a row is kept only
+  // where its words, their column, their style and their clip are the same.
+  test("a row kept from the frame before only where nothing of it changed: its style, its column", () => {
+    const level = chalk.level;
+    chalk.level = 1;
+    try {
+      const Rows = ({ inverse, indent }: { inverse: boolean; indent: number }) => (
+        <Box flexDirection="column">
+          <Text>the same words</Text>
+          <Text inverse={inverse}>the selected row</Text>
+          <Box marginLeft={indent}>
+            <Text>moved</Text>
+          </Box>
+        </Box>
+      );
+      const ui = render(<Rows inverse={false} indent={0} />);
+      const plainFrame = ui.lastFrame()!;
+      ui.rerender(<Rows inverse={true} indent={0} />);
+      expect(ui.lastFrame()).toContain("\x1b[7mthe selected row");
+      ui.rerender(<Rows inverse={true} indent={3} />);
+      expect(ui.lastFrame()!.split("\n")[2]).toBe("   moved");
+      ui.rerender(<Rows inverse={false} indent={0} />);
+      expect(ui.lastFrame()).toBe(plainFrame);
+      ui.unmount();
+    } finally {
+      chalk.level = level;
     }
   });
 });
