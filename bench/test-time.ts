@@ -40,7 +40,8 @@ if (rest[0] === "--") {
   writeFileSync(files.load, `started ${started}\nstart busy ${t0.busy} total ${t0.total}\n${samples.join("\n")}\nend busy ${t1.busy} total ${t1.total}\n`);
 }
 
-const text = readFileSync(files.output, "utf8");
+// Kept gzip'd where committed (bench/results/test-time/*/output.txt.gz).
+const text = existsSync(files.output) ? readFileSync(files.output, "utf8") : new TextDecoder().decode(Bun.gunzipSync(readFileSync(`${files.output}.gz`)));
 const num = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
 const clock = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)/.exec(text);
 const wall = clock ? Number(clock[1] ?? 0) * 3600 + Number(clock[2]) * 60 + Number(clock[3]) : NaN;

@@ -4,16 +4,18 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { NATIVE_DIR, ROOT } from "../../src/ffi/build";
+import { KEEP } from "./keep";
 
 let dir = "";
 const built = new Map<string, string>();
 
-/** This module's folder in the run's (test/support/tmp.ts), made again, and what it held built
- *  again, where that was removed: a worker that keeps its modules across files (--no-isolate)
- *  removes the run's folder after each file. */
+/** This module's folder in the run's (test/support/tmp.ts), kept from file to file by a worker
+ *  that keeps its modules (`bun run test`, --no-isolate): tmp.ts leaves names starting with KEEP
+ *  when it empties the folder after each file, so what is built here is built once a worker.
+ *  Made again, and what it held built again, where it is gone. */
 function ownDir(): string {
   if (!dir || !existsSync(dir)) {
-    dir = mkdtempSync(join(tmpdir(), "gpumem-test-"));
+    dir = mkdtempSync(join(tmpdir(), `${KEEP}native-`));
     built.clear();
   }
   return dir;

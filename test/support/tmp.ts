@@ -1,27 +1,35 @@
 // Preloaded by `bun test` (bunfig.toml): the tests' temporary folder, named in TMPDIR. os.tmpdir(),
-// Python's tempfile, tmux (TMUX_TMPDIR) and every process a test starts read it. What a file left
-// in it is said on stderr (GPUMEM_TEST_TMP_REPORT=1: what), so a forgotten folder still shows, and
-// removed when the file ends; the folder itself goes when this process does, however it ends (a
-// process of its own waits for that), so a run leaves nothing in /tmp even where it is killed.
+// Python's tempfile, tmux (TMUX_TMPDIR) and every process a test starts read it, so a run leaves
+// nothing in /tmp even where a test is killed before its own clean-up. What the tests left in it is
+// said on stderr (GPUMEM_TEST_TMP_REPORT=1: what), so a forgotten folder still shows.
 //
-// When the hooks below run: serially (`bun test`), once around the whole run; under `bun run test`
-// (--parallel) around each file. A worker that keeps its modules across files (--no-isolate)
-// evaluates this file once and runs its hooks for every file, and evaluates each test file before
-// that file's hooks: so the folder stays between files, emptied (support modules that keep a
-// folder of their own in it make theirs again).
+// It is removed when the run ends (`bun test`) or the file does (a --parallel worker that runs
+// each file in a fresh global, --isolate). A worker that keeps its modules across files
+// (`bun run test`: --no-isolate) evaluates this file once, runs its hooks for every file, and
+// evaluates each test file before that file's hooks: there the folder stays between files,
+// emptied after each (but for what support modules keep in it, keep.ts), and goes with the worker.
 import { afterAll, beforeAll } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { cpuSeconds, reportCpu } from "./cpu";
+import { KEEP } from "./keep";
 
 // Short: the tests' Unix sockets live under it, and a socket's path has at most 107 bytes.
 const run = mkdtempSync(join(tmpdir(), "gpumem-t-"));
 // As /tmp is: anyone may make an entry, only its owner remove it (tests run programs as other users).
 chmodSync(run, 0o1777);
-// Removes the folder once its stdin closes, i.e. once this process has ended (unref: it does not
-// keep this one alive).
-Bun.spawn(["/bin/sh", "-c", 'cat >/dev/null; rm -rf "$0"', run], { stdin: "pipe", stdout: "ignore", stderr: "ignore" }).unref();
+// How this process runs the files (its command line; Bun's own flags are not in process.argv):
+// serially, `bun test`, the hooks below run once around the whole run; a worker of `--parallel`
+// runs them around each file, and with --isolate evaluates this file afresh for each.
+const args = readFileSync("/proc/self/cmdline", "utf8").split("\0");
+/** A worker that keeps its modules from file to file (`bun run test`: --parallel --no-isolate). */
+const keepsModules = args.includes("--test-worker") && !args.includes("--isolate");
+// Such a worker empties the folder after each file and leaves it: this process removes it once its
+// stdin closes, i.e. once the worker has ended, however it ended. Held here (its stdin would close
+// were it collected) and unref'd (it must not keep the worker alive).
+const reaper = keepsModules ? Bun.spawn(["/bin/sh", "-c", 'cat >/dev/null; rm -rf "$0"', run], { stdin: "pipe", stdout: "ignore", stderr: "ignore" }) : null;
+reaper?.unref();
 
 function enter() {
   if (!existsSync(run)) {
@@ -48,11 +56,12 @@ afterAll(() => {
   reportCpu(relative(process.cwd(), Bun.main), cpuSeconds() - cpu0, (performance.now() - wall0) / 1000);
   let left: string[] = [];
   try {
-    left = readdirSync(run).filter((n) => !n.startsWith("tmux-"));
+    left = readdirSync(run).filter((n) => !n.startsWith("tmux-") && !n.startsWith(KEEP));
   } catch {
     return;
   }
   const names = process.env.GPUMEM_TEST_TMP_REPORT ? `: ${left.join(" ")}` : "";
   if (left.length) process.stderr.write(`bun test: the tests left ${left.length} entries in ${run} (now removed)${names}\n`);
-  for (const name of left) rmSync(join(run, name), { recursive: true, force: true });
+  if (keepsModules) for (const name of left) rmSync(join(run, name), { recursive: true, force: true });
+  else rmSync(run, { recursive: true, force: true });
 });
