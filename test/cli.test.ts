@@ -45,10 +45,20 @@ describe("gpumem-tui --json", () => {
 
   test("SIGINT ends the stream with status 0 after whole lines only", async () => {
     const p = Bun.spawn(["bun", CLI, "--json", "--interval", "50"], { stdout: "pipe", stderr: "pipe" });
-    await Bun.sleep(700);
+    // Once the stream runs (a whole first document is out; a fixed 700 ms could pass before a
+    // loaded machine had started bun), SIGINT in its middle.
+    const reader = p.stdout.getReader();
+    const text = new TextDecoder();
+    let out = "";
+    while (!out.includes("\n")) {
+      const r = await reader.read();
+      if (r.done) break;
+      out += text.decode(r.value, { stream: true });
+    }
     p.kill("SIGINT");
     expect(await p.exited).toBe(0);
-    const out = await new Response(p.stdout).text();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) out += text.decode(r.value, { stream: true });
+    expect(out).toContain("\n");
     expect(out.endsWith("\n")).toBe(true);
     for (const line of out.trim().split("\n")) DocumentSchema.parse(JSON.parse(line));
   });

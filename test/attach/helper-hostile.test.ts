@@ -210,8 +210,9 @@ describe("a helper that runs past its limit is killed, said in one line, and its
     }, 10);
     const t0 = performance.now();
     const stalled = runHelper(["inject", String(pid), "/dev/stdin", "--test-stall-ms", "10000"], "import os; os._exit(3)\n", 1000);
-    // While it stalls, the target is held: every thread stopped by the helper.
-    await Bun.sleep(500);
+    // While it stalls, the target is held: every thread stopped by the helper (polled within the
+    // helper's 1 s: it was 500 ms of sleep, which a loaded machine can spend starting the helper).
+    for (let i = 0; i < 45 && !running(pid).states.every((s) => s === "t"); i++) await Bun.sleep(20);
     expect(running(pid).states.every((s) => s === "t")).toBe(true);
     const r = await stalled;
     const ms = performance.now() - t0;

@@ -54,8 +54,12 @@ describe("--demo without the screens: the demo's recorded machine as the documen
     const demo = new DemoSampler({ speed: 50 });
     const server = startServer(demo, { port: 0, hostname: "127.0.0.1", minIntervalMs: 0 });
     try {
-      await Bun.sleep(500);
-      const page = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+      // Polled until the demo's process is on the page (it was 500 ms of sleep, short on a loaded machine).
+      let page = "";
+      for (let i = 0; i < 200 && !/gpumem_pytorch_allocated_bytes\{/.test(page); i++) {
+        if (i) await Bun.sleep(50);
+        page = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+      }
       expect(page).toContain(`DCGM_FI_DEV_FB_USED{gpu="0",UUID="${track.samples[0]!.devices[0]!.uuid}"`);
       expect(page).toMatch(/gpumem_pytorch_allocated_bytes\{[^}]*pid="\d+"[^}]*\} \d+\n/);
       expect(page).toContain(`gpumem_nvml_up{hostname="${track.header.host}"} 1\n`);

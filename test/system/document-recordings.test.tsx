@@ -23,6 +23,7 @@ import { DocumentSchema, type Document } from "../../src/system/schema";
 import { App } from "../../src/tui/app";
 import { noDriverTest } from "../support/gpu";
 import { Controller } from "../../src/tui/controller";
+import { settle } from "../support/settle";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
 const OUT = join(FIX, "documents");
@@ -136,7 +137,7 @@ describe("the demo's recorded machine on the Overview", () => {
       const ui = render(<App ctl={ctl} ascii={false} size={SIZE} />);
       try {
         ui.stdin.write("1");
-        await new Promise((r) => setTimeout(r, 30));
+        await settle();
         frames.push(plain(ui.lastFrame()!));
       } finally {
         ui.unmount();

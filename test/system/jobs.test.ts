@@ -1,7 +1,7 @@
 // Multi-rank jobs on one host: ranks grouped under their launcher, on documents built from the
 // training runs recorded on an H100 (each rank a recorded ring, its manifest given a rank).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commonCommand, groupJobs, jobNotes, rankList, type JobMember } from "../../src/system/jobs";
@@ -281,7 +281,8 @@ describe("on this machine", () => {
       expect(doc.jobs[0]!.allocated_bytes).toBe(2 * 3072); // the producer's 11 events leave 3072 bytes live in each
       // Rank 1 exits: /proc forgets it, the monitor does not; it stays in its job, said exited.
       process.kill(pids[1]!);
-      await Bun.sleep(200);
+      // Gone once its shell has reaped it (was 200 ms of sleep, short on a loaded machine).
+      for (let i = 0; i < 500 && existsSync(`/proc/${pids[1]}`); i++) await Bun.sleep(20);
       const after = DocumentSchema.parse(machine.sample());
       expect(after.jobs).toHaveLength(1);
       expect(after.jobs[0]!.ranks.map((r) => [r.rank, r.exited])).toEqual([[0, false], [1, true]]);
