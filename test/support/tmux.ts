@@ -85,8 +85,9 @@ export function terminal(name: string, line: string, cols = 120, rows = 40) {
     },
     /** The screen once it shows `what` (text, a pattern, or a test of the whole screen). Polled
      *  every 100 ms, so the limit costs nothing where the screen comes: it is the headroom of a
-     *  loaded machine (the suite runs its files in parallel on two cores). */
-    async until(what: string | RegExp | ((screen: string) => boolean), timeoutMs = 30_000): Promise<string> {
+     *  loaded machine (the suite runs its files in parallel on two cores), kept under the tests'
+     *  30 s (package.json's test script) so that a screen that never comes is shown. */
+    async until(what: string | RegExp | ((screen: string) => boolean), timeoutMs = 20_000): Promise<string> {
       const t0 = Date.now();
       for (;;) {
         const text = pane();
