@@ -45,8 +45,11 @@ function reservedUnallocated(m: ProfilerModel, d: DeviceState): Profile["reserve
 
 /** The profile of `device` (default: the first with events), or null before any event: the
  *  document's `profile` (its type is the schema's, src/system/schema.ts). `found`: the model's
- *  findings where the caller has them already (every device's; computed here otherwise). */
-export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number; found?: readonly Finding[] } = {}): Profile | null {
+ *  findings where the caller has them already (every device's; computed here otherwise).
+ *  `peakGroups: false`: the peak step's live groups are left out (null), for a document no one reads
+ *  them from (the screens': the Process and Tensors screens ask the model themselves); grouping them
+ *  is most of a profile's time, each tick, for each process. */
+export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number; found?: readonly Finding[]; peakGroups?: boolean } = {}): Profile | null {
   const d = pickDevice(m, opts.device) ?? pickDevice(m);
   if (!d) return null;
   const dev = d.device;
@@ -105,7 +108,7 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
         share_of_step_peak: r.share_of_step_peak,
       })),
     },
-    peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase, alive_at_peak: aliveAtPeak(m, dev, peak.step) },
+    peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase, alive_at_peak: opts.peakGroups === false ? null : aliveAtPeak(m, dev, peak.step) },
     reserved_unallocated: reservedUnallocated(m, d),
     categories: cats.map((c) => ({ category: c.category, bytes: c.bytes, blocks: c.blocks })),
     lines: liveLines(m, d),

@@ -1,0 +1,37 @@
+// The model's queries only for what is on screen: the screens' session (liveModels as the monitor
+// and `run` make it) leaves the peak step's live groups out of its document, which no screen reads
+// from there, and keeps every figure the screens draw from it; the headless session (`--json`,
+// `run --json`, serve) keeps them. A training run recorded on an H100 (normal.ring) as a live
+// process's ring.
+import { afterAll, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Machine } from "../../src/collect/machine";
+import { Session } from "../../src/collect/session";
+import { liveModels } from "../../src/commands/live-models";
+import { plantAgent } from "../support/planted-agent";
+
+const sleeper = Bun.spawn(["sleep", "60"]);
+afterAll(() => sleeper.kill());
+
+function profileOf(screens: boolean) {
+  const dir = join(mkdtempSync(join(tmpdir(), "gpumem-screens-profile-")), "agents");
+  mkdirSync(dir, { mode: 0o700 });
+  plantAgent(dir, sleeper.pid, {}, "normal");
+  const session = new Session(new Machine({ agentDir: dir }), liveModels(screens ? { keepTrace: true, peakGroups: false } : { keepTrace: false }));
+  const doc = session.tick();
+  session.close();
+  return doc.processes.find((p) => p.agent_pid === sleeper.pid)!.pytorch!.profile!;
+}
+
+test("the screens' document leaves the peak step's live groups out and keeps what the screens draw", () => {
+  const headless = profileOf(false);
+  const screens = profileOf(true);
+  expect(headless.peak_step!.alive_at_peak!.groups.length).toBeGreaterThan(0);
+  expect(screens.peak_step!.alive_at_peak).toBeNull();
+  const { peak_step: a, ...restHeadless } = headless;
+  const { peak_step: b, ...restScreens } = screens;
+  expect(restScreens).toEqual(restHeadless);
+  expect({ ...b, alive_at_peak: null }).toEqual({ ...a!, alive_at_peak: null });
+});
