@@ -110,7 +110,7 @@ const OPTIONS = {
   version: { value: false, short: "v", default: false },
 } as const;
 
-type Values = { -readonly [K in keyof typeof OPTIONS]: (typeof OPTIONS)[K] extends { value: true } ? string | undefined : boolean };
+type Values = { -readonly [K in keyof typeof OPTIONS]: (typeof OPTIONS)[K] extends { value: true; default: string } ? string : (typeof OPTIONS)[K] extends { value: true } ? string | undefined : boolean };
 
 /**
  * The words as node:util's parseArgs reads them, strictly (what this replaced: loading node:util
