@@ -1,7 +1,9 @@
 // Preloaded by `bun test` (bunfig.toml): the tests' temporary folder, named in TMPDIR. os.tmpdir(),
-// Python's tempfile, tmux (TMUX_TMPDIR) and every process a test starts read it, so a run leaves
-// nothing in /tmp even where a test is killed before its own clean-up. What the tests left in it is
-// said on stderr (GPUMEM_TEST_TMP_REPORT=1: what), so a forgotten folder still shows.
+// tmux (TMUX_TMPDIR) and every process a test starts with `env: process.env` (or a copy) read it,
+// so a run leaves nothing in /tmp even where a test is killed before its own clean-up. (A process
+// started without `env` gets the environment Bun started with: Bun 1.4.4 does not pass on what is
+// set in process.env since.) What the tests left in it is said on stderr
+// (GPUMEM_TEST_TMP_REPORT=1: what), so a forgotten folder still shows.
 //
 // It is removed when the run ends (`bun test`) or the file does (a --parallel worker that runs
 // each file in a fresh global, --isolate). A worker that keeps its modules across files
