@@ -9,9 +9,9 @@
 #             Bun's floors and NVML's from C, the earlier tree's bundle: interleaved, a process holding 3 GiB
 #             (bench/start-floor.ts); where the time goes, from the sources (bench/startup.ts, 3 runs).
 #  2. idle:   the screens (the bundle, 200x60 in tmux, Overview, 1 s interval) of both trees over the same
-#             30 s, one GPU and no process on it (bench/monitor-cost.ts): CPU % of a core, largest RSS.
+#             25 s, one GPU and no process on it (bench/monitor-cost.ts): CPU % of a core, largest RSS.
 #  3. busy:   a transformers GPT-2 of hf_train's size (6x512, batch 16x256) under this tree's `run --json`;
-#             beside it, following the same agent over the same 25 s: the screens of each tree on Overview,
+#             beside it, following the same agent over the same 20 s: the screens of each tree on Overview,
 #             Process and Tensors, `--json` of each tree (the session `run --json` runs), and that
 #             `run --json` itself.
 # Everything lands in OUT_DIR (JSON, markdown, the panes as they were); a summary on stdout.
@@ -62,7 +62,7 @@ mon() { # label tree [env]: the screens of that tree's bundle
 if [[ " $parts " == *" idle "* ]]; then
 idle=("$(mon screens-now "$root" "")")
 [ -n "$base" ] && idle+=("$(mon screens-base "$base" "")")
-step idle 70 bun bench/monitor-cost.ts "$out/idle.json" 30 3 "${idle[@]}"
+step idle 60 bun bench/monitor-cost.ts "$out/idle.json" 25 3 "${idle[@]}"
 bun -e "for (const r of require('$out/idle.json').runs) console.log('idle', r.label, r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB')"
 fi
 
@@ -70,7 +70,7 @@ fi
 [[ " $parts " == *" busy "* ]] || exit 0
 dir=$(mktemp -d /tmp/cost-agents-XXXXXX)
 chmod 700 "$dir"
-train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-45}")
+train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-40}")
 # Bounded by timeout, whose child is the monitor measured (never a pipe held open by a watchdog).
 GPUMEM_TUI_DIR=$dir timeout -k 5 170 bun dist/cli.js run --json --interval 1000 --output /tmp/cost-run-now.ndjson -- "${train[@]}" > "$out/train.log" 2>&1 &
 tpid=$!
@@ -87,7 +87,7 @@ done
 busy+=("json-now=env GPUMEM_TUI_DIR=$dir bun $root/dist/cli.js --json --interval 1000 > /dev/null")
 [ -n "$base" ] && busy+=("json-base=env GPUMEM_TUI_DIR=$dir bun $base/dist/cli.js --json --interval 1000 > /dev/null")
 busy+=("run-json-now=pid:$rpid")
-step busy 60 bun bench/monitor-cost.ts "$out/busy.json" 25 5 "${busy[@]}"
+step busy 50 bun bench/monitor-cost.ts "$out/busy.json" 20 5 "${busy[@]}"
 bun -e "for (const r of require('$out/busy.json').runs) console.log('busy', r.label, r.key ?? '', r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB', r.error ?? '')"
 grep 'steps/s' "$out/train.log" | tail -2
 for _ in $(seq 1 60); do kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
