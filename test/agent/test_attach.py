@@ -145,7 +145,10 @@ class Program:
         """Write a token as the monitor does; the program's bootstrap thread answers: the manifest
         where it attached, else the refusal in `<token>.error`."""
         self.n += 1
-        t = token(self.tokens, "attach-%d.json" % self.n, text=json.dumps(options or {}).encode())
+        # Written whole under another name, then renamed: the target's thread polls the folder (the
+        # monitor instead hands the bootstrap a token's path once written), and must never read it half made.
+        t = os.path.join(self.tokens, "attach-%d.json" % self.n)
+        os.rename(token(self.tokens, ".writing-%d" % self.n, text=json.dumps(options or {}).encode()), t)
         manifest = self.line("attached").split()[1]
         if manifest != "None":
             with open(manifest) as f:
