@@ -148,9 +148,9 @@ describe("the true cause, not a capability the container lacks", () => {
 
   test.skipIf(!unshareOk || !root)("root's process in another pid namespace only (unshare -p -f): refused at once, not 'no safe point' after the wait", async () => {
     const t = await startSleeper(["unshare", "-p", "-f", "python3"]);
+    // unshare forks: the program is its child, pid 1 in its namespace and another pid here.
+    const child = Number(readFileSync(`/proc/${t.pid}/task/${t.pid}/children`, "utf8").trim().split(/\s+/)[0]);
     try {
-      // unshare forks: the program is its child, pid 1 in its namespace and another pid here.
-      const child = Number(readFileSync(`/proc/${t.pid}/task/${t.pid}/children`, "utf8").trim().split(/\s+/)[0]);
       const started = Date.now();
       const r = cli(["attach", String(child), "--no-monitor", "--timeout", "10"], testEnv());
       expect(r).toEqual({
@@ -159,6 +159,12 @@ describe("the true cause, not a capability the container lacks", () => {
       });
       expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
+      // Killing unshare leaves its child sleeping on (no --kill-child): the child is killed by its pid.
+      try {
+        process.kill(child, "SIGKILL");
+      } catch {
+        // gone already
+      }
       await t.end();
     }
   }, 30_000);
