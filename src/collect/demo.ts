@@ -12,7 +12,7 @@ import type { Document, Pytorch } from "../system/schema";
 import type { Manifest } from "../system/manifest";
 import type { ProcessModel } from "./live";
 import { startReplay, type ReplayHandle } from "./playback";
-import { openRingRecording } from "./recording";
+import { openRingRecording, type Recording } from "./recording";
 import { HISTORY, type DeviceHistory } from "./session";
 import { recordFields } from "../system/manifest";
 import type { ReplayClock } from "../profiler";
@@ -55,32 +55,69 @@ export function replayedPytorch(model: ProfilerModel, manifest: Manifest | null)
   return pytorchBlock(figures, manifest, null, null);
 }
 
+/** The replayed PyTorch figures at a track sample's moment, by the sample's index. */
+export type FiguresAt = (index: number) => Pytorch | null;
+
 /**
  * The replayed PyTorch figures at each NVML sample's recorded moment (the records before it fed,
- * as the replay feeds them), null before the first record: one pass over the recording at the
- * start (the demo's takes some 40 ms). A document pairs a sample with these, never with the
- * replay's latest figures: NVML samples a second apart, and the allocator reserving 17 GiB within
- * one of them read as less memory on the GPU than PyTorch had reserved there.
+ * as the replay feeds them), null before the first record. A document pairs a sample with these,
+ * never with the replay's latest figures: NVML samples a second apart, and the allocator reserving
+ * 17 GiB within one of them read as less memory on the GPU than PyTorch had reserved there.
  * `profiles`: each with the model's profile at that moment too (the documents of `--json --demo`;
  * the screens draw the live replay's).
+ *
+ * Computed as they are asked for, not before: the recording is opened at the first question and fed
+ * only up to the sample asked (each kept, so a replay that starts over asks again for nothing), then
+ * closed once the last sample has its figures. A demo's first frame waits for none of it (it was a
+ * whole pass over the recording at the start, a third of `--demo`'s start), and a demo watched for a
+ * few seconds feeds a few seconds of it. `onError`: told once, in words, where the recording cannot
+ * be read again; the samples from there on have no PyTorch figures (NVML's stay).
  */
+export function figuresAsked(ring: string, track: NvmlTrack, opts: { profiles?: boolean; onError?: (message: string) => void } = {}): FiguresAt {
+  const known: (Pytorch | null)[] = [];
+  let reading: { rec: Recording; model: ProfilerModel; from: FeedSource } | null = null;
+  let failed = false;
+  const close = () => {
+    reading?.rec.close();
+    reading = null;
+  };
+  return (index) => {
+    if (index < known.length || failed) return known[index] ?? null;
+    try {
+      if (!reading) {
+        const rec = openRingRecording(ring);
+        const model = createModel();
+        model.setRanges(rec.ranges);
+        model.setRecordFields(recordFields(rec.manifest));
+        model.setHeader(rec.source.header(), { totals: false });
+        reading = { rec, model, from: new FeedSource(rec.source) };
+      }
+      const { rec, model, from } = reading;
+      while (known.length <= index && known.length < track.samples.length) {
+        feed(model, from, { time_us: track.samples[known.length]!.t_us });
+        const pytorch = model.devices.length > 0 ? replayedPytorch(model, rec.manifest) : null;
+        // A document's profile (its step, findings, categories) at the same moment as its figures.
+        known.push(pytorch && opts.profiles ? { ...pytorch, profile: processProfile(model, { device: pytorch.device }) } : pytorch);
+      }
+    } catch (e) {
+      failed = true;
+      close();
+      opts.onError?.(`the recording's figures at its NVML samples could not be read: ${(e as Error).message}`);
+    }
+    if (known.length >= track.samples.length) close();
+    return known[index] ?? null;
+  };
+}
+
+/** figuresAsked's figures at every sample at once: the recording played through its track. */
 export function figuresAtSamples(ring: string, track: NvmlTrack, opts: { profiles?: boolean } = {}): (Pytorch | null)[] {
-  const rec = openRingRecording(ring);
-  try {
-    const model = createModel();
-    model.setRanges(rec.ranges);
-    model.setRecordFields(recordFields(rec.manifest));
-    model.setHeader(rec.source.header(), { totals: false });
-    const from = new FeedSource(rec.source);
-    return track.samples.map((s) => {
-      feed(model, from, { time_us: s.t_us });
-      const pytorch = model.devices.length > 0 ? replayedPytorch(model, rec.manifest) : null;
-      // A document's profile (its step, findings, categories) at the same moment as its figures.
-      return pytorch && opts.profiles ? { ...pytorch, profile: processProfile(model, { device: pytorch.device }) } : pytorch;
-    });
-  } finally {
-    rec.close();
-  }
+  const at = figuresAsked(ring, track, {
+    ...opts,
+    onError: (m) => {
+      throw new Error(m);
+    },
+  });
+  return track.samples.map((_, i) => at(i));
 }
 
 /** The replay's recorded moment: its model's latest event (null before the first). */
@@ -107,9 +144,12 @@ export class RecordedMachine {
   constructor(
     readonly track: NvmlTrack,
     private readonly pm: ProcessModel,
-    /** figuresAtSamples of the recording: one per track sample. */
-    private readonly figures: readonly (Pytorch | null)[],
-  ) {}
+    /** The recording's figures at each track sample (figuresAsked, or figuresAtSamples' list). */
+    figures: FiguresAt | readonly (Pytorch | null)[],
+  ) {
+    this.figures = typeof figures === "function" ? figures : (i) => figures[i] ?? null;
+  }
+  private readonly figures: FiguresAt;
 
   tick(): Document {
     const t = replayTime(this.pm.model);
@@ -133,7 +173,7 @@ export class RecordedMachine {
       }
     }
     this.index = index;
-    const pytorch = t === null ? null : (this.figures[index] ?? null);
+    const pytorch = t === null ? null : this.figures(index);
     this.doc = trackDocument(this.track, index, pytorch);
     // The NVML figure of the recorded process, given to its replay as a live agent's is given its
     // own (collect/live.ts): the Process screen's NVML and non-PyTorch are the Overview row's.
@@ -169,5 +209,7 @@ export function startDemo(ring: string, opts: { speed: number; onUpdate: () => v
   }
   const handle = startReplay(rec, { speed: opts.speed, onUpdate: opts.onUpdate, loop: () => openRingRecording(ring), maxIdleMs: 2000, clock: opts.clock });
   handle.pm.title = `recording of ${rec.manifest?.cmdline.join(" ") ?? rec.path}`;
-  return { handle, machine: track ? new RecordedMachine(track, handle.pm, figuresAtSamples(ring, track, { profiles: opts.profiles })) : null, gpu: track ? shortGpu(track.samples[0]?.devices[0]?.name) : null };
+  // Told on the Process screen with the manifest's notes, where the figures' second read fails.
+  const onError = (m: string) => (handle.pm.notes = { ...handle.pm.notes, demo: m });
+  return { handle, machine: track ? new RecordedMachine(track, handle.pm, figuresAsked(ring, track, { profiles: opts.profiles, onError })) : null, gpu: track ? shortGpu(track.samples[0]?.devices[0]?.name) : null };
 }
