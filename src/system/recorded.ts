@@ -11,6 +11,7 @@
 import { z } from "zod";
 import { DeviceSchema, ProcessSchema, type Document, type Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
+import { gpuLedger } from "./ledger-rows";
 
 export const TRACK_FORMAT = "gpumem-tui nvml track";
 
@@ -128,7 +129,8 @@ export function trackDocument(track: NvmlTrack, index: number, pytorch: Pytorch 
     nvml_version: h.nvml_version,
     cuda_driver_version: h.cuda_driver_version,
     reason: null,
-    devices: s.devices.map((d) => ({ ...d, recorded: true })),
+    // Each GPU's ledger from the recorded figures (the track's own processes only: no split by user).
+    devices: s.devices.map((d) => ({ ...d, recorded: true, ledger: gpuLedger(d, s.processes.filter((p) => p.device === d.index && p.nvml_visible), null) })),
     processes: s.processes.map((p) => {
       // The recorded process opens the replay (Enter), which is named by its agent's pid.
       const own = p.agent_pid === h.pid || p.pid === h.pid;

@@ -10,6 +10,7 @@ import { rowAlert } from "./controller";
 import { barPlace, F_BAR_WIDTH, FunctionBar } from "./footer";
 import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
 import { overviewProcesses } from "./screens/overview";
+import { gpuStatusWords } from "./screens/gpu-findings";
 import { pastMark } from "./moment";
 import { snapshotHeader } from "./snapshot-header";
 import { newUiState, type UiState } from "./ui-state";
@@ -119,10 +120,12 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   // On the Overview, the selected row's finding, where it has one (what its mark stands for).
   const selectedRow = ui.screen === screenIndex("overview") ? overviewProcesses(ctl.state.doc, ui.procSort, ui.filter, ui.procReverse)[ui.selected[ui.screen]!] : undefined;
   const alert = selectedRow ? rowAlert(ctl.state, selectedRow) : null;
-  const alertTitle = alert ? `! ${alert.severity}: ${alert.title}` : "";
-  const alertText = alertTitle && textWidth(`${alertTitle}  Enter: its process`) <= columns - 1 ? `${alertTitle}  Enter: its process` : alertTitle;
+  // Else its GPU's finding (memory held by a gone pid: gpu-findings.ts), said the same way.
+  const gpuWords = ui.screen === screenIndex("overview") && !alert ? gpuStatusWords(ctl.state.doc, selectedRow?.device ?? null) : "";
+  const alertTitle = alert ? `! ${alert.severity}: ${alert.title}` : gpuWords;
+  const alertText = alert && textWidth(`${alertTitle}  Enter: its process`) <= columns - 1 ? `${alertTitle}  Enter: its process` : alertTitle;
   const searchText = ui.search ? `search: ${ui.search.text}▏${ui.search.found ? "" : " (no row holds it)"}  (F3 next, Enter or Esc ends)` : "";
-  const alertShown = !ui.typing && !searchText && !message && !pastMark(ui, SCREENS[ui.screen]!.id) && alert !== null;
+  const alertShown = !ui.typing && !searchText && !message && !pastMark(ui, SCREENS[ui.screen]!.id) && (alert !== null || gpuWords !== "");
   const said = ui.typing ? `filter: ${ui.filter}▏ (Enter keeps, Esc clears)` : searchText || message || pastMark(ui, SCREENS[ui.screen]!.id) || alertText;
   const mark = ctl.paused ? "PAUSED " : "";
   // Nothing said: htop's function keys and the interval where the width holds them, else the keys in words.
@@ -242,7 +245,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
       ) : (
       <Text>
         {place === "first" ? <><FunctionBar /> </> : null}
-        <Text inverse={!!message || ctl.paused} color={alertShown ? color(alert!.severity === "error" ? "red" : "yellow") : undefined}>
+        <Text inverse={!!message || ctl.paused} color={alertShown ? color(alert?.severity === "error" ? "red" : "yellow") : undefined}>
           {mark ? <Text bold color={color("yellow")}>{mark}</Text> : null}
           {pad(status.slice(mark.length), textRoom - mark.length)}
         </Text>

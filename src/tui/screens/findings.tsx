@@ -6,6 +6,7 @@ import { distinctFindings, findings, type FindingGroup } from "../../profiler";
 import { color, formatBytes, pad, textWidth, wrap } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
 import { whose } from "../snapshot-header";
+import { gpuFindingWords } from "./gpu-findings";
 
 const SEVERITY_COLOR = { error: "red", warning: "yellow", info: "white" } as const;
 
@@ -68,14 +69,35 @@ export function findingAt(fs: FindingGroup[], width: number, height: number, sel
   return lines[first + line - 1]?.finding ?? null;
 }
 
-/** `found`: the process's findings of the store's state (absent: computed here). */
-export function FindingsScreen({ pm, found, width, height, selected, open }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; selected: number; open: number | null }) {
-  if (!pm) return <Text dimColor>No PyTorch process with the agent selected (Overview: ↑ ↓, Enter).</Text>;
+/** The GPUs' findings' lines shown: each wrapped, at most half the screen (the process's keep the rest). */
+function gpuShown(gpu: string[], width: number, height: number): string[] {
+  const lines = gpu.flatMap((w) => wrap(`WARNING  ${w}`, width - 1).map((l, i) => (i ? `    ${l}` : l)));
+  return lines.slice(0, Math.max(0, Math.floor((height - 2) / 2)));
+}
+
+/** The GPUs' findings (gpu-findings.ts: memory held by a gone pid), wrapped, above the process's. */
+function GpuLines({ lines }: { lines: string[] }) {
+  return (
+    <>
+      {lines.map((l, i) => (
+        <Text key={`gpu-${i}`} bold={l.startsWith("WARNING")} color={color("yellow")}>{l}</Text>
+      ))}
+    </>
+  );
+}
+
+/** `found`: the process's findings of the store's state (absent: computed here); `gpu`: the GPUs'
+ *  findings in words (they belong to no process: shown whichever is selected, or none). */
+export function FindingsScreen({ pm, found, gpu = [], width, height, selected, open }: { pm: ProcessModel | undefined; found?: FindingGroup[]; gpu?: string[]; width: number; height: number; selected: number; open: number | null }) {
+  const shownGpu = gpuShown(gpu, width, height);
+  height -= shownGpu.length;
+  if (!pm) return <Box flexDirection="column"><GpuLines lines={shownGpu} /><Text dimColor>No PyTorch process with the agent selected (Overview: ↑ ↓, Enter).</Text></Box>;
   const fs = found ?? processFindings(pm);
-  if (fs.length === 0) return <Text dimColor>{whose(pm)}: nothing wrong found.</Text>;
+  if (fs.length === 0) return <Box flexDirection="column"><GpuLines lines={shownGpu} /><Text dimColor>{whose(pm)}: nothing wrong found.</Text></Box>;
   const { lines, first } = findingsLayout(fs, width, height, selected, open);
   return (
     <Box flexDirection="column">
+      <GpuLines lines={shownGpu} />
       <Text dimColor>{pad(findingsHead(`${whose(pm)}: ${fs.length} finding${fs.length === 1 ? "" : "s"}`, open === null, width - 1), width - 1)}</Text>
       {lines.slice(first, first + height - 1).map((l, i) => {
         const f = l.finding === null ? null : fs[l.finding]!;
@@ -98,10 +120,14 @@ export const findingsScreen = {
   id: "findings",
   key: "6",
   title: "Findings",
-  component: (p) => <FindingsScreen pm={p.pm} found={foundOf(p)} width={p.width} height={p.height} selected={p.selected} open={p.ui.openFinding} />,
+  component: (p) => <FindingsScreen pm={p.pm} found={foundOf(p)} gpu={gpuFindingWords(p.state.doc)} width={p.width} height={p.height} selected={p.selected} open={p.ui.openFinding} />,
   rows: (p) => foundOf(p).length,
   rowTexts: (p) => foundOf(p).map((f) => `${f.severity} ${f.title} ${f.evidence}`),
-  rowAt: (p, line) => findingAt(foundOf(p), p.width, p.height, p.selected, p.ui.openFinding, line),
+  rowAt: (p, line) => {
+    // Below the GPUs' lines, the process's list as findingAt reads it.
+    const g = gpuShown(gpuFindingWords(p.state.doc), p.width, p.height).length;
+    return findingAt(foundOf(p), p.width, p.height - g, p.selected, p.ui.openFinding, line - g);
+  },
   onSelect: (ui) => void (ui.openFinding = null),
   onClickSelected: (ui, row) => ((ui.openFinding = ui.openFinding === row ? null : row), true),
   onKey: (ui, key, ctx) => {

@@ -10,6 +10,7 @@ import { cycle, isChar, isKey, type ScreenSpec } from "../screen-spec";
 import type { UiState } from "../ui-state";
 import { moreSevere, rowAlert } from "../controller";
 import type { FindingGroup } from "../../profiler";
+import { gpuLedgerLine } from "./gpu-ledger-line";
 import { headerParts, jobCells, PROCESS_SORTS, processCells, sortAtColumn, sortProcesses, tableColumns, visibleSorts, type ProcessSort } from "./process-table";
 
 export { PROCESS_SORTS, type ProcessSort } from "./process-table";
@@ -95,7 +96,7 @@ function gpuName(d: Device, width: number): string {
   return /\d$/.test(kept) ? `${kept} …` : `${kept}…`;
 }
 
-function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHistory | undefined; width: number; chartRows: number; ascii: boolean }) {
+function DevicePanel({ d, h, width, chartRows, ascii, ledger }: { d: Device; h: DeviceHistory | undefined; width: number; chartRows: number; ascii: boolean; ledger: boolean }) {
   const total = d.memory_total_bytes ?? 0;
   const used = d.memory_used_bytes ?? 0;
   // The name gets up to 14 more columns where the terminal is wider than 110 (a "[recorded] " mark).
@@ -126,6 +127,7 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
       <Text dimColor>
         {cutWords(`      ${orNa(d.temperature_celsius, "°C")}  ${power}  SM ${orNa(d.sm_clock_mhz)}/${orNa(d.sm_clock_max_mhz)} MHz  MEM ${orNa(d.memory_clock_mhz)} MHz  PCIe rx ${rate(d.pcie_rx_bytes_per_second)} tx ${rate(d.pcie_tx_bytes_per_second)}  fan ${pct(d.fan_speed_percent)}  ${d.performance_state === null ? "" : `P${d.performance_state}`}`.trimEnd(), width - 1)}
       </Text>
+      {ledger ? <LedgerLine d={d} width={width} /> : null}
       {chartRows > 0 && h ? (
         <Box>
           <Box flexDirection="column" marginRight={1}>
@@ -146,6 +148,13 @@ function DevicePanel({ d, h, width, chartRows, ascii }: { d: Device; h: DeviceHi
       ) : null}
     </Box>
   );
+}
+
+/** The GPU's memory, what it is made of (gpu-ledger-line.ts): yellow where a gone pid holds some. */
+function LedgerLine({ d, width }: { d: Device; width: number }) {
+  const l = gpuLedgerLine(d, width - 1);
+  if (!l) return null;
+  return l.gone ? <Text color={color("yellow")}>{l.text}</Text> : <Text dimColor>{l.text}</Text>;
 }
 
 /** How long ago the chart's left edge lies (ms): its samples' span, or, while they fill only its
@@ -169,22 +178,27 @@ export function overviewLayout(doc: Document, history: Map<number, DeviceHistory
   // at least three rows tall or none.
   const cols = columnsFor(doc, width);
   const panels = devices.length * 2;
-  const room = height - panels - 1;
   let rows = overviewRows(doc, sort, filter, width, reverse);
+  // Each GPU's ledger line (what its memory is made of) where the table keeps its rows beside
+  // those lines, up to ten of them (a job's notes uncut): four GPUs on 24 lines with a job show
+  // none (the status line still says a gone pid's memory: gpu-findings.ts).
+  const ledgered = devices.filter((d) => d.ledger).length;
+  const ledger = ledgered > 0 && height - panels - 1 - ledgered >= Math.max(3, Math.min(rows.length, 10));
+  const room = height - panels - (ledger ? ledgered : 0) - 1;
   if (rows.length > room) rows = overviewRows(doc, sort, filter, width, reverse, true);
   const charted = devices.filter((d) => history.has(d.index)).length;
   const spare = room - Math.max(3, rows.length);
   const perDevice = charted ? Math.floor(spare / charted) - 2 : 0;
   // Free rows go to the charts, up to half the screen (the table keeps room for processes to come).
   const chartRows = perDevice >= 3 ? Math.min(Math.max(MAX_CHART_ROWS, Math.floor(height / 2)), perDevice) : 0;
-  const deviceLines = devices.reduce((n, d) => n + 2 + (chartRows && history.has(d.index) ? chartRows + 2 : 0), 0);
+  const deviceLines = devices.reduce((n, d) => n + 2 + (ledger && d.ledger ? 1 : 0) + (chartRows && history.has(d.index) ? chartRows + 2 : 0), 0);
   const tableRows = Math.max(3, height - deviceLines - 1);
   // The selection counts processes only; the window scrolls over every row.
   const procRows = rows.flatMap((r, i) => (r.kind === "process" ? [i] : []));
   const selRow = procRows[selected] ?? -1;
   const target = selRow >= 0 ? selRow : selected >= procRows.length ? rows.length : 0;
   const first = Math.max(0, Math.min(target - tableRows + 1, rows.length - tableRows));
-  return { chartRows, cols, rows, procRows, selRow, first, tableRows, headerLine: devices.length === 0 ? 1 : deviceLines };
+  return { chartRows, ledger, cols, rows, procRows, selRow, first, tableRows, headerLine: devices.length === 0 ? 1 : deviceLines };
 }
 
 /** The tallest a GPU chart grows on a tall terminal. */
@@ -223,7 +237,7 @@ export function Overview(props: {
   const { doc, width, height } = props;
   if (!doc) return <Text>{props.sampling || !props.replay ? "sampling…" : `${props.replay}: this mode samples no GPUs; ${props.replayHint} show it.`}</Text>;
   const devices = doc.devices;
-  const { chartRows, cols, rows, selRow, first, tableRows } = overviewLayout(doc, props.history, width, height, props.selected, props.sort, props.reverse, props.filter);
+  const { chartRows, ledger, cols, rows, selRow, first, tableRows } = overviewLayout(doc, props.history, width, height, props.selected, props.sort, props.reverse, props.filter);
   const title = `COMMAND  (sort: ${props.sort}${props.reverse ? ", reversed" : ""}${props.filter ? `, filter: ${props.filter}` : ""})`;
   const users = new Map<Job, Set<string>>();
   for (const r of rows) if (r.kind === "process" && r.job && r.p.user) (users.get(r.job) ?? users.set(r.job, new Set()).get(r.job)!).add(r.p.user);
@@ -239,7 +253,7 @@ export function Overview(props: {
           {props.replay ? `${props.replay} plays on ${props.replayAt}.` : "Press D for a replay of a real training run recorded on an H100."}
         </Text>
       ) : (
-        devices.map((d) => <DevicePanel key={d.index} d={d} h={props.history.get(d.index)} width={width} chartRows={chartRows} ascii={props.ascii} />)
+        devices.map((d) => <DevicePanel key={d.index} d={d} h={props.history.get(d.index)} width={width} chartRows={chartRows} ascii={props.ascii} ledger={ledger} />)
       )}
       <Text bold wrap="truncate-end">
         {headerParts(cols, title, props.sort, props.reverse, props.ascii).map((p, i) =>
