@@ -93,6 +93,13 @@ export class LedgerTrack {
   sample(time_us: number, nvmlUsed: number, reserved: number, step: number, where: string): void {
     this.samples++;
     const outside = nvmlUsed - reserved;
+    // NVML's used holds torch's reserved and the context: below reserved, the two figures are not of
+    // one moment (NVML read before the segments torch already counts were made: a recorded track's
+    // sample a second old beside the replay's reserved, a tick's read racing the program). Nothing
+    // is attributed from it, and the next consistent sample is compared with the last consistent
+    // one: taken, it made an 18 GiB "jump" of the demo's first second (NVML 1.27 GiB at reserved
+    // 18.46 GiB, then 19.18 GiB a second later).
+    if (outside < 0) return;
     // The marks up to this sample: each entered event is active in this interval, left or not.
     const active = new Map<string, OpenEvent>(this.open);
     let taken = 0;
