@@ -435,23 +435,35 @@ function nonPytorchFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   };
 }
 
-/** Memory outside PyTorch that grew with no library's mark open (the ledger's newest jump). */
+/** Steps completed within which unmarked growth outside PyTorch is warm-up: kernels loading on
+ *  first use, torch.compile compiling (and recompiling for a new shape), CUDA graphs captured. */
+const OUTSIDE_WARMUP_STEPS = 3;
+/** One jump this large asks for attention even in the warm-up (a library's whole workspace). */
+const OUTSIDE_JUMP_WARN_BYTES = 2 ** 30;
+
+/** Memory outside PyTorch that grew with no library's mark open (the ledger's newest jump): a
+ *  warning where it keeps growing after the warm-up (two jumps or more past OUTSIDE_WARMUP_STEPS:
+ *  a leak outside the allocator) or one jump is a GiB or more; told as info otherwise (a
+ *  torch.compile run's first steps grow it by a few hundred MiB, every run alike). */
 function outsideJumpFinding(m: ProfilerModel, d: DeviceState): Finding | null {
   const parts = m.ledger.parts(d.device);
   const j = parts?.jumps.at(-1);
   if (!j || j.bytes <= 0) return null;
   const lib = j.after.match(/^gpumem:([^:]+)/);
   const after = lib ? `${libraryName(lib[1]!)}'s mark ${j.after}` : j.after;
+  const late = parts!.jumps.filter((x, i) => x.bytes > 0 && (parts!.jump_steps[i] ?? 0) > OUTSIDE_WARMUP_STEPS).length;
+  const warn = late >= 2 || parts!.jumps.some((x) => x.bytes >= OUTSIDE_JUMP_WARN_BYTES);
   return {
     id: "outside_jump",
-    severity: "warning",
+    severity: warn ? "warning" : "info",
     device: d.device,
     title: `${formatBytes(j.bytes)} appeared outside PyTorch after ${after}, with no library's mark open`,
     evidence:
       `Between two samples NVML's used bytes of this process on device ${d.device} grew ${formatBytes(j.bytes)} more than PyTorch's reserved, after ${after}, ` +
       `with no library's mark open: a library allocating on its own (cuBLAS/cuDNN workspaces, Triton kernels, CuPy, TensorRT, a raw cudaMalloc). ` +
-      `It counts as unexplained; wrapping the call in torch.profiler.record_function("gpumem:LIBRARY:EVENT") names it in the ledger.`,
-    numbers: { jump_bytes: j.bytes, time_us: j.time_us, after: j.after, jumps: parts!.jumps.length },
+      `It counts as unexplained; wrapping the call in torch.profiler.record_function("gpumem:LIBRARY:EVENT") names it in the ledger.` +
+      (warn ? (late >= 2 ? ` It grew ${late} times after the first ${OUTSIDE_WARMUP_STEPS} steps: memory outside the allocator that keeps growing.` : "") : ` Within the first ${OUTSIDE_WARMUP_STEPS} steps and under ${formatBytes(OUTSIDE_JUMP_WARN_BYTES)} each (warm-up: kernels loading, compiling, CUDA graphs captured), it is told, not warned of.`),
+    numbers: { jump_bytes: j.bytes, time_us: j.time_us, after: j.after, jumps: parts!.jumps.length, jumps_after_warmup: late },
   };
 }
 

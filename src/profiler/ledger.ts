@@ -70,6 +70,7 @@ export class LedgerTrack {
   private contextGrowth = 0;
   private readonly libraries = new Map<string, LibraryPart>();
   private readonly jumps: Jump[] = [];
+  private readonly jumpSteps: number[] = [];
   /** Marks not yet taken into a sample: those after the newest sample's time. */
   private pending: MarkRecord[] = [];
   /** Library events entered and not left, by name (a name entered twice counts once). */
@@ -154,7 +155,8 @@ export class LedgerTrack {
     }
     if (Math.abs(delta) >= JUMP_MIN_BYTES) {
       this.jumps.push({ time_us, bytes: delta, after: this.lastMark ?? where });
-      if (this.jumps.length > MAX_JUMPS) this.jumps.shift();
+      this.jumpSteps.push(step);
+      if (this.jumps.length > MAX_JUMPS) this.jumps.shift(), this.jumpSteps.shift();
     }
   }
 
@@ -175,6 +177,7 @@ export class LedgerTrack {
       context_growth_bytes: this.contextGrowth,
       libraries: [...this.libraries.values()].map((p) => ({ ...p })),
       jumps: this.jumps.map((j) => ({ ...j })),
+      jump_steps: [...this.jumpSteps],
     };
   }
 }

@@ -34,6 +34,8 @@ export interface LedgerParts {
   context_growth_bytes: number;
   libraries: LibraryPart[];
   jumps: Jump[];
+  /** Each jump's optimizer steps completed when it came (jumps' order): warm-up or not. */
+  jump_steps: number[];
 }
 
 export type LedgerRowKind = "allocated" | "reserved_unallocated" | "private_pool" | "context" | "library" | "unexplained";

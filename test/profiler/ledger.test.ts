@@ -57,6 +57,15 @@ describe("findings of the ledger", () => {
     expect(f.title).toBe("64.00 MiB appeared outside PyTorch after step 1 (forward), with no library's mark open");
     expect(f.numbers).toMatchObject({ jump_bytes: 64 * 2 ** 20, after: "step 1 (forward)", jumps: 3 });
   });
+
+  test("a torch.compile run's warm-up growth (its first steps, under a GiB each) is told, not warned of: no mark on its Overview row", () => {
+    const { model } = replayLedger(join(FX, "compile-graphs.ring.gz"), join(FX, "compile-graphs.json"), documentSamples(join(FX, "compile-graphs.run.ndjson.gz"), 558));
+    expect(model.ledger.parts(0)!.jump_steps).toEqual([0, 0, 1]);
+    const f = findings(model).find((x) => x.id === "outside_jump")!;
+    expect(f.severity).toBe("info");
+    expect(f.numbers.jumps_after_warmup).toBe(0);
+    expect(f.evidence).toContain("it is told, not warned of");
+  });
 });
 
 describe("library marks", () => {
