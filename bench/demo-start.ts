@@ -18,10 +18,13 @@ if (!out || !earlier) {
 const rounds = Number(roundsArg ?? 8);
 const seconds = Number(secondsArg ?? 3);
 const trees = { before: resolve(earlier), after: resolve(import.meta.dir, "..") };
-const socket = `gpumem-demo-start-${process.pid}`;
+// A server of its own for each start: one just killed may still be on its way out.
+let socket = "";
+let starts = 0;
 const tmux = (...a: string[]) => Bun.spawnSync(["tmux", "-L", socket, ...a], { stdout: "pipe", stderr: "pipe" });
 
 async function one(tree: string): Promise<{ first_frame_ms: number; first_frame_cpu_s: number; cpu_s: number }> {
+  socket = `gpumem-demo-start-${process.pid}-${starts++}`;
   const t0 = performance.now();
   // exec: the pane's process is the monitor itself, whose /proc/PID/stat is read.
   tmux("new-session", "-d", "-x", "200", "-y", "60", `exec bun ${join(tree, "src/cli.ts")} --demo`);
@@ -36,6 +39,7 @@ async function one(tree: string): Promise<{ first_frame_ms: number; first_frame_
   }
   await Bun.sleep(Math.max(0, seconds * 1000 - (performance.now() - t0)));
   const cpu = cpuSeconds(pid);
+  if (!pid || Number.isNaN(first.ms)) throw new Error(`${tree}: no first frame within 20 s: ${tmux("capture-pane", "-p").stdout}`);
   tmux("kill-server");
   return { first_frame_ms: Number(first.ms.toFixed(0)), first_frame_cpu_s: first.cpu, cpu_s: cpu };
 }
