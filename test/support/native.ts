@@ -66,10 +66,16 @@ export function buildLibrary(name: string, python = "python3", defines: string[]
 /** The include folder of the python3 on PATH where it holds Python.h (the headers the hook's stack
  *  walker is built against), else null: the double then captures no stacks, and their tests skip. */
 export function pythonHeaders(python = "python3"): string | null {
+  // Asked by every file of the stack tests, for each interpreter: one answer a worker.
+  const known = headers.get(python);
+  if (known !== undefined) return known;
   const p = Bun.spawnSync([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"], { stdout: "pipe", stderr: "pipe" });
   const dir = p.exitCode === 0 ? p.stdout.toString().trim() : "";
-  return dir && existsSync(join(dir, "Python.h")) ? dir : null;
+  const found = dir && existsSync(join(dir, "Python.h")) ? dir : null;
+  headers.set(python, found);
+  return found;
 }
+const headers = new Map<string, string | null>();
 
 /** Why the stack tests cannot run here, or null where they can (Python.h for the walker). */
 export const STACKS_SKIP = pythonHeaders() ? null : "(needs python3's headers, Python.h, for cuda/pystack.c: install python3-dev)";
@@ -84,6 +90,13 @@ export function stacksTest(name: string, fn: () => void | Promise<unknown>, time
 /** A CPython 3.`minor` that runs here: `python3.<minor>` on PATH, else one pyenv installed (its
  *  shims run only the versions selected); null where there is none. */
 export function cpython(minor: number): string | null {
+  // Looked for by several files, up to three interpreters started each time: once a worker.
+  if (!pythons.has(minor)) pythons.set(minor, findCpython(minor));
+  return pythons.get(minor)!;
+}
+const pythons = new Map<number, string | null>();
+
+function findCpython(minor: number): string | null {
   const runs = (p: string) => Bun.spawnSync([p, "-c", "pass"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
   const name = `python3.${minor}`;
   if (Bun.which(name) && runs(name)) return name;
