@@ -17,6 +17,7 @@ import { HISTORY, type DeviceHistory } from "./session";
 import { recordFields } from "../system/manifest";
 import type { ReplayClock } from "../profiler";
 import { ROOT } from "../root";
+import { LedgerTrack } from "../profiler/ledger";
 
 /** Where the demo lives in the package, and its recording's name. */
 export const DEMO_DIR = join(ROOT, "demo");
@@ -140,6 +141,8 @@ export class RecordedMachine {
   /** What a loop adds to the track's clock: each loop's samples come after the last one's. */
   private loopOffsetUs = 0;
   doc: Document | null = null;
+  /** What is outside PyTorch in the recorded process, from the track's samples (issue 40). */
+  private ledger = new LedgerTrack();
 
   constructor(
     readonly track: NvmlTrack,
@@ -160,6 +163,7 @@ export class RecordedMachine {
       const period = s.length > 1 ? (s.at(-1)!.t_us - s[0]!.t_us) / (s.length - 1) : 1e6;
       this.loopOffsetUs += s[this.index]!.t_us - s[0]!.t_us + period;
       this.index = -1;
+      this.ledger = new LedgerTrack();
     }
     for (let i = this.index + 1; i <= index; i++) {
       const sample = this.track.samples[i]!;
@@ -171,10 +175,15 @@ export class RecordedMachine {
         h.timesMs!.push((sample.t_us + this.loopOffsetUs) / 1000);
         if (h.util.length > HISTORY) h.util.shift(), h.memUsed.shift(), h.timesMs!.shift();
       }
+      // The recorded process's ledger: each sample beside the replay's figures at its own moment
+      // (beside the replay's latest, a second on, the first second read as an 18 GiB jump).
+      const f = t === null ? null : this.figures(i);
+      const used = sample.processes.find((p) => p.agent_pid === this.track.header.pid || p.pid === this.track.header.pid)?.used_bytes ?? null;
+      if (f && used !== null) this.ledger.sample(sample.t_us, used, f.reserved_bytes, f.step ?? 0, `step ${f.step ?? 0}${f.phase ? ` (${f.phase})` : ""}`);
     }
     this.index = index;
     const pytorch = t === null ? null : this.figures(index);
-    this.doc = trackDocument(this.track, index, pytorch);
+    this.doc = trackDocument(this.track, index, pytorch, t === null ? null : this.ledger.parts());
     // The NVML figure of the recorded process, given to its replay as a live agent's is given its
     // own (collect/live.ts): the Process screen's NVML and non-PyTorch are the Overview row's.
     if (pytorch && t !== null) for (const p of this.doc.processes) if (p.pytorch && p.used_bytes !== null) this.pm.model.setNvml(p.pid, pytorch.device, p.used_bytes, t);

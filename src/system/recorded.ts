@@ -11,7 +11,7 @@
 import { z } from "zod";
 import { DeviceSchema, ProcessSchema, type Document, type Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
-import { gpuLedger } from "./ledger-rows";
+import { gpuLedger, ledgerRows, type Ledger, type LedgerParts } from "./ledger-rows";
 
 export const TRACK_FORMAT = "gpumem-tui nvml track";
 
@@ -118,7 +118,7 @@ export function sampleAt(track: NvmlTrack, t_us: number): number {
  * recorded process's rows, whose PyTorch figures are the replay's at that moment (`pytorch`),
  * each GPU and row `recorded` (the screens mark them so).
  */
-export function trackDocument(track: NvmlTrack, index: number, pytorch: Pytorch | null): Document {
+export function trackDocument(track: NvmlTrack, index: number, pytorch: Pytorch | null, parts: LedgerParts | null = null): Document {
   const s = track.samples[index]!;
   const h = track.header;
   return {
@@ -138,11 +138,27 @@ export function trackDocument(track: NvmlTrack, index: number, pytorch: Pytorch 
         ...p,
         agent_pid: own ? h.pid : p.agent_pid,
         recorded: true,
-        pytorch: pytorch && own ? { ...pytorch, non_pytorch_bytes: p.used_bytes === null ? null : p.used_bytes - pytorch.reserved_bytes } : null,
+        pytorch: pytorch && own ? { ...pytorch, non_pytorch_bytes: p.used_bytes === null ? null : p.used_bytes - pytorch.reserved_bytes, ...ledgerOf(p.used_bytes, pytorch, parts) } : null,
       };
     }),
     jobs: [],
     warnings: [],
+  };
+}
+
+/** The recorded process's ledger at a sample (its NVML used, the replay's figures at that moment,
+ *  `parts`: the track's attribution up to it); none without NVML's figure or an attribution. */
+function ledgerOf(used: number | null, pytorch: Pytorch, parts: LedgerParts | null): { ledger?: Ledger } {
+  if (used === null || parts === null) return {};
+  const pools = pytorch.profile?.reserved_unallocated?.private_pools ?? [];
+  return {
+    ledger: ledgerRows({
+      nvml_used_bytes: used,
+      allocated_bytes: pytorch.allocated_bytes,
+      reserved_bytes: pytorch.reserved_bytes,
+      private_pools: pools.map((q) => ({ pool_id: [q.pool_id[0] ?? 0, q.pool_id[1] ?? 0] as const, reserved_bytes: q.reserved_bytes, allocated_bytes: q.allocated_bytes })),
+      parts,
+    }),
   };
 }
 

@@ -2,7 +2,8 @@
 // 200x60. Its GPU's ledger is a line under the GPU's header, every figure whole, summing with the
 // header's used and total; and the recording's first second (NVML's sample a second older than the
 // replay's reserved: 1.27 GiB beside 18.46 GiB) no longer makes a "GiB appeared outside PyTorch"
-// warning on the status line and a finding in the header's corner.
+// warning on the status line and a finding in the header's corner. The Process screen says the
+// recorded process's ledger in words.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { cannot, q, terminal } from "../support/tmux";
@@ -35,6 +36,16 @@ describe("the GPU's ledger on the demo's Overview", () => {
         expect(Math.abs(figures.reduce((a, b) => a + b, 0) - bytesOf(total[1]!, total[2]!))).toBeLessThan(0.02 * 2 ** 30);
         expect(screen).not.toContain("appeared outside PyTorch");
         expect(lines[0]).not.toMatch(/\d+ findings?/);
+        // The Process screen: the recorded process's ledger in words (the document's, made at the
+        // NVML sample's moment), what is outside PyTorch being the headline's non-PyTorch. At 24
+        // lines that line is the first to give way (process.tsx), so only on the tall terminal.
+        if (rows >= 40) {
+          t.keys("2");
+          const proc = await t.until(/outside PyTorch: CUDA context/);
+          for (const l of proc.split("\n")) expect({ l, fits: Bun.stringWidth(l) <= cols }).toEqual({ l, fits: true });
+          const outside = /([\d.]+ [KMG]iB) outside PyTorch: CUDA context [\d.]+ [KMG]iB, unexplained [\d.]+ [KMG]iB/.exec(proc)!;
+          expect(proc).toContain(`non-PyTorch ${outside[1]}`);
+        }
         t.keys("q");
         await t.until(/exit status \d/);
       } finally {

@@ -11,6 +11,7 @@ import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
 import { outsideLine } from "./outside-line";
+import { ledgerWords, type Ledger } from "../../system/ledger-rows";
 import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 
 /** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
@@ -84,6 +85,8 @@ export function attachedLine(pm: ProcessModel): string | null {
 export interface SampledNvml {
   used_bytes: number | null;
   non_pytorch_bytes: number | null;
+  /** The ledger at that sample (the track's, beside the replay's figures at its moment), or null. */
+  ledger?: Ledger | null;
 }
 
 /** The Overview's row of a recorded process (the demo), where its document has one: its NVML
@@ -92,7 +95,7 @@ export interface SampledNvml {
 export function sampledNvml(doc: ScreenProps["state"]["doc"], pm: ProcessModel | undefined): SampledNvml | null {
   if (!doc || !pm) return null;
   const row = doc.processes.find((q) => q.recorded && q.pytorch && (q.pid === pm.pid || q.agent_pid === pm.pid));
-  return row?.pytorch ? { used_bytes: row.used_bytes, non_pytorch_bytes: row.pytorch.non_pytorch_bytes ?? null } : null;
+  return row?.pytorch ? { used_bytes: row.used_bytes, non_pytorch_bytes: row.pytorch.non_pytorch_bytes ?? null, ledger: row.pytorch.ledger ?? null } : null;
 }
 
 /** The document's forecast of the process (its room from NVML), where the document has one. */
@@ -142,8 +145,9 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   const unallocated = (u ? unallocatedLine(u) : `${UNALLOCATED} ${formatBytes(s.reserved_unallocated_bytes)} now`) + (pools ? `; not counted: ${pools}` : "");
   // What is outside PyTorch (the ledger): the context, each library by its marks, unexplained; a
   // line under the headline, the first to give way on a short terminal. A recorded machine's NVML
-  // (the demo) was sampled at another moment than the model's figures: no ledger of it.
-  const outside = pm.snapshot || sampled ? null : outsideLine(m, s, u ? u.private_pools : null);
+  // (the demo) was sampled at another moment than the model's figures: its document's ledger (made
+  // at the sample's moment), never the model's.
+  const outside = pm.snapshot ? null : sampled ? (sampled.ledger ? ledgerWords(sampled.ledger) : null) : outsideLine(m, s, u ? u.private_pools : null);
   // Lines that are not charts: title, 3 headline lines, 2 chart labels, phase band, marks, time
   // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table's
   // two header lines, its phases and what the shares leave out. The two charts share what is left (up to
