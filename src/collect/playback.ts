@@ -99,7 +99,14 @@ export function startReplay(recording: Recording, opts: { speed: number; onUpdat
       }
       pm.ended = true;
       opts.onUpdate();
-      rec = opts.loop ? opts.loop() : null;
+      try {
+        rec = opts.loop ? opts.loop() : null;
+      } catch (e) {
+        // The recording gone or changed since (the demo's GPUMEM_TUI_DEMO file): the replay stays
+        // on its end, says why, and nothing is raised into the monitor.
+        pm.notes = { ...pm.notes, replay: `not played over: ${(e as Error).message}` };
+        rec = null;
+      }
       if (rec) {
         await wall.sleep(1_500_000); // a moment on the finished run before it starts over
         await wall.untilRunning();

@@ -26,7 +26,7 @@ test("the demo starts without reading its figures: a recording removed after the
   try {
     for (const name of ["demo.ring.gz", "demo.nvml.ndjson", "demo.json", "demo.names.json"]) copyFileSync(join(DEMO_DIR, name), join(dir, name));
     const ring = join(dir, "demo.ring.gz");
-    const demo = startDemo(ring, { speed: 50, onUpdate: () => {} });
+    const demo = startDemo(ring, { speed: 1, onUpdate: () => {} });
     try {
       rmSync(ring);
       const told: string[] = [];
@@ -37,8 +37,29 @@ test("the demo starts without reading its figures: a recording removed after the
       const until = Date.now() + 10_000;
       while (demo.handle.pm.model.devices.length === 0 && Date.now() < until) await Bun.sleep(10);
       const doc = demo.machine!.tick();
-      expect(doc.processes.map((p) => p.pytorch)).toEqual([null]);
+      for (const p of doc.processes) expect(p.pytorch).toBeNull();
       expect(demo.handle.pm.notes?.demo).toBe(told[0]);
+    } finally {
+      demo.handle.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a demo whose recording is gone when it would play over stays on its end and says why, raising nothing", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "demo-figures-"));
+  try {
+    for (const name of ["demo.ring.gz", "demo.nvml.ndjson", "demo.json", "demo.names.json"]) copyFileSync(join(DEMO_DIR, name), join(dir, name));
+    const ring = join(dir, "demo.ring.gz");
+    // Its ~30 s at 500 times their pace, idle stretches cut to 2 s.
+    const demo = startDemo(ring, { speed: 500, onUpdate: () => {} });
+    try {
+      rmSync(ring);
+      const until = Date.now() + 20_000;
+      while (!demo.handle.pm.notes?.replay && Date.now() < until) await Bun.sleep(20);
+      expect(demo.handle.pm.notes?.replay).toBe(`not played over: ${ring}: no such file`);
+      expect(demo.handle.pm.ended).toBe(true);
     } finally {
       demo.handle.stop();
     }
