@@ -44,6 +44,9 @@ export interface ProcessModel {
   /** The ledger's marks met at its last sample at a mark, and when that was (ms): sampleAtMarks. */
   ledgerMarks?: number;
   ledgerSampleMs?: number;
+  /** Live agents: its ring was left unread this tick, the screens following other processes
+   *  (LiveModels.follow): its figures are its ring header's, its model as it was. */
+  unread?: boolean;
   /** `view FILE`: the snapshot this model was played from (the screens show a file, not a process). */
   snapshot?: SnapshotFacts | null;
 }
@@ -83,8 +86,16 @@ export class LiveModels {
 
   /** What the model of each agent's process (by its agent's pid) knows of it on a device: its
    *  profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
+  /** The agents (by pid) whose rings `update` reads; null: every one. The screens of many busy
+   *  processes read only the one they show in detail (src/tui/controller.ts); the headless front
+   *  ends read every ring. */
+  follow: ReadonlySet<number> | null = null;
+
   readonly detail: DetailOf = (agentPid, cudaIndex) => {
     const pm = this.byPid.get(agentPid);
+    // A ring left unread: no profile of a model that stopped where its reading did; the document
+    // gives the header's figures, and the notes say why.
+    if (pm?.unread) return { profile: null, notes: pm.notes };
     return pm ? { forecast: forecastIn(forecastBasis(pm.model, cudaIndex)), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found, peakGroups: this.opts.peakGroups }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
   };
 
@@ -110,12 +121,15 @@ export class LiveModels {
       if (hasStacks(a.manifest)) pm.model.stacks = ((pm.model.stacks as ManifestStacks | null) ?? new ManifestStacks()).update(a.manifest.stacks, a.manifest);
       if (a.manifest.lines) pm.model.setLines(a.manifest.lines);
       pm.ended = a.exited;
-      pm.notes = withRingStopped(processNotes(a.manifest), pm.ringStopped ?? null);
+      // An exited agent's ring is read to its end whoever is followed: the final document needs it.
+      const unread = this.follow !== null && !this.follow.has(a.pid) && !a.exited && !!a.ring;
+      pm.unread = unread;
+      pm.notes = withRingStopped(processNotes(a.manifest), pm.ringStopped ?? (unread ? RING_UNREAD : null));
       // Names are asked of a running agent only; what came (a reply, the names at exit in the
       // final manifest) is applied after it exits too: the final document is named.
       const names = pm.names ?? null;
       if (names && a.manifest.final_names) names.exitNames(a.manifest.final_names as ExitNames);
-      if (a.ring && !pm.ringStopped) {
+      if (a.ring && !pm.ringStopped && !unread) {
         try {
           this.readRing(a, pm, a.ring, nowUs);
         } catch (e) {
@@ -136,7 +150,8 @@ export class LiveModels {
       // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU.
       for (const u of nvml ?? []) if (u.agentPid === a.pid) pm.model.setNvml(u.pid, u.cudaIndex, u.used_bytes, nowUs);
       if (usedNow) sampleAtMarks(pm, nvml ?? [], usedNow);
-      pm.found = findings(pm.model);
+      // Unread, its model says nothing new: no findings are made of it (the frame says so).
+      pm.found = unread ? [] : findings(pm.model);
     }
   }
 
@@ -191,6 +206,8 @@ function sampleAtMarks(pm: ProcessModel, nvml: readonly NvmlUse[], usedNow: Used
 /** The `ring` note of a process whose ring the monitor stopped reading. */
 const RING_CUT = "the ring was cut short under the monitor: reading stopped";
 const RING_OUT_OF_RANGE = "the ring's header went out of range under the monitor: reading stopped";
+/** The `ring` note of a process whose ring the screens leave unread (LiveModels.follow). */
+export const RING_UNREAD = "not read while the screens follow other processes: its figures are the ring header's (exact at each of the allocator's syncs), no findings; shown, it is read again (what it wrote meanwhile as far as the ring still holds it, the rest counted lost)";
 
 /** `notes` with the monitor's own word on the ring, after the agent's where it said one. */
 function withRingStopped(notes: Record<string, string>, stopped: string | null): Record<string, string> {

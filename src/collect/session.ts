@@ -37,10 +37,12 @@ export class Session {
 
   /** One sample, its document built once: the facts read, the models fed (their events, and
    *  NVML's used bytes beside them), then the document with what the models know. `oneShot`
-   *  (`--json --once`): no rates are read, each ring is read once. */
-  tick(now = Date.now(), opts: { oneShot?: boolean } = {}): Document {
+   *  (`--json --once`): no rates are read, each ring is read once. `follow`: the agents whose rings
+   *  are read (LiveModels.follow; absent: every one). */
+  tick(now = Date.now(), opts: { oneShot?: boolean; follow?: ReadonlySet<number> | null } = {}): Document {
     const input = this.machine.read(now, opts);
     const agents = this.machine.lastAgents;
+    if (agents.length > 0 || this.live) this.models.follow = opts.follow ?? null;
     // The document's time: a one-shot's is when the NVML warm-up took its sample, not `now`.
     if (agents.length > 0 || this.live) this.models.update(agents, nvmlUse(input), input.time_unix_ms * 1000, (a) => this.machine.agents.rereadManifest(a), (i, pid) => this.machine.usedNow(i, pid));
     const doc = buildDocument(input, this.live?.detail);

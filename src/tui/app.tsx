@@ -103,9 +103,12 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
     [ctl],
   );
 
-  // The header's corner: the past shown, else how many findings ask for attention, else the size.
+  // The header's corner: the past shown, else how many findings ask for attention (and how many
+  // processes show their ring headers' figures only, where many run: Controller.follow), else the size.
   const alerts = ctl.state.alertCount;
-  const corner = ui.when !== null && pastMark(ui, SCREENS[ui.screen]!.id) ? `PAST ${ui.when}` : alerts ? `${alerts} finding${alerts === 1 ? "" : "s"}` : `${columns}x${rows}`;
+  const unread = ctl.state.unread;
+  const counts = [alerts ? `${alerts} finding${alerts === 1 ? "" : "s"}` : "", unread ? `${unread} on headers` : ""].filter(Boolean).join(", ");
+  const corner = ui.when !== null && pastMark(ui, SCREENS[ui.screen]!.id) ? `PAST ${ui.when}` : counts || `${columns}x${rows}`;
   const tabRoom = Math.max(10, columns - 13 - Math.max(9, corner.length));
   // A message shows for MESSAGE_MS, then the key hint again; a question stays until answered.
   const age = Date.now() - ctl.statusAt;
@@ -117,11 +120,15 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   }, [message, ctl.statusAt]);
   // A snapshot is read once: there is no interval to tell.
   const snapshot = ctl.replay?.snapshot ?? null;
-  // On the Overview, the selected row's finding, where it has one (what its mark stands for).
-  const selectedRow = ui.screen === screenIndex("overview") ? overviewProcesses(ctl.state.doc, ui.procSort, ui.filter, ui.procReverse)[ui.selected[ui.screen]!] : undefined;
-  const alert = selectedRow ? rowAlert(ctl.state, selectedRow) : null;
-  // Else its GPU's finding (memory held by a gone pid: gpu-findings.ts), said the same way.
-  const gpuWords = ui.screen === screenIndex("overview") && !alert ? gpuStatusWords(ctl.state.doc, selectedRow?.device ?? null) : "";
+  // On the Overview, the selected row's finding, where it has one (what its mark stands for); else
+  // its GPU's finding (memory held by a gone pid: gpu-findings.ts), said the same way. Of the
+  // store's state now: a tick's comparison (make) reads it too.
+  const rowWords = () => {
+    const row = ui.screen === screenIndex("overview") ? overviewProcesses(ctl.state.doc, ui.procSort, ui.filter, ui.procReverse)[ui.selected[ui.screen]!] : undefined;
+    const found = row ? rowAlert(ctl.state, row) : null;
+    return { row, found, gpu: ui.screen === screenIndex("overview") && !found ? gpuStatusWords(ctl.state.doc, row?.device ?? null) : "" };
+  };
+  const { found: alert, gpu: gpuWords } = rowWords();
   const alertTitle = alert ? `! ${alert.severity}: ${alert.title}` : gpuWords;
   const alertText = alert && textWidth(`${alertTitle}  Enter: its process`) <= columns - 1 ? `${alertTitle}  Enter: its process` : alertTitle;
   const searchText = ui.search ? `search: ${ui.search.text}▏${ui.search.found ? "" : " (no row holds it)"}  (F3 next, Enter or Esc ends)` : "";
@@ -151,6 +158,8 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
 
   // One state for every screen, and for the keys: the last tick's (the store's).
   const pmOf = (u: UiState) => ctl.state.processes.find((m) => m.pid === u.pid) ?? ctl.state.processes[0];
+  // The process the per-process screens show is the one whose ring a tick reads where many run.
+  ctl.focus = pmOf(ui)?.pid ?? null;
   const props = (u: UiState): ScreenProps => ({ ctl, state: ctl.state, pm: pmOf(u), ui: u, selected: u.selected[u.screen]!, width: columns, height: body, ascii, keyHint, screens: SCREENS });
   const ctx: KeyContext = {
     ctl,
@@ -180,7 +189,8 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   const make = (): Made | null => {
     try {
       const st = ctl.state;
-      const words = [st.alertCount, [...st.alerts].map(([pid, f]) => [pid, f.severity, f.title]), ctl.paused, ctl.intervalMs, ctl.status, ctl.statusAt, ctl.replay?.title ?? null];
+      const w = rowWords();
+      const words = [st.alertCount, st.unread, [...st.alerts].map(([pid, f]) => [pid, f.severity, f.title]), w.found?.severity ?? null, w.found?.title ?? null, w.gpu, ctl.paused, ctl.intervalMs, ctl.status, ctl.statusAt, ctl.replay?.title ?? null];
       const made = expand(<Current {...props(ui)} />);
       return { ...made, key: `${JSON.stringify(words)}${made.key}`, screen: ui.screen, width: columns, height: body };
     } catch {
@@ -226,7 +236,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   return (
     <Box flexDirection="column" width={columns} height={rows - 1}>
       <Text>
-        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} {past ? <Text bold color={color("yellow")}>{corner}</Text> : alerts ? <Text bold color={color([...ctl.state.alerts.values()].some((f) => f.severity === "error") ? "red" : "yellow")}>{corner}</Text> : <Text dimColor>{corner}</Text>}
+        <Text bold color={color("cyan")}>gpumem-tui</Text> {pad(tabs, tabRoom)} {past || (unread && !alerts) ? <Text bold color={color("yellow")}>{corner}</Text> : alerts ? <Text bold color={color([...ctl.state.alerts.values()].some((f) => f.severity === "error") ? "red" : "yellow")}>{corner}</Text> : <Text dimColor>{corner}</Text>}
       </Text>
       {snapshot ? <Text bold wrap="truncate-end">{snapshotHeader(snapshot, columns - 1)}</Text> : null}
       <Box flexDirection="column" height={body} overflow="hidden">

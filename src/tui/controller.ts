@@ -34,6 +34,11 @@ export function nextInterval(ms: number, dir: 1 | -1): number {
   return (dir > 0 ? up : down) ?? ms;
 }
 
+/** Up to this many running agents the screens read every ring; past it, only the ring of the
+ *  process they show in detail (Controller.focus): many busy ranks nobody looks at are shown with
+ *  their ring headers' figures, said on the frame. */
+export const FOLLOW_ALL_UP_TO = 2;
+
 /** How far the resident set may grow past the last full collection before the next (collectGarbage). */
 const GC_GROWTH_BYTES = 48 * 2 ** 20;
 
@@ -52,6 +57,8 @@ export interface ScreenState {
   alerts: Map<number, FindingGroup>;
   /** How many findings ask for attention, over every process (the header's count). */
   alertCount: number;
+  /** The processes whose rings were left unread this tick (FOLLOW_ALL_UP_TO), for the header. */
+  unread: number;
 }
 
 const SEVERITY_RANK = { error: 0, warning: 1, info: 2 } as const;
@@ -125,6 +132,9 @@ export class Controller {
   version = 0;
   /** Ticks done (a screen's redraws are counted against them in the tests). */
   ticks = 0;
+  /** The process the screens show in detail (the per-process screens' process, which the frame
+   *  sets as it draws): where many agents run, the only ring read (FOLLOW_ALL_UP_TO). */
+  focus: number | null = null;
   /** Where `d` writes snapshots: the directory the monitor was started in, or --dump-dir. */
   snapshotDir = process.cwd();
   private docNow: Document | null = null;
@@ -188,7 +198,7 @@ export class Controller {
       const worst = attention.reduce<FindingGroup | null>(moreSevere, null);
       if (worst) alerts.set(pm.pid, worst);
     }
-    const marks = { findings: found, alerts, alertCount };
+    const marks = { findings: found, alerts, alertCount, unread: processes.filter((pm) => pm.unread).length };
     const rec = this.recordedNow?.doc;
     if (!rec) {
       const row = this.replayNow ? replayRow(this.replayNow) : null;
@@ -282,7 +292,7 @@ export class Controller {
     this.recordedNow?.tick();
     if (this.session) {
       try {
-        this.docNow = this.session.tick(now);
+        this.docNow = this.session.tick(now, { follow: this.follow(this.session) });
       } catch (e) {
         this.status = `sampling failed: ${(e as Error).message}`;
       }
@@ -290,6 +300,13 @@ export class Controller {
     this.stateNow = this.makeState();
     this.ticks++;
     this.notify("tick");
+  }
+
+  /** The rings a tick reads: every one up to FOLLOW_ALL_UP_TO running agents (as the last sample
+   *  found them) or where no frame says which process it shows, else the focus's alone. */
+  private follow(session: Session): ReadonlySet<number> | null {
+    const running = session.machine.lastAgents.filter((a) => !a.exited).length;
+    return running <= FOLLOW_ALL_UP_TO || this.focus === null ? null : new Set([this.focus]);
   }
 
   setInterval(ms: number): void {
