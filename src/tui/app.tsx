@@ -10,7 +10,7 @@ import { rowAlert } from "./controller";
 import { barPlace, F_BAR_WIDTH, FunctionBar } from "./footer";
 import { keyHint, SCREENS, screenIndex, type ScreenId, type ScreenProps } from "./registry";
 import { overviewProcesses } from "./screens/overview";
-import { gpuStatusWords } from "./screens/gpu-findings";
+import { gpuStatusWords } from "./screens/held-memory";
 import { pastMark } from "./moment";
 import { snapshotHeader } from "./snapshot-header";
 import { newUiState, type UiState } from "./ui-state";
@@ -121,7 +121,7 @@ export function App({ ctl, ascii, initialScreen = "overview", onDemo, size }: Ap
   // A snapshot is read once: there is no interval to tell.
   const snapshot = ctl.replay?.snapshot ?? null;
   // On the Overview, the selected row's finding, where it has one (what its mark stands for); else
-  // its GPU's finding (memory held by a gone pid: gpu-findings.ts), said the same way. Of the
+  // its GPU's finding (memory held by a gone pid: screens/held-memory), said the same way. Of the
   // store's state now: a tick's comparison (make) reads it too.
   const rowWords = () => {
     const row = ui.screen === screenIndex("overview") ? overviewProcesses(ctl.state.doc, ui.procSort, ui.filter, ui.procReverse)[ui.selected[ui.screen]!] : undefined;

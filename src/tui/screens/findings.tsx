@@ -6,7 +6,7 @@ import { distinctFindings, findings, type FindingGroup } from "../../profiler";
 import { color, formatBytes, pad, textWidth, wrap } from "../format";
 import { isKey, type ScreenSpec } from "../screen-spec";
 import { whose } from "../snapshot-header";
-import { gpuFindingWords } from "./gpu-findings";
+import { gpuFindingWords } from "./held-memory";
 
 const SEVERITY_COLOR = { error: "red", warning: "yellow", info: "white" } as const;
 
@@ -75,7 +75,7 @@ function gpuShown(gpu: string[], width: number, height: number): string[] {
   return lines.slice(0, Math.max(0, Math.floor((height - 2) / 2)));
 }
 
-/** The GPUs' findings (gpu-findings.ts: memory held by a gone pid), wrapped, above the process's. */
+/** The GPU findings (memory held by a gone pid: held-memory), wrapped, above the process findings. */
 function GpuLines({ lines }: { lines: string[] }) {
   return (
     <>

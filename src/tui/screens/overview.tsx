@@ -181,7 +181,7 @@ export function overviewLayout(doc: Document, history: Map<number, DeviceHistory
   let rows = overviewRows(doc, sort, filter, width, reverse);
   // Each GPU's ledger line (what its memory is made of) where the table keeps its rows beside
   // those lines, up to ten of them (a job's notes uncut): four GPUs on 24 lines with a job show
-  // none (the status line still says a gone pid's memory: gpu-findings.ts).
+  // none (the status line still says a gone pid's memory: held-memory).
   const ledgered = devices.filter((d) => d.ledger).length;
   const ledger = ledgered > 0 && height - panels - 1 - ledgered >= Math.max(3, Math.min(rows.length, 10));
   const room = height - panels - (ledger ? ledgered : 0) - 1;

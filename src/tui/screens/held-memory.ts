@@ -1,6 +1,6 @@
 // What a GPU's ledger finds, in words (the document's devices[].ledger.words: memory held by a pid
 // that no longer exists here, exited with its memory still held or in another container). A GPU's
-// finding belongs to no process, so the process findings (src/profiler/findings.ts) do not carry
+// finding belongs to no process, so the process findings (the profiler's) do not carry
 // it: the Findings screen lists it above the process's, and the Overview's status line says it
 // where the selected row has no finding of its own.
 import type { Document } from "../../system/schema";
