@@ -8,8 +8,9 @@ import { expect, test } from "bun:test";
 import { demoDocument } from "../../src/headless/demo";
 import { DEMO_RING } from "../../src/collect/demo";
 import { ledgerWords } from "../../src/system/ledger-rows";
+import { exposition } from "../../src/headless/prometheus";
 
-test("--json --once --demo: the recorded process's ledger sums to its NVML used, the GPU's to its total; no false jump", () => {
+test("--json --once --demo and serve --demo: the recorded process's ledger sums to its NVML used, the GPU's to its total; no false jump", () => {
   const doc = demoDocument(DEMO_RING);
   const p = doc.processes.find((q) => q.pytorch)!;
   const l = p.pytorch!.ledger!;
@@ -26,4 +27,9 @@ test("--json --once --demo: the recorded process's ledger sums to its NVML used,
   expect(d.ledger!.rows.reduce((s, r) => s + r.bytes, 0)).toBe(d.memory_total_bytes!);
   expect(d.ledger!.rows.find((r) => r.kind === "processes")!.pids).toEqual([p.pid]);
   expect(d.ledger!.words).toEqual([]);
+  // serve --demo: the same rows as Prometheus series, summing alike.
+  const prom = exposition(doc).split("\n");
+  const series = (name: string) => prom.filter((x) => x.startsWith(`${name}{`)).map((x) => Number(x.split(" ").at(-1)));
+  expect(series("gpumem_ledger_bytes").reduce((a, b) => a + b, 0)).toBe(p.used_bytes!);
+  expect(series("gpumem_gpu_ledger_bytes").reduce((a, b) => a + b, 0)).toBe(d.memory_total_bytes!);
 });
