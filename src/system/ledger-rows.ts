@@ -106,7 +106,7 @@ export function ledgerRows(input: LedgerInput): Ledger {
     rows.push({ kind: "library", name: libraryName(l.library), bytes: l.bytes, note: `${what}, last ${l.last_event || "(unnamed)"}` });
     claimed += l.bytes;
   }
-  rows.push({ kind: "unexplained", name: "unexplained", bytes: nvml - claimed, note: parts && parts.context_bytes !== null ? null : "no sample of the process before this one: the context is not told apart" });
+  rows.push({ kind: "unexplained", name: "unexplained", bytes: nvml - claimed, note: parts && parts.context_bytes !== null ? null : "no NVML sample of the process yet at one moment with torch's figures (NVML at or above reserved): the context is not told apart" });
   return { nvml_used_bytes: nvml, outside_pytorch_bytes: nvml - input.reserved_bytes, rows, jumps: parts?.jumps ?? [] };
 }
 
