@@ -66,7 +66,10 @@ test("a pid that no longer exists holds memory: on the GPU's line, said on the s
     const at = frame.findIndex((l) => /^GPU 0 /.test(l));
     expect(frame[at + 2]).toContain(columns >= 120 ? `held by gone pids ${formatBytes(held)} (pid ${p.pid})` : `gone ${formatBytes(held)}`);
     const status = frame.at(-1)!;
-    expect(status).toContain(`! warning: GPU 0: ${formatBytes(held)} held by pid ${p.pid}`);
+    expect(status).toContain(`! warning: GPU 0: ${formatBytes(held)} held by pid ${p.pid}, which no longer exists here`);
+    expect(status).not.toContain("…");
+    // Its row in the table says there is no such process, rather than a blank COMMAND.
+    expect(frame.find((l) => l.startsWith(`${p.pid} `))).toContain("[no process here]");
     ui.stdin.write("6");
     await settle();
     const findings = lines().join("\n");

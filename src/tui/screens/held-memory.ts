@@ -21,5 +21,6 @@ export function gpuFindingWords(doc: Document | null, device?: number): string[]
 export function gpuStatusWords(doc: Document | null, device: number | null): string {
   const own = device === null ? [] : gpuFindingWords(doc, device);
   const w = own[0] ?? gpuFindingWords(doc)[0];
-  return w ? `! warning: ${w}` : "";
+  // Its parenthesis (why a pid may be gone) left to the Findings screen: at 80 columns it was cut.
+  return w ? `! warning: ${w.replace(/ \([^()]*\)$/, "")}` : "";
 }

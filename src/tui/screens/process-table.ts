@@ -202,7 +202,10 @@ const NARROW_COMMAND = 30;
 
 /** `alert`: the finding mark that leads COMMAND ("! "), where the process has one. */
 export function processCells(t: Table, p: Process, inJob: boolean, alert = ""): string {
-  const command = p.command ? commandShown(p.command) : (p.name ?? "");
+  // A pid NVML lists that /proc has nothing of (exited with its memory held, or in another
+  // container: the GPU ledger's gone row) says so rather than a blank COMMAND.
+  const gone = p.user === null && p.name === null && p.command === null && !p.recorded;
+  const command = p.command ? commandShown(p.command) : (p.name ?? (gone ? "[no process here]" : ""));
   const marksOf = (short: boolean) => `${alert}${p.exited ? (short ? "[exit] " : "[exited] ") : ""}${p.recorded && short ? "[rec] " : recordedMark(p)}`;
   // Short marks wherever the long ones would leave out the script's first argument (what tells two
   // runs of one script apart): "[rec] hf_gpt2.py --seconds 30…", not "[recorded] hf_gpt2.py…".
