@@ -42,11 +42,19 @@ export function overviewRows(doc: Document | null, sort: ProcessSort, filter: st
     rows.push({ kind: "job", job });
     // Where COMMAND is too narrow for the job's name (80 columns), the name leads its notes.
     const name = jobTitle(job);
-    const notes = width !== Infinity && name.length > columnsFor(doc, width).command ? [name, ...jobNotes(job)] : jobNotes(job);
+    const named = width !== Infinity && name.length > columnsFor(doc, width).command;
+    const notes = named ? [name, ...jobNotes(job)] : jobNotes(job);
     let line = "";
-    for (const note of notes) {
+    for (const [k, note] of notes.entries()) {
       if (line && line.length + 2 + note.length > width - 1) (rows.push({ kind: "note", job, text: line }), (line = ""));
       line = line ? `${line}; ${note}` : `${NOTE_INDENT}${note}`;
+      // A note longer than a line goes on after whole words on the next (at 80 columns the rank
+      // outside PyTorch lost its cause: "(unexplained …"); the job's name stays one line, cut.
+      if (named && k === 0) continue;
+      for (let at = line.lastIndexOf(" ", width - 1); line.length > width - 1 && at > NOTE_INDENT.length; at = line.lastIndexOf(" ", width - 1)) {
+        rows.push({ kind: "note", job, text: line.slice(0, at) });
+        line = `${NOTE_INDENT}${line.slice(at + 1)}`;
+      }
     }
     if (line) rows.push({ kind: "note", job, text: line });
     // Short of room, a job's notes take one line (cut): its ranks come before the rest of them.
