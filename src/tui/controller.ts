@@ -17,6 +17,7 @@ import { distinctFindings, findings, type FindingGroup, type ReplayClock } from 
 import { withRecorded } from "../system/recorded";
 import type { Document, Process } from "../system/schema";
 import { SCHEMA_VERSION } from "../system/version";
+import { gpuFindingWords } from "./screens/held-memory";
 
 export type { DeviceHistory };
 
@@ -198,6 +199,8 @@ export class Controller {
       const worst = attention.reduce<FindingGroup | null>(moreSevere, null);
       if (worst) alerts.set(pm.pid, worst);
     }
+    // A GPU's memory held by a gone pid asks for attention too (screens/held-memory): counted.
+    alertCount += gpuFindingWords(this.docNow).length;
     const marks = { findings: found, alerts, alertCount, unread: processes.filter((pm) => pm.unread).length };
     const rec = this.recordedNow?.doc;
     if (!rec) {

@@ -65,6 +65,8 @@ test("a pid that no longer exists holds memory: on the GPU's line, said on the s
     for (const l of frame) expect(l.length).toBeLessThanOrEqual(columns);
     const at = frame.findIndex((l) => /^GPU 0 /.test(l));
     expect(frame[at + 2]).toContain(columns >= 120 ? `held by gone pids ${formatBytes(held)} (pid ${p.pid})` : `gone ${formatBytes(held)}`);
+    // The header's corner counts it among the findings that ask for attention.
+    expect(frame[0]).toMatch(/1 finding$/);
     const status = frame.at(-1)!;
     expect(status).toContain(`! warning: GPU 0: ${formatBytes(held)} held by pid ${p.pid}, which no longer exists here`);
     expect(status).not.toContain("…");
