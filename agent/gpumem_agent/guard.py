@@ -19,6 +19,19 @@ from . import trust
 MAX_MESSAGE = 300  # a sentence in the manifest, not a traceback
 
 
+def unpatch(patched):
+    """Put back what a feature wrapped: rows (object, name, original, wrapper), newest first, each
+    only where ours is still the one there (a wrapper put over ours stays: ours, inside it, passes
+    straight through once its feature is off). Never raises: an object that refuses the setattr
+    keeps our wrapper, which then does nothing of ours."""
+    for obj, name, original, wrapper in reversed(patched):
+        try:
+            if getattr(obj, name, None) is wrapper:
+                setattr(obj, name, original)
+        except Exception:
+            pass
+
+
 def sentence(exc, step=None):
     """The note for a feature turned off by `exc`: "off: Type: first line of the message (at step N)"."""
     try:

@@ -17,6 +17,7 @@ reaches the program.
 """
 import functools
 
+from .guard import unpatch
 from .wire import ACTION
 
 FEATURE = "inputs"
@@ -138,12 +139,7 @@ class Inputs:
     def stop(self):
         """Off after a failure: no more records, the setter given back where it is still ours."""
         self.on = False
-        for owner, name, original, wrapper in self.patched:
-            try:
-                if getattr(owner, name, None) is wrapper:
-                    setattr(owner, name, original)
-            except Exception:
-                pass
+        unpatch(self.patched)
         self.patched = []
 
 

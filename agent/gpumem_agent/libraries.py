@@ -27,6 +27,8 @@ import functools
 import inspect
 import sys
 
+from .guard import unpatch
+
 FEATURE = "libraries"
 PREFIX = "gpumem:"
 
@@ -228,12 +230,7 @@ class Libraries:
     def stop(self):
         """Off after a failure: the originals back where nothing replaced our wrappers since."""
         self.on = False
-        for module, name, fn, wrapper in reversed(self.patched):
-            try:
-                if getattr(module, name, None) is wrapper:
-                    setattr(module, name, fn)
-            except Exception:
-                pass
+        unpatch(self.patched)
         self.patched = []
         h, self.compile_handler = self.compile_handler, None
         for name, fn in (("remove_start_callback", self._compile_start), ("remove_end_callback", self._compile_end)):

@@ -19,7 +19,7 @@ import threading
 import warnings
 import weakref
 
-from .guard import Guard
+from .guard import Guard, unpatch
 from .wire import ACTION, PHASE
 
 OTHER, FORWARD, BACKWARD, OPTIMIZER = PHASE["other"], PHASE["forward"], PHASE["backward"], PHASE["optimizer"]
@@ -213,11 +213,7 @@ class Phases:
             mutated()
 
     def _unpatch(self):
-        for obj, name, original, wrapper in self.patched:
-            # Only where ours is still the one there: a wrapper put over ours stays (ours, inside
-            # it, passes straight through while phases are off).
-            if getattr(obj, name, None) is wrapper:
-                setattr(obj, name, original)
+        unpatch(self.patched)
         self.patched = []
 
     def uninstall(self):
