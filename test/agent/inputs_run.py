@@ -28,11 +28,6 @@ torch.cuda.set_per_process_memory_fraction = lambda fraction, device=None: fract
 torch.cuda.current_device = lambda: 0
 
 import gpumem_agent  # noqa: E402
-from gpumem_agent.agent import Agent  # noqa: E402
-
-
-class AgentOnDouble(Agent):
-    _build = torch_double.hook_double_build
 
 
 ap = argparse.ArgumentParser()
@@ -45,10 +40,7 @@ ap.add_argument("--fraction", type=float, default=0.25, help="the cap set with s
 ap.add_argument("--keep-output", action="store_true", help="forward also returns logits (batch x seq x 2048 floats), which the loop holds until the next forward returns")
 args = ap.parse_args()
 
-agent = gpumem_agent._agent = AgentOnDouble(torch)
-agent.start()
-if agent.mode != "hook":
-    sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+agent = torch_double.start_agent_on_doubles(torch)
 print("pid %d" % os.getpid(), flush=True)  # for run --json's tests (test/support/run-json.ts)
 
 

@@ -21,17 +21,9 @@ torch = torch_double.install()
 dist = dist_double.install(torch)
 
 import gpumem_agent  # noqa: E402
-from gpumem_agent.agent import Agent  # noqa: E402
 
 
-class AgentOnDouble(Agent):
-    _build = torch_double.hook_double_build
-
-
-agent = gpumem_agent._agent = AgentOnDouble(torch)
-agent.start()
-if agent.mode != "hook":
-    sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+agent = torch_double.start_agent_on_doubles(torch)
 x = torch.empty(64, 256)
 dist.init_process_group("nccl")
 for _ in range(3):

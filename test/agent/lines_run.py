@@ -22,11 +22,6 @@ import torch_double  # noqa: E402
 torch = torch_double.install()
 
 import gpumem_agent  # noqa: E402
-from gpumem_agent.agent import Agent  # noqa: E402
-
-
-class AgentOnDouble(Agent):
-    _build = torch_double.hook_double_build
 
 
 ap = argparse.ArgumentParser()
@@ -36,10 +31,7 @@ ap.add_argument("--steps", type=int, default=10)
 ap.add_argument("--linger", type=float, default=0, help="after the steps, say so (OUT.trained) and stay alive this long")
 args = ap.parse_args()
 
-agent = gpumem_agent._agent = AgentOnDouble(torch)
-agent.start()
-if agent.mode != "hook":
-    sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+agent = torch_double.start_agent_on_doubles(torch)
 
 print("pid %d" % os.getpid(), flush=True)
 Model, AdamW = torch_double.toy_training(torch, lm_head=True, second_moment=True)

@@ -21,11 +21,6 @@ import torch_double  # noqa: E402
 torch = torch_double.install()
 
 import gpumem_agent  # noqa: E402
-from gpumem_agent.agent import Agent  # noqa: E402
-
-
-class AgentOnDouble(Agent):
-    _build = torch_double.hook_double_build
 
 
 ap = argparse.ArgumentParser()
@@ -33,10 +28,7 @@ ap.add_argument("out")
 ap.add_argument("--steps", type=int, default=3)
 args = ap.parse_args()
 
-agent = gpumem_agent._agent = AgentOnDouble(torch)
-agent.start()
-if agent.mode != "hook":
-    sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+agent = torch_double.start_agent_on_doubles(torch)
 Model, AdamW = torch_double.toy_training(torch, second_moment=True, step_temporary=True)
 model = Model()
 opt = AdamW(model.parameters())

@@ -16,8 +16,6 @@ import torch_double  # noqa: E402
 
 torch = torch_double.install()
 
-import gpumem_agent  # noqa: E402
-from gpumem_agent.agent import Agent  # noqa: E402
 
 live = {}  # address -> (block size, requested): what the pretend allocator holds
 alloc0, free0 = torch_double._Allocator.alloc.__func__, torch_double._Allocator.free
@@ -58,14 +56,7 @@ torch.cuda.reset_peak_memory_stats = lambda device=None: None
 torch.cuda.memory = torch_double._module("torch.cuda.memory", _snapshot=snapshot, _record_memory_history=record_memory_history)
 
 
-class AgentOnDouble(Agent):
-    _build = torch_double.hook_double_build
-
-
-agent = gpumem_agent._agent = AgentOnDouble(torch)
-agent.start()
-if agent.mode != "hook":
-    sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+agent = torch_double.start_agent_on_doubles(torch)
 
 
 Model, AdamW = torch_double.toy_training(torch)

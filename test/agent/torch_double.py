@@ -224,6 +224,22 @@ def hook_double_build(agent):
     agent._built = (os.environ["GPUMEM_TEST_HOOK_DOUBLE"], None)
 
 
+def start_agent_on_doubles(torch):
+    """The real agent started as a program's would be, on the doubles (the hook double where it would
+    build the hook against torch's headers); the program ends in words where it did not take the hook."""
+    import gpumem_agent
+    from gpumem_agent.agent import Agent
+
+    class AgentOnDouble(Agent):
+        _build = hook_double_build
+
+    agent = gpumem_agent._agent = AgentOnDouble(torch)
+    agent.start()
+    if agent.mode != "hook":
+        sys.exit("the agent did not take the hook double: %s" % agent.hook_error)
+    return agent
+
+
 def toy_training(torch, lm_head=False, second_moment=False, step_temporary=False):
     """The test programs' model and optimizer on the double: (Model, AdamW). Parameters wte (4 MiB)
     and h0 (1 MiB), with lm_head (1 MiB) where asked; forward makes an activation that backward
