@@ -44,7 +44,8 @@ async function one(tree: string): Promise<{ first_frame_ms: number; first_frame_
   return { first_frame_ms: Number(first.ms.toFixed(0)), first_frame_cpu_s: first.cpu, cpu_s: cpu };
 }
 
-const runs: Record<string, { first_frame_ms: number; first_frame_cpu_s: number; cpu_s: number }[]> = { before: [], after: [] };
+type Start = { first_frame_ms: number; first_frame_cpu_s: number; cpu_s: number };
+const runs: Record<"before" | "after", Start[]> = { before: [], after: [] };
 await one(trees.after); // warms the file cache and Bun's transpiler cache for both alike
 await one(trees.before);
 for (let r = 0; r < rounds; r++) for (const k of r % 2 ? (["after", "before"] as const) : (["before", "after"] as const)) runs[k].push(await one(trees[k]));
