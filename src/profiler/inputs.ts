@@ -1,6 +1,6 @@
 // What each step was fed and the allocator's own limit, from the agent's INPUT and LIMIT records
-// (agent/gpumem_agent/inputs.py; cuda/gpumem_ring.h): the batch forecast (forecast.ts) scales a
-// step's activations with its input's shape and caps its answer at the limit.
+// (written by the agent's inputs module, laid out in the ring header): the batch forecast
+// (forecast.ts) scales a step's activations with its input's shape and caps its answer at the limit.
 
 import { ACTION } from "../ffi/events";
 

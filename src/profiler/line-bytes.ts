@@ -4,7 +4,7 @@
 // place that says which lines hold memory: the findings, the at-peak groups, Prometheus.
 
 import { sampledOut, settle, stackWeight } from "./stack-weight";
-import type { DeviceState } from "./device";
+import type { BlockTable } from "./blocks";
 import { frameLabel, type BlockStacks } from "./user-frame";
 
 export interface LineBytes {
@@ -110,8 +110,9 @@ export function linesInWords(lines: readonly LineBytes[], bytes: (n: number) => 
 
 /** The live blocks of device `d` by stack, taken now; their lines are read from `from.stacks`
  *  when split (frames reach the manifest up to a sync after their records; a snapshot's stacks
- *  come to the model after its records). */
-export function liveLineSums(from: { readonly stacks: BlockStacks | null }, d: DeviceState): LineSums {
+ *  come to the model after its records). `d`: a device's state, by what is read of it (so that
+ *  the device, whose OOM incidents keep these sums, is not imported back). */
+export function liveLineSums(from: { readonly stacks: BlockStacks | null }, d: { readonly device: number; readonly blocks: BlockTable }): LineSums {
   const b = d.blocks;
   const sums = new LineSums(from);
   const stacks = from.stacks;

@@ -4,8 +4,8 @@
 // Python frames. Counted per stack; the finding about kept gradients cites the most frequent.
 
 import { ACTION, PHASE } from "../ffi/events";
-import type { ProfilerModel } from "./model";
-import { frameLabel } from "./user-frame";
+import type { EventTail } from "./tail";
+import { frameLabel, type BlockStacks } from "./user-frame";
 
 /** Distinct caller stacks kept per phase (a loop calls from one or two places). */
 const MAX_CALLERS = 64;
@@ -36,8 +36,9 @@ export class PhaseCallers {
  * user's line most allocations of that phase with a stack name, among the model's kept records.
  * Backward's own first allocation (the loss's gradient, made on the calling thread) names the line
  * that called it; the optimizer's state and temporaries the line of its step. Null where none does.
+ * `m`: the model, by what is read of it (the model keeps the callers: it is not imported back).
  */
-export function tailCaller(m: ProfilerModel, phase: number): string | null {
+export function tailCaller(m: { readonly tail: EventTail | null; readonly stacks: BlockStacks | null; readonly recordStacks: boolean }, phase: number): string | null {
   const t = m.tail;
   const stacks = m.stacks;
   if (!t || !stacks) return null;
