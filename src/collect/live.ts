@@ -79,10 +79,9 @@ export class LiveModels {
 
   /** `keepTrace`: each model keeps its newest records, for the screens' phase bands and for `d`
    *  (a snapshot written from the monitor's own events). The headless front ends do neither, and
-   *  copying every record costs a tenth of the session's time on a busy process. `peakGroups:
-   *  false`: the document's profiles leave out the peak step's live groups (processProfile), which
-   *  no screen reads from the document. */
-  constructor(private readonly opts: { keepTrace?: boolean; peakGroups?: boolean } = { keepTrace: true }) {}
+   *  copying every record costs a tenth of the session's time on a busy process. `screens`: the
+   *  document's profiles leave out what no screen reads from the document (processProfile). */
+  constructor(private readonly opts: { keepTrace?: boolean; screens?: boolean } = { keepTrace: true }) {}
 
   /** What the model of each agent's process (by its agent's pid) knows of it on a device: its
    *  profile, and its notes (the manifest's, and the monitor's own on the ring it read). */
@@ -96,7 +95,7 @@ export class LiveModels {
     // A ring left unread: no profile of a model that stopped where its reading did; the document
     // gives the header's figures, and the notes say why.
     if (pm?.unread) return { profile: null, notes: pm.notes };
-    return pm ? { forecast: forecastIn(forecastBasis(pm.model, cudaIndex)), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found, peakGroups: this.opts.peakGroups }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
+    return pm ? { forecast: forecastIn(forecastBasis(pm.model, cudaIndex)), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found, screens: this.opts.screens }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
   };
 
   private newModel(): ProfilerModel {

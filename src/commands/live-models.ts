@@ -4,8 +4,8 @@
 import type { LiveModels } from "../collect/live";
 
 /** A Session's `newModels`. `keepTrace`: the models keep their newest records (the screens: phase
- *  bands and `d`); `peakGroups: false`: their document's profiles leave out what no screen reads
+ *  bands and `d`); `screens`: their document's profiles leave out what no screen reads
  *  from it (collect/live.ts). */
-export function liveModels(opts: { keepTrace: boolean; peakGroups?: boolean }): () => LiveModels {
+export function liveModels(opts: { keepTrace: boolean; screens?: boolean }): () => LiveModels {
   return () => new (require("../collect/live") as typeof import("../collect/live")).LiveModels(opts);
 }

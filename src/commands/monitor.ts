@@ -18,7 +18,7 @@ export async function command(opts: Options): Promise<number> {
     }
     const [{ runMonitor }, { Session }] = await Promise.all([loadScreens(), import("../collect/session")]);
     // The screens keep each model's newest records (phase bands, `d`).
-    return await runMonitor(new Session(machine, liveModels({ keepTrace: true, peakGroups: false })), { ...opts, speed: opts.speed });
+    return await runMonitor(new Session(machine, liveModels({ keepTrace: true, screens: true })), { ...opts, speed: opts.speed });
   } finally {
     machine.close({ fast: opts.once });
   }

@@ -28,5 +28,5 @@ export async function command(opts: Options): Promise<number> {
   }
   const [{ runMonitorOnChild }, { Machine }, { Session }] = await Promise.all([loadScreens(), import("../collect/machine"), import("../collect/session")]);
   // The screens close the session once they end, before waiting for the program.
-  return await runMonitorOnChild(opts, startChild, new Session(new Machine(), liveModels({ keepTrace: true, peakGroups: false })));
+  return await runMonitorOnChild(opts, startChild, new Session(new Machine(), liveModels({ keepTrace: true, screens: true })));
 }

@@ -16,7 +16,8 @@ import { liveLineSums } from "./line-bytes";
 /** How many lines the document lists as holding live memory (Prometheus exports fewer). */
 const LINES_LISTED = 10;
 
-/** Live memory by the user's line, where the model has stacks (line-bytes.ts). */
+/** Live memory by the user's line, where the model has stacks (line-bytes.ts): a walk of every
+ *  live block. */
 function liveLines(m: ProfilerModel, d: DeviceState | null) {
   if (!d || !m.stacks) return null;
   const sums = liveLineSums(m, d);
@@ -46,10 +47,11 @@ function reservedUnallocated(m: ProfilerModel, d: DeviceState): Profile["reserve
 /** The profile of `device` (default: the first with events), or null before any event: the
  *  document's `profile` (its type is the schema's, src/system/schema.ts). `found`: the model's
  *  findings where the caller has them already (every device's; computed here otherwise).
- *  `peakGroups: false`: the peak step's live groups are left out (null), for a document no one reads
- *  them from (the screens': the Process and Tensors screens ask the model themselves); grouping them
- *  is most of a profile's time, each tick, for each process. */
-export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number; found?: readonly Finding[]; peakGroups?: boolean } = {}): Profile | null {
+ *  `screens`: the document the screens draw from, which leaves out (null) what no screen reads
+ *  from it, each tick, for each process: the peak step's live groups (most of a profile's time) and
+ *  live memory by line (a walk of every live block); the Process, Tensors and Lines screens ask the
+ *  model themselves. */
+export function processProfile(m: ProfilerModel, opts: { device?: number; tensors?: number; found?: readonly Finding[]; screens?: boolean } = {}): Profile | null {
   const d = pickDevice(m, opts.device) ?? pickDevice(m);
   if (!d) return null;
   const dev = d.device;
@@ -108,10 +110,10 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
         share_of_step_peak: r.share_of_step_peak,
       })),
     },
-    peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase, alive_at_peak: opts.peakGroups === false ? null : aliveAtPeak(m, dev, peak.step) },
+    peak_step: peak && { step: peak.step, peak_allocated_bytes: peak.peak_allocated_bytes, peak_phase: peak.peak_phase, alive_at_peak: opts.screens ? null : aliveAtPeak(m, dev, peak.step) },
     reserved_unallocated: reservedUnallocated(m, d),
     categories: cats.map((c) => ({ category: c.category, bytes: c.bytes, blocks: c.blocks })),
-    lines: liveLines(m, d),
+    lines: opts.screens ? null : liveLines(m, d),
     largest_tensors: blocks(m, { device: dev, limit: opts.tensors ?? 10, sort: "size" }).blocks.map((x) => ({
       label: x.label,
       name: x.name,

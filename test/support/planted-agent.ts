@@ -3,14 +3,15 @@
 // manifest beside it with `extra` fields (notes, hook_error…). What the monitor then finds is
 // what it finds for a real agent.
 import { closeSync, copyFileSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 
 const FIX = join(import.meta.dir, "..", "fixtures");
 
-/** `pid`'s agent in `dir` from test/fixtures/`name`.ring and `name`.json; returns its ring's path. */
+/** `pid`'s agent in `dir` from test/fixtures/`name`.ring and `name`.json (or, `name` a path, the
+ *  recording NAME.ring and NAME.json there); returns its ring's path. */
 export function plantAgent(dir: string, pid: number, extra: Record<string, unknown> = {}, name = "normal"): string {
   const ring = join(dir, `${pid}.ring`);
-  copyFileSync(join(FIX, `${name}.ring`), ring);
+  copyFileSync(resolve(FIX, `${name}.ring`), ring);
   const fd = openSync(ring, "r+");
   const b = Buffer.alloc(4);
   b.writeInt32LE(pid);
@@ -23,7 +24,7 @@ export function plantAgent(dir: string, pid: number, extra: Record<string, unkno
 /** The manifest of a planted agent (written again when a test changes it). */
 export function writePlantedManifest(dir: string, pid: number, ring: string, extra: Record<string, unknown> = {}, name = "normal"): string {
   const path = join(dir, `${pid}.json`);
-  const m = { ...JSON.parse(readFileSync(join(FIX, `${name}.json`), "utf8")), pid, ring, socket: null, ...extra };
+  const m = { ...JSON.parse(readFileSync(resolve(FIX, `${name}.json`), "utf8")), pid, ring, socket: null, ...extra };
   writeFileSync(path, JSON.stringify(m), { mode: 0o600 });
   return path;
 }

@@ -32,7 +32,7 @@ function agents(): string {
 const rowOf = (ctl: Controller, pid: number) => ctl.state.doc!.processes.find((p) => p.agent_pid === pid)!;
 
 test("the screens read the shown process's ring only where many run; the others say they show their headers' figures", async () => {
-  const session = new Session(new Machine({ agentDir: agents() }), liveModels({ keepTrace: true, peakGroups: false }));
+  const session = new Session(new Machine({ agentDir: agents() }), liveModels({ keepTrace: true, screens: true }));
   const ctl = new Controller(session, 1000);
   const ui = render(<App ctl={ctl} ascii={false} size={{ columns: 160, rows: 50 }} />);
   try {
