@@ -184,25 +184,26 @@ def train_steps(torch, f, model, batch, steps, compiled=None, mark_step=False):
     return opt
 
 
-def case_gpt2(torch, f):
+def gpt2_sampled(torch, f, cfg_kwargs):
+    """A GPT-2 made on GPU 0 after its context: NVML sampled after torch.zeros(1) and after the
+    model, the model's event between them. The device, the model and its config."""
     dev = torch.device("cuda", 0)
     torch.zeros(1, device=dev)
     ctx = f.sample("after_zeros")
-    model, cfg = gpt2_model(torch, dev, GPT2)
-    m = f.sample("model")
-    f.event("model", ctx, m)
+    model, cfg = gpt2_model(torch, dev, cfg_kwargs)
+    f.event("model", ctx, f.sample("model"))
+    return dev, model, cfg
+
+
+def case_gpt2(torch, f):
+    dev, model, cfg = gpt2_sampled(torch, f, GPT2)
     return train_steps(torch, f, model, lambda: torch.randint(0, cfg.vocab_size, (16, 256), device=dev), 4), model
 
 
 def case_compile(torch, f):
     from capture_common import GPT2_CONFIG
 
-    dev = torch.device("cuda", 0)
-    torch.zeros(1, device=dev)
-    ctx = f.sample("after_zeros")
-    model, cfg = gpt2_model(torch, dev, GPT2_CONFIG)
-    m = f.sample("model")
-    f.event("model", ctx, m)
+    dev, model, cfg = gpt2_sampled(torch, f, GPT2_CONFIG)
     compiled = torch.compile(model, mode="reduce-overhead")
     return train_steps(torch, f, model, lambda: torch.randint(0, cfg.vocab_size, (4, 64), device=dev), 4, compiled, mark_step=True), model
 
