@@ -656,8 +656,8 @@ export class DeviceState extends TotalsReadout {
   private peaksUnknown = false;
 
   /**
-   * torch's max_memory_allocated() and max_memory_reserved() at a sync point the records have
-   * exactly reached (its SYNC tied to its count of events). Taken once after an attach's seed, the
+   * torch's max_memory_allocated() and max_memory_reserved() read with the seed, or at a sync
+   * point the records have exactly reached (its SYNC tied to its count of events). Taken once after an attach's seed, the
    * first chance the records have to learn what the blocks cannot know: torch's peak there is the
    * higher of the blocks' highest since the attach and its peak before it, so where it is higher it
    * is the peak before the attach, from then on the floor of the peaks shown. Never taken on a

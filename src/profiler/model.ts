@@ -330,6 +330,8 @@ export class ProfilerModel {
     if (events < part.events) return;
     if (events > part.events) return this.refuseSeed(`the reader had passed its point on device ${d.device}`);
     const r = d.seed(part.segments, t);
+    // torch's peaks read with the seed (a newer agent's): known at once, not at the next sync point
+    if (part.peak_allocated !== undefined) d.peaksFromTorch(part.peak_allocated, part.peak_reserved ?? 0);
     const st = this.seedStatus!;
     st.blocks += r.added;
     st.bytes += r.addedBytes;
