@@ -168,7 +168,9 @@ def case_bare(torch, f):
 
 def train_steps(torch, f, model, batch, steps, compiled=None, mark_step=False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    run = compiled or model
+    # Not `compiled or model`: truth-testing a torch.compile'd module calls its __len__, which a
+    # module without one (GPT2LMHeadModel) answers with a TypeError.
+    run = model if compiled is None else compiled
     prev = f.samples[-1]
     for i in range(steps):
         if mark_step:
