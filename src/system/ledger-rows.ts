@@ -24,8 +24,12 @@ export interface Jump {
 
 /** What the ledger knows beyond one sample's figures: its track's attribution. */
 export interface LedgerParts {
-  /** NVML − reserved at the first sample (null before one). */
+  /** NVML − reserved at the first sample, with context_settling_bytes (null before one). */
   context_bytes: number | null;
+  /** Of context_bytes, what came after a first sample taken before torch's first allocation, up to
+   *  the first sample after it, with no mark open: the context still being made when NVML was
+   *  first read (0 where the first figure stood). */
+  context_settling_bytes: number;
   /** Whether that sample came before torch's first allocation (reserved 0): the context alone. */
   context_before_first_allocation: boolean;
   /** Libraries whose marks came before that sample: what they made is in the context's figure. */
@@ -95,7 +99,11 @@ export function ledgerRows(input: LedgerInput): Ledger {
   let claimed = input.reserved_bytes;
   if (parts && parts.context_bytes !== null) {
     const ctx = parts.context_bytes + parts.context_growth_bytes;
-    const seen = parts.context_before_first_allocation ? "seen before torch's first allocation" : "seen at the monitor's first sample, after torch's first allocation";
+    const seen = parts.context_before_first_allocation
+      ? parts.context_settling_bytes !== 0
+        ? `seen before torch's first allocation at ${formatBytes(parts.context_bytes - parts.context_settling_bytes)}${parts.context_settling_bytes > 0 ? ", still being made" : ""}; whole at the first sample after it`
+        : "seen before torch's first allocation"
+      : "seen at the monitor's first sample, after torch's first allocation";
     const growth = parts.context_growth_bytes !== 0 ? `; ${parts.context_growth_bytes > 0 ? "+" : "−"}${formatBytes(Math.abs(parts.context_growth_bytes))} as kernels loaded in the first step` : "";
     const incl = parts.context_includes.length ? `; includes what ${parts.context_includes.map(libraryName).join(" and ")} made before that sample` : "";
     rows.push({ kind: "context", name: "CUDA context", bytes: ctx, note: seen + incl + growth });
