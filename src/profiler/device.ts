@@ -9,6 +9,7 @@
 
 import { ACTION, PHASE, type EventBatch } from "../ffi/events";
 import { BlockTable, LARGE, RESYNCED } from "./blocks";
+import { FreedLarge } from "./freed-large";
 import { TotalsReadout } from "./device-totals";
 import { CATEGORIES, CAT_GRADIENT, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
@@ -51,6 +52,8 @@ export class DeviceState extends TotalsReadout {
   private poolsCache: { version: number; pools: readonly PrivatePool[] } | null = null;
   /** The blocks alive at each step's peak (at-peak.ts). */
   readonly peaks = new PeakWitness(this.blocks);
+  /** The newest frees of large blocks: what last held a free range (hole-lines.ts). */
+  readonly freedLarge = new FreedLarge();
 
   // torch's block sizes (profiler/block-sizes.ts, the rules snapshots follow too): a record carries
   // the request; the allocator hands out the request rounded, and in the large pool the whole free
@@ -264,6 +267,7 @@ export class DeviceState extends TotalsReadout {
     const lifetimes = this.lifetimes;
     const timeline = this.timeline;
     const peaks = this.peaks;
+    const freedLarge = this.freedLarge;
     const tt = this.t;
     const counts = tt.counts;
     const layout = this.expandable ? null : this.layout;
@@ -454,6 +458,7 @@ export class DeviceState extends TotalsReadout {
           // A block born by the running step's peak keeps its slot for the log of frees (retire).
           const born = cSerial[slot]!;
           const logged = born <= peakAt;
+          if (size > LARGE) freedLarge.push(addr, size, cStack[slot]!);
           // the step's frees (StepAccounting's run): within the phase, at its peak's temporaries,
           // within the range
           runFreed += size;
