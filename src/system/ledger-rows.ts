@@ -145,6 +145,9 @@ export interface GpuLedgerRow {
 export interface GpuLedger {
   /** What the rows sum to: the GPU's total memory. */
   total_bytes: number;
+  /** The monitor runs in a pid namespace of its own (a container): the driver lists to NVML only
+   *  that namespace's processes, so not_listed holds the memory of every process outside it. */
+  container_view: boolean;
   rows: GpuLedgerRow[];
   /** The findings in words: a GPU whose memory a process that no longer exists holds. */
   words: string[];
@@ -165,7 +168,7 @@ export interface ListedProcess {
  *  memory still held, or in another container), used that no listed process accounts for, the
  *  driver's reserve (NVML's v2 memory figures; v1 counts it in used) and free. Null without
  *  NVML's memory figures. `user`: the monitor's own user (null: no split by user). */
-export function gpuLedger(d: { memory_total_bytes: number | null; memory_used_bytes: number | null; memory_free_bytes: number | null; memory_reserved_bytes: number | null }, listed: readonly ListedProcess[], user: string | null): GpuLedger | null {
+export function gpuLedger(d: { memory_total_bytes: number | null; memory_used_bytes: number | null; memory_free_bytes: number | null; memory_reserved_bytes: number | null }, listed: readonly ListedProcess[], user: string | null, containerView = false): GpuLedger | null {
   if (d.memory_total_bytes === null || d.memory_used_bytes === null || d.memory_free_bytes === null) return null;
   const rows: Record<"processes" | "other_users" | "gone", GpuLedgerRow> = {
     processes: { kind: "processes", bytes: 0, pids: [] },
@@ -190,5 +193,5 @@ export function gpuLedger(d: { memory_total_bytes: number | null; memory_used_by
   const words: string[] = [];
   if (rows.gone.bytes > 0)
     words.push(`${formatBytes(rows.gone.bytes)} held by ${rows.gone.pids.length === 1 ? `pid ${rows.gone.pids[0]}` : `pids ${rows.gone.pids.join(", ")}`}, which no longer ${rows.gone.pids.length === 1 ? "exists" : "exist"} here (exited with its memory still held, or in another container)`);
-  return { total_bytes: d.memory_total_bytes, rows: out, words };
+  return { total_bytes: d.memory_total_bytes, container_view: containerView, rows: out, words };
 }
