@@ -21,6 +21,8 @@ deadline=$((SECONDS + ${STACKS_BUDGET:-330}))
 left() { local l=$((deadline - SECONDS)); [ "$l" -lt "$1" ] || l=$1; echo "$l"; }
 step() { # name seconds command...
   local name=$1 t; t=$(left "$2"); shift 2
+  # STACKS_ONLY=a,b: those steps alone (a later session's missing figures), the others skipped
+  case ",${STACKS_ONLY:-$name}," in *",$name,"*) ;; *) return ;; esac
   if [ "$t" -lt 10 ]; then echo "== $name: skipped (the 4 minutes are spent)" | tee -a "$out/summary.txt"; return; fi
   local t0=$SECONDS
   timeout -k 5 "$t" "$@" > "$out/$name.log" 2>&1
