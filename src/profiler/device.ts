@@ -64,6 +64,10 @@ export class DeviceState extends TotalsReadout {
   /** Expandable segments (the settings say so, or pages were mapped): every block is cut to its
    *  request rounded, in both pools; no layout is needed. */
   private expandable = false;
+  /** Whether the allocator uses expandable segments (the forecast's reserve reads segments otherwise). */
+  get expandableSegments(): boolean {
+    return this.expandable;
+  }
 
   // Where the training loop is (from the records' stamps).
   private _step: number;
