@@ -3,7 +3,8 @@
 // the CLI, and read as a live agent's ring by the session `run --json` and `--json` make (no
 // records kept), every finding that can cite a line cites the program's own, as its `line:NAME`
 // marks say (the facts beside each ring, read from the source when it ran). test/fixtures/lines/
-// holds them (bench/results/gpu-2026-11-29c/lines/: the run that made them).
+// holds them (bench/results/gpu-2026-11-29c/lines/: the run that made them); GPUMEM_LINES_FIXTURES
+// names another folder of the same files (lines.sh checks a fresh run's with this file).
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +14,7 @@ import { Session } from "../../src/collect/session";
 import { liveModels } from "../../src/commands/live-models";
 import { plantAgent } from "../support/planted-agent";
 
-const DIR = join(import.meta.dir, "..", "fixtures", "lines");
+const DIR = process.env.GPUMEM_LINES_FIXTURES || join(import.meta.dir, "..", "fixtures", "lines");
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 
 interface Line {
@@ -29,13 +30,14 @@ interface Finding {
 }
 
 const have = (name: string) => existsSync(join(DIR, `${name}.ring.gz`));
-const facts = (name: string) => JSON.parse(readFileSync(join(DIR, `${name}.facts.json`), "utf8"));
-const ringTest = (name: string, title: string, fn: () => void) => (have(name) ? test(`${name}: ${title}`, fn, 60_000) : test.skip(`${name}: ${title} (no test/fixtures/lines/${name}.ring.gz)`, fn));
+/** A recording's facts (NAME.exit's are NAME's: the same program, its ring saved again at its end). */
+const facts = (name: string) => JSON.parse(readFileSync(join(DIR, `${name.replace(/\.exit$/, "")}.facts.json`), "utf8"));
+const ringTest = (name: string, title: string, fn: () => void) => (have(name) ? test(`${name}: ${title}`, fn, 60_000) : test.skip(`${name}: ${title} (no ${name}.ring.gz in ${DIR})`, fn));
 
 function replayed(name: string): { findings: Finding[]; at: (mark: string) => string } {
   const p = Bun.spawnSync(["bun", CLI, "replay", join(DIR, `${name}.ring.gz`), "--json"], { stdout: "pipe", stderr: "pipe" });
   expect(p.exitCode).toBe(0);
-  const marks = JSON.parse(readFileSync(join(DIR, `${name}.facts.json`), "utf8")).marks as { filename: string; lines: Record<string, number> };
+  const marks = facts(name).marks as { filename: string; lines: Record<string, number> };
   return { findings: JSON.parse(p.stdout.toString().trim().split("\n").at(-1)!).findings, at: (mark) => `${marks.filename}:${marks.lines[mark]}` };
 }
 
@@ -70,6 +72,11 @@ const lines = (f: Finding | undefined) => (f?.lines ?? []).map((l) => [l.role, l
 describe("an H200's recordings with the default stacks, replayed", () => {
   ringTest("leak", "growth names the line that made the logits it keeps", () => {
     const r = replayed("leak");
+    expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
+  });
+
+  ringTest("leak.exit", "its ring saved again once the training was let go (what run --json reads last): growth still names the line", () => {
+    const r = replayed("leak.exit");
     expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
   });
 
@@ -110,6 +117,11 @@ describe("an H200's recordings with the default stacks, replayed", () => {
 describe("an H200's recordings read as a live agent's ring by run --json's session (no records kept)", () => {
   ringTest("leak", "growth names the line that made the logits it keeps", () => {
     const r = live("leak");
+    expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
+  });
+
+  ringTest("leak.exit", "the ring at the run's end, the training let go: growth still names the line", () => {
+    const r = live("leak.exit");
     expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
   });
 
