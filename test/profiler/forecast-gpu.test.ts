@@ -20,7 +20,8 @@ import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findings } from "../../src/profiler/findings";
-import { forecastAt, forecastBasis, peakAt, type ForecastBasis, type ForecastRoom } from "../../src/profiler/forecast";
+import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
+import { ringRoom as roomOf, withCap } from "../support/forecast-facts";
 import { played } from "../support/played";
 
 // GPUMEM_FORECAST_FIXTURES: another folder of them (the script's rings/, on the device, before they are committed).
@@ -36,6 +37,8 @@ interface Trial {
   batch: number;
   fits: boolean;
   peaks: Peak[];
+  /** A fresh trial's allocator as it began. */
+  before?: { allocated: number; reserved: number };
 }
 interface OneFacts {
   model: string;
@@ -58,10 +61,6 @@ interface Facts {
 }
 const facts = (): Facts => JSON.parse(readFileSync(FACTS, "utf8"));
 
-/** The room the recording ran in: the device's total less what was outside PyTorch, the cap beside it. */
-function roomOf(f: RingFacts): ForecastRoom {
-  return { total_bytes: f.cap.device_total, outside_bytes: f.outside_pytorch?.outside ?? null };
-}
 
 /** The steady step's peak (the second of a trial's steps) at `batch`, from the sweep. */
 const measured = (t: Trial) => t.peaks[t.peaks.length - 1]!.max_allocated;
@@ -70,7 +69,8 @@ const measured = (t: Trial) => t.peaks[t.peaks.length - 1]!.max_allocated;
  *  trials, and fresh processes over them (the ground truth: a new process, nothing cached). */
 function freshOf(all: Facts, model: string): Map<number, boolean> {
   const fits = new Map<number, boolean>();
-  for (const t of all.sweep.models[model]?.fresh?.trials ?? []) fits.set(t.batch, t.fits);
+  // A trial counts where the allocator held nothing as it began (a new process's state, its context aside).
+  for (const t of all.sweep.models[model]?.fresh?.trials ?? []) if (!t.before || t.before.allocated === 0) fits.set(t.batch, t.fits);
   for (const o of Object.values(all.one ?? {})) if (o.model === model) fits.set(o.batch, o.fits);
   return fits;
 }
@@ -82,10 +82,6 @@ function boundaryOf(fits: Map<number, boolean>): number | null {
   return b;
 }
 
-function withCap(b: ForecastBasis, f: RingFacts): ForecastBasis {
-  // The agent's LIMIT record says the cap; a ring from before it had none: the facts' cap then.
-  return b.limit_bytes === null ? { ...b, limit_bytes: f.cap.cap_bytes } : b;
-}
 
 for (const name of ["gpt2", "resnet50", "gpt2-ckpt"]) {
   test.skipIf(!have(name))(`${name}: the peak at 2 and 4 times the batch within 5% of torch's, the largest batch that fits within one of a fresh training's where measured${why(name)}`, async () => {
