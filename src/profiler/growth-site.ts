@@ -8,6 +8,7 @@ import { PeakBlocks } from "./at-peak";
 import { LARGE_REMAINDER } from "./consistency";
 import type { DeviceState } from "./device";
 import type { ProfilerModel } from "./model";
+import type { StepRecord } from "./steps";
 import { citedLine, LineSums, type LineBytes, type LineSplit } from "./line-bytes";
 import { formatBytes, inPhase } from "../words";
 
@@ -28,6 +29,8 @@ function sizeClasses(sizes: Iterable<number>): Map<number, number> {
   return out;
 }
 
+const endOf = new WeakMap<DeviceState, { rec: StepRecord; blocks: PeakBlocks }>();
+
 /**
  * The blocks held at the end of step `step`: the model's picture of that boundary (at-peak.ts: the
  * live blocks born by then and the ones freed since), so that what a growth of memory held at step
@@ -37,8 +40,16 @@ function sizeClasses(sizes: Iterable<number>): Map<number, number> {
  * longer kept (older than the last PEAK_STEPS_KEPT steps).
  */
 function heldAtEnd(d: DeviceState, step: number): PeakBlocks {
+  // A finished step's end does not change (its blocks freed since join the log of frees): put
+  // together once for the step's record, not at each tick's findings.
+  const rec = d.steps.findLast((r) => r.step === step);
+  const had = endOf.get(d);
+  if (had && rec && had.rec === rec) return had.blocks;
   const pic = d.peaks.picture(d.cur, step, d.categoryCode, true);
-  if (pic) return pic.blocks;
+  if (pic) {
+    if (rec) endOf.set(d, { rec, blocks: pic.blocks });
+    return pic.blocks;
+  }
   const b = d.blocks;
   const out = new PeakBlocks(b.count);
   for (const slot of b.bySlot.values()) out.push(b, slot, b.category[slot]!, NaN);
