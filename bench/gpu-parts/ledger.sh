@@ -107,6 +107,14 @@ for path in sorted(glob.glob(os.path.join(o, "*.facts.json"))):
             print("  last ledger: " + "; ".join("%s %.1f MiB%s" % (r["name"], r["bytes"] / MiB, " (%s)" % r["note"] if r.get("note") and r["kind"] == "library" else "") for r in last["rows"]))
             for j in last.get("jumps", []):
                 print("  jump: %+.1f MiB after %s" % (j["bytes"] / MiB, j["after"]))
+            # The context row (with any growth as kernels loaded) against the program's own figure.
+            ctx = next((r for r in last["rows"] if r["kind"] == "context"), None)
+            if ctx and f.get("context_bytes") is not None:
+                print("  context row %.1f MiB (%s); the program's own NVML - reserved after torch.zeros(1): %.1f MiB: %s" % (
+                    ctx["bytes"] / MiB, ctx.get("note"), f["context_bytes"] / MiB, "WITHIN 2 MiB" if abs(ctx["bytes"] - f["context_bytes"]) <= 2 * MiB else "OFF"))
+            pools = [r for r in last["rows"] if r["kind"] == "private_pool"]
+            if name == "compile" or pools:
+                print("  private pools: %s" % ("; ".join("%s %.1f MiB (%s)" % (r["name"], r["bytes"] / MiB, r.get("note")) for r in pools) or "NONE"))
         for k, v in sorted(peak.items()):
             if k.startswith("library:") or k.startswith("context:"):
                 line = "  largest %s: %.1f MiB" % (k, v / MiB)
