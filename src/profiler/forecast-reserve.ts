@@ -20,6 +20,7 @@
 // long-lived blocks elsewhere. The forecast gives its largest batch with and without it.
 // Pure: the device's segment table and the step's peak picture in.
 
+import { RESYNCED_STEP } from "./blocks";
 import type { DeviceState } from "./device";
 import type { StepRecord } from "./steps";
 
@@ -58,8 +59,20 @@ export function reserveAt(r: AllocatorReserve, ratio: number): number {
 }
 
 /** The reserve of step `rec`'s peak, from its picture and the device's segments; where they do not
- *  tell (no picture, segments changed since, expandable segments), the whole slack, said so. */
+ *  tell (no picture, segments changed since, expandable segments), the whole slack, said so. Read
+ *  once a step (the document and the screens ask at every tick; a finished step's picture does not
+ *  change, and the segments are read as soon after it as anyone asks). */
 export function allocatorReserve(d: DeviceState, rec: StepRecord, expandable: boolean): AllocatorReserve {
+  const had = reserveOf.get(d);
+  if (had && had.rec === rec) return had.reserve;
+  const reserve = readReserve(d, rec, expandable);
+  reserveOf.set(d, { rec, reserve });
+  return reserve;
+}
+
+const reserveOf = new WeakMap<DeviceState, { rec: StepRecord; reserve: AllocatorReserve }>();
+
+function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): AllocatorReserve {
   const slack = Math.max(0, rec.reserved_at_peak - rec.peak_allocated);
   const whole: AllocatorReserve = { held_bytes: slack, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, released_bytes: 0, exact: false, slack_bytes: slack };
   if (expandable) return whole; // one mapped range per stream, grown and shrunk by pages: no segments to strand
@@ -95,7 +108,9 @@ export function allocatorReserve(d: DeviceState, rec: StepRecord, expandable: bo
     }
     if (k < 0 || at >= addrs[k]! + sizes[k]!) return whole; // a block outside every segment: not the peak's
     live[k]! += b.size[i]!;
-    if (b.step[i]! < rec.step && (!alive || alive.has(b.serial[i]!))) {
+    // (a block a seed or snapshot set carries no step: from before the recording, long-lived)
+    const earlier = b.step[i]! < rec.step || b.step[i] === RESYNCED_STEP;
+    if (earlier && (!alive || alive.has(b.serial[i]!))) {
       old[k]! += b.size[i]!;
       if (b.size[i]! > largestOld) largestOld = b.size[i]!;
     }

@@ -187,6 +187,16 @@ function carriedBytes(d: DeviceState, rec: StepRecord): number {
 
 /** The gradient bytes step `rec` made and still held at its peak, from its picture (null: none kept). */
 export function gradientsMadeAtPeak(d: DeviceState, rec: StepRecord): number | null {
+  const had = gradsOf.get(d);
+  if (had && had.rec === rec) return had.bytes;
+  const bytes = gradientBytes(d, rec);
+  gradsOf.set(d, { rec, bytes });
+  return bytes;
+}
+
+const gradsOf = new WeakMap<DeviceState, { rec: StepRecord; bytes: number | null }>();
+
+function gradientBytes(d: DeviceState, rec: StepRecord): number | null {
   const pic = d.peaks.picture(d.cur, rec.step, d.categoryCode);
   if (!pic) return null;
   const b = pic.blocks;

@@ -71,6 +71,17 @@ test("in a room: the largest multiple of the batch whose peak and the allocator'
   expect(fc.words).toMatch(new RegExp(`fits up to ${n}x this batch \\(\\d+\\.\\d of 24\\.5 GiB with 512\\.00 MiB outside PyTorch and \\d+\\.\\d\\d GiB free in the allocator's segments in use at the peak: a 786\\.00 MiB segment made for per-step blocks holds 228\\.32 MiB of long-lived memory here, its rest grown with the batch\\); ${n + 1}x where that memory lies elsewhere`));
 });
 
+test("attached after 73 steps (its seed naming what was there): the same allocator reserve and largest batch as the same training recorded from its start", async () => {
+  const room = { total_bytes: 24 * 2 ** 30, outside_bytes: 0 };
+  const from = forecastBasis(await played(join(EXACT, "gpt2.ring.gz")))!;
+  const attached = forecastBasis(await played(join(EXACT, "attach-gpt2.ring.gz")))!;
+  // The seed's blocks carry no step: from before the attach, long-lived (AdamW's state in the logits' segment).
+  expect(attached.reserve).toEqual(from.reserve);
+  expect(attached.reserve.stranded.segments).toBe(1);
+  const [a, f] = [forecastAt(attached, room), forecastAt(from, room)];
+  expect([a.max_batch, a.max_batch_unstranded]).toEqual([f.max_batch, f.max_batch_unstranded]);
+});
+
 test("an attach whose memory from before it is not named (no seed): no forecast, rather than all of the peak called scaling", async () => {
   const model = await played(join(EXACT, "attach-gpt2.ring.gz"), { seed: false });
   expect(model.devices[0]!.steps.length).toBeGreaterThan(2);
