@@ -14,8 +14,12 @@
 //     (the logits, an activation) and long-lived memory was later put in it (an optimizer's state
 //     made after the first backward, a gradient made while only such segments were free); it cannot
 //     be returned, the next step's block of that size needs a new segment, and its size grows with
-//     the batch while the long-lived part does not: at r times the batch its free part is
-//     size·r − (its per-step blocks)·r − (its long-lived blocks).
+//     the batch while what lies in it does not: at r times the batch its free part is
+//     size·r − (what it held at this peak). The per-step blocks in it are not grown there: at a
+//     larger batch they no longer fit its rest and lie in segments of their own (counted in the
+//     peak). On an H200 (issue 41) a fresh GPT-2 at 92 times 256 found 4.11 GiB free in segments in
+//     use for its 4.41 GiB logits; from batch 16's layout this gives 4.06 GiB (growing the per-step
+//     blocks in it too gave 3.43).
 // That last part is the layout of this run: another start, or another batch, can place the
 // long-lived blocks elsewhere. The forecast gives its largest batch with and without it.
 // Pure: the device's segment table and the step's peak picture in.
@@ -55,7 +59,7 @@ export interface AllocatorReserve {
 /** The free memory to count beside the peak at `ratio` times this step's batch (1: this step's). */
 export function reserveAt(r: AllocatorReserve, ratio: number): number {
   const s = r.stranded;
-  return r.held_bytes + Math.max(0, (s.segment_bytes - s.per_step_bytes) * ratio - s.long_lived_bytes);
+  return r.held_bytes + Math.max(0, s.segment_bytes * ratio - s.per_step_bytes - s.long_lived_bytes);
 }
 
 /** The reserve of step `rec`'s peak, from its picture and the device's segments; where they do not

@@ -514,7 +514,7 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     const free = b.reserve.exact ? `${formatBytes(maxBytes === null ? reserve : maxBytes - peakAt(b, max))} free in the allocator's segments in use at the peak` : `this step's allocator slack, ${formatBytes(b.slack_bytes)}`;
     const s = b.reserve.stranded;
     const why = strands
-      ? `: ${s.segments === 1 ? `a ${formatBytes(s.segment_bytes)} segment` : `${s.segments} segments (${formatBytes(s.segment_bytes)})`} made for per-step blocks ${s.segments === 1 ? "holds" : "hold"} ${formatBytes(s.long_lived_bytes)} of long-lived memory here, its rest grown with the batch`
+      ? `: ${s.segments === 1 ? `a ${formatBytes(s.segment_bytes)} segment` : `${s.segments} segments (${formatBytes(s.segment_bytes)})`} made for per-step blocks ${s.segments === 1 ? "holds" : "hold"} ${formatBytes(s.long_lived_bytes)} of long-lived memory: grown with the batch, what lies in ${s.segments === 1 ? "it" : "them"} not`
       : "";
     const margin = strands && unstranded !== null && unstranded !== max ? `; ${b.batch === null ? `${unstranded}x` : `batch ${unstranded}`} where that memory lies elsewhere` : "";
     words += max === 0 ? `; batch 1 would not fit (${formatBytes(room)} of room)` : `; fits up to ${unit} (${of}${outside} ${free}${why})${margin}`;

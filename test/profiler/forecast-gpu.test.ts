@@ -11,7 +11,9 @@
 //     bisection: its optimizer state was made at b0 and its allocator's cache emptied between
 //     trials, a layout no training started at that batch has (on the H200 of 2026-11-29 it ran
 //     GPT-2 at batch 92, which a fresh process at 92 could not: its second step found 4.11 GiB free
-//     in segments in use, none of it in one piece for the 4.41 GiB logits).
+//     in segments in use, none of it in one piece for the 4.41 GiB logits). Where a fresh process
+//     raised OOM, the reserve the forecast counts beside the peak there within one batch's memory
+//     of what torch said its segments in use held free.
 //   - GPT-2 fed eight sequence lengths: the fit's error within 5%, linear in the sequence with sdpa
 //     attention and quadratic with eager; the peak at each length within 5% of torch's there.
 //   - the keep-logits leak: time to OOM, forecast ten steps after the growth shows, within 10% of
@@ -20,7 +22,7 @@ import { expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findings } from "../../src/profiler/findings";
-import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
+import { forecastAt, forecastBasis, neededAt, peakAt } from "../../src/profiler/forecast";
 import { ringRoom as roomOf, withCap } from "../support/forecast-facts";
 import { played } from "../support/played";
 
@@ -44,6 +46,8 @@ interface OneFacts {
   model: string;
   batch: number;
   fits: boolean;
+  /** torch's OutOfMemoryError, its first line. */
+  error?: string;
 }
 interface RingFacts {
   cap: { cap_bytes: number; device_total: number };
@@ -103,6 +107,16 @@ for (const name of ["gpt2", "resnet50", "gpt2-ckpt"]) {
     // Every fresh result on the forecast's side, one batch of error allowed: a batch that ran is at
     // most one above the forecast, a batch that raised OOM at least the forecast.
     for (const [n, ok] of fresh) expect([n, ok ? n <= fc.max_batch! + 1 : n >= fc.max_batch!]).toEqual([n, true]);
+    // Where a fresh process raised OOM, torch said what its segments in use held free then ("and
+    // 4.11 GiB is reserved by PyTorch but unallocated"): the reserve the forecast counts beside the
+    // peak at that batch is that within one batch's memory (what one more batch needs).
+    for (const o of Object.values(all.one ?? {})) {
+      const said = o.model === name && !o.fits && o.error ? /and ([\d.]+) (GiB|MiB) is reserved by PyTo/.exec(o.error) : null;
+      if (!said) continue;
+      const torchFree = Number(said[1]) * 2 ** (said[2] === "GiB" ? 30 : 20);
+      const reserve = neededAt(b, o.batch) - peakAt(b, o.batch);
+      expect(Math.abs(reserve - torchFree)).toBeLessThan(neededAt(b, o.batch + 1) - neededAt(b, o.batch));
+    }
     const boundary = boundaryOf(fresh);
     if (boundary !== null) expect(Math.abs(fc.max_batch! - boundary)).toBeLessThanOrEqual(1);
     else console.log(`${name}: forecast ${fc.max_batch} (${fc.max_batch_unstranded ?? fc.max_batch} where long-lived memory lies elsewhere); no fresh boundary measured (${[...fresh].map(([n, ok]) => `${n} ${ok ? "ran" : "OOM"}`).join(", ") || "no fresh run"}): within one unchecked`);
