@@ -99,7 +99,7 @@ PY
 }
 if [ "$(left 60)" -ge 40 ]; then
   timeout -k 5 "$(left 60)" python3 test/gpu/ledger_gone.py --ready "$shared/gone.ready" --bytes $((512 << 20)) --seconds 70 > "$o/gone-owner.log" 2>&1
-  if wait_file "$shared/gone.ready" 60; then
+  if wait_file "$shared/gone.ready" 60 && grep -q '"error": null' "$shared/gone.ready"; then
     cp "$shared/gone.ready" "$o/gone-owner.json"; echo "== gone: $(cat "$shared/gone.ready")"
     keeper=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("keeper") or "")' "$shared/gone.ready")
     sleep 2 # the owner has left and been reaped by init
@@ -111,7 +111,8 @@ if [ "$(left 60)" -ge 40 ]; then
     sleep 2
     echo "== gone, keeper stopped: $(nvml_now "$o/gone-after-nvml.json")"
   else
-    echo "== gone: owner never ready"; tail -n 5 "$o/gone-owner.log"
+    [ -f "$shared/gone.ready" ] && cp "$shared/gone.ready" "$o/gone-owner.json"
+    echo "== gone: owner never ready: $(cat "$shared/gone.ready" 2>/dev/null)"; tail -n 5 "$o/gone-owner.log"
   fi
 else
   echo "== gone: skipped (budget spent)"
