@@ -58,7 +58,7 @@ unhold() { [ -n "$holder" ] && kill "$holder" 2>/dev/null; wait "$holder" 2>/dev
 screens() {
   local name=$1 cols=$2 rows=$3; shift 3
   local s="$name-$cols"
-  tmux -L "$sock" new-session -d -s "$s" -x "$cols" -y "$rows" "$* env NO_COLOR=1 timeout -k 5 30 bun src/cli.ts; sleep 30" || { echo "== $name: tmux failed"; return; }
+  tmux -L "$sock" new-session -d -s "$s" -x "$cols" -y "$rows" "$* env NO_COLOR=1 timeout --foreground -k 5 30 bun src/cli.ts; sleep 30" || { echo "== $name: tmux failed"; return; }
   sleep 6
   tmux -L "$sock" capture-pane -p -t "$s" > "$o/$name-${cols}x$rows.txt"
   tmux -L "$sock" send-keys -t "$s" 6; sleep 1.5
