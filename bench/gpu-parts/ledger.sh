@@ -32,6 +32,8 @@ trap 'rm -rf "$tmp"' EXIT
 left() { local l=$((budget - (SECONDS - start))); [ "$l" -lt "$1" ] || l=$1; echo "$l"; }
 step() { # NAME SECONDS COMMAND...
   local name=$1 t; t=$(left "$2"); shift 2
+  # LEDGER_ONLY=a,b: those cases alone (a machine with more GPUs for fsdp2, say)
+  case ",${LEDGER_ONLY:-$name}," in *",$name,"*) ;; *) return ;; esac
   if [ "$t" -lt 10 ]; then echo "== $name: skipped (budget spent)"; return; fi
   local t0=$SECONDS
   timeout -k 5 "$t" "$@" > "$o/$name.log" 2>&1
@@ -53,7 +55,8 @@ record gpt2 60 -- $prog --case gpt2 --out "$o" --name gpt2 --pause 0.8
 record rawmalloc 45 -- $prog --case rawmalloc --out "$o" --name rawmalloc --pause 1.0
 record nccl 60 -- python3 -m torch.distributed.run --standalone --nproc-per-node=1 test/gpu/ledger_prog.py --case nccl --out "$o" --name nccl --pause 1.0
 record compile 90 -- $prog --case compile --out "$o" --name compile --pause 0.6
-record fsdp2 70 -- python3 -m torch.distributed.run --standalone --nproc-per-node=1 test/gpu/ledger_prog.py --case fsdp2 --out "$o" --name fsdp2 --pause 0.8
+# LEDGER_NPROC: ranks (one per GPU; each rank's files NAME.rankN.*)
+record fsdp2 70 -- python3 -m torch.distributed.run --standalone --nproc-per-node="${LEDGER_NPROC:-1}" test/gpu/ledger_prog.py --case fsdp2 --out "$o" --name fsdp2 --pause 0.8
 # The GPT-2 started without the monitor, attached after its second step (the ledger from the attach
 # on: the context it had before is the process's NVML less what the seed says torch reserved), the
 # monitor's --json beside it until it ends.
@@ -98,6 +101,8 @@ for path in sorted(glob.glob(os.path.join(o, "*.facts.json"))):
             line += "  expected %+.1f MiB: %s" % (e["expected_bytes"] / MiB, "WITHIN 2 MiB" if abs(d - e["expected_bytes"]) <= 2 * MiB else "OFF")
         print(line)
     nd = os.path.join(o, name + ".run.ndjson.gz")
+    if not os.path.exists(nd):  # a rank's facts (NAME.rankN): the job's documents, this rank's pid in them
+        nd = os.path.join(o, name.split(".rank")[0] + ".run.ndjson.gz")
     if os.path.exists(nd):
         n = rows = bad = 0
         last = None

@@ -330,6 +330,8 @@ def main():
         fail("torch %s sees no CUDA device" % torch.__version__, 2)
     os.makedirs(args.out, exist_ok=True)
     name = args.name or "ledger-" + args.case
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        name += ".rank" + os.environ.get("RANK", "0")  # each rank's own files
     f = Facts(torch, args.case, args.pause, with_pools=args.case == "compile")
     error = None
     extra = {}
