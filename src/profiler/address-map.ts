@@ -4,12 +4,12 @@
 // each remove (no dead keys) cost a put and a remove of a real ring's records 7.2 ns a record
 // against 4.5 with dead keys.
 
-const EMPTY = -1;
+export const EMPTY = -1;
 
 /** Addresses are ≥ 0 and below 2^53; allocator addresses are multiples of 512. A function of the
  *  address alone, so that put and remove (the per-event path) apply their local copy of the mask
  *  instead of loading the map's for every entry the backward shift looks at. */
-function hash(address: number): number {
+export function hash(address: number): number {
   const lo = address >>> 0;
   const hi = (address / 4294967296) >>> 0;
   let h = Math.imul(lo ^ (lo >>> 16), 0x85ebca6b) ^ Math.imul(hi, 0xc2b2ae35);
@@ -22,16 +22,18 @@ function hash(address: number): number {
  *  addresses out again and again, so the next put of that address finds its entry where its probe
  *  ends, and a remove is one store, with no later entries to move back. Dead keys are dropped when
  *  the table is rebuilt (grow). Values are slots, indexes and −1: never this. */
-const DEAD = -2147483648;
+export const DEAD = -2147483648;
 
 export class AddressMap {
-  private keys: Float64Array;
-  private vals: Int32Array;
-  private mask: number;
+  // Public for the model's loop, which probes the table in place (DeviceState.allocatorRecords):
+  // it reads them again after a rebuild (put's, where `used` passes half the table).
+  keys: Float64Array;
+  vals: Int32Array;
+  mask: number;
   /** Live entries. */
   size = 0;
   /** Keys held, live or dead: what the probes cross. */
-  private used = 0;
+  used = 0;
 
   constructor(capacity = 4096) {
     let n = 16;
@@ -111,7 +113,7 @@ export class AddressMap {
 
   /** Half full of keys: the live ones into a fresh table, twice as large where they fill a
    *  quarter of this one (so a table of mostly dead keys is rebuilt at its size). */
-  private rebuild(): void {
+  rebuild(): void {
     const oldKeys = this.keys;
     const oldVals = this.vals;
     const n = this.size * 4 > oldKeys.length ? oldKeys.length * 2 : oldKeys.length;

@@ -25,8 +25,9 @@ import type { StepRecord } from "./steps";
 import { PeakWitness } from "./at-peak";
 import { Timeline } from "./timeline";
 import { blockSize, ruleRow } from "./totals";
-import { DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
-import { LargePoolLayout, type SeedBlock } from "./large-pool";
+import { blockFrom, DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
+import { CHAIN_FREE, CHAIN_LIVE, CHAIN_UNKNOWN, LargePoolLayout, type SeedBlock } from "./large-pool";
+import { DEAD, EMPTY, hash } from "./address-map";
 
 export type { SnapshotSegment } from "./resync";
 
@@ -267,6 +268,10 @@ export class DeviceState extends TotalsReadout {
     const tt = this.t;
     const counts = tt.counts;
     const layout = this.expandable ? null : this.layout;
+    // The large pool's chains, read in place (see LargePoolLayout): read again after each call there.
+    const maxSplit = this.rules.maxSplitSize;
+    let { addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = this.layout;
+    let { keys: lKeys, vals: lVals, mask: lMask } = this.layout.at;
     const rules = this.rules;
     const powerTwo = rules.powerTwo;
     const RA = ruleRow(ACTION.alloc);
@@ -382,12 +387,39 @@ export class DeviceState extends TotalsReadout {
         let size = rounded;
         let chain = -1;
         if (rounded > SMALL_SIZE && layout !== null) {
-          const unknown = layout.inferred;
-          size = layout.alloc(addr, rounded, NaN, -1);
-          chain = layout.lastSlot;
-          if (layout.inferred !== unknown) {
-            cUnsized[slot] = 1;
-            blocks.unsizedCount++;
+          // The chain's block starting at the address (LargePoolLayout.find, the index probed in
+          // place): a free block there is handed out, whole or cut (blockFrom); anything else
+          // (no layout, an unknown stretch, a block too small) is the layout's own alloc.
+          let c = -1;
+          for (let h = hash(addr) & lMask; ; h = (h + 1) & lMask) {
+            const k = lKeys[h]!;
+            if (k === addr) {
+              const v = lVals[h]!;
+              if (v !== DEAD && lKind[v] === CHAIN_FREE && lAddr[v] === addr) c = v;
+              break;
+            }
+            if (k === EMPTY) break;
+          }
+          const f = c >= 0 ? lSize[c]! : 0;
+          if (f >= rounded) {
+            lKind[c] = CHAIN_LIVE;
+            chain = c;
+            size = blockFrom(f, rounded, maxSplit);
+            if (size < f) {
+              layout.cutAt(c, addr, size);
+              ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = layout);
+              ({ keys: lKeys, vals: lVals, mask: lMask } = layout.at);
+            }
+          } else {
+            const unknown = layout.inferred;
+            size = layout.alloc(addr, rounded, NaN, -1);
+            chain = layout.lastSlot;
+            if (layout.inferred !== unknown) {
+              cUnsized[slot] = 1;
+              blocks.unsizedCount++;
+            }
+            ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = layout);
+            ({ keys: lKeys, vals: lVals, mask: lMask } = layout.at);
           }
         }
         cChain[slot] = chain;
@@ -514,7 +546,37 @@ export class DeviceState extends TotalsReadout {
         }
         if (a === ACTION.free) {
           // the fold's free_completed: the block leaves its chain, merged with free neighbours
-          const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(addr, chain) : undefined;
+          let freed: number | undefined;
+          if (rounded > SMALL_SIZE && layout !== null) {
+            // LargePoolLayout.freeCompleted in place where the block's chain slot still holds it
+            // and no free neighbour or unsettled size is there: it only turns free
+            if (chain >= 0 && chain < lKind.length && lKind[chain] === CHAIN_LIVE && lAddr[chain] === addr) {
+              const n = lNext[chain]!;
+              const p = lPrev[chain]!;
+              if ((n < 0 || lKind[n] !== CHAIN_UNKNOWN) && lUnsettled[chain] === 0) {
+                // it turns free and takes in a free neighbour on either side (LargePoolLayout.absorb)
+                lKind[chain] = CHAIN_FREE;
+                freed = lSize[chain]!;
+                if (n >= 0 && lKind[n] === CHAIN_FREE) {
+                  lSize[chain]! += lSize[n]!;
+                  const nn = lNext[n]!;
+                  lNext[chain] = nn;
+                  if (nn >= 0) lPrev[nn] = chain;
+                  lKind[n] = 0;
+                  layout.spare[layout.nSpare++] = n;
+                }
+                if (p >= 0 && lKind[p] === CHAIN_FREE) {
+                  lSize[p]! += lSize[chain]!;
+                  const nn = lNext[chain]!;
+                  lNext[p] = nn;
+                  if (nn >= 0) lPrev[nn] = p;
+                  lKind[chain] = 0;
+                  layout.spare[layout.nSpare++] = chain;
+                }
+              } else freed = layout.freeMerging(chain);
+            } else freed = layout.freeCompleted(addr, chain);
+            ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = layout);
+          }
           active += RC.ac * (slot >= 0 ? size : (freed ?? rounded));
           lastTime = extra[i]!;
           folded++;

@@ -13,10 +13,16 @@
 // Pure: no I/O.
 
 import { AddressMap } from "./address-map";
-import { SMALL_SIZE, type AllocatorRules } from "./block-sizes";
+import { blockFrom, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 
 // A const enum: the transpiler writes its members in as numbers. Module constants cost the JIT a
 // scope lookup at each use, which made the per-record methods too large to be inlined (see alloc).
+/** The kinds of a chain's block, for the model's loop (which reads the columns in place): a const
+ *  enum is written in as numbers in this file only. */
+export const CHAIN_FREE = 1;
+export const CHAIN_LIVE = 2;
+export const CHAIN_UNKNOWN = 3;
+
 const enum B {
   FREE = 1,
   LIVE = 2,
@@ -42,24 +48,29 @@ export interface Resized {
 }
 
 export class LargePoolLayout {
-  // The blocks by slot, in typed columns with a free list: no object per block.
-  private addr = new Float64Array(256);
-  private size = new Float64Array(256);
-  private kind = new Uint8Array(256);
+  // The blocks by slot, in typed columns with a free list: no object per block. The model's loop
+  // (DeviceState.allocatorRecords) reads the columns and the index in place for the common cases
+  // (CHAIN_FREE and CHAIN_LIVE kinds flipped, the index probed) and calls cutAt and freeMerging
+  // for the rest; they are replaced when they grow (reindex, grow), so it reads them again after
+  // any call here.
+  addr = new Float64Array(256);
+  size = new Float64Array(256);
+  kind = new Uint8Array(256);
   /** A LIVE block followed by UNKNOWN whose size is not settled. */
-  private unsettled = new Uint8Array(256);
-  private prev = new Int32Array(256);
-  private next = new Int32Array(256);
+  unsettled = new Uint8Array(256);
+  prev = new Int32Array(256);
+  next = new Int32Array(256);
   private entry = new Int32Array(256);
   private freeEntry = new Int32Array(256);
-  private spare = new Int32Array(256);
-  private nSpare = 0;
+  /** Slots given back (merged blocks), a stack: the model's loop pushes the slots its merges free. */
+  spare = new Int32Array(256);
+  nSpare = 0;
   private used = 0;
   /** Start address → slot of every FREE, LIVE and UNKNOWN block, and of blocks since merged into
    *  the one before them: a merge leaves the index as it is (a probe saved on every merge), so an
    *  entry counts only where its slot still starts there (find). Rebuilt once stale entries
    *  outnumber the blocks (reindexAt), so it stays within a few times the blocks alive. */
-  private at = new AddressMap(256);
+  at = new AddressMap(256);
   private reindexAt = 1024;
   /** The slot of the block the last alloc laid out, −1 where it had no layout to go by: the caller
    *  keeps it with its block and gives it back to freeCompleted, which then needs no lookup. */
@@ -159,8 +170,7 @@ export class LargePoolLayout {
     }
     this.lastSlot = s;
     const f = this.size[s]!;
-    const cut = rounded < this.rules.maxSplitSize && f - rounded > SMALL_SIZE;
-    let size = cut ? rounded : f;
+    let size = blockFrom(f, rounded, this.rules.maxSplitSize);
     if (exact === exact) {
       if (exact !== size) this.disagreements++;
       size = Math.min(exact, f);
@@ -168,11 +178,16 @@ export class LargePoolLayout {
     this.kind[s] = B.LIVE;
     this.entry[s] = entry;
     this.freeEntry[s] = B.NONE;
-    if (size < f) {
-      this.size[s] = size;
-      this.add(address + size, f - size, B.FREE, s);
-    }
+    if (size < f) this.cutAt(s, address, size);
     return exact === exact ? exact : size;
+  }
+
+  /** Live slot `s` at `address`, a free block until now, keeps its first `size` bytes: the rest
+   *  is a free block after it. */
+  cutAt(s: number, address: number, size: number): void {
+    const f = this.size[s]!;
+    this.size[s] = size;
+    this.add(address + size, f - size, B.FREE, s);
   }
 
   /** free_requested: the block's size (it stays in place until its free completes). */
@@ -214,7 +229,7 @@ export class LargePoolLayout {
   }
 
   /** LIVE slot `s` freed, merged with its free neighbours; its size. */
-  private freeMerging(s: number): number {
+  freeMerging(s: number): number {
     const size = this.size[s]!;
     this.kind[s] = B.FREE;
     this.unsettled[s] = 0; // if unsettled, it stays counted: its own size is still unknown
