@@ -270,7 +270,7 @@ export class DeviceState extends TotalsReadout {
     const layout = this.expandable ? null : this.layout;
     // The large pool's chains, read in place (see LargePoolLayout): read again after each call there.
     const maxSplit = this.rules.maxSplitSize;
-    let { addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = this.layout;
+    let { addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled, spare: lSpare, nSpare: lNSpare } = this.layout;
     let { keys: lKeys, vals: lVals, mask: lMask } = this.layout.at;
     const rules = this.rules;
     const powerTwo = rules.powerTwo;
@@ -328,6 +328,8 @@ export class DeviceState extends TotalsReadout {
     const cUnsized = blocks.unsized;
     const cChain = blocks.chain;
     const cStack = blocks.stack;
+    let peakAllocated = tt.peakAllocated;
+    let peakActive = tt.peakActive;
     let requested = tt.requested;
     let allocated = tt.allocated;
     let active = tt.active;
@@ -339,6 +341,9 @@ export class DeviceState extends TotalsReadout {
     // the records that fell in it, handed over once (Timeline.extend) rather than observed one
     // record at a time (about a tenth of a busy model's ingest on the GPU host's profile).
     let fineEnd = timeline.fineEnd;
+    // Where the rule moves no reserved bytes with these records (it does not: segments do), the
+    // bucket's reserved is the run's, not followed record by record.
+    const reservedMoves = RA.rs !== 0 || RF.rs !== 0 || RC.rs !== 0;
     let aMin = Infinity;
     let aMax = -Infinity;
     let rMin = Infinity;
@@ -406,19 +411,21 @@ export class DeviceState extends TotalsReadout {
             chain = c;
             size = blockFrom(f, rounded, maxSplit);
             if (size < f) {
+              layout.nSpare = lNSpare;
               layout.cutAt(c, addr, size);
-              ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = layout);
+              ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled, spare: lSpare, nSpare: lNSpare } = layout);
               ({ keys: lKeys, vals: lVals, mask: lMask } = layout.at);
             }
           } else {
             const unknown = layout.inferred;
+            layout.nSpare = lNSpare;
             size = layout.alloc(addr, rounded, NaN, -1);
             chain = layout.lastSlot;
             if (layout.inferred !== unknown) {
               cUnsized[slot] = 1;
               blocks.unsizedCount++;
             }
-            ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = layout);
+            ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled, spare: lSpare, nSpare: lNSpare } = layout);
             ({ keys: lKeys, vals: lVals, mask: lMask } = layout.at);
           }
         }
@@ -447,8 +454,8 @@ export class DeviceState extends TotalsReadout {
         allocated += RA.al * size;
         active += RA.ac * size;
         reserved += RA.rs * rq;
-        if (allocated > tt.peakAllocated) tt.peakAllocated = allocated;
-        if (active > tt.peakActive) tt.peakActive = active;
+        if (allocated > peakAllocated) peakAllocated = allocated;
+        if (active > peakActive) peakActive = active;
         counts[RA.count]!++;
         // the step's figures for the run's phase and range (StepAccounting's run)
         runLive += size;
@@ -466,7 +473,12 @@ export class DeviceState extends TotalsReadout {
       } else if (a === ACTION.free_completed) {
         // the block left the table at its free_requested: its chain gives its size (it stayed in
         // place until now), else it is the request rounded
-        const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(address[i]!) : undefined;
+        let freed: number | undefined;
+        if (rounded > SMALL_SIZE && layout !== null) {
+          layout.nSpare = lNSpare;
+          freed = layout.freeCompleted(address[i]!);
+          ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled, spare: lSpare, nSpare: lNSpare } = layout);
+        }
         active += RC.ac * (freed ?? rounded);
         lastTime = t;
       } else {
@@ -563,7 +575,7 @@ export class DeviceState extends TotalsReadout {
                   lNext[chain] = nn;
                   if (nn >= 0) lPrev[nn] = chain;
                   lKind[n] = 0;
-                  layout.spare[layout.nSpare++] = n;
+                  lSpare[lNSpare++] = n;
                 }
                 if (p >= 0 && lKind[p] === CHAIN_FREE) {
                   lSize[p]! += lSize[chain]!;
@@ -571,11 +583,18 @@ export class DeviceState extends TotalsReadout {
                   lNext[p] = nn;
                   if (nn >= 0) lPrev[nn] = p;
                   lKind[chain] = 0;
-                  layout.spare[layout.nSpare++] = chain;
+                  lSpare[lNSpare++] = chain;
                 }
-              } else freed = layout.freeMerging(chain);
-            } else freed = layout.freeCompleted(addr, chain);
-            ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled } = layout);
+              } else {
+                layout.nSpare = lNSpare;
+                freed = layout.freeMerging(chain);
+                ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled, spare: lSpare, nSpare: lNSpare } = layout);
+              }
+            } else {
+              layout.nSpare = lNSpare;
+              freed = layout.freeCompleted(addr, chain);
+              ({ addr: lAddr, size: lSize, kind: lKind, prev: lPrev, next: lNext, unsettled: lUnsettled, spare: lSpare, nSpare: lNSpare } = layout);
+            }
           }
           active += RC.ac * (slot >= 0 ? size : (freed ?? rounded));
           lastTime = extra[i]!;
@@ -587,12 +606,14 @@ export class DeviceState extends TotalsReadout {
         if (t < fineEnd) {
           if (allocated < aMin) aMin = allocated;
           if (allocated > aMax) aMax = allocated;
-          if (reserved < rMin) rMin = reserved;
-          if (reserved > rMax) rMax = reserved;
+          if (reservedMoves) {
+            if (reserved < rMin) rMin = reserved;
+            if (reserved > rMax) rMax = reserved;
+          }
           lastA = allocated;
           lastR = reserved;
         } else {
-          if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, rMin, rMax, lastR);
+          if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, reservedMoves ? rMin : lastR, reservedMoves ? rMax : lastR, lastR);
           timeline.observe(t, allocated, reserved);
           fineEnd = timeline.fineEnd;
           aMin = rMin = Infinity;
@@ -604,11 +625,14 @@ export class DeviceState extends TotalsReadout {
         break;
       }
     }
-    if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, rMin, rMax, lastR);
+    if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, reservedMoves ? rMin : lastR, reservedMoves ? rMax : lastR, lastR);
     lifetimes.pendLen = pendLen;
+    this.layout.nSpare = lNSpare;
     blocks.nFree = nFree;
     blocks.changes += changes;
     acc.closeRun(runAlloc, runNAlloc, runLargest, runPeak, runFreed, runNFree, runFreedWithin, runRangeFreedWithin, runLive);
+    tt.peakAllocated = peakAllocated;
+    tt.peakActive = peakActive;
     tt.requested = requested;
     tt.allocated = allocated;
     tt.active = active;
