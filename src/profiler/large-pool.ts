@@ -60,18 +60,18 @@ export class LargePoolLayout {
   unsettled = new Uint8Array(256);
   prev = new Int32Array(256);
   next = new Int32Array(256);
-  private entry = new Int32Array(256);
-  private freeEntry = new Int32Array(256);
+  entry = new Int32Array(256);
+  freeEntry = new Int32Array(256);
   /** Slots given back (merged blocks), a stack: the model's loop pushes the slots its merges free. */
   spare = new Int32Array(256);
   nSpare = 0;
-  private used = 0;
+  used = 0;
   /** Start address → slot of every FREE, LIVE and UNKNOWN block, and of blocks since merged into
    *  the one before them: a merge leaves the index as it is (a probe saved on every merge), so an
    *  entry counts only where its slot still starts there (find). Rebuilt once stale entries
    *  outnumber the blocks (reindexAt), so it stays within a few times the blocks alive. */
   at = new AddressMap(256);
-  private reindexAt = 1024;
+  reindexAt = 1024;
   /** The slot of the block the last alloc laid out, −1 where it had no layout to go by: the caller
    *  keeps it with its block and gives it back to freeCompleted, which then needs no lookup. */
   lastSlot = B.NONE;
@@ -115,6 +115,19 @@ export class LargePoolLayout {
     }
     stretch(start + size);
     if (last !== B.NONE && this.unsettled[last] === 1) this.settle(last, 0); // it ends where the segment does
+  }
+
+  /** Room for `n` more blocks without the columns growing (the model's loop cuts free blocks in
+   *  place, up to one for each alloc of its run). */
+  makeRoom(n: number): void {
+    while (this.nSpare + this.addr.length - this.used < n) this.grow();
+  }
+
+  /** The index after the model's loop put an entry in it in place (as add does): rebuilt where
+   *  half full, anew where its stale entries outnumber the blocks too far. */
+  indexGrown(): void {
+    if (this.at.used * 2 > this.at.mask) this.at.rebuild();
+    if (this.at.size > this.reindexAt) this.reindex();
   }
 
   segmentAlloc(start: number, size: number): void {

@@ -121,21 +121,6 @@ export class StepAccounting {
     this.liveByRange[this.runRange]! += live;
   }
 
-  /** An alloc of the open run (`serial`) rose above the step's peak. */
-  newPeak(t: number, allocated: number, reserved: number, serial: number): void {
-    const cur = this.cur;
-    cur.peak_allocated = allocated;
-    cur.reserved_at_peak = reserved;
-    cur.peak_time_us = t;
-    cur.peak_phase = this.runPhase;
-    cur.peak_range = this.runRange;
-    cur.peakPhaseInst = this.phaseInst;
-    cur.peakSerial = serial;
-    cur.peakTemp = 0;
-    cur.peakResolved = false;
-    this.peakOpen = true;
-  }
-
   /** The sums at the peak (see peakOpen): the blocks' bytes by category as they stand, the step's
    *  by phase and range with the run's allocs in (`live`: the open run's, not yet in them). */
   copyPeak(live: number): void {
