@@ -25,8 +25,7 @@ export function hash(address: number): number {
 export const DEAD = -2147483648;
 
 export class AddressMap {
-  // Public for the model's loop, which probes the table in place (DeviceState.allocatorRecords):
-  // it reads them again after a rebuild (put's, where `used` passes half the table).
+  // Public for a caller that reads an entry at its position (DeviceState.allocatorRecords).
   keys: Float64Array;
   vals: Int32Array;
   mask: number;
@@ -43,20 +42,48 @@ export class AddressMap {
     this.mask = n - 1;
   }
 
-  /** The slot stored for `address`, or undefined. */
-  get(address: number): number | undefined {
+  /** Where `address` (`hh`: hash(address)) is in the table, or the empty entry where it would
+   *  go: its one probe, for get, put and remove, and for a caller that looks before it changes
+   *  anything (the model's loop: DeviceState.allocatorRecords). The key there is `address` or EMPTY. */
+  position(address: number, hh: number): number {
     const keys = this.keys;
     const mask = this.mask;
-    let i = hash(address) & mask;
+    let i = hh & mask;
     for (;;) {
       const k = keys[i]!;
-      if (k === address) {
-        const v = this.vals[i]!;
-        return v === DEAD ? undefined : v;
-      }
-      if (k === EMPTY) return undefined;
+      if (k === address || k === EMPTY) return i;
       i = (i + 1) & mask;
     }
+  }
+
+  /** Store `slot` for `address` at its position `i` (position's), without the rebuild put makes
+   *  once half full (due says when). */
+  putAt(i: number, address: number, slot: number): void {
+    if (this.keys[i] === EMPTY) {
+      this.keys[i] = address;
+      this.used++;
+      this.size++;
+    } else if (this.vals[i] === DEAD) this.size++;
+    this.vals[i] = slot;
+  }
+
+  /** Remove the live entry at position `i` (position's). */
+  removeAt(i: number): void {
+    this.vals[i] = DEAD;
+    this.size--;
+  }
+
+  /** Half full of keys: rebuild (put does). */
+  due(): boolean {
+    return this.used * 2 > this.mask;
+  }
+
+  /** The slot stored for `address`, or undefined. */
+  get(address: number): number | undefined {
+    const i = this.position(address, hash(address));
+    if (this.keys[i] !== address) return undefined;
+    const v = this.vals[i]!;
+    return v === DEAD ? undefined : v;
   }
 
   set(address: number, slot: number): void {
@@ -65,27 +92,11 @@ export class AddressMap {
 
   /** Store `slot` for `address`; the slot it replaces, or -1 (one probe for both). */
   put(address: number, slot: number): number {
-    const keys = this.keys;
-    const vals = this.vals;
-    const mask = this.mask;
-    let i = hash(address) & mask;
-    for (;;) {
-      const k = keys[i]!;
-      if (k === address) {
-        const old = vals[i]!;
-        vals[i] = slot;
-        if (old !== DEAD) return old;
-        this.size++;
-        return -1;
-      }
-      if (k === EMPTY) break;
-      i = (i + 1) & mask;
-    }
-    keys[i] = address;
-    vals[i] = slot;
-    this.size++;
-    if (++this.used * 2 > mask) this.rebuild();
-    return -1;
+    const i = this.position(address, hash(address));
+    const old = this.keys[i] === address ? this.vals[i]! : DEAD;
+    this.putAt(i, address, slot);
+    if (this.due()) this.rebuild();
+    return old === DEAD ? -1 : old;
   }
 
   delete(address: number): boolean {
@@ -94,20 +105,11 @@ export class AddressMap {
 
   /** Remove `address`; the slot it had, or -1 (one probe for both). */
   remove(address: number): number {
-    const keys = this.keys;
-    const mask = this.mask;
-    let i = hash(address) & mask;
-    for (;;) {
-      const k = keys[i]!;
-      if (k === address) break;
-      if (k === EMPTY) return -1;
-      i = (i + 1) & mask;
-    }
-    const vals = this.vals;
-    const removed = vals[i]!;
+    const i = this.position(address, hash(address));
+    if (this.keys[i] !== address) return -1;
+    const removed = this.vals[i]!;
     if (removed === DEAD) return -1;
-    vals[i] = DEAD;
-    this.size--;
+    this.removeAt(i);
     return removed;
   }
 

@@ -27,7 +27,7 @@ import { Timeline } from "./timeline";
 import { blockSize, ruleRow } from "./totals";
 import { blockFrom, DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 import { CHAIN_FREE, CHAIN_LIVE, CHAIN_UNKNOWN, LargePoolLayout, type SeedBlock } from "./large-pool";
-import { DEAD, EMPTY, hash } from "./address-map";
+import { DEAD, hash } from "./address-map";
 
 export type { SnapshotSegment } from "./resync";
 
@@ -376,7 +376,6 @@ export class DeviceState extends TotalsReadout {
       let changes = 0;
       const mKeys = map.keys;
       const mVals = map.vals;
-      const mMask = map.mask;
       const pendSlot = lifetimes.pendSlot;
       const pendSerial = lifetimes.pendSerial;
       let pendLen = lifetimes.pendLen;
@@ -398,7 +397,6 @@ export class DeviceState extends TotalsReadout {
       let lUsed = lc.used;
       const lKeys = lc.at.keys;
       const lVals = lc.at.vals;
-      const lMask = lc.at.mask;
       let requested = tt.requested;
       let allocated = tt.allocated;
       let active = tt.active;
@@ -434,28 +432,19 @@ export class DeviceState extends TotalsReadout {
         if (a === ACTION.alloc) {
           if (room === 0) break; // not the first record: room is at least one
           const addr = address[i]!;
-          // AddressMap.put in place, looked up before anything changes: an address the model
+          // AddressMap.put, its entry looked at before anything changes: an address the model
           // still holds live (its free was lost) leaves the loop (REPLACED) and comes back
           const hh = hash(addr);
           let slot = preSlot;
           if (slot < 0) {
-            let h = hh & mMask;
-            let k = mKeys[h]!;
-            while (k !== addr && k !== EMPTY) {
-              h = (h + 1) & mMask;
-              k = mKeys[h]!;
-            }
-            if (k === addr && mVals[h]! !== DEAD) {
+            const h = map.position(addr, hh);
+            if (mKeys[h] === addr && mVals[h]! !== DEAD) {
               why = Left.REPLACED;
               break;
             }
             slot = nFree > 0 ? freeSlots[--nFree]! : used++;
-            mVals[h] = slot;
-            map.size++;
-            if (k === EMPTY) {
-              mKeys[h] = addr;
-              if (++map.used * 2 > mMask) todo |= Todo.MAP_FULL; // rebuilt once the record is whole
-            }
+            map.putAt(h, addr, slot);
+            if (map.due()) todo |= Todo.MAP_FULL; // rebuilt once the record is whole
           } else preSlot = -1;
           room--;
           const ser = ++serial;
@@ -469,16 +458,9 @@ export class DeviceState extends TotalsReadout {
             // there is handed out, whole or cut (blockFrom); anything else (no layout there, an
             // unknown stretch, a block too small) is the layout's own alloc, which a run of a
             // layout known throughout never reaches.
-            let c = -1;
-            for (let h = hh & lMask; ; h = (h + 1) & lMask) {
-              const k = lKeys[h]!;
-              if (k === addr) {
-                const v = lVals[h]!;
-                if (v !== DEAD && lKind[v] === CHAIN_FREE && lAddr[v] === addr) c = v;
-                break;
-              }
-              if (k === EMPTY) break;
-            }
+            const lh = lc.at.position(addr, hh);
+            const v = lKeys[lh] === addr ? lVals[lh]! : -1;
+            const c = v >= 0 && lKind[v] === CHAIN_FREE && lAddr[v] === addr ? v : -1;
             const f = c >= 0 ? lSize[c]! : 0;
             if (f >= rounded) {
               lKind[c] = CHAIN_LIVE;
@@ -501,19 +483,8 @@ export class DeviceState extends TotalsReadout {
                 lNext[r] = n;
                 lNext[c] = r;
                 if (n >= 0) lPrev[n] = r;
-                let h = hash(at) & lMask;
-                let k = lKeys[h]!;
-                while (k !== at && k !== EMPTY) {
-                  h = (h + 1) & lMask;
-                  k = lKeys[h]!;
-                }
-                const was = lVals[h]!;
-                lVals[h] = r;
-                if (k === EMPTY) {
-                  lKeys[h] = at;
-                  lc.at.size++;
-                  if (++lc.at.used * 2 > lMask) todo |= Todo.CHAIN_INDEX;
-                } else if (was === DEAD) lc.at.size++;
+                lc.at.putAt(lc.at.position(at, hash(at)), at, r);
+                if (lc.at.due()) todo |= Todo.CHAIN_INDEX;
                 if (lc.at.size > lc.reindexAt) todo |= Todo.CHAIN_INDEX;
               }
             } else {
@@ -609,14 +580,9 @@ export class DeviceState extends TotalsReadout {
             break;
           }
           const addr = address[i]!;
-          // AddressMap.remove in place, looked up before anything changes (LOG_FULL)
-          let h = hash(addr) & mMask;
-          let k = mKeys[h]!;
-          while (k !== addr && k !== EMPTY) {
-            h = (h + 1) & mMask;
-            k = mKeys[h]!;
-          }
-          const slot = k === addr ? mVals[h]! : -1;
+          // AddressMap.remove, its entry looked at before anything changes (LOG_FULL)
+          const h = map.position(addr, hash(addr));
+          const slot = mKeys[h] === addr ? mVals[h]! : -1;
           if (slot >= 0) {
             // A block born by the running step's peak keeps its slot for the log of frees
             // (PeakWitness): where the log is full, it is trimmed or grown first (makeRoom).
@@ -626,8 +592,7 @@ export class DeviceState extends TotalsReadout {
               why = Left.LOG_FULL;
               break;
             }
-            mVals[h] = DEAD;
-            map.size--;
+            map.removeAt(h);
             // The block's own size: a free's requested size may differ by rounding.
             const size = cSize[slot]!;
             if (blockOut !== null) blockOut[i] = size;
