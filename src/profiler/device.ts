@@ -467,8 +467,8 @@ export class DeviceState extends TotalsReadout {
               chain = c;
               size = blockFrom(f, rounded, maxSplit);
               if (size < f) {
-                // LargePoolLayout.cutAt (its add): the rest a free block after it, a spare slot
-                // or a new one (makeRoom made them), and its index entry
+                // LargePoolLayout.cutAt and add's link: the rest a free block after it, in a spare
+                // slot or a new one (makeRoom made them), with its index entry
                 lSize[c] = size;
                 const r = lNSpare > 0 ? lSpare[--lNSpare]! : lUsed++;
                 const at = addr + size;
@@ -484,8 +484,7 @@ export class DeviceState extends TotalsReadout {
                 lNext[c] = r;
                 if (n >= 0) lPrev[n] = r;
                 lc.at.putAt(lc.at.position(at, hash(at)), at, r);
-                if (lc.at.due()) todo |= Todo.CHAIN_INDEX;
-                if (lc.at.size > lc.reindexAt) todo |= Todo.CHAIN_INDEX;
+                if (lc.at.due() || lc.at.size > lc.reindexAt) todo |= Todo.CHAIN_INDEX;
               }
             } else {
               const unknown = lc.inferred;

@@ -15,14 +15,14 @@
 import { AddressMap } from "./address-map";
 import { blockFrom, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 
-// A const enum: the transpiler writes its members in as numbers. Module constants cost the JIT a
-// scope lookup at each use, which made the per-record methods too large to be inlined (see alloc).
-/** The kinds of a chain's block, for the model's loop (which reads the columns in place): a const
- *  enum is written in as numbers in this file only. */
+/** The kinds of a chain's block, for the model's loop, which reads the columns in place (B's
+ *  members; a const enum is written in as numbers in its own file only). */
 export const CHAIN_FREE = 1;
 export const CHAIN_LIVE = 2;
 export const CHAIN_UNKNOWN = 3;
 
+// A const enum: the transpiler writes its members in as numbers. Module constants cost the JIT a
+// scope lookup at each use, which made the per-record methods too large to be inlined (see alloc).
 const enum B {
   FREE = 1,
   LIVE = 2,
@@ -48,11 +48,15 @@ export interface Resized {
 }
 
 export class LargePoolLayout {
-  // The blocks by slot, in typed columns with a free list: no object per block. The model's loop
-  // (DeviceState.allocatorRecords) reads the columns and the index in place for the common cases
-  // (CHAIN_FREE and CHAIN_LIVE kinds flipped, the index probed) and calls cutAt and freeMerging
-  // for the rest; they are replaced when they grow (reindex, grow), so it reads them again after
-  // any call here.
+  // The blocks by slot, in typed columns with a free list: no object per block. The live model's
+  // loop (DeviceState.allocatorRecords) works on the columns and the index in place for what a
+  // run's records do most (a free block at the address handed out, whole or cut: add's link; a
+  // block freed, merged with a free neighbour on either side: absorb), a call made from inside it
+  // costing every record a third more; it calls alloc, freeMerging and freeCompleted for the
+  // rest (no layout there, unknown stretches, unsettled sizes), makes room first (makeRoom) and
+  // leaves the index's upkeep to after the record (indexGrown), and reads the columns again after
+  // any call here (grow and reindex replace them). test/profiler/chain-sizes.test.ts holds its
+  // sizes to this class's on every committed ring.
   addr = new Float64Array(256);
   size = new Float64Array(256);
   kind = new Uint8Array(256);
@@ -62,7 +66,7 @@ export class LargePoolLayout {
   next = new Int32Array(256);
   entry = new Int32Array(256);
   freeEntry = new Int32Array(256);
-  /** Slots given back (merged blocks), a stack: the model's loop pushes the slots its merges free. */
+  /** Slots given back (merged blocks), a stack. */
   spare = new Int32Array(256);
   nSpare = 0;
   used = 0;
@@ -123,8 +127,8 @@ export class LargePoolLayout {
     while (this.nSpare + this.addr.length - this.used < n) this.grow();
   }
 
-  /** The index after the model's loop put an entry in it in place (as add does): rebuilt where
-   *  half full, anew where its stale entries outnumber the blocks too far. */
+  /** The index after the model's loop put an entry in it in place (as add does, at.set and the
+   *  reindex): rebuilt where half full, anew where its stale entries outnumber the blocks too far. */
   indexGrown(): void {
     if (this.at.used * 2 > this.at.mask) this.at.rebuild();
     if (this.at.size > this.reindexAt) this.reindex();
@@ -197,7 +201,7 @@ export class LargePoolLayout {
 
   /** Live slot `s` at `address`, a free block until now, keeps its first `size` bytes: the rest
    *  is a free block after it. */
-  cutAt(s: number, address: number, size: number): void {
+  private cutAt(s: number, address: number, size: number): void {
     const f = this.size[s]!;
     this.size[s] = size;
     this.add(address + size, f - size, B.FREE, s);
