@@ -208,7 +208,8 @@ export class PeakWitness {
   /** The running step's (`cur`'s) peak moment, as the serial of the allocation it came after: a
    *  live block of a serial at or below it was born by the peak. One born after it is freed before
    *  any later peak, alive at no peak kept, and its free is not logged. (The run's loop reads it
-   *  once, and again after an alloc that rises above the peak: DeviceState.allocatorRecords.) */
+   *  when it enters, and moves it itself where an alloc rises above the peak:
+   *  DeviceState.allocatorRecords.) */
   peakAt(cur: StepRecord): number {
     return this.peakSerial(cur);
   }

@@ -70,7 +70,8 @@ export class StepAccounting {
   /** A peak's sums (peakComp, peakByPhase, peakByRange) not yet copied: until allocated next
    *  drops (a free, known or not, or a replaced block), nothing but allocs that rise above it
    *  changes them, so they are copied once, there (copyPeak, or at the run's end), instead of at
-   *  every alloc that rises. */
+   *  every alloc that rises. The run's loop is where a step's peak rises (it writes the step
+   *  record's peak and sets this). */
   peakOpen = false;
 
   /** A run of allocator records begins in `phase` and `range`. */
