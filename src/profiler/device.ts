@@ -586,28 +586,30 @@ export class DeviceState extends TotalsReadout {
           // AddressMap.remove, its entry looked at before anything changes (LOG_FULL)
           const h = map.position(addr, hash(addr));
           const slot = mKeys[h] === addr ? mVals[h]! : -1;
+          // A block born by the running step's peak keeps its slot for the log of frees
+          // (PeakWitness): where the log is full, it is trimmed or grown first (makeRoom).
+          const born = slot >= 0 ? cSerial[slot]! : Infinity;
+          const logged = born <= peakAt;
+          if (logged && logN === logSlot.length) {
+            why = Left.LOG_FULL;
+            break;
+          }
+          if (slot >= 0) map.removeAt(h);
+          // The block's own size where the model holds it: a free's requested size may differ by
+          // rounding.
+          const size = slot >= 0 ? cSize[slot]! : rounded;
+          if (blockOut !== null) blockOut[i] = size;
+          requested += RF.rq * rq;
+          allocated += RF.al * size;
+          active += RF.ac * size;
+          reserved += RF.rs * rq;
+          counts[RF.count]!++;
+          // the step's frees (StepAccounting's run)
+          runFreed += size;
+          runNFree++;
+          const chain = slot >= 0 ? cChain[slot]! : -1;
           if (slot >= 0) {
-            // A block born by the running step's peak keeps its slot for the log of frees
-            // (PeakWitness): where the log is full, it is trimmed or grown first (makeRoom).
-            const born = cSerial[slot]!;
-            const logged = born <= peakAt;
-            if (logged && logN === logSlot.length) {
-              why = Left.LOG_FULL;
-              break;
-            }
-            map.removeAt(h);
-            // The block's own size: a free's requested size may differ by rounding.
-            const size = cSize[slot]!;
-            if (blockOut !== null) blockOut[i] = size;
-            requested += RF.rq * rq;
-            allocated += RF.al * size;
-            active += RF.ac * size;
-            reserved += RF.rs * rq;
-            counts[RF.count]!++;
-            // the step's frees (StepAccounting's run): within the phase, at its peak's
-            // temporaries, within the range
-            runFreed += size;
-            runNFree++;
+            // within the phase, at its peak's temporaries, within the range
             if (born > phaseStartSerial) {
               runFreedWithin += size;
               if (peakHere && cCat[slot] === CAT_UNRESOLVED && born <= peakSerial) cur.peakTemp += size;
@@ -619,7 +621,6 @@ export class DeviceState extends TotalsReadout {
               liveByPhase[cPhase[slot]!]! -= size;
               liveByRange[cRange[slot]!]! -= size;
             } else if (bornStep < step && cCat[slot] === CAT_GRADIENT) acc.dropCarried(size);
-            const chain = cChain[slot]!;
             // BlockTable.discard (a resynced block's own way apart)
             if (cFlags[slot] === RESYNCED) {
               blocks.nFree = nFree;
@@ -650,82 +651,55 @@ export class DeviceState extends TotalsReadout {
               logSlot[logN] = slot;
               logAt[logN++] = serial;
             }
-            if (a === ACTION.free) {
-              // the fold's free_completed: the block leaves its chain (its size counted already)
-              if (rounded > SMALL_SIZE && layout !== null) {
-                // LargePoolLayout.freeCompleted in place where the block's chain slot still
-                // holds it and neither an unknown stretch nor an unsettled size is there: it
-                // turns free and takes in a free neighbour on either side (absorb)
-                if (chain >= 0 && chain < lKind.length && lKind[chain] === CHAIN_LIVE && lAddr[chain] === addr) {
-                  const n = lNext[chain]!;
-                  const p = lPrev[chain]!;
-                  if ((n < 0 || lKind[n] !== CHAIN_UNKNOWN) && lUnsettled[chain] === 0) {
-                    lKind[chain] = CHAIN_FREE;
-                    if (n >= 0 && lKind[n] === CHAIN_FREE) {
-                      lSize[chain]! += lSize[n]!;
-                      const nn = lNext[n]!;
-                      lNext[chain] = nn;
-                      if (nn >= 0) lPrev[nn] = chain;
-                      lKind[n] = 0;
-                      lSpare[lNSpare++] = n;
-                    }
-                    if (p >= 0 && lKind[p] === CHAIN_FREE) {
-                      lSize[p]! += lSize[chain]!;
-                      const nn = lNext[chain]!;
-                      lNext[p] = nn;
-                      if (nn >= 0) lPrev[nn] = p;
-                      lKind[chain] = 0;
-                      lSpare[lNSpare++] = chain;
-                    }
-                  } else {
-                    lc.nSpare = lNSpare;
-                    lc.used = lUsed;
-                    lc.freeMerging(chain);
-                    lNSpare = lc.nSpare;
-                    lUsed = lc.used;
-                    todo |= Todo.CALLED;
-                  }
-                } else {
-                  lc.nSpare = lNSpare;
-                  lc.used = lUsed;
-                  lc.freeCompleted(addr, chain);
-                  lNSpare = lc.nSpare;
-                  lUsed = lc.used;
-                  todo |= Todo.CALLED;
-                }
-              }
-              active += RC.ac * size;
-              lastTime = extra[i]!;
-              folded++;
-            } else lastTime = t;
           } else {
             // a block the model never saw allocated (lost records, or before an attach)
-            if (blockOut !== null) blockOut[i] = rounded;
-            requested += RF.rq * rq;
-            allocated += RF.al * rounded;
-            active += RF.ac * rounded;
-            reserved += RF.rs * rq;
-            counts[RF.count]!++;
-            runFreed += rounded;
-            runNFree++;
             cur.partial = true;
             this._unknownFrees++;
-            this._unknownFreeBytes += rounded;
-            if (a === ACTION.free) {
-              let freed: number | undefined;
-              if (rounded > SMALL_SIZE && layout !== null) {
+            this._unknownFreeBytes += size;
+          }
+          if (a === ACTION.free) {
+            // the fold's free_completed: the block leaves its chain, merged with free neighbours
+            let freed = -1;
+            if (rounded > SMALL_SIZE && layout !== null) {
+              // LargePoolLayout.freeCompleted in place where the block's chain slot still holds
+              // it and neither an unknown stretch nor an unsettled size is there: it turns free
+              // and takes in a free neighbour on either side (absorb)
+              if (chain >= 0 && chain < lKind.length && lKind[chain] === CHAIN_LIVE && lAddr[chain] === addr && (lNext[chain]! < 0 || lKind[lNext[chain]!] !== CHAIN_UNKNOWN) && lUnsettled[chain] === 0) {
+                const n = lNext[chain]!;
+                const p = lPrev[chain]!;
+                freed = lSize[chain]!;
+                lKind[chain] = CHAIN_FREE;
+                if (n >= 0 && lKind[n] === CHAIN_FREE) {
+                  lSize[chain]! += lSize[n]!;
+                  const nn = lNext[n]!;
+                  lNext[chain] = nn;
+                  if (nn >= 0) lPrev[nn] = chain;
+                  lKind[n] = 0;
+                  lSpare[lNSpare++] = n;
+                }
+                if (p >= 0 && lKind[p] === CHAIN_FREE) {
+                  lSize[p]! += lSize[chain]!;
+                  const nn = lNext[chain]!;
+                  lNext[p] = nn;
+                  if (nn >= 0) lPrev[nn] = p;
+                  lKind[chain] = 0;
+                  lSpare[lNSpare++] = chain;
+                }
+              } else {
                 lc.nSpare = lNSpare;
                 lc.used = lUsed;
-                freed = lc.freeCompleted(addr, -1);
+                freed = lc.freeCompleted(addr, chain) ?? -1;
                 lNSpare = lc.nSpare;
                 lUsed = lc.used;
                 todo |= Todo.CALLED;
               }
-              active += RC.ac * (freed ?? rounded);
-              lastTime = extra[i]!;
-              folded++;
-            } else lastTime = t;
-          }
+            }
+            // active drops by the block's size, or for a block the model never saw, by what its
+            // chain says, else the request rounded
+            active += RC.ac * (slot >= 0 || freed < 0 ? size : freed);
+            lastTime = extra[i]!;
+            folded++;
+          } else lastTime = t;
         }
         const last = one || lineCol[i] !== 0;
         if (a !== ACTION.free_completed) {
