@@ -152,6 +152,18 @@ def seed_device(device, records, wb, wa, segments, stacks=None):
     return {"device": device, "events": events, "segments": [segs[a] for a in sorted(segs)]}
 
 
+def _peaks_after(agent, device):
+    """torch's max_memory_allocated() and max_memory_reserved() of `device`, read after the
+    snapshot: peaks reached before the attach lie in no block the monitor will see. Read after the
+    seed's point, they may include what the records after it reach too, which the blocks then reach
+    as well: the higher of the two is torch's peak from then on. {} where torch cannot say."""
+    try:
+        s = agent.torch.cuda.memory_stats(device)
+        return {"peak_allocated": int(s["allocated_bytes.all.peak"]), "peak_reserved": int(s["reserved_bytes.all.peak"])}
+    except Exception:  # a torch without these statistics: the monitor keeps its note on the peak
+        return {}
+
+
 def take_seed(agent, snapshot=None):
     """The seed of every device, from torch.cuda.memory_snapshot() bracketed by the lanes' write
     indices. Taken again where a window is too long or unexplained; raises SeedError after
@@ -175,5 +187,7 @@ def take_seed(agent, snapshot=None):
         except SeedError as e:
             why = str(e)
             continue
+        for d in devices:
+            d.update(_peaks_after(agent, d["device"]))
         return {"version": 1, "unix_ns": time.time_ns(), "write_index": write_index, "devices": devices, "stacks": seed_stacks(stacks)}
     raise SeedError(why or "no snapshot could be tied to the stream")

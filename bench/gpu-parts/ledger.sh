@@ -14,6 +14,9 @@
 #   rawmalloc    256 MiB through a raw cudaMalloc (ctypes) inside record_function("gpumem:cudart:cudaMalloc")
 #   nccl         torchrun, one rank: init_process_group("nccl"), all_reduce x2, new_group + all_reduce, destroy
 #   compile      torch.compile(mode="reduce-overhead") small GPT-2, 4 steps (a private pool)
+#   fsdp2        torchrun, one rank: the GPT-2 with fully_shard per block, 4 steps (NCCL's communicator
+#                at the first all-gather), destroy
+#   attach-gpt2  the GPT-2 started plainly, attached after step 2, 8 steps; the monitor's --json beside it
 # OUT_DIR/ledger/: NAME.facts.json, NAME.ring.gz + NAME.json (manifest), NAME.run.ndjson.gz, NAME.log;
 # OUT_DIR/ledger/summary.txt (also on stdout): each event's NVML − reserved delta, the checks.
 set -u
@@ -50,6 +53,26 @@ record gpt2 60 -- $prog --case gpt2 --out "$o" --name gpt2 --pause 0.8
 record rawmalloc 45 -- $prog --case rawmalloc --out "$o" --name rawmalloc --pause 1.0
 record nccl 60 -- python3 -m torch.distributed.run --standalone --nproc-per-node=1 test/gpu/ledger_prog.py --case nccl --out "$o" --name nccl --pause 1.0
 record compile 90 -- $prog --case compile --out "$o" --name compile --pause 0.6
+record fsdp2 70 -- python3 -m torch.distributed.run --standalone --nproc-per-node=1 test/gpu/ledger_prog.py --case fsdp2 --out "$o" --name fsdp2 --pause 0.8
+# The GPT-2 started without the monitor, attached after its second step (the ledger from the attach
+# on: the context it had before is the process's NVML less what the seed says torch reserved), the
+# monitor's --json beside it until it ends.
+attach_gpt2() {
+  local ready=$tmp/attach.ready
+  env GPUMEM_TUI_DIR="$tmp/agents" GPUMEM_TUI_KEEP=1 $prog --case gpt2 --steps 8 --ready "$ready" --out "$o" --name attach-gpt2 --pause 0.8 &
+  local pid=$!
+  for _ in $(seq 1 600); do [ -e "$ready" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  GPUMEM_TUI_DIR="$tmp/agents" bun src/cli.ts attach "$pid" --no-monitor --timeout 30; echo "attach: exit $?"
+  GPUMEM_TUI_DIR="$tmp/agents" bun src/cli.ts --json --interval 500 > "$o/attach-gpt2.run.ndjson" &
+  local mon=$!
+  sleep 1.5
+  touch "$ready.go"
+  wait "$pid"; echo "program: exit $?"
+  kill -INT "$mon"; wait "$mon"
+}
+export -f attach_gpt2
+export o tmp prog
+step attach-gpt2 75 bash -c attach_gpt2
 for f in "$o"/*.ring "$o"/*.ndjson; do [ -f "$f" ] && gzip -9 -f "$f"; done
 # The checks, from the facts alone (the ground truth): each event's outside-torch delta; the raw
 # allocation within 2 MiB of its size; the bare context; and, where the documents carry a ledger,
@@ -107,6 +130,14 @@ for path in sorted(glob.glob(os.path.join(o, "*.facts.json"))):
             print("  last ledger: " + "; ".join("%s %.1f MiB%s" % (r["name"], r["bytes"] / MiB, " (%s)" % r["note"] if r.get("note") and r["kind"] == "library" else "") for r in last["rows"]))
             for j in last.get("jumps", []):
                 print("  jump: %+.1f MiB after %s" % (j["bytes"] / MiB, j["after"]))
+            # The context row (with any growth as kernels loaded) against the program's own figure.
+            ctx = next((r for r in last["rows"] if r["kind"] == "context"), None)
+            if ctx and f.get("context_bytes") is not None:
+                print("  context row %.1f MiB (%s); the program's own NVML - reserved after torch.zeros(1): %.1f MiB: %s" % (
+                    ctx["bytes"] / MiB, ctx.get("note"), f["context_bytes"] / MiB, "WITHIN 2 MiB" if abs(ctx["bytes"] - f["context_bytes"]) <= 2 * MiB else "OFF"))
+            pools = [r for r in last["rows"] if r["kind"] == "private_pool"]
+            if name == "compile" or pools:
+                print("  private pools: %s" % ("; ".join("%s %.1f MiB (%s)" % (r["name"], r["bytes"] / MiB, r.get("note")) for r in pools) or "NONE"))
         for k, v in sorted(peak.items()):
             if k.startswith("library:") or k.startswith("context:"):
                 line = "  largest %s: %.1f MiB" % (k, v / MiB)

@@ -5,6 +5,8 @@
 #   bash bench/gpu-parts/lines.sh OUT_DIR
 # Each program is test/gpu/lines_train.py (its `line:NAME` marks are the lines to find):
 #   leak         the GPT-2 keeping 2 MiB of logits a step, under `run --json`: growth names line:keep
+#                in the run's last document (after the training is let go) and in the replays of
+#                leak.ring and of leak.exit.ring (saved again once the training was let go)
 #   attach-leak  the same started without the agent, attached after its first step (attach
 #                --no-monitor), a live `--json --once` document while it lingers, its ring replayed with
 #                the seed: growth names line:keep
@@ -12,14 +14,16 @@
 #                and line:resnet-optimizer
 #   oom          24 GiB held (line:hold), a request larger than the device (line:ask), then a batch halved
 #                until it fits, under `run --json`: the OOM names line:ask and line:hold
-#   frag         one cached 8 GiB segment cut into 200 MiB pieces, every other one freed, the process
-#                capped, 400 MiB asked: the OOM names line:frag-ask, reserved-unallocated line:pieces
+#   frag         one cached 8 GiB segment cut into 200 MiB pieces, every other one freed, the cache
+#                emptied, the process capped, 400 MiB asked: the OOM names line:frag-ask,
+#                reserved-unallocated line:pieces
 #   dump         the leak under the screens in tmux, `d` pressed: the monitor's snapshot opened by
 #                torch.cuda._memory_viz (segment_plot, trace_plot) with line:keep in its frames; and
 #                `replay leak.ring --snapshot` the same
 # OUT_DIR: fixtures/ (NAME.ring.gz, NAME.json, NAME.facts.json, NAME.doc.json.gz: the last document;
 # attach-leak.seed.json), logs/, checks.txt (PASS/FAIL lines), ingest-*/ingest-ring.json (the ingest
-# with stacks over without, a record), on stdout a summary. At most 4 minutes.
+# with stacks over without, a record), logs/rings-tests.log (this run's recordings through
+# test/headless/lines-gpu-rings.test.ts), on stdout a summary. At most 4 minutes.
 set -u
 out=${1:?OUT_DIR}
 mkdir -p "$out/fixtures" "$out/logs"
@@ -55,12 +59,17 @@ last_doc() { # NDJSON -> its last line as NAME.doc.json (the checks) and .gz (ke
 }
 
 # 1. The leak under plain run (the first step builds the hook: ~20 s on a fresh machine).
-step leak-run 110 bun src/cli.ts run --json --output "$tmp/leak.run.ndjson" -- python3 test/gpu/lines_train.py leak --out "$fx" --steps 12
+# --exit-ring: the ring saved again once the training is let go (leak.exit.ring), what the run's
+# last document is made from (the first H200 run's named no line there).
+step leak-run 110 bun src/cli.ts run --json --output "$tmp/leak.run.ndjson" -- python3 test/gpu/lines_train.py leak --out "$fx" --steps 12 --exit-ring
 last_doc "$tmp/leak.run.ndjson" "$fx/leak.doc.json"
 check leak-run "$fx/leak.doc.json" "$fx/leak.facts.json" growth:keep
 step leak-replay 30 bun src/cli.ts replay "$fx/leak.ring" --json
 last_doc "$logs/leak-replay.log" "$tmp/leak.replay.json"
 check leak-replay "$tmp/leak.replay.json" "$fx/leak.facts.json" growth:keep
+step leak-exit-replay 30 bun src/cli.ts replay "$fx/leak.exit.ring" --json
+last_doc "$logs/leak-exit-replay.log" "$tmp/leak.exit.replay.json"
+check leak-exit-replay "$tmp/leak.exit.replay.json" "$fx/leak.facts.json" growth:keep
 
 # 2. The same under attach: started without the agent, attached after one step.
 attach_leak() {
@@ -133,9 +142,10 @@ sed 's/^/replay-viz (--snapshot): /' "$logs/replay-viz.log" | tail -n 1 >> "$che
 for n in leak nograd; do
   [ -f "$fx/$n.ring" ] && step "ingest-$n" 40 env LAPS=200 WARM=60 STACKS_AB=1 FIX="$fx/$n.ring" bun bench/ingest-ring.ts "$out/ingest-$n"
 done
-step cpu-tests 40 bun test test/snapshot/lines-frames.test.ts test/headless/finding-lines.test.ts
-
 for f in "$fx"/*.ring; do [ -f "$f" ] && gzip -9 -f "$f"; done
+# The CPU tests that have torch here, and this run's recordings through the tests of the committed ones.
+step cpu-tests 40 bun test test/snapshot/lines-frames.test.ts test/headless/finding-lines.test.ts
+TAIL=14 step rings-tests 40 env GPUMEM_LINES_FIXTURES="$fx" bun test test/headless/lines-gpu-rings.test.ts
 rm -f "$fx"/*.trained "$fx"/*.doc.json
 du -sh "$out" | sed 's/^/size: /'
 ls -la "$fx"

@@ -33,7 +33,8 @@ def main():
     label, doc_path, facts_path, checks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     try:
         with open(facts_path) as f:
-            marks = json.load(f)["marks"]
+            facts = json.load(f)
+        marks = facts["marks"]
     except (OSError, ValueError, KeyError) as e:
         print("FAIL %s: no facts at %s (%s: the program did not finish)" % (label, facts_path, type(e).__name__))
         return 1
@@ -53,7 +54,9 @@ def main():
             at = "%s:%d" % (base, marks["lines"][name])
             hit = [f for f in mine if at in json.dumps(f)]
             ok = ok and bool(hit)
-            title = (hit or mine or [{"title": "(no %s finding; ids: %s)" % (fid, sorted({f['id'] for f in fs}))}])[0]["title"]
+            # No such finding: whether the program did what it meant to (its asks that should fail).
+            asked = {k: v for k, v in facts.items() if k.endswith("_failed")}
+            title = (hit or mine or [{"title": "(no %s finding; ids: %s; the program's %s)" % (fid, sorted({f['id'] for f in fs}), asked or "facts name no failed ask")}])[0]["title"]
             print("%s %s: %s names %s (%s): %s" % ("PASS" if hit else "FAIL", label, fid, at, name, title))
     return 0 if ok else 1
 

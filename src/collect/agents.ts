@@ -24,6 +24,26 @@ export interface Agent {
   hostPid?: number | null;
   /** Why this agent's data is missing or partial, in words; null when all is well. */
   problem: string | null;
+  /** An agent in another pid namespace, its host pid never found, taken to have ended by what its
+   *  ring says (endedElsewhere), in words; its files are left where they are. */
+  endedElsewhere?: string;
+}
+
+/** How long an agent's header may go unstamped before it is taken to have ended, where its pid
+ *  cannot be checked: its sync thread stamps `updated_ns` every 0.25 s (agent.py SYNC_SECONDS). */
+export const AGENT_SILENT_US = 60e6;
+
+/** Why an agent in another pid namespace, whose host pid the monitor never found (NVML does not
+ *  list it here), has ended, from its ring alone; null where nothing says so. Its pid names no
+ *  process here and its files stay where a monitor of its own namespace (a `run`, or
+ *  GPUMEM_TUI_KEEP) keeps them after exit: closed (the agent's exit closes it) or silent for
+ *  AGENT_SILENT_US (killed: no exit path ran) is what is left to tell by. */
+export function endedElsewhere(header: RingHeader | null, nowUs: number): string | null {
+  if (!header) return null;
+  if (header.closed) return "its ring is closed (its agent's exit)";
+  if (header.updated_unix_us > 0 && nowUs - header.updated_unix_us > AGENT_SILENT_US)
+    return `its agent has not stamped its ring for ${Math.round((nowUs - header.updated_unix_us) / 1e6)} s (every 0.25 s while it runs)`;
+  return null;
 }
 
 /** A manifest's text: a regular file of at most MAX_MANIFEST_BYTES, opened so that it cannot block
@@ -99,7 +119,11 @@ export class AgentWatcher {
         else this.problems.push((e as Error).message);
       }
     }
-    for (const agent of this.agents.values()) this.refreshOne(agent);
+    for (const agent of this.agents.values()) {
+      this.refreshOne(agent);
+      if (agent.endedElsewhere)
+        this.problems.push(`agent of pid ${agent.pid} (pid namespace ${agent.manifest.pid_namespace}): shown as exited: ${agent.endedElsewhere}, and no process NVML lists here is it`);
+    }
     return [...this.agents.values()];
   }
 
@@ -115,8 +139,10 @@ export class AgentWatcher {
       return;
     }
     // In another pid namespace with its host pid not yet found: alive while its manifest is there
-    // (the agent removes its files at exit).
-    const alive = agent.hostPid === null ? existsSync(this.manifestPath(agent)) : pidAlive(agent.hostPid ?? agent.pid);
+    // (the agent removes its files at exit) and its ring does not say it ended (files kept at exit
+    // for a monitor of that namespace, or left by a killed process: endedElsewhere).
+    const elsewhere = agent.hostPid === null ? endedElsewhere(agent.header, Date.now() * 1000) : null;
+    const alive = agent.hostPid === null ? elsewhere === null && existsSync(this.manifestPath(agent)) : pidAlive(agent.hostPid ?? agent.pid);
     if (!alive) {
       // One last look before the mapping goes: the agent writes its final totals at exit (an OOM
       // just before the end, the last step's numbers), and records may have come since the last
@@ -145,7 +171,10 @@ export class AgentWatcher {
       agent.exited = true;
       agent.problem = "exited";
       const dir = this.dirs.get(agent.pid);
-      if (dir) this.removeStale(dir, agent.pid);
+      // Files its ring says are of an ended process but whose pid cannot be checked from here are
+      // left to a monitor of its own namespace (a `run` reads them at its end).
+      if (elsewhere !== null) agent.endedElsewhere = elsewhere;
+      else if (dir) this.removeStale(dir, agent.pid);
       return;
     }
     this.rereadManifest(agent);
@@ -166,7 +195,11 @@ export class AgentWatcher {
       if (header.closed && agent.manifest.attached && !existsSync(this.manifestPath(agent))) {
         agent.ring.close();
         this.agents.delete(agent.pid);
+        return;
       }
+      // Its header read for the first time (a `--json --once` has only this refresh): one that
+      // says the process ended takes the exit path now.
+      if (agent.hostPid === null && endedElsewhere(header, Date.now() * 1000) !== null) this.refreshOne(agent);
     } catch (e) {
       agent.problem = (e as Error).message;
     }

@@ -12,6 +12,7 @@ import { recordFields, type Manifest } from "../system/manifest";
 import type { Agent } from "./agents";
 import { type ExitNames, NameRequests } from "./name-requests";
 import { hasStacks, ManifestStacks, withSeedStacks } from "./manifest-stacks";
+import { headerNow, reservedStill } from "./same-moment";
 import type { SnapshotFacts } from "../snapshot/view";
 
 /** Events read per agent per tick at most: a lapped ring catches up over a few ticks. */
@@ -146,9 +147,11 @@ export class LiveModels {
         pm.model.setRanges(a.manifest.ranges);
       }
       if (a.header) pm.model.setHeader(a.header);
-      // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU.
-      for (const u of nvml ?? []) if (u.agentPid === a.pid) pm.model.setNvml(u.pid, u.cudaIndex, u.used_bytes, nowUs);
-      if (usedNow) sampleAtMarks(pm, nvml ?? [], usedNow);
+      // This agent's rows (host pid may differ in a container), on the CUDA index of each row's GPU;
+      // the header read again now, after NVML, says whether torch's reserved stood still across it.
+      const after = nvml?.some((u) => u.agentPid === a.pid) ? headerNow(a) : null;
+      for (const u of nvml ?? []) if (u.agentPid === a.pid) pm.model.setNvml(u.pid, u.cudaIndex, u.used_bytes, nowUs, reservedStill(a.header, after, u.cudaIndex));
+      if (usedNow) sampleAtMarks(pm, a, nvml ?? [], usedNow);
       // Unread, its model says nothing new: no findings are made of it (the frame says so).
       pm.found = unread ? [] : findings(pm.model);
     }
@@ -188,7 +191,7 @@ const MARK_SAMPLE_MS = 100;
 /** Library marks came with this tick's records (NCCL's communicator made, a graph instantiated):
  *  NVML's used bytes of the process read again now, after them, so the ledger ties the change to
  *  its mark rather than to whatever the next tick's sample also holds. At most 10 a second. */
-function sampleAtMarks(pm: ProcessModel, nvml: readonly NvmlUse[], usedNow: UsedNow): void {
+function sampleAtMarks(pm: ProcessModel, a: Agent, nvml: readonly NvmlUse[], usedNow: UsedNow): void {
   const seen = pm.model.ledger.marksSeen;
   if (seen === (pm.ledgerMarks ?? 0)) return;
   const now = Date.now();
@@ -198,7 +201,9 @@ function sampleAtMarks(pm: ProcessModel, nvml: readonly NvmlUse[], usedNow: Used
   for (const u of nvml) {
     if (u.agentPid !== pm.pid) continue;
     const used = usedNow(u.nvmlIndex, u.pid);
-    if (used !== null) pm.model.setNvml(u.pid, u.cudaIndex, used, now * 1000);
+    // The model's reserved is the tick's header's (read before this NVML read): one moment only
+    // where a header read after it has the same.
+    if (used !== null) pm.model.setNvml(u.pid, u.cudaIndex, used, now * 1000, reservedStill(a.header, headerNow(a), u.cudaIndex));
   }
 }
 

@@ -8,7 +8,7 @@ import type { Document } from "../system/schema";
 import { type Agent, AgentWatcher } from "./agents";
 import { joinAgents } from "../system/join";
 import { cpuPercent, type PidNsInfo, type ProcessInfo } from "../system/process";
-import { inOtherPidNamespace, ownPidNamespace, ownUser, pidNsInfo, processInfo } from "./procfs";
+import { inNestedPidNamespace, inOtherPidNamespace, ownPidNamespace, ownUser, pidNsInfo, processInfo } from "./procfs";
 
 export class Machine {
   private nvml: Nvml | null = null;
@@ -127,6 +127,7 @@ export class Machine {
       time_unix_ms: now,
       host: hostname(),
       user: ownUser(),
+      containerView: inNestedPidNamespace(own),
       system,
       reason: this.reason ?? (system && system.device_count === 0 ? "NVML reports no devices" : null),
       samples,

@@ -232,6 +232,17 @@ export function pidNsInfo(pid: number, procRoot = "/proc"): PidNsInfo {
   return { nspid: status === null ? null : parseNsPid(status), pid_namespace: readPidNamespace(pid, procRoot) };
 }
 
+/** The host's own pid namespace: the kernel's PROC_PID_INIT_INO (include/linux/proc_ns.h), the
+ *  same inode on every Linux since 3.8. Any other is a container's (or unshare's). */
+export const INITIAL_PID_NAMESPACE = 0xeffffffc;
+
+/** Whether the monitor runs in a pid namespace of its own (a container): NVML then lists only that
+ *  namespace's processes, and the rest of the GPU's used memory belongs to no pid it can name.
+ *  Unknown (no /proc): not. */
+export function inNestedPidNamespace(own: number | null = ownPidNamespace()): boolean {
+  return own !== null && own !== INITIAL_PID_NAMESPACE;
+}
+
 let ownNamespace: number | null | undefined;
 /** The monitor's own pid namespace (read once). */
 export function ownPidNamespace(): number | null {

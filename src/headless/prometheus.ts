@@ -109,7 +109,7 @@ export function exposition(doc: Document, build: BuildInfo = BUILD): string {
     add("gpumem_pytorch_phase", "gauge", "1 for the phase the process is in.", { ...base, phase: t.phase }, 1);
     // Batches only where the agent said the input's shape (else the forecast counts multiples of it).
     const fc = t.forecast;
-    add("gpumem_forecast_max_batch", "gauge", "The largest batch whose forecast step peak (with the step's allocator slack) fits the room the allocator has; the JSON's forecast says its basis.", base, fc && fc.batch !== null ? fc.max_batch : null);
+    add("gpumem_forecast_max_batch", "gauge", "The largest batch whose forecast step peak (with the allocator's free memory it cannot give back there) fits the room the allocator has; the JSON's forecast says its basis.", base, fc && fc.batch !== null ? fc.max_batch : null);
     add("gpumem_forecast_oom_steps", "gauge", "Where memory held at step boundaries grows: steps until the step's peak no longer fits (the growth finding's rate).", base, fc?.time_to_oom?.steps);
     const prof = t.profile;
     if (!prof) continue;

@@ -9,6 +9,7 @@
 
 import { ACTION, PHASE, type EventBatch } from "../ffi/events";
 import { BlockTable, LARGE, RESYNCED } from "./blocks";
+import { FreedLarge } from "./freed-large";
 import { TotalsReadout } from "./device-totals";
 import { CATEGORIES, CAT_GRADIENT, CAT_TEMPORARY, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
@@ -78,6 +79,8 @@ export class DeviceState extends TotalsReadout {
   private poolsCache: { version: number; pools: readonly PrivatePool[] } | null = null;
   /** The blocks alive at each step's peak (at-peak.ts). */
   readonly peaks = new PeakWitness(this.blocks);
+  /** The newest frees of large blocks: what last held a free range (hole-lines.ts). */
+  readonly freedLarge = new FreedLarge();
 
   // torch's block sizes (profiler/block-sizes.ts, the rules snapshots follow too): a record carries
   // the request; the allocator hands out the request rounded, and in the large pool the whole free
@@ -88,6 +91,10 @@ export class DeviceState extends TotalsReadout {
   /** Expandable segments (the settings say so, or pages were mapped): every block is cut to its
    *  request rounded, in both pools; no layout is needed. */
   private expandable = false;
+  /** Whether the allocator uses expandable segments (the forecast's reserve reads segments otherwise). */
+  get expandableSegments(): boolean {
+    return this.expandable;
+  }
 
   // Where the training loop is (from the records' stamps).
   private _step: number;
@@ -293,6 +300,7 @@ export class DeviceState extends TotalsReadout {
     const timeline = this.timeline;
     const peaks = this.peaks;
     const log = peaks.log;
+    const freedLarge = this.freedLarge;
     const tt = this.t;
     const counts = tt.counts;
     const layout = this.expandable ? null : this.layout;
@@ -609,6 +617,7 @@ export class DeviceState extends TotalsReadout {
           runNFree++;
           const chain = slot >= 0 ? cChain[slot]! : -1;
           if (slot >= 0) {
+            if (size > LARGE) freedLarge.push(addr, size, cStack[slot]!);
             // within the phase, at its peak's temporaries, within the range
             if (born > phaseStartSerial) {
               runFreedWithin += size;
@@ -891,8 +900,8 @@ export class DeviceState extends TotalsReadout {
   private peaksUnknown = false;
 
   /**
-   * torch's max_memory_allocated() and max_memory_reserved() at a sync point the records have
-   * exactly reached (its SYNC tied to its count of events). Taken once after an attach's seed, the
+   * torch's max_memory_allocated() and max_memory_reserved() read with the seed, or at a sync
+   * point the records have exactly reached (its SYNC tied to its count of events). Taken once after an attach's seed, the
    * first chance the records have to learn what the blocks cannot know: torch's peak there is the
    * higher of the blocks' highest since the attach and its peak before it, so where it is higher it
    * is the peak before the attach, from then on the floor of the peaks shown. Never taken on a

@@ -252,7 +252,7 @@ function growthFinding(m: ProfilerModel, d: DeviceState): Finding | null {
     (byRequest ? `the program's requested bytes grew by ${formatBytes(trendPerStep)} per step, at ` : "") +
     `${positive} of ${intervals} boundaries${byRequest ? "" : " grew"}).`;
   evidence += ` The growth is in ${CATEGORIES[topCat]!.replace("_", " ")} memory (+${formatBytes(catGrowth)} per step)`;
-  const site = growthSite(m, d, first.step, topCat);
+  const site = growthSite(m, d, first.step, topCat, last.step);
   evidence += rangeName ? `, allocated in range ${rangeName} (+${formatBytes(topRangeGrowth)} per step)` : "";
   if (site) evidence += `${rangeName ? ";" : ","} ${site.words}`;
   evidence += ".";

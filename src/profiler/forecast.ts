@@ -12,10 +12,18 @@
 // batch x sequence, and batch x sequence² where three lengths or more tell a quadratic term apart),
 // and the fit's error over those steps is part of the answer. Nothing is forecast from fewer than
 // one settled step, and the basis says which figures scale and from how many steps.
+//
+// The gradients backward made by the peak are the parameters' size: fixed. Where the peak lies in
+// backward, forward's own peak (none of those gradients yet, all of the activations) is a second
+// line, the higher one at a larger batch where more of it scales (a ResNet's). Beside the peak, a
+// batch needs the allocator's free memory it cannot give back when short (forecast-reserve.ts):
+// not the whole slack (whole free segments are returned before an OOM), but more than it where a
+// segment made for a per-step block holds long-lived memory (its free part grows with the batch).
 
 import { PHASE } from "../ffi/events";
 import { CAT_ACTIVATION, CAT_GRADIENT, CAT_INPUT, CAT_OTHER, CAT_TEMPORARY } from "./categories";
 import type { DeviceState } from "./device";
+import { allocatorReserve, reserveAt, type AllocatorReserve } from "./forecast-reserve";
 import type { StepInput } from "./inputs";
 import type { ProfilerModel } from "./model";
 import { pickDevice } from "./queries";
@@ -50,6 +58,8 @@ export interface ForecastStep {
   fixed_bytes: number;
   /** reserved − allocated at the peak: the allocator's slack (its cache and rounding) at that moment. */
   slack_bytes: number;
+  /** Of fixed_bytes, the gradients backward made by the peak (they do not exist at forward's peak). */
+  grads_made_bytes: number;
   duration_us: number | null;
   /** Where the step's peak lay ("backward"...), and whether the split came from it directly. */
   peak_phase: string;
@@ -86,6 +96,11 @@ export interface ForecastBasis {
   /** Of scaling_bytes, what an earlier step left at the peak and this one freed (a loop variable's last outputs). */
   carried_bytes: number;
   slack_bytes: number;
+  /** The split at forward's own peak, where the step's lies in backward: the gradients made by then
+   *  are not there, so more of it scales; at a larger batch this moment can be the higher one. */
+  forward: { fixed_bytes: number; scaling_bytes: number } | null;
+  /** What of the allocator's reserved memory at the peak counts beside it (forecast-reserve.ts). */
+  reserve: AllocatorReserve;
   /** The peak of the optimizer's phase (fixed: it does not hold the batch's activations), or null. */
   optimizer_peak_bytes: number | null;
   split_at: ForecastStep["split_at"];
@@ -100,12 +115,15 @@ export interface ForecastBasis {
 
 const PHASE_WORD = ["other", "forward", "backward", "optimizer"];
 
-/** A finished step's split (see the header). */
-export function splitStep(r: StepRecord, input: StepInput | undefined): ForecastStep {
+/** A finished step's split (see the header); `gradsMade`: the gradient bytes the step made and held
+ *  at its peak, where its picture tells (gradientsMadeAtPeak). */
+export function splitStep(r: StepRecord, input: StepInput | undefined, gradsMadeAtPeak: number | null = null): ForecastStep {
   const by = r.peakByPhase;
   const madeThisStep = by[PHASE.other]! + by[PHASE.forward]! + by[PHASE.backward]! + by[PHASE.optimizer]!;
+  // Without the picture: the gradients at the peak less those alive as the step began (an upper
+  // bound of what was carried in: zero_grad may have freed them before the peak).
   const carried = r.gradCarriedBytes === r.gradCarriedBytes ? r.gradCarriedBytes : 0;
-  const gradsMade = Math.min(by[PHASE.backward]!, Math.max(0, r.peakComp[CAT_GRADIENT]! - carried));
+  const gradsMade = Math.min(by[PHASE.backward]!, gradsMadeAtPeak ?? Math.max(0, r.peakComp[CAT_GRADIENT]! - carried));
   const peak = r.peak_allocated;
   let scaling = madeThisStep - gradsMade - by[PHASE.optimizer]!;
   let splitAt: ForecastStep["split_at"] = "peak";
@@ -128,6 +146,7 @@ export function splitStep(r: StepRecord, input: StepInput | undefined): Forecast
     fb_peak_bytes: fb > 0 ? fb : peak,
     scaling_bytes: scaling,
     fixed_bytes: (splitAt === "peak" ? peak : fb) - scaling,
+    grads_made_bytes: splitAt === "peak" ? gradsMade : 0,
     slack_bytes: Math.max(0, r.reserved_at_peak - peak),
     duration_us: r.end_us === r.end_us && r.start_us === r.start_us ? r.end_us - r.start_us : null,
     peak_phase: PHASE_WORD[r.peak_phase] ?? "other",
@@ -163,6 +182,26 @@ function carriedBytes(d: DeviceState, rec: StepRecord): number {
   const b = peak.blocks;
   let bytes = 0;
   for (let i = 0; i < b.n; i++) if (b.step[i]! < rec.step && !alive.has(b.serial[i]!) && PER_STEP.has(b.category[i]!)) bytes += b.size[i]!;
+  return bytes;
+}
+
+/** The gradient bytes step `rec` made and still held at its peak, from its picture (null: none kept). */
+export function gradientsMadeAtPeak(d: DeviceState, rec: StepRecord): number | null {
+  const had = gradsOf.get(d);
+  if (had && had.rec === rec) return had.bytes;
+  const bytes = gradientBytes(d, rec);
+  gradsOf.set(d, { rec, bytes });
+  return bytes;
+}
+
+const gradsOf = new WeakMap<DeviceState, { rec: StepRecord; bytes: number | null }>();
+
+function gradientBytes(d: DeviceState, rec: StepRecord): number | null {
+  const pic = d.peaks.picture(d.cur, rec.step, d.categoryCode);
+  if (!pic) return null;
+  const b = pic.blocks;
+  let bytes = 0;
+  for (let i = 0; i < b.n; i++) if (b.step[i] === rec.step && b.category[i] === CAT_GRADIENT) bytes += b.size[i]!;
   return bytes;
 }
 
@@ -265,8 +304,8 @@ export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis 
   if (d.consistency.preAttachBytes(d.unknownFreeBytes) > 0) return null;
   const recs = settled(d);
   if (recs.length === 0) return null;
-  const pts = recs.map((r) => splitStep(r, m.inputs.at(r.step)));
   const lastRec = recs[recs.length - 1]!;
+  const pts = recs.map((r) => splitStep(r, m.inputs.at(r.step), r === lastRec ? gradientsMadeAtPeak(d, r) : null));
   // The latest step's split, with what earlier steps left at its peak and it freed (per-step data)
   // moved to the scaling side, where its pictures are kept.
   const carried = pts[pts.length - 1]!.split_at === "peak" ? carriedPerStep(d, lastRec) : 0;
@@ -278,6 +317,9 @@ export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis 
   const optPeak = lastRec.phPeak[PHASE.optimizer]!;
   const limit = m.inputs.limits.get(d.device);
   const seqMax = pts.some((p) => p.seq !== null) ? Math.max(...pts.map((p) => p.seq ?? 0)) : null;
+  const fwdPeak = lastRec.phPeak[PHASE.forward]!;
+  const fwdFixed = last.fixed_bytes - last.grads_made_bytes;
+  const forward = last.split_at === "peak" && last.grads_made_bytes > 0 && fwdPeak > fwdFixed ? { fixed_bytes: fwdFixed, scaling_bytes: fwdPeak - fwdFixed } : null;
   const basis: ForecastBasis = {
     device: d.device,
     steps: fit ? fit.steps : same.length,
@@ -289,7 +331,9 @@ export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis 
     fixed_bytes: last.fixed_bytes,
     scaling_bytes: last.scaling_bytes,
     carried_bytes: carried,
-    slack_bytes: Math.max(...same.map((p) => p.slack_bytes)), // the most the allocator held beyond a peak of this shape
+    slack_bytes: last.slack_bytes,
+    forward,
+    reserve: allocatorReserve(d, lastRec, d.expandableSegments),
     optimizer_peak_bytes: optPeak >= 0 ? optPeak : null,
     split_at: last.split_at,
     peak_phase: last.peak_phase,
@@ -329,7 +373,22 @@ export function peakAt(b: ForecastBasis, n: number, seq: number | null = b.seq_m
     return Math.max(opt, b.fit.intercept_bytes + b.fit.per_token_bytes * n * s + b.fit.per_token_seq_bytes * n * s * s);
   }
   const base = b.batch && b.batch > 0 ? b.batch : 1; // no shape said: n is a multiple of this step's batch
-  return Math.max(opt, b.fixed_bytes + (b.scaling_bytes * n) / base);
+  const fwd = b.forward ? b.forward.fixed_bytes + (b.forward.scaling_bytes * n) / base : 0;
+  return Math.max(opt, fwd, b.fixed_bytes + (b.scaling_bytes * n) / base);
+}
+
+/** Batch `n` (at length `seq`) over this step's input: what per-step memory grows by. */
+function ratioOf(b: ForecastBasis, n: number, seq: number | null = b.seq_max): number {
+  const base = b.batch && b.batch > 0 ? b.batch : 1;
+  const s = b.fit && seq && seq > 0 && b.seq && b.seq > 0 ? seq / b.seq : 1;
+  return (n * s) / base;
+}
+
+/** What batch `n` needs of the room: its forecast peak and the allocator's free memory it cannot
+ *  give back there (forecast-reserve.ts); `stranded` false: the segments made for per-step blocks
+ *  that hold long-lived memory stay as they are now (that memory placed elsewhere at that batch). */
+export function neededAt(b: ForecastBasis, n: number, stranded = true): number {
+  return peakAt(b, n) + reserveAt(b.reserve, stranded ? ratioOf(b, n) : 1);
 }
 
 /** The room the allocator has on the device. */
@@ -361,9 +420,16 @@ export interface Forecast {
   outside_bytes: number | null;
   others_bytes: number | null;
   limit_bytes: number | null;
-  /** The largest batch whose forecast peak and this step's slack fit the room (null: no room known, or the peak does not grow with the batch). */
+  /** The allocator's free memory counted beside the peak at this batch (forecast-reserve.ts). */
+  reserve_bytes: number;
+  /** The largest batch whose forecast peak and the allocator's free memory it cannot give back there
+   *  fit the room (null: no room known, or the peak does not grow with the batch). */
   max_batch: number | null;
+  /** Peak and reserve at max_batch. */
   max_batch_bytes: number | null;
+  /** Where segments made for per-step blocks hold long-lived memory at the peak: the largest batch if
+   *  that memory is placed elsewhere at that batch (they stay as now) — the forecast's margin; else null. */
+  max_batch_unstranded: number | null;
   /** Where memory held at step boundaries grows: the steps (and seconds) until the step's peak no longer fits. */
   time_to_oom: { growth_per_step_bytes: number; steps: number; seconds: number | null; oom_step: number } | null;
   basis: string;
@@ -386,10 +452,10 @@ export function roomOf(b: ForecastBasis, r: ForecastRoom): number | null {
   return free;
 }
 
-/** The largest batch that fits `room` (the peak plus this step's slack), or null. */
-export function maxBatch(b: ForecastBasis, room: number): number | null {
+/** The largest batch that fits `room` (neededAt), or null. */
+export function maxBatch(b: ForecastBasis, room: number, stranded = true): number | null {
   if (b.batch === null && !(b.scaling_bytes > 0)) return null;
-  const fits = (n: number) => peakAt(b, n) + b.slack_bytes <= room;
+  const fits = (n: number) => neededAt(b, n, stranded) <= room;
   if (peakAt(b, 2 * Math.max(1, b.batch ?? 1)) <= peakAt(b, Math.max(1, b.batch ?? 1))) return null; // not growing with the batch
   if (!fits(1)) return 0;
   let lo = 1;
@@ -410,7 +476,7 @@ export function maxBatch(b: ForecastBasis, room: number): number | null {
 /** Steps until a growing process's step peak (with its slack) passes the room. */
 export function timeToOom(b: ForecastBasis, growthPerStep: number, room: number): Forecast["time_to_oom"] {
   if (!(growthPerStep > 0)) return null;
-  const left = room - b.peak_bytes - b.slack_bytes;
+  const left = room - b.peak_bytes - reserveAt(b.reserve, 1);
   const steps = Math.max(1, Math.ceil(left / growthPerStep));
   return {
     growth_per_step_bytes: Math.round(growthPerStep),
@@ -433,7 +499,10 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
   const n0 = b.batch ?? 1;
   const at = FORECAST.multiples.map((k) => ({ batch: k * n0, peak_bytes: Math.round(peakAt(b, k * n0)) }));
   const max = room === null ? null : maxBatch(b, room);
-  const maxBytes = max === null || max === 0 ? null : Math.round(peakAt(b, max) + b.slack_bytes);
+  const maxBytes = max === null || max === 0 ? null : Math.round(neededAt(b, max));
+  const reserve = reserveAt(b.reserve, 1);
+  const strands = b.reserve.stranded.segments > 0;
+  const unstranded = room === null || !strands ? null : maxBatch(b, room, false);
   const tto = room === null || growthPerStep === null ? null : timeToOom(b, growthPerStep, room);
   let words = b.batch === null ? `peak ${formatBytes(b.peak_bytes)} at this batch (its shape not said)` : `batch ${b.batch}${b.seq ? `x${b.seq}` : ""} now, peak ${formatBytes(b.peak_bytes)}`;
   if (max !== null && room !== null) {
@@ -442,7 +511,13 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     const of = limited ? `${ofGiB(maxBytes ?? 0, room)}, the allocator's limit,` : ofGiB((maxBytes ?? 0) + (r.outside_bytes ?? 0), r.total_bytes ?? room);
     const others = (r.others_bytes ?? 0) >= OTHERS_SAID ? `, ${formatBytes(r.others_bytes!)} of it other processes' and the driver's,` : "";
     const outside = r.outside_bytes !== null && !limited ? ` with ${formatBytes(r.outside_bytes)} outside PyTorch${others} and` : " with";
-    words += max === 0 ? `; batch 1 would not fit (${formatBytes(room)} of room)` : `; fits up to ${unit} (${of}${outside} this step's allocator slack, ${formatBytes(b.slack_bytes)})`;
+    const free = b.reserve.exact ? `${formatBytes(maxBytes === null ? reserve : maxBytes - peakAt(b, max))} free in the allocator's segments in use at the peak` : `this step's allocator slack, ${formatBytes(b.slack_bytes)}`;
+    const s = b.reserve.stranded;
+    const why = strands
+      ? `: ${s.segments === 1 ? `a ${formatBytes(s.segment_bytes)} segment` : `${s.segments} segments (${formatBytes(s.segment_bytes)})`} made for per-step blocks ${s.segments === 1 ? "holds" : "hold"} ${formatBytes(s.long_lived_bytes)} of long-lived memory: grown with the batch, what lies in ${s.segments === 1 ? "it" : "them"} not`
+      : "";
+    const margin = strands && unstranded !== null && unstranded !== max ? `; ${b.batch === null ? `${unstranded}x` : `batch ${unstranded}`} where that memory lies elsewhere` : "";
+    words += max === 0 ? `; batch 1 would not fit (${formatBytes(room)} of room)` : `; fits up to ${unit} (${of}${outside} ${free}${why})${margin}`;
   } else words += `; ${at.map((a, i) => `${b.batch === null ? `${a.batch}x${i ? "" : " the batch"}` : `batch ${a.batch}`}: ${formatBytes(a.peak_bytes)}`).join(", ")}`;
   return {
     device: b.device,
@@ -461,8 +536,10 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     outside_bytes: r.outside_bytes,
     others_bytes: r.others_bytes ?? null,
     limit_bytes: b.limit_bytes,
+    reserve_bytes: Math.round(reserve),
     max_batch: max,
     max_batch_bytes: maxBytes,
+    max_batch_unstranded: unstranded,
     time_to_oom: tto,
     basis: b.words,
     words,

@@ -6,7 +6,12 @@
 //
 // Two parts, both pure:
 //   LedgerTrack  follows NVML − reserved across samples and ties each change to its cause: the
-//                first sample is the context; a change while a library event's mark was open (the
+//                first sample is the context, and where it came before torch's first allocation,
+//                unmarked growth up to the first sample after that allocation is the context's
+//                too (NVML lists a process while its context is being made: 22 MiB of a GPT-2
+//                run's 610 MiB, 49 ms before its first cudaMalloc); a sample whose NVML and
+//                reserved figures are not of one moment is never used (sameMoment); a change
+//                while a library event's mark was open (the
 //                agent's `gpumem:LIBRARY:EVENT` record_function ranges, agent/gpumem_agent/
 //                libraries.py) is that library's; a change before the first step ends, with no
 //                mark, is the context growing (kernels load lazily, on first use); any other
@@ -65,6 +70,11 @@ export interface MarkRecord {
 export class LedgerTrack {
   private context: number | null = null;
   private contextBeforeAlloc = false;
+  /** Whether the context's figure is whole: taken at (or grown to) a sample after torch's first
+   *  allocation, which needs the context made; or the settling window passed. */
+  private contextSettled = false;
+  /** Unmarked growth from a first sample before torch's first allocation to the first after it. */
+  private contextSettling = 0;
   /** Libraries whose marks came before the first sample: their memory is in the context's figure. */
   private contextIncludes: string[] = [];
   private contextGrowth = 0;
@@ -90,10 +100,14 @@ export class LedgerTrack {
   }
 
   /** NVML's used bytes of the process and torch's reserved at `time_us`; `step`: optimizer steps
-   *  completed then, `where`: the loop's place in words ("step 3 (forward)") for a jump's cause. */
-  sample(time_us: number, nvmlUsed: number, reserved: number, step: number, where: string): void {
+   *  completed then, `where`: the loop's place in words ("step 3 (forward)") for a jump's cause.
+   *  `sameMoment`: false where torch's reserved changed while NVML was read (the reader's figures
+   *  on either side of the NVML read differ): NVML − reserved is then a difference of two moments,
+   *  off by what torch reserved or freed between them, and the sample is not used. */
+  sample(time_us: number, nvmlUsed: number, reserved: number, step: number, where: string, sameMoment = true): void {
     this.samples++;
     const outside = nvmlUsed - reserved;
+    if (!sameMoment) return;
     // NVML's used holds torch's reserved and the context: below reserved, the two figures are not of
     // one moment (NVML read before the segments torch already counts were made: a recorded track's
     // sample a second old beside the replay's reserved, a tick's read racing the program). Nothing
@@ -130,12 +144,18 @@ export class LedgerTrack {
       this.context = outside;
       this.contextBeforeAlloc = reserved === 0;
       this.contextIncludes = [...libraries];
+      this.contextSettled = reserved > 0;
       this.firstTime_us = time_us;
       this.prevOutside = outside;
       return;
     }
     const delta = outside - this.prevOutside;
     this.prevOutside = outside;
+    // A first sample before torch's first allocation may have caught the context while it was
+    // being made: until a sample after that allocation (torch allocates in a made context), or the
+    // window's end, unmarked growth of any size is the context's, not a jump.
+    const settling = !this.contextSettled && time_us - this.firstTime_us <= CONTEXT_GROWTH_WINDOW_US;
+    if (!this.contextSettled && (reserved > 0 || !settling)) this.contextSettled = true;
     if (delta === 0) return;
     // The cause: the newest event entered in this interval, else one still open.
     const cause = newest ?? [...active.values()].pop() ?? null;
@@ -145,6 +165,10 @@ export class LedgerTrack {
         p.bytes += delta;
         return;
       }
+    }
+    if (settling) {
+      this.contextSettling += delta;
+      return;
     }
     // Before the first step ends (and within CONTEXT_GROWTH_WINDOW_US), small unmarked growth is
     // the context's: kernels load on first use, a module at a time. A large one is not guessed at:
@@ -171,7 +195,8 @@ export class LedgerTrack {
 
   parts(): LedgerParts {
     return {
-      context_bytes: this.context,
+      context_bytes: this.context === null ? null : this.context + this.contextSettling,
+      context_settling_bytes: this.contextSettling,
       context_before_first_allocation: this.contextBeforeAlloc,
       context_includes: [...this.contextIncludes],
       context_growth_bytes: this.contextGrowth,
@@ -208,8 +233,9 @@ export class ProcessLedger {
     if (this.marks.length > MAX_RANGE_MARKS) this.marks.shift();
   }
 
-  /** One NVML sample of the process on `device`: the marks since its track's last, then the sample. */
-  sample(device: number, time_us: number, nvmlUsed: number, reserved: number, step: number, where: string, name: (range: number) => string | null): void {
+  /** One NVML sample of the process on `device`: the marks since its track's last, then the sample
+   *  (`sameMoment`: LedgerTrack.sample's). */
+  sample(device: number, time_us: number, nvmlUsed: number, reserved: number, step: number, where: string, name: (range: number) => string | null, sameMoment = true): void {
     let t = this.tracks.get(device);
     if (!t) this.tracks.set(device, (t = new LedgerTrack()));
     const from = this.taken.get(device) ?? 0;
@@ -219,7 +245,7 @@ export class ProcessLedger {
       if (n !== null) t.mark({ time_us: m.time_us, name: n, enter: m.enter });
     }
     this.taken.set(device, this.seq);
-    t.sample(time_us, nvmlUsed, reserved, step, where);
+    t.sample(time_us, nvmlUsed, reserved, step, where, sameMoment);
   }
 
   /** The device's attribution so far; null before its first NVML sample. */

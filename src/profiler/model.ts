@@ -330,6 +330,8 @@ export class ProfilerModel {
     if (events < part.events) return;
     if (events > part.events) return this.refuseSeed(`the reader had passed its point on device ${d.device}`);
     const r = d.seed(part.segments, t);
+    // torch's peaks read with the seed (a newer agent's): known at once, not at the next sync point
+    if (part.peak_allocated !== undefined) d.peaksFromTorch(part.peak_allocated, part.peak_reserved ?? 0);
     const st = this.seedStatus!;
     st.blocks += r.added;
     st.bytes += r.addedBytes;
@@ -387,13 +389,15 @@ export class ProfilerModel {
     for (const d of this.devices) d.resetPeaks();
   }
 
-  /** NVML's used bytes for this process on a device, sampled at nowUs (the caller joins pids). */
-  setNvml(pid: number, device: number, usedBytes: number, nowUs: number): void {
+  /** NVML's used bytes for this process on a device, sampled at nowUs (the caller joins pids).
+   *  `sameMoment`: false where torch's reserved changed across the NVML read (the ledger leaves
+   *  such a sample out: LedgerTrack.sample). */
+  setNvml(pid: number, device: number, usedBytes: number, nowUs: number, sameMoment = true): void {
     if (!Number.isFinite(usedBytes) || usedBytes < 0) throw new RangeError(`NVML used bytes must be a non-negative number, got ${usedBytes}`);
     const d = this.deviceFor(device, nowUs);
     d.nvml(pid, usedBytes, nowUs);
     const reserved = this.headerTotals.get(device)?.reserved ?? d.reserved;
-    this.ledger.sample(device, nowUs, usedBytes, reserved, d.step, `step ${d.step} (${PHASE_NAMES[d.phase] ?? "other"})`, (r) => this.rangeNames.get(r) ?? null);
+    this.ledger.sample(device, nowUs, usedBytes, reserved, d.step, `step ${d.step} (${PHASE_NAMES[d.phase] ?? "other"})`, (r) => this.rangeNames.get(r) ?? null, sameMoment);
   }
 
   /** The line profiler's line names (manifest `lines`: id → "file.py:42: code"). */

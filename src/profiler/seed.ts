@@ -41,6 +41,10 @@ export interface SeedDevice {
   /** The device's alloc and free_requested records before the seed's point (from the attach). */
   events: number;
   segments: SeedSegment[];
+  /** torch's max_memory_allocated() and max_memory_reserved(), read right after the snapshot:
+   *  peaks from before the attach, which no block shows (absent from an older agent's seed). */
+  peak_allocated?: number;
+  peak_reserved?: number;
 }
 
 export interface Seed {
@@ -104,6 +108,7 @@ export function parseSeed(text: string, what = "the seed"): Seed {
     if (!d || !isCount(d.device) || d.device >= 16) throw new Error(`${at}: "device" must be 0..15`);
     if (!isCount(d.events)) throw new Error(`${at}: "events" must be a non-negative integer`);
     if (!Array.isArray(d.segments)) throw new Error(`${at}: "segments" must be a list`);
+    for (const k of ["peak_allocated", "peak_reserved"] as const) if (d[k] !== undefined && !isCount(d[k])) throw new Error(`${at}: "${k}" must be a non-negative integer`);
     d.segments.forEach((g, j) => {
       if (!g || !isCount(g.address) || !isCount(g.total_size) || !Array.isArray(g.blocks))
         throw new Error(`${at}.segments[${j}]: a segment needs numeric address and total_size and a blocks list`);

@@ -31,6 +31,9 @@ export interface DocumentInput {
   warnings: string[];
   /** The monitor's own user: the GPU ledger tells other users' processes apart (absent: no split). */
   user?: string | null;
+  /** The monitor runs in a pid namespace of its own (a container): NVML lists only its processes
+   *  (the GPU ledger's not_listed then holds every other one's memory). Absent: not. */
+  containerView?: boolean;
   /** The agents joined to NVML's pids and devices (src/system/join.ts, with /proc's facts);
    *  absent, they are joined with none: every agent taken for the monitor's pid namespace. */
   join?: JoinResult;
@@ -368,7 +371,7 @@ export function buildDocument(input: DocumentInput, detail?: DetailOf): Document
     reason: input.reason,
     devices: input.samples.map((s) => {
       const d = device(s, input.previous.get(s.index));
-      return { ...d, ledger: gpuLedger(d, processes.filter((p) => p.device === s.index && p.nvml_visible), input.user ?? null) };
+      return { ...d, ledger: gpuLedger(d, processes.filter((p) => p.device === s.index && p.nvml_visible), input.user ?? null, input.containerView ?? false) };
     }),
     processes,
     jobs,

@@ -27,7 +27,8 @@ export const ForecastSchema = z
     peak_bytes: bytes.describe("the step's peak allocated"),
     fixed_bytes: bytes.describe("of the peak, what does not scale with the input: parameters, gradients, optimizer state, buffers, what earlier steps left"),
     scaling_bytes: bytes.describe("of the peak, what forward and backward made and still held (activations, temporaries, the batch), gradients aside"),
-    slack_bytes: bytes.describe("reserved − allocated at the step's peak: the allocator's slack, added to every forecast peak"),
+    slack_bytes: bytes.describe("reserved − allocated at the step's peak: the allocator's slack"),
+    reserve_bytes: bytes.describe("of the slack, what counts beside the peak at this batch: free memory in segments holding a block at the peak (whole free segments are returned before an OOM); where a segment made for per-step blocks holds long-lived memory, its free part grows with the batch"),
     fit: ForecastFitSchema.nullable(),
     at: z.array(z.object({ batch: z.number(), peak_bytes: bytes })).describe("the peak forecast at 2× and 4× this batch"),
     room_bytes: bytes.nullable().describe("what the allocator may reserve: torch.cuda.set_per_process_memory_fraction's limit, else the device's total less what is outside PyTorch; null where unknown"),
@@ -35,8 +36,9 @@ export const ForecastSchema = z
     outside_bytes: bytes.nullable().describe("what the GPU holds outside this process's allocator: NVML's total − free − reserved (its CUDA context and libraries, other processes, the driver's), else the process's NVML used − reserved"),
     others_bytes: bytes.nullable().describe("of outside_bytes, other processes' and the driver's (null where not told apart)"),
     limit_bytes: bytes.nullable(),
-    max_batch: z.number().int().nullable().describe("the largest batch whose forecast peak and slack fit the room (in multiples of this batch where `batch` is null); null where no room is known or the peak does not grow with the batch"),
-    max_batch_bytes: bytes.nullable(),
+    max_batch: z.number().int().nullable().describe("the largest batch whose forecast peak and the allocator's free memory it cannot give back there fit the room (in multiples of this batch where `batch` is null); null where no room is known or the peak does not grow with the batch"),
+    max_batch_bytes: bytes.nullable().describe("peak and reserve at max_batch"),
+    max_batch_unstranded: z.number().int().nullable().describe("where segments made for per-step blocks hold long-lived memory at the peak: the largest batch if that memory lies elsewhere at that batch (the forecast's margin: another start can place it so); null where none does"),
     time_to_oom: z
       .object({
         growth_per_step_bytes: bytes.describe("the growth finding's"),

@@ -24,8 +24,12 @@ export interface Jump {
 
 /** What the ledger knows beyond one sample's figures: its track's attribution. */
 export interface LedgerParts {
-  /** NVML − reserved at the first sample (null before one). */
+  /** NVML − reserved at the first sample, with context_settling_bytes (null before one). */
   context_bytes: number | null;
+  /** Of context_bytes, what came after a first sample taken before torch's first allocation, up to
+   *  the first sample after it, with no mark open: the context still being made when NVML was
+   *  first read (0 where the first figure stood). */
+  context_settling_bytes: number;
   /** Whether that sample came before torch's first allocation (reserved 0): the context alone. */
   context_before_first_allocation: boolean;
   /** Libraries whose marks came before that sample: what they made is in the context's figure. */
@@ -95,7 +99,11 @@ export function ledgerRows(input: LedgerInput): Ledger {
   let claimed = input.reserved_bytes;
   if (parts && parts.context_bytes !== null) {
     const ctx = parts.context_bytes + parts.context_growth_bytes;
-    const seen = parts.context_before_first_allocation ? "seen before torch's first allocation" : "seen at the monitor's first sample, after torch's first allocation";
+    const seen = parts.context_before_first_allocation
+      ? parts.context_settling_bytes !== 0
+        ? `seen before torch's first allocation at ${formatBytes(parts.context_bytes - parts.context_settling_bytes)}${parts.context_settling_bytes > 0 ? ", still being made" : ""}; whole at the first sample after it`
+        : "seen before torch's first allocation"
+      : "seen at the monitor's first sample, after torch's first allocation";
     const growth = parts.context_growth_bytes !== 0 ? `; ${parts.context_growth_bytes > 0 ? "+" : "−"}${formatBytes(Math.abs(parts.context_growth_bytes))} as kernels loaded in the first step` : "";
     const incl = parts.context_includes.length ? `; includes what ${parts.context_includes.map(libraryName).join(" and ")} made before that sample` : "";
     rows.push({ kind: "context", name: "CUDA context", bytes: ctx, note: seen + incl + growth });
@@ -137,6 +145,9 @@ export interface GpuLedgerRow {
 export interface GpuLedger {
   /** What the rows sum to: the GPU's total memory. */
   total_bytes: number;
+  /** The monitor runs in a pid namespace of its own (a container): the driver lists to NVML only
+   *  that namespace's processes, so not_listed holds the memory of every process outside it. */
+  container_view: boolean;
   rows: GpuLedgerRow[];
   /** The findings in words: a GPU whose memory a process that no longer exists holds. */
   words: string[];
@@ -157,7 +168,7 @@ export interface ListedProcess {
  *  memory still held, or in another container), used that no listed process accounts for, the
  *  driver's reserve (NVML's v2 memory figures; v1 counts it in used) and free. Null without
  *  NVML's memory figures. `user`: the monitor's own user (null: no split by user). */
-export function gpuLedger(d: { memory_total_bytes: number | null; memory_used_bytes: number | null; memory_free_bytes: number | null; memory_reserved_bytes: number | null }, listed: readonly ListedProcess[], user: string | null): GpuLedger | null {
+export function gpuLedger(d: { memory_total_bytes: number | null; memory_used_bytes: number | null; memory_free_bytes: number | null; memory_reserved_bytes: number | null }, listed: readonly ListedProcess[], user: string | null, containerView = false): GpuLedger | null {
   if (d.memory_total_bytes === null || d.memory_used_bytes === null || d.memory_free_bytes === null) return null;
   const rows: Record<"processes" | "other_users" | "gone", GpuLedgerRow> = {
     processes: { kind: "processes", bytes: 0, pids: [] },
@@ -182,5 +193,5 @@ export function gpuLedger(d: { memory_total_bytes: number | null; memory_used_by
   const words: string[] = [];
   if (rows.gone.bytes > 0)
     words.push(`${formatBytes(rows.gone.bytes)} held by ${rows.gone.pids.length === 1 ? `pid ${rows.gone.pids[0]}` : `pids ${rows.gone.pids.join(", ")}`}, which no longer ${rows.gone.pids.length === 1 ? "exists" : "exist"} here (exited with its memory still held, or in another container)`);
-  return { total_bytes: d.memory_total_bytes, rows: out, words };
+  return { total_bytes: d.memory_total_bytes, container_view: containerView, rows: out, words };
 }

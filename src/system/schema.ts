@@ -16,6 +16,10 @@ const nullableInt = z.number().int().nullable();
 export const GpuLedgerSchema = z
   .object({
     total_bytes: z.number().int(),
+    container_view: z
+      .boolean()
+      .default(false)
+      .describe("the monitor runs in a pid namespace of its own (a container): the driver lists to NVML only that namespace's processes, so not_listed holds the memory of every process outside it"),
     rows: z
       .array(
         z.object({
@@ -24,7 +28,7 @@ export const GpuLedgerSchema = z
           pids: z.array(z.number().int()).describe("the processes the row stands for"),
         }),
       )
-      .describe("processes: NVML's used of the processes it lists that run as the monitor's user; other_users: those of other users; gone: those /proc has no process of (exited with the memory still held, or in another container); not_listed: used that no listed process accounts for; driver_reserved: the driver's own (NVML v2; absent where NVML counts it in used); free"),
+      .describe("processes: NVML's used of the processes it lists that run as the monitor's user; other_users: those of other users; gone: those /proc has no process of (exited with the memory still held, or in another container); not_listed: used that no listed process accounts for (the driver's own few MiB; with container_view, every process outside the monitor's pid namespace); driver_reserved: the driver's own (NVML v2; absent where NVML counts it in used); free"),
     words: z.array(z.string()).describe("findings in words: memory held by a process that no longer exists"),
   })
   .describe("the GPU's memory, summing to its total");
@@ -226,7 +230,7 @@ export const LedgerSchema = z
           note: z.string().nullable().describe("what more is known: communicators, the mark's event, when the context was seen"),
         }),
       )
-      .describe("allocated and reserved-unallocated of the default pool, each private pool, the CUDA context (NVML − reserved at the first sample, and its growth as kernels load in the first step), each library by the agent's marks (`gpumem:LIBRARY:EVENT` ranges: the change of NVML − reserved while the mark was open), and unexplained: what is left, always shown"),
+      .describe("allocated and reserved-unallocated of the default pool, each private pool, the CUDA context (NVML − reserved at the first sample of one moment, or at the first after torch's first allocation where that sample came before it, and its growth as kernels load in the first step), each library by the agent's marks (`gpumem:LIBRARY:EVENT` ranges: the change of NVML − reserved while the mark was open), and unexplained: what is left, always shown"),
     jumps: z
       .array(z.object({ time_us: z.number(), bytes: z.number().int(), after: z.string().describe("the mark it followed, or the step and phase") }))
       .describe("changes of unexplained memory of 64 MiB or more between two samples, newest last"),

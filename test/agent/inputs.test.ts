@@ -8,7 +8,7 @@ import { expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
+import { forecastAt, forecastBasis, neededAt, peakAt } from "../../src/profiler/forecast";
 import { exposition } from "../../src/headless/prometheus";
 import { buildLibrary } from "../support/native";
 import { INPUTS_RUN, inputsRing } from "../support/inputs-ring";
@@ -49,8 +49,8 @@ for (const quadratic of [false, true]) {
     // The room is the allocator's limit; the largest batch fits it, one more does not.
     const f = forecastAt(b, { total_bytes: null, outside_bytes: null });
     expect(f.room_bytes).toBe(b.limit_bytes!);
-    expect(peakAt(b, f.max_batch!) + b.slack_bytes).toBeLessThanOrEqual(f.room_bytes!);
-    expect(peakAt(b, f.max_batch! + 1) + b.slack_bytes).toBeGreaterThan(f.room_bytes!);
+    expect(neededAt(b, f.max_batch!)).toBeLessThanOrEqual(f.room_bytes!);
+    expect(neededAt(b, f.max_batch! + 1)).toBeGreaterThan(f.room_bytes!);
     expect(f.words).toContain(`fits up to batch ${f.max_batch} at length ${Math.max(...out.seqs)}`);
     expect(f.basis).toContain(`${quadratic ? "quadratic" : "linear"} in the sequence length`);
   });
@@ -100,7 +100,7 @@ test("run --json's last document: time to OOM beside the growth, and Prometheus'
   const fc = p.forecast!;
   expect(fc.time_to_oom!.growth_per_step_bytes).toBe(growth.numbers.growth_per_step_bytes as number);
   expect(fc.time_to_oom!.growth_per_step_bytes).toBe(2 ** 20);
-  expect(fc.time_to_oom!.steps).toBe(Math.ceil((fc.room_bytes! - fc.peak_bytes - fc.slack_bytes) / 2 ** 20));
+  expect(fc.time_to_oom!.steps).toBe(Math.ceil((fc.room_bytes! - fc.peak_bytes - fc.reserve_bytes) / 2 ** 20));
   expect(fc.time_to_oom!.oom_step).toBe(fc.step + fc.time_to_oom!.steps);
   expect(exposition(r.last)).toMatch(new RegExp(`^gpumem_forecast_oom_steps\\{[^}]*pid="${r.pid}"[^}]*\\} ${fc.time_to_oom!.steps}$`, "m"));
 }, 30_000);

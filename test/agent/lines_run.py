@@ -9,6 +9,10 @@ test/support/hook_double.c, whose walker is the hook's cuda/pystack.c), the ring
           before; the optimizer's step at line:optimizer
   oom     holds 24 MiB (line:hold), then asks for more than the double's limit (line:ask, caught)
 
+--drop: after the steps, what the program kept is let go before it exits, as a training function's
+locals are when it returns (test/gpu/lines_train.py's main): the monitor's last document then has
+none of the kept blocks live.
+
 Each statement whose line a test checks ends in a `line:NAME` comment. OUT.ring and OUT.json (the
 manifest) are the agent's compact copy (gpumem_agent.save_ring).
 """
@@ -28,6 +32,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("scenario", choices=("leak", "nograd", "oom"))
 ap.add_argument("out")
 ap.add_argument("--steps", type=int, default=10)
+ap.add_argument("--drop", action="store_true", help="after the steps, let go of what was kept")
 ap.add_argument("--linger", type=float, default=0, help="after the steps, say so (OUT.trained) and stay alive this long")
 args = ap.parse_args()
 
@@ -55,6 +60,8 @@ if args.scenario == "oom":
     except torch.cuda.OutOfMemoryError:
         pass
     torch_double._Allocator.limit = None
+if args.drop:
+    del kept[:]
 if args.linger > 0:
     import time
 

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentWatcher } from "../../src/collect/agents";
 import { ownPidNamespace, pidAlive } from "../../src/collect/procfs";
+import { runningAgentRing } from "../support/agent-header";
 import { produce } from "../support/native";
 
 function agentDir(): string {
@@ -142,6 +143,7 @@ r = Ring(${JSON.stringify(ringPath)}, create=False); r.set_totals(0, allocated=9
     const container = (ownPidNamespace() ?? 0) + 1;
     const host = sleeper();
     produce(join(dir, `${nsPid}.ring`), 64, 11, "--pid", nsPid);
+    runningAgentRing(join(dir, `${nsPid}.ring`)); // the producer closes its ring as it ends: this one runs
     manifest(dir, nsPid, { pid_namespace: container });
     const w = new AgentWatcher(dir);
     const [a] = w.refresh();

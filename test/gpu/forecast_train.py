@@ -5,8 +5,9 @@ OOM are measured by torch itself (bench/gpu-parts/forecast.sh runs them all).
     # under the monitor, the ring kept (the forecast's input):
     GPUMEM_TUI_KEEP=1 GPUMEM_TUI_DIR=DIR bun src/cli.ts run --json --output OUT/NAME.run.ndjson -- \\
       python3 test/gpu/forecast_train.py ring --model gpt2 --batch 16 --steps 4 --out OUT --name NAME
-    # plainly: torch's peak at each batch, the largest batch that fits (bisection), peaks per shape
-    python3 test/gpu/forecast_train.py sweep --out OUT [--only gpt2,resnet50,...]
+    # plainly: torch's peak at each batch, the largest batch a training started at it runs (fresh
+    # trials, starting from the forecast's --hints), peaks per shape
+    python3 test/gpu/forecast_train.py sweep --out OUT [--only gpt2,resnet50,...] [--hints gpt2=87,resnet50=291]
     # plainly, in a fresh process: does batch B fit (the bisection's boundary checked apart)
     python3 test/gpu/forecast_train.py one --model gpt2 --batch B --out OUT/one-gpt2-B.json
 
@@ -27,8 +28,14 @@ ring facts (OUT/NAME.facts.json): cap, device total, outside PyTorch (mem_get_in
 reserved, at the first step boundary), per step {step, batch, seq, t (s since the first step's
 start), allocated and reserved at the boundary}, torch's peak at the end, oom_step, the ring's counts.
 sweep facts (OUT/sweep.json): per model its b0, peaks at b0, 2b0, 4b0 (each trial two steps after
-a clean allocator: the first and second step's max_memory_allocated and max_memory_reserved), every
-bisection trial, the largest batch that fits and the next one's error; per attention, peaks per seq.
+a clean allocator: the first and second step's max_memory_allocated and max_memory_reserved); its
+`fresh` search: each trial a training started at that batch on an emptied allocator (a new model
+and optimizer after the last one is gone, cuBLAS's workspaces and the cache released: what a new
+process has, the CUDA context aside; allocated and reserved before it are in the trial), three
+steps, from the --hints batch and one more outward, then halving the gap: the largest batch whose
+steps all ran, the first that raised OOM; with --warm-bisect also the older in-process bisection
+(the optimizer's state made at b0, the cache emptied between trials: a layout no training started
+at that batch has); per attention, peaks per seq.
 
 Exit status: 0; 2 where torch or a CUDA device is missing; 3 where a step failed unexpectedly.
 """
@@ -181,10 +188,83 @@ def bisect(t, known, budget_end, limit=8192):
     return lo, hi, trials
 
 
+def release(torch):
+    """Everything the allocator caches goes back: what a new process starts from, its CUDA context aside."""
+    gc.collect()
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+    torch.cuda.empty_cache()
+
+
+def fresh_trial(torch, dev, kind, batch, args, steps=3):
+    """A training started at `batch` on an emptied allocator: a new model and optimizer, `steps` steps."""
+    release(torch)
+    before = {"allocated": torch.cuda.memory_allocated(dev), "reserved": torch.cuda.memory_reserved(dev)}
+    peaks, error = [], None
+    t = Trainer(torch, dev, kind, seq=args.seq)
+    for _ in range(steps):
+        torch.cuda.reset_peak_memory_stats(dev)
+        try:
+            t.step(batch)
+        except torch.OutOfMemoryError as e:
+            error = str(e).strip().splitlines()[0][:300]
+            break
+        torch.cuda.synchronize(dev)
+        peaks.append({"max_allocated": torch.cuda.max_memory_allocated(dev), "max_reserved": torch.cuda.max_memory_reserved(dev),
+                      "allocated": torch.cuda.memory_allocated(dev)})
+    t.opt.zero_grad(set_to_none=True)
+    del t
+    release(torch)
+    return {"batch": batch, "fits": error is None, "peaks": peaks, "error": error, "failed_step": None if error is None else len(peaks) + 1,
+            "before": before}
+
+
+def fresh_search(torch, dev, kind, start, args, budget_end, limit=8192):
+    """The largest batch a fresh training runs: `start` and one more, outward by doubling steps
+    until both sides are seen, then halving the gap. Returns its facts."""
+    trials, known = [], {}
+
+    def trial(b):
+        r = fresh_trial(torch, dev, kind, b, args)
+        trials.append(r)
+        known[b] = r["fits"]
+        return r["fits"]
+
+    lo, hi = None, None
+    if trial(start):
+        lo, b, step = start, start + 1, 1
+        while hi is None and b <= limit and time.time() < budget_end:
+            if trial(b):
+                lo, step = b, step * 2
+                b = lo + step
+            else:
+                hi = b
+    else:
+        hi, b, step = start, start - 1, 1
+        while lo is None and b >= 1 and time.time() < budget_end:
+            if trial(b):
+                lo = b
+            else:
+                hi, step = b, step * 2
+                b = hi - step
+        if lo is None and b < 1:
+            lo = 0
+    while lo is not None and hi is not None and hi - lo > 1 and time.time() < budget_end:
+        mid = (lo + hi) // 2
+        if trial(mid):
+            lo = mid
+        else:
+            hi = mid
+    return {"start": start, "trials": trials, "largest_fit": lo, "first_fail": hi,
+            "complete": lo is not None and hi is not None and hi - lo == 1}
+
+
 def sweep(torch, dev, args, capped):
     out = {"cap": capped, "torch": torch.__version__, "models": {}, "shapes": {}}
     path = os.path.join(args.out, "sweep.json")
     only = set(args.only.split(",")) if args.only else None
+    hints = dict((k, int(v)) for k, v in (h.split("=") for h in args.hints.split(",") if "=" in h)) if args.hints else {}
     end = time.time() + args.budget
 
     def save():
@@ -203,18 +283,23 @@ def sweep(torch, dev, args, capped):
             r = measured(t, b)
             entry["batches"][str(b)] = r
             known[b] = r["fits"]
-        largest, first_fail, trials = bisect(t, known, min(end, time.time() + args.bisect_budget))
-        entry.update({"largest_fit": largest, "first_fail": first_fail, "trials": trials,
-                      "bisection_complete": first_fail is not None and first_fail - largest == 1,
-                      "seconds": round(time.time() - t0, 2)})
-        out["models"][kind] = entry
+        entry.update({"largest_fit": None, "first_fail": None, "trials": [], "bisection_complete": False})
+        if args.warm_bisect:
+            largest, first_fail, trials = bisect(t, known, min(end, time.time() + args.bisect_budget))
+            entry.update({"largest_fit": largest, "first_fail": first_fail, "trials": trials,
+                          "bisection_complete": first_fail is not None and first_fail - largest == 1})
+        t.opt.zero_grad(set_to_none=True)
         del t
-        gc.collect()
-        torch.cuda.empty_cache()
+        release(torch)
+        start = hints.get(kind) or max([b for b, ok in known.items() if ok], default=b0)
+        entry["fresh"] = fresh_search(torch, dev, kind, start, args, min(end, time.time() + args.bisect_budget))
+        entry["seconds"] = round(time.time() - t0, 2)
+        out["models"][kind] = entry
         save()
-        print("sweep %s: b0 %d peaks %s; largest fit %s, first fail %s, %.1f s" % (
+        fr = entry["fresh"]
+        print("sweep %s: b0 %d peaks %s; fresh from %d: largest fit %s, first fail %s (%d trials); in-process %s/%s, %.1f s" % (
             kind, b0, {b: (r["peaks"][-1]["max_allocated"] if r["peaks"] else None) for b, r in entry["batches"].items()},
-            largest, first_fail, entry["seconds"]), flush=True)
+            start, fr["largest_fit"], fr["first_fail"], len(fr["trials"]), entry["largest_fit"], entry["first_fail"], entry["seconds"]), flush=True)
     for attn in ("sdpa", "eager"):
         if only and ("shapes-" + attn) not in only:
             continue
@@ -329,7 +414,9 @@ def main():
     ap.add_argument("--var-batch", type=int, default=8)
     ap.add_argument("--only", help="sweep: comma-separated gpt2,resnet50,gpt2-ckpt,shapes-sdpa,shapes-eager")
     ap.add_argument("--budget", type=float, default=120, help="sweep: seconds for everything")
-    ap.add_argument("--bisect-budget", type=float, default=35, help="sweep: seconds per model's bisection")
+    ap.add_argument("--bisect-budget", type=float, default=35, help="sweep: seconds per model's search")
+    ap.add_argument("--hints", help="sweep: where each model's fresh search starts, e.g. gpt2=87,resnet50=291 (the forecast's)")
+    ap.add_argument("--warm-bisect", action="store_true", help="sweep: also the in-process bisection (optimizer state made at b0)")
     args = ap.parse_args()
     if args.mode == "sweep" and not args.seqs:
         args.seqs = "128,256,384,512,768,1024"

@@ -17,6 +17,11 @@ root on a GPU machine, under `gpumem-tui run --json` or plainly (bench/gpu-parts
   nccl      (under torchrun, one rank) init_process_group("nccl"), an all_reduce (the communicator is
             made at the first collective), a second one, new_group + an all_reduce on it,
             destroy_process_group
+  fsdp2     (under torchrun, one rank per GPU) init_process_group("nccl"), the GPT-2 with fully_shard
+            per block and at the top, --steps AdamW steps (the communicator made at the first
+            all-gather), destroy_process_group
+  --ready PATH (gpt2, fsdp2): write PATH after step 2 and wait there up to 60 s for PATH.go (an
+            attach's moment: bench/gpu-parts/ledger.sh attaches, then writes it)
 
 Writes OUT/ledger-CASE.facts.json: `samples` (at, t_unix_ns, nvml_used, allocated, reserved, pools
 where asked), `context_bytes` (NVML used − reserved at the first sample after CUDA init), `events`
@@ -166,9 +171,27 @@ def case_bare(torch, f):
     del x, a, b
 
 
+READY = {"path": None}  # --ready: where to say "attach now", after step 2
+
+
+def ready_point(step):
+    """After step 2 where --ready asked: say so, and wait (at most 60 s) for the attach to be done."""
+    path = READY["path"]
+    if path is None or step != 2:
+        return
+    with open(path + ".tmp", "w") as fh:
+        fh.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path + ".go") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def train_steps(torch, f, model, batch, steps, compiled=None, mark_step=False):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    run = compiled or model
+    # Not `compiled or model`: truth-testing a torch.compile'd module calls its __len__, which a
+    # module without one (GPT2LMHeadModel) answers with a TypeError.
+    run = model if compiled is None else compiled
     prev = f.samples[-1]
     for i in range(steps):
         if mark_step:
@@ -181,6 +204,7 @@ def train_steps(torch, f, model, batch, steps, compiled=None, mark_step=False):
         cur = f.sample("step%d" % (i + 1))
         f.event("step%d" % (i + 1), prev, cur)
         prev = cur
+        ready_point(i + 1)
     return opt
 
 
@@ -195,9 +219,35 @@ def gpt2_sampled(torch, f, cfg_kwargs):
     return dev, model, cfg
 
 
+STEPS = {"n": 4}  # --steps
+
+
 def case_gpt2(torch, f):
     dev, model, cfg = gpt2_sampled(torch, f, GPT2)
-    return train_steps(torch, f, model, lambda: torch.randint(0, cfg.vocab_size, (16, 256), device=dev), 4), model
+    return train_steps(torch, f, model, lambda: torch.randint(0, cfg.vocab_size, (16, 256), device=dev), STEPS["n"]), model
+
+
+def case_fsdp2(torch, f):
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    torch.cuda.set_device(dev)
+    torch.zeros(1, device=dev)
+    s0 = f.sample("before_init")
+    dist.init_process_group("nccl", device_id=dev)
+    f.event("init_process_group", s0, f.sample("after_init"))
+    m0 = f.samples[-1]
+    model, cfg = gpt2_model(torch, dev, GPT2)
+    for block in model.transformer.h:
+        fully_shard(block)
+    fully_shard(model)
+    f.event("model", m0, f.sample("model"))
+    opt = train_steps(torch, f, model, lambda: torch.randint(0, cfg.vocab_size, (16, 256), device=dev), STEPS["n"])
+    last = f.samples[-1]
+    dist.destroy_process_group()
+    f.event("destroy_process_group", last, f.sample("after_destroy"))
+    return opt, model
 
 
 def case_compile(torch, f):
@@ -257,7 +307,7 @@ def case_nccl(torch, f):
     f.event("destroy_process_group", s5, s6)
 
 
-CASES = {"bare": case_bare, "gpt2": case_gpt2, "compile": case_compile, "rawmalloc": case_rawmalloc, "nccl": case_nccl}
+CASES = {"bare": case_bare, "gpt2": case_gpt2, "compile": case_compile, "rawmalloc": case_rawmalloc, "nccl": case_nccl, "fsdp2": case_fsdp2}
 
 
 def main():
@@ -266,8 +316,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--name", default=None, help="file names' stem (default ledger-CASE)")
     ap.add_argument("--pause", type=float, default=1.2)
+    ap.add_argument("--steps", type=int, default=4, help="gpt2, fsdp2: training steps")
+    ap.add_argument("--ready", default=None, help="gpt2, fsdp2: write this file after step 2, then wait for FILE.go (at most 60 s)")
     args = ap.parse_args()
-    for module in ("torch", "pynvml") + (("transformers",) if args.case in ("gpt2", "compile") else ()):
+    STEPS["n"] = args.steps
+    READY["path"] = args.ready
+    for module in ("torch", "pynvml") + (("transformers",) if args.case in ("gpt2", "compile", "fsdp2") else ()):
         if importlib.util.find_spec(module) is None:
             fail("the Python package %s is not installed for %s" % (module, sys.executable), 2)
     import torch

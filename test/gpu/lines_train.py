@@ -13,7 +13,8 @@ written, run from the repository root on a GPU machine under the monitor with no
           (the model's call at line:forward or line:backward asks), then a few steps: the OOM
           findings' lines that asked and the lines holding most
   frag    a GPT-2 trained a few steps, then one 8 GiB segment cut into 200 MiB pieces (line:pieces),
-          every other one freed, the process capped just above what it reserves, and 400 MiB asked
+          every other one freed, the cache emptied of every other segment, the process capped just
+          above what it reserves, and 400 MiB asked
           (line:frag-ask, caught): an OOM that fragmentation made, whose free ranges the pieces'
           line left (reserved-unallocated), the pieces kept to the end
 
@@ -24,7 +25,9 @@ seconds at most; started without one, `gpumem-tui attach PID` puts it in), then 
 Once done the program saves the agent's compact copy of its ring, OUT/NAME.ring and its manifest
 OUT/NAME.json (gpumem_agent.save_ring), and OUT/NAME.facts.json: torch's figures, the scenario and
 where each `line:NAME` mark of this file is (the file as Python names it in frames: the path it was
-started with). Exit status 0; 3 where a step failed; 5 where no agent wrote the ring.
+started with). --exit-ring: OUT/NAME.exit.ring (and .exit.json) too, saved once the training's
+objects are let go, as a monitor reads the ring at the end of the run. Exit status 0; 3 where a step
+failed; 5 where no agent wrote the ring.
 """
 import argparse
 import importlib.util
@@ -133,8 +136,14 @@ def frag_part(torch, dev, facts):
     pieces = [torch.empty(200 << 20, dtype=torch.uint8, device=dev) for _ in range(40)]  # line:pieces
     HELD.extend(pieces[::2])
     del pieces  # the odd ones freed: holes between the kept ones
+    # Every other cached segment given back first: the first H200 run capped without this, and the
+    # allocator's retry under the cap freed the training's cached segments and the 400 MiB fit (one
+    # retry, no OOM). The 8 GiB segment is split, so it stays; its largest hole is 392 MiB (the last
+    # piece's 200 and the segment's 192 left at its end).
+    torch.cuda.empty_cache()
     total = torch.cuda.get_device_properties(dev).total_memory
-    torch.cuda.set_per_process_memory_fraction(min(1.0, (torch.cuda.memory_reserved(dev) + (64 << 20)) / total), dev)
+    facts["frag_reserved_at_ask"] = torch.cuda.memory_reserved(dev)
+    torch.cuda.set_per_process_memory_fraction(min(1.0, (facts["frag_reserved_at_ask"] + (64 << 20)) / total), dev)
     try:
         torch.empty(400 << 20, dtype=torch.uint8, device=dev)  # line:frag-ask
         facts["frag_ask_failed"] = False
@@ -153,6 +162,7 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--attach-wait", type=float, default=0)
     ap.add_argument("--linger", type=float, default=0)
+    ap.add_argument("--exit-ring", action="store_true", help="save the ring again once the training is let go")
     args = ap.parse_args()
     name = args.name or args.scenario
     for module in ("torch", "torchvision" if args.scenario == "nograd" else "transformers"):
@@ -204,6 +214,17 @@ def main():
         facts["records"] = mod.save_ring(os.path.join(args.out, name + ".ring"))  # after the agent's sync
         facts.update(ring_facts(a))
         facts["notes"] = dict(a.notes)
+        if args.exit_ring and error is None:
+            # What a monitor reads at the end of a run: the training's objects let go (as main's
+            # locals are when it returns, before the agent's exit), then the ring saved again. The
+            # first H200 run's last `run --json` document came after that and its growth named no line.
+            del run
+            try:
+                torch.cuda.synchronize()
+                facts["memory_allocated_at_exit"] = torch.cuda.memory_allocated(dev)
+                facts["records_at_exit"] = mod.save_ring(os.path.join(args.out, name + ".exit.ring"))
+            except Exception as e:  # the main ring and facts stand without it
+                facts["exit_ring_error"] = "%s: %s" % (type(e).__name__, e)
     else:
         facts.update({"records": None, "agent": "not attached"})
     with open(os.path.join(args.out, name + ".facts.json"), "w") as f:

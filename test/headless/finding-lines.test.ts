@@ -21,6 +21,16 @@ describe("findings name the user's line (stacks on by default, recorded on the d
     expect(f?.evidence).toContain(`at ${keep} <module>`);
   }, 30_000);
 
+  stacksTest("growth of a program that lets go of what it kept after its last step (its training function returned): still the line that made it, read at the last step boundary", () => {
+    const f = replayFinal(recordLines("leak", {}, ["--drop"])).findings.find((x) => x.id === "growth");
+    const keep = markedAt("keep");
+    expect(f?.lines?.map((l) => [l.role, fileLine(l.at)])).toEqual([["grows", keep]]);
+    // 2 MiB kept by each step after the window's first, held at its last step's end
+    const n = (f?.numbers.last_step as number) - (f?.numbers.first_step as number);
+    expect(n).toBeGreaterThan(4);
+    expect([f?.numbers.site_blocks, f?.numbers.site_bytes]).toEqual([n, n * 2 ** 21]);
+  }, 30_000);
+
   stacksTest("gradients kept: the line that calls backward and the one that calls the optimizer's step", () => {
     const f = replayFinal(recordLines("nograd")).findings.find((x) => x.id === "gradients_kept");
     expect(f?.lines?.map((l) => [l.role, fileLine(l.at)])).toEqual([

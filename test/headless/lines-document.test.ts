@@ -36,6 +36,23 @@ stacksTest("run --json: profile.lines names the kept tensors' line first, the gr
   expect(series.at(-1)).toContain('line="(unknown)"');
 }, 60_000);
 
+stacksTest("run --json on a program that lets go of what it kept after its last step (as a training function returning does): the last document's growth still names the line that kept it", () => {
+  const dir = agentDir();
+  const r = runJson(dir, ["python3", LINES_RUN, "leak", join(dir, "..", "leak.ring"), "--steps", "12", "--drop"], 5000, {
+    GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"),
+    GPUMEM_TUI_RING_CAPACITY: "4096",
+    GPUMEM_TUI_LIBRARY: TORCH_DOUBLE,
+  });
+  expect([r.code, r.stderr]).toEqual([0, ""]);
+  const profile = r.last.processes.find((x) => x.pid === r.pid)!.pytorch!.profile!;
+  const keep = `${markedAt("keep")} <module>`;
+  // none of the kept tensors is live in the last document
+  expect(profile.lines!.top.map((l) => l.at)).not.toContain(keep);
+  const growth = profile.findings.find((f) => f.id === "growth");
+  expect(growth?.title).toEndWith(`allocated at lines_run.py:${markedAt("keep").split(":").at(-1)} <module>`);
+  expect(growth?.lines).toEqual([{ role: "grows", at: keep, bytes: expect.any(Number), blocks: expect.any(Number) }]);
+}, 60_000);
+
 stacksTest("stacks off (GPUMEM_TUI_STACKS=0): no lines in the document, no line series", () => {
   const dir = agentDir();
   const r = runJson(dir, ["python3", LINES_RUN, "leak", join(dir, "..", "leak.ring"), "--steps", "12"], 5000, {

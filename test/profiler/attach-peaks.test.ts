@@ -90,6 +90,31 @@ describe("the peak after an attach", () => {
     expect(fed(tr).devices[0]!.peakAllocated).toBe(BEFORE);
   });
 
+  test("a seed that carries torch's peaks (read with the snapshot) gives them at once: no hook's sync point needed", () => {
+    // a plain attach: the attach's sync, then allocator records only (no mark-every-hook mode)
+    const tr = new Trace();
+    tr.sync(4 * MiB, RESERVED, 4 * MiB, 100);
+    tr.alloc(SEG + 4 * MiB, 2 * MiB);
+    const seed = JSON.parse(SEED);
+    Object.assign(seed.devices[0], { peak_allocated: BEFORE, peak_reserved: 80 * MiB });
+    const m = createModel();
+    m.setSeed(parseSeed(JSON.stringify(seed)));
+    m.ingest(tr.batch());
+    const d = m.devices[0]!;
+    expect(d.peakAllocated).toBe(BEFORE);
+    expect(d.peakReserved).toBe(80 * MiB);
+    expect(d.blocksPeakAllocated).toBe(6 * MiB);
+    expect(summary(m).devices[0]!.peak_note).toBe("torch's max_memory_allocated(), reached before the agent attached; 6.00 MiB since");
+    // without them (an older agent's seed) the peak waits for a tied sync point
+    expect(fed(tr).devices[0]!.peakAllocated).toBe(6 * MiB);
+  });
+
+  test("a seed's peaks must be counts: one clear line otherwise", () => {
+    const seed = JSON.parse(SEED);
+    seed.devices[0].peak_allocated = -1;
+    expect(() => parseSeed(JSON.stringify(seed))).toThrow('the seed: devices[0]: "peak_allocated" must be a non-negative integer');
+  });
+
   test("a run's device (no seed: its records start with its allocator) never takes torch's peak", () => {
     const tr = new Trace();
     tr.sync(0, 0, 0, 0);

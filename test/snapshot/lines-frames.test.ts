@@ -54,16 +54,22 @@ describe("snapshots written from a ring with stacks carry the user's frames", ()
   }, 30_000);
 
   const torchPy = torchPython();
-  (torchPy ? test : test.skip)(`torch.cuda._memory_viz draws it and its trace shows the line${torchPy ? "" : ` (${TORCH_PYTHON_HINT})`}`, () => {
+  // torch's text trace (_memory_viz.trace) names blocks and sizes, never frames (torch 2.11 on the
+  // H200: the check of the line in it failed there); the plots carry the pickle whole, frames and
+  // all. So: both plots drawn, and the trace entries torch loaded carry the line.
+  (torchPy ? test : test.skip)(`torch.cuda._memory_viz draws it and the trace entries it loads carry the line${torchPy ? "" : ` (${TORCH_PYTHON_HINT})`}`, () => {
     const { path } = snapshotOf(recordLines("leak"), "leak-viz");
+    const keep = Number(markedAt("keep").split(":").at(-1));
     const py = Bun.spawnSync([torchPy!, "-c", `import pickle, json, sys
 from torch.cuda import _memory_viz as v
 d = pickle.load(open(sys.argv[1], "rb"))
-print(json.dumps({"trace": v.trace(d), "html": len(v.trace_plot(d)), "segments_html": len(v.segment_plot(d))}))`, path], { stdout: "pipe", stderr: "pipe" });
+kept = sum(1 for e in d["device_traces"][0] if e["action"] == "alloc" and any(f["filename"].endswith("lines_run.py") and f["line"] == int(sys.argv[2]) for f in e["frames"]))
+print(json.dumps({"trace": v.trace(d), "html": len(v.trace_plot(d)), "segments_html": len(v.segment_plot(d)), "kept": kept}))`, path, String(keep)], { stdout: "pipe", stderr: "pipe" });
     expect(py.stderr.toString()).toBe("");
     const r = JSON.parse(py.stdout.toString());
     expect(r.html).toBeGreaterThan(10_000);
     expect(r.segments_html).toBeGreaterThan(10_000);
-    expect(r.trace).toContain(`lines_run.py:${markedAt("keep").split(":").at(-1)}`);
+    expect(r.trace).toContain(" = ");
+    expect(r.kept).toBeGreaterThan(0);
   }, 60_000);
 });

@@ -19,19 +19,32 @@ export interface LedgerAt {
   reserved: number;
 }
 
-/** `ring` (.ring or .ring.gz) with its manifest, fed up to each sample's moment, then the sample. */
-export function replayLedger(ring: string, manifest: string, samples: NvmlSample[], device = 0): { model: ProfilerModel; at: LedgerAt[] } {
+/** `ring` (.ring or .ring.gz) with its manifest, fed up to each sample's moment, then the sample.
+ *  `readWindow_us`: how long after a document's time its NVML read may have come (the tick reads
+ *  the agents' headers, then NVML): as the live monitor does (src/collect/same-moment.ts), the
+ *  sample is given torch's reserved as of its time (the header read before NVML) and said to be of
+ *  one moment only where the reserved at the window's end (a second model, fed that far: the header
+ *  read after NVML) is the same. 0: every sample is taken as of its time. */
+export function replayLedger(ring: string, manifest: string, samples: NvmlSample[], device = 0, opts: { readWindow_us?: number } = {}): { model: ProfilerModel; at: LedgerAt[] } {
+  const window = opts.readWindow_us ?? 0;
   const m = parseManifest(readFileSync(manifest, "utf8"), manifest);
   const bytes = readFileSync(ring);
-  const reader = openRingBuffer(ring.endsWith(".gz") ? Bun.gunzipSync(bytes) : bytes, ring, { fold: true });
-  const model = createModel();
-  model.setRanges(m.ranges);
-  model.setRecordFields(recordFields(m));
-  const src = new FeedSource(reader);
+  const ringBytes = ring.endsWith(".gz") ? Bun.gunzipSync(bytes) : bytes;
+  const open = () => {
+    const reader = openRingBuffer(ringBytes, ring, { fold: true });
+    const model = createModel();
+    model.setRanges(m.ranges);
+    model.setRecordFields(recordFields(m));
+    return { reader, model, src: new FeedSource(reader) };
+  };
+  const { reader, model, src } = open();
+  const ahead = window > 0 ? open() : null;
+  const reservedOf = (x: ProfilerModel) => summary(x).devices.find((d) => d.device === device)?.reserved_bytes ?? 0;
   const at: LedgerAt[] = [];
   for (const s of [...samples].sort((a, b) => a.time_us - b.time_us)) {
     feed(model, src, { time_us: s.time_us });
-    model.setNvml(m.pid, device, s.used_bytes, s.time_us);
+    if (ahead) feed(ahead.model, ahead.src, { time_us: s.time_us + window });
+    model.setNvml(m.pid, device, s.used_bytes, s.time_us, ahead === null || reservedOf(ahead.model) === reservedOf(model));
     const d = summary(model).devices.find((x) => x.device === device);
     if (!d) continue;
     const pools = processProfile(model, { device })?.reserved_unallocated?.private_pools ?? [];
@@ -45,6 +58,7 @@ export function replayLedger(ring: string, manifest: string, samples: NvmlSample
     at.push({ time_us: s.time_us, ledger, allocated: d.allocated_bytes, reserved: d.reserved_bytes });
   }
   reader.close();
+  ahead?.reader.close();
   return { model, at };
 }
 

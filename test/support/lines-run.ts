@@ -31,12 +31,12 @@ export function cleanLines(): void {
   for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
-/** `scenario` run to its end: its saved ring (and manifest beside it). */
-export function recordLines(scenario: "leak" | "nograd" | "oom", env: Record<string, string> = {}): string {
+/** `scenario` run to its end (lines_run.py's options `args`): its saved ring (and manifest beside it). */
+export function recordLines(scenario: "leak" | "nograd" | "oom", env: Record<string, string> = {}, args: string[] = []): string {
   const dir = mkdtempSync(join(tmpdir(), "gpumem-lines-"));
   made.push(dir);
   const ring = join(dir, `${scenario}.ring`);
-  const p = Bun.spawnSync(["python3", LINES_RUN, scenario, ring], {
+  const p = Bun.spawnSync(["python3", LINES_RUN, scenario, ring, ...args], {
     env: { ...process.env, PYTHONPATH: join(ROOT, "agent"), GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double"), GPUMEM_TUI_DIR: dir, GPUMEM_TUI_RING_CAPACITY: "4096", ...env },
     stdout: "pipe",
     stderr: "pipe",

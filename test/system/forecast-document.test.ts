@@ -6,9 +6,10 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { forecastAt, forecastBasis, peakAt } from "../../src/profiler/forecast";
+import { forecastAt, forecastBasis, neededAt, peakAt } from "../../src/profiler/forecast";
 import { pytorchBlock, type AllocatorFigures } from "../../src/system/document";
 import { DocumentSchema, PytorchSchema, type Document } from "../../src/system/schema";
+import { formatBytes } from "../../src/words";
 import { played } from "../support/played";
 
 const FX = join(import.meta.dir, "..", "fixtures");
@@ -34,12 +35,12 @@ test("the room is the GPU's total less all it holds outside this allocator; the 
   const own = p.used_bytes! - t.reserved_bytes;
   expect([fc.total_bytes, fc.outside_bytes, fc.others_bytes]).toEqual([dev.memory_total_bytes, outside, outside - own]);
   expect(fc.room_bytes).toBe(dev.memory_total_bytes! - outside);
-  // The largest multiple of the batch whose peak and slack fit the room; one more does not.
-  expect(peakAt(b, fc.max_batch!) + b.slack_bytes).toBeLessThanOrEqual(fc.room_bytes!);
-  expect(peakAt(b, fc.max_batch! + 1) + b.slack_bytes).toBeGreaterThan(fc.room_bytes!);
+  // The largest multiple of the batch whose peak and the allocator's free memory in use fit the room; one more does not.
+  expect(neededAt(b, fc.max_batch!)).toBeLessThanOrEqual(fc.room_bytes!);
+  expect(neededAt(b, fc.max_batch! + 1)).toBeGreaterThan(fc.room_bytes!);
   const mib = (v: number) => `${(v / 2 ** 20).toFixed(2)} MiB`;
   const gib = (v: number) => `${(v / 2 ** 30).toFixed(2)} GiB`;
-  expect(fc.words).toContain(`of 140.4 GiB with ${gib(outside)} outside PyTorch, ${mib(outside - own)} of it other processes' and the driver's, and this step's allocator slack`);
+  expect(fc.words).toContain(`of 140.4 GiB with ${gib(outside)} outside PyTorch, ${mib(outside - own)} of it other processes' and the driver's, and ${formatBytes(fc.max_batch_bytes! - peakAt(b, fc.max_batch!))} free in the allocator's segments in use at the peak`);
   // No growth finding: no time to OOM.
   expect(fc.time_to_oom).toBeNull();
 });

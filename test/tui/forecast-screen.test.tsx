@@ -45,7 +45,7 @@ test("beside the growth finding: OOM in about N steps, from the growth per step 
   const pm: ProcessModel = { pid: 4242, model, source: "replay", socket: null, title: "python3 inputs_run.py --leak", ended: true };
   const b = forecastBasis(model)!;
   // The program keeps one 1 MiB activation a step: the room left at the last step's peak, in steps of it.
-  const steps = Math.ceil((b.limit_bytes! - b.peak_bytes - b.slack_bytes) / 2 ** 20);
+  const steps = Math.ceil((b.limit_bytes! - b.peak_bytes - forecastAt(b, { total_bytes: null, outside_bytes: null }).reserve_bytes) / 2 ** 20);
   expect(forecastAt(b, { total_bytes: null, outside_bytes: null }, 2 ** 20).time_to_oom!.steps).toBe(steps);
   const frame = render(<Wide columns={200}><ProcessScreen pm={pm} width={200} height={60} ascii={false} /></Wide>).lastFrame()!;
   const line = frame.split("\n").find((l) => l.includes("memory held at step boundaries grows"))!;

@@ -1,6 +1,7 @@
 // A GPU's line of what its memory is made of (the document's devices[].ledger, issue 40): the
 // processes NVML lists, other users', memory held by pids that no longer exist here, used that no
-// listed process accounts for, the driver's reserve and free, summing to the GPU's total. Shown
+// listed process accounts for (in a container: every process outside it, which the driver does not
+// list there), the driver's reserve and free, summing to the GPU's total. Shown
 // under the GPU's header on the Overview, where nvtop and nvitop users look at a GPU's memory.
 import type { Device } from "../../system/schema";
 import { cutWords, formatBytes, textWidth } from "../format";
@@ -16,6 +17,9 @@ const LABELS: Record<Row["kind"], [string, string]> = {
   driver_reserved: ["driver reserved", "driver"],
   free: ["free", "free"],
 };
+/** not_listed where the monitor runs in a container (the ledger's container_view): the driver lists
+ *  to NVML only this pid namespace's processes, so it is every other process's memory. */
+const OUTSIDE_VIEW: [string, string] = ["outside this container's view", "outside container"];
 
 /** Rows that may give way on a narrow line, first to go first: each is also in the GPU's used and
  *  total figures on the header above (gone, other users and free never give way). */
@@ -36,7 +40,7 @@ export function gpuLedgerLine(d: Device, width: number): GpuLedgerLine | null {
   const shown = l.rows.filter((r) => r.bytes !== 0 || r.kind === "processes" || r.kind === "free");
   const gone = shown.some((r) => r.kind === "gone");
   const word = (r: Row, long: boolean) => {
-    const label = LABELS[r.kind][long ? 0 : 1];
+    const label = (r.kind === "not_listed" && l.container_view ? OUTSIDE_VIEW : LABELS[r.kind])[long ? 0 : 1];
     const bytes = `${r.bytes < 0 ? "−" : ""}${formatBytes(Math.abs(r.bytes))}`;
     // The gone pids named where the line is wide (one pid: its number, else how many).
     const pids = long && r.kind === "gone" ? ` (${r.pids.length === 1 ? `pid ${r.pids[0]}` : `${r.pids.length} pids`})` : "";
