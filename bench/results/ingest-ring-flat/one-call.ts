@@ -8,20 +8,13 @@
 import { join } from "node:path";
 import { openRing } from "../../../src/ffi/ring";
 import { newEventBatch } from "../../../src/ffi/events";
+import { hash } from "../../../src/profiler/address-map";
 const ring = openRing(join(import.meta.dir, "..", "..", "..", "test", "fixtures", "hf-gpt2.ring"), { fold: true, copy: true });
 const CUT_CALL = process.env.CUT_CALL !== "0";
 const all = newEventBatch(1 << 21) as any;
 ring.read(all); ring.close();
 const N = all.count;
 const EMPTY = -1, DEAD = -2147483648;
-function hash(address: number): number {
-  const lo = address >>> 0;
-  const hi = (address / 4294967296) >>> 0;
-  let h = Math.imul(lo ^ (lo >>> 16), 0x85ebca6b) ^ Math.imul(hi, 0xc2b2ae35);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0x27d4eb2f);
-  return h ^ (h >>> 16);
-}
 class Dev {
   keys = new Float64Array(16384).fill(EMPTY); vals = new Int32Array(16384); mask = 16383;
   cAddr = new Float64Array(16384); cSize = new Float64Array(16384); cSerial = new Float64Array(16384); cTime = new Float64Array(16384); cStream = new Float64Array(16384);
