@@ -4,12 +4,12 @@
 // each remove (no dead keys) cost a put and a remove of a real ring's records 7.2 ns a record
 // against 4.5 with dead keys.
 
-const EMPTY = -1;
+export const EMPTY = -1;
 
 /** Addresses are ≥ 0 and below 2^53; allocator addresses are multiples of 512. A function of the
  *  address alone, so that put and remove (the per-event path) apply their local copy of the mask
  *  instead of loading the map's for every entry the backward shift looks at. */
-function hash(address: number): number {
+export function hash(address: number): number {
   const lo = address >>> 0;
   const hi = (address / 4294967296) >>> 0;
   let h = Math.imul(lo ^ (lo >>> 16), 0x85ebca6b) ^ Math.imul(hi, 0xc2b2ae35);
@@ -22,16 +22,17 @@ function hash(address: number): number {
  *  addresses out again and again, so the next put of that address finds its entry where its probe
  *  ends, and a remove is one store, with no later entries to move back. Dead keys are dropped when
  *  the table is rebuilt (grow). Values are slots, indexes and −1: never this. */
-const DEAD = -2147483648;
+export const DEAD = -2147483648;
 
 export class AddressMap {
-  private keys: Float64Array;
-  private vals: Int32Array;
-  private mask: number;
+  // Public for a caller that reads an entry at its position (DeviceState.allocatorRecords).
+  keys: Float64Array;
+  vals: Int32Array;
+  mask: number;
   /** Live entries. */
   size = 0;
   /** Keys held, live or dead: what the probes cross. */
-  private used = 0;
+  used = 0;
 
   constructor(capacity = 4096) {
     let n = 16;
@@ -41,20 +42,48 @@ export class AddressMap {
     this.mask = n - 1;
   }
 
-  /** The slot stored for `address`, or undefined. */
-  get(address: number): number | undefined {
+  /** Where `address` (`hh`: hash(address)) is in the table, or the empty entry where it would
+   *  go: its one probe, for get, put and remove, and for a caller that looks before it changes
+   *  anything (the model's loop: DeviceState.allocatorRecords). The key there is `address` or EMPTY. */
+  position(address: number, hh: number): number {
     const keys = this.keys;
     const mask = this.mask;
-    let i = hash(address) & mask;
+    let i = hh & mask;
     for (;;) {
       const k = keys[i]!;
-      if (k === address) {
-        const v = this.vals[i]!;
-        return v === DEAD ? undefined : v;
-      }
-      if (k === EMPTY) return undefined;
+      if (k === address || k === EMPTY) return i;
       i = (i + 1) & mask;
     }
+  }
+
+  /** Store `slot` for `address` at its position `i` (position's), without the rebuild put makes
+   *  once half full (due says when). */
+  putAt(i: number, address: number, slot: number): void {
+    if (this.keys[i] === EMPTY) {
+      this.keys[i] = address;
+      this.used++;
+      this.size++;
+    } else if (this.vals[i] === DEAD) this.size++;
+    this.vals[i] = slot;
+  }
+
+  /** Remove the live entry at position `i` (position's). */
+  removeAt(i: number): void {
+    this.vals[i] = DEAD;
+    this.size--;
+  }
+
+  /** Half full of keys: rebuild (put does). */
+  due(): boolean {
+    return this.used * 2 > this.mask;
+  }
+
+  /** The slot stored for `address`, or undefined. */
+  get(address: number): number | undefined {
+    const i = this.position(address, hash(address));
+    if (this.keys[i] !== address) return undefined;
+    const v = this.vals[i]!;
+    return v === DEAD ? undefined : v;
   }
 
   set(address: number, slot: number): void {
@@ -63,27 +92,11 @@ export class AddressMap {
 
   /** Store `slot` for `address`; the slot it replaces, or -1 (one probe for both). */
   put(address: number, slot: number): number {
-    const keys = this.keys;
-    const vals = this.vals;
-    const mask = this.mask;
-    let i = hash(address) & mask;
-    for (;;) {
-      const k = keys[i]!;
-      if (k === address) {
-        const old = vals[i]!;
-        vals[i] = slot;
-        if (old !== DEAD) return old;
-        this.size++;
-        return -1;
-      }
-      if (k === EMPTY) break;
-      i = (i + 1) & mask;
-    }
-    keys[i] = address;
-    vals[i] = slot;
-    this.size++;
-    if (++this.used * 2 > mask) this.rebuild();
-    return -1;
+    const i = this.position(address, hash(address));
+    const old = this.keys[i] === address ? this.vals[i]! : DEAD;
+    this.putAt(i, address, slot);
+    if (this.due()) this.rebuild();
+    return old === DEAD ? -1 : old;
   }
 
   delete(address: number): boolean {
@@ -92,26 +105,17 @@ export class AddressMap {
 
   /** Remove `address`; the slot it had, or -1 (one probe for both). */
   remove(address: number): number {
-    const keys = this.keys;
-    const mask = this.mask;
-    let i = hash(address) & mask;
-    for (;;) {
-      const k = keys[i]!;
-      if (k === address) break;
-      if (k === EMPTY) return -1;
-      i = (i + 1) & mask;
-    }
-    const vals = this.vals;
-    const removed = vals[i]!;
+    const i = this.position(address, hash(address));
+    if (this.keys[i] !== address) return -1;
+    const removed = this.vals[i]!;
     if (removed === DEAD) return -1;
-    vals[i] = DEAD;
-    this.size--;
+    this.removeAt(i);
     return removed;
   }
 
   /** Half full of keys: the live ones into a fresh table, twice as large where they fill a
    *  quarter of this one (so a table of mostly dead keys is rebuilt at its size). */
-  private rebuild(): void {
+  rebuild(): void {
     const oldKeys = this.keys;
     const oldVals = this.vals;
     const n = this.size * 4 > oldKeys.length ? oldKeys.length * 2 : oldKeys.length;

@@ -6,7 +6,6 @@
 // each free adds one row, and a picture is put together only when a view asks for it. The run's
 // highest peak is copied out once, when its step is about to leave the log's reach.
 
-import { CAT_TEMPORARY, CAT_UNRESOLVED } from "./categories";
 import type { BlockTable } from "./blocks";
 import type { StepRecord } from "./steps";
 
@@ -109,7 +108,7 @@ export class PeakBlocks {
  * which following real ranks took a fifth of the monitor's samples (its blocks are many, and a
  * free's columns far from each other in memory).
  */
-class FreeLog {
+export class FreeLog {
   /** Rows [head, n) are held; row number = base + index, for good. */
   head = 0;
   base = 0;
@@ -118,16 +117,19 @@ class FreeLog {
   freedAt = new Float64Array(256);
 
   push(slot: number, freedAt: number): void {
-    if (this.n === this.slot.length) {
-      const s = new Int32Array(this.n * 2);
-      s.set(this.slot);
-      const f = new Float64Array(this.n * 2);
-      f.set(this.freedAt);
-      this.slot = s;
-      this.freedAt = f;
-    }
+    if (this.n === this.slot.length) this.grow();
     this.slot[this.n] = slot;
     this.freedAt[this.n++] = freedAt;
+  }
+
+  /** Twice the room. */
+  grow(): void {
+    const s = new Int32Array(this.slot.length * 2);
+    s.set(this.slot);
+    const f = new Float64Array(this.slot.length * 2);
+    f.set(this.freedAt);
+    this.slot = s;
+    this.freedAt = f;
   }
 
   /** Drop the first `k` held rows (their slots already given back): moved down only once half the
@@ -171,8 +173,10 @@ interface Kept extends Moment {
 }
 
 export class PeakWitness {
-  /** Frees since the oldest kept step's peak, in order (so `freedAt` never decreases). */
-  private readonly log = new FreeLog();
+  /** Frees since the oldest kept step's peak, in order (so `freedAt` never decreases). The
+   *  model's run of allocator records appends its logged frees in place (after makeRoom where the
+   *  log is full: DeviceState.allocatorRecords). */
+  readonly log = new FreeLog();
   /** The last allocation's serial when the running step began (its peak until one rises above),
    *  and the log's row count then. */
   private startSerial = 0;
@@ -204,23 +208,23 @@ export class PeakWitness {
   /** The running step's (`cur`'s) peak moment, as the serial of the allocation it came after: a
    *  live block of a serial at or below it was born by the peak. One born after it is freed before
    *  any later peak, alive at no peak kept, and its free is not logged. (The run's loop reads it
-   *  once, and again after an alloc that rises above the peak: DeviceState.allocatorRecords.) */
+   *  when it enters, and moves it itself where an alloc rises above the peak:
+   *  DeviceState.allocatorRecords.) */
   peakAt(cur: StepRecord): number {
     return this.peakSerial(cur);
   }
 
-  /** Block `slot`, born by the running step's peak (peakAt), was freed while `cur` runs
-   *  (`serial`: the last allocation's now), out of the sums and the address map: its free is
-   *  logged, and its slot is kept, the category it had (a temporary where none was decided), until
-   *  no kept peak needs it. */
-  retire(slot: number, serial: number, cur: StepRecord): void {
+  /** Room for one more free in the log while `cur` runs. A block born by the running step's peak
+   *  (peakAt) and freed while it runs is logged with the last allocation's serial then, its slot
+   *  kept, with the category it had (a temporary where none was decided), until no kept peak needs
+   *  it: DeviceState.allocatorRecords appends it in place. Where the log is full, before it grows,
+   *  what no kept or running peak needs is dropped (a run without step marks would otherwise log
+   *  every free it ever made). */
+  makeRoom(cur: StepRecord): void {
     const log = this.log;
-    // Full: before it grows, drop what no kept or running peak needs (a run without step marks
-    // would otherwise log every free it ever made).
-    if (log.n === log.slot.length) this.trim(this.kept.length ? this.kept[0]!.at : this.peakSerial(cur));
-    const cat = this.blocks.category;
-    if (cat[slot] === CAT_UNRESOLVED) cat[slot] = CAT_TEMPORARY;
-    log.push(slot, serial);
+    if (log.n !== log.slot.length) return;
+    this.trim(this.kept.length ? this.kept[0]!.at : this.peakSerial(cur));
+    if (log.n === log.slot.length) log.grow();
   }
 
   /** Drop the frees made before allocation `from` (alive at no peak from there on): their slots go

@@ -72,6 +72,14 @@ export function roundSize(request: number, rules: AllocatorRules): number {
   return Math.ceil(request / step) * step;
 }
 
+/** The block a request rounded to `rounded` gets from a large-pool free block of `free` bytes
+ *  (free ≥ rounded): the whole free block, unless more than 1 MiB would remain and the request is
+ *  below max_split_size, when it is cut to the request. (The small pool and expandable segments
+ *  always cut: they need no chain.) */
+export function blockFrom(free: number, rounded: number, maxSplitSize: number): number {
+  return rounded < maxSplitSize && free - rounded > SMALL_SIZE ? rounded : free;
+}
+
 /**
  * The allocator's settings as PYTORCH_ALLOC_CONF (torch ≥ 2.9) or PYTORCH_CUDA_ALLOC_CONF state
  * them ("expandable_segments:True,max_split_size_mb:128,roundup_power2_divisions:[256:1,>:4]"),

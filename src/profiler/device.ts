@@ -11,7 +11,7 @@ import { ACTION, PHASE, type EventBatch } from "../ffi/events";
 import { BlockTable, LARGE, RESYNCED } from "./blocks";
 import { FreedLarge } from "./freed-large";
 import { TotalsReadout } from "./device-totals";
-import { CATEGORIES, CAT_GRADIENT, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
+import { CATEGORIES, CAT_GRADIENT, CAT_TEMPORARY, CAT_UNRESOLVED, survivorCategory, type CategoryName } from "./categories";
 import { Consistency, type DetailAtSync, type SyncPoint } from "./consistency";
 import { Lifetimes } from "./lifetimes";
 import { nameBlocks, type Named, type NamedTensor } from "./name-blocks";
@@ -26,14 +26,41 @@ import type { StepRecord } from "./steps";
 import { PeakWitness } from "./at-peak";
 import { Timeline } from "./timeline";
 import { blockSize, ruleRow } from "./totals";
-import { DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
-import { LargePoolLayout, type SeedBlock } from "./large-pool";
+import { blockFrom, DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
+import { CHAIN_FREE, CHAIN_LIVE, CHAIN_UNKNOWN, LargePoolLayout, type SeedBlock } from "./large-pool";
+import { DEAD, hash } from "./address-map";
 
 export type { SnapshotSegment } from "./resync";
 
 /** New blocks one run of allocator records may make (allocatorRecords): the block table makes room
  *  for them first, so the run keeps the columns it read; a run that needs more stops there. */
 const RUN_ROOM = 1024;
+
+/** Why allocatorRecords' loop was left (a const enum: written in as numbers, no scope lookup). */
+const enum Left {
+  /** The run's end (or its last record, nothing to do after it). */
+  RUN_END,
+  /** After a whole record, for what `todo` says (or a last record with something to do). */
+  WHOLE,
+  /** Before a free, its record untouched: the step's peak's sums are copied first. */
+  COPY_PEAK,
+  /** Before a free that is logged, untouched: the log of frees is full. */
+  LOG_FULL,
+  /** Before an alloc at an address still live, untouched: the block there goes first. */
+  REPLACED,
+}
+
+/** What is done once a record is whole (bits of allocatorRecords' `todo`). */
+const enum Todo {
+  /** The block table's address map passed half full: rebuilt. */
+  MAP_FULL = 1,
+  /** The large pool's index passed half full, or its entries outnumber its blocks too far. */
+  CHAIN_INDEX = 2,
+  /** A call was made (a case the loop leaves to the layout or the block table): state read again. */
+  CALLED = 4,
+  /** The record fell after the timeline's open bucket: that bucket closed, the next opened. */
+  BUCKET = 8,
+}
 
 export class DeviceState extends TotalsReadout {
   readonly blocks = new BlockTable();
@@ -242,10 +269,11 @@ export class DeviceState extends TotalsReadout {
    * records the line with the totals after it) and, with `one`, after the first record.
    * Returns the index of the first record not taken.
    *
-   * One loop over the records, not a method call per record: the block table's columns and the
-   * totals are read once a run instead of once a record, which makes a busy model's ingest about
-   * 1.3x as fast (bench/ingest-ring.ts; the per-record parts it calls stay small enough to be
-   * inlined).
+   * One flat loop over the records: the block table's columns and the totals are read once a
+   * run instead of once a record, and what every record does (the address map, the large pool's
+   * chains, the step's figures, its peak, the pending blocks, the log of frees at the peak, the
+   * timeline's bucket) is done in place, on typed arrays and locals, with nothing called that the
+   * JIT does not write into the loop (see the loop's head).
    */
   allocatorRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean): number {
     const action = batch.action;
@@ -271,28 +299,39 @@ export class DeviceState extends TotalsReadout {
     const lifetimes = this.lifetimes;
     const timeline = this.timeline;
     const peaks = this.peaks;
+    const log = peaks.log;
     const freedLarge = this.freedLarge;
     const tt = this.t;
     const counts = tt.counts;
     const layout = this.expandable ? null : this.layout;
     const rules = this.rules;
     const powerTwo = rules.powerTwo;
+    const maxSplit = rules.maxSplitSize;
     const RA = ruleRow(ACTION.alloc);
     const RF = ruleRow(ACTION.free_requested);
     const RC = ruleRow(ACTION.free_completed);
+    // Where the rule moves no reserved bytes with these records (it does not: segments do), the
+    // timeline's bucket takes the run's reserved, not followed record by record.
+    const reservedMoves = RA.rs !== 0 || RF.rs !== 0 || RC.rs !== 0;
+    // Room made before the loop, so that it never grows a column: the run takes at most `room`
+    // new blocks (a run that needs more stops there), each alloc pends one block and cuts at most
+    // one free block of the large pool.
+    let room = RUN_ROOM;
     blocks.holdRange(range);
+    blocks.makeRoom(room);
+    lifetimes.pendRoom(room);
+    layout?.makeRoom(room);
+    acc.openRun(phase, range);
     const bytesByCat = blocks.bytesByCat;
     const countByCat = blocks.countByCat;
     const bytesByRange = blocks.bytesByRange;
-    // The columns are read once: the run takes at most `room` new slots, which they hold already.
-    let room = RUN_ROOM;
-    blocks.makeRoom(room);
-    acc.openRun(phase, range);
-    // StepAccounting's run, in locals (handed over at closeRun), and what it reads, read once
+    const names = blocks.names;
+    const tensors = blocks.tensors;
+    // StepAccounting's run: its sums in locals, handed over at closeRun; what it reads, read once
     const cur = acc.cur;
     const phaseStartSerial = acc.phaseStartSerial;
     const rangeStartSerial = acc.rangeStartSerial;
-    const peakInst = acc.phaseInst;
+    const phaseInst = acc.phaseInst;
     const liveByPhase = acc.liveByPhase;
     const liveByRange = acc.liveByRange;
     let runAlloc = 0;
@@ -305,263 +344,459 @@ export class DeviceState extends TotalsReadout {
     let runRangeFreedWithin = 0;
     /** Bytes the run allocated, not yet in liveByPhase / liveByRange (copyPeak adds them first). */
     let runLive = 0;
-    // The running step's peak moment (PeakWitness.peakAt): a free of a block born by it is logged.
-    let peakAt = peaks.peakAt(cur);
-    // BlockTable.take and release, in the loop (nFree handed back around calls that may move it)
-    const freeSlots = blocks.freeSlots;
-    const names = blocks.names;
-    const tensors = blocks.tensors;
-    let nFree = blocks.nFree;
-    let changes = 0;
-    // Lifetimes.pend, in the loop: the run's allocs are pending until their phase ends
-    lifetimes.pendRoom(room);
-    const pendSlot = lifetimes.pendSlot;
-    const pendSerial = lifetimes.pendSerial;
-    let pendLen = lifetimes.pendLen;
-    const cAddress = blocks.address;
-    const cSize = blocks.size;
-    const cStream = blocks.stream;
-    const cTime = blocks.time_us;
-    const cSerial = blocks.serial;
-    const cStep = blocks.step;
-    const cRange = blocks.range;
-    const cPhase = blocks.phase;
-    const cCat = blocks.category;
-    const cFlags = blocks.flags;
-    const cUnsized = blocks.unsized;
-    const cChain = blocks.chain;
-    const cStack = blocks.stack;
-    let requested = tt.requested;
-    let allocated = tt.allocated;
-    let active = tt.active;
-    let reserved = tt.reserved;
-    let serial = this.serial;
-    let lastTime = this._lastTime_us;
     let folded = 0;
     // The timeline's open finest bucket, as the run goes: the allocated and reserved bytes after
     // the records that fell in it, handed over once (Timeline.extend) rather than observed one
     // record at a time (about a tenth of a busy model's ingest on the GPU host's profile).
-    let fineEnd = timeline.fineEnd;
     let aMin = Infinity;
     let aMax = -Infinity;
     let rMin = Infinity;
     let rMax = -Infinity;
     let lastA = 0;
     let lastR = 0;
+    /** A slot the block of record `i` already holds in the address map (taken where a lost free's
+     *  block was put out of it, see REPLACED). */
+    let preSlot = -1;
     let i = from;
-    for (; i < end; i++) {
-      const a = action[i]!;
-      if (i > from) {
-        if ((a > ACTION.free_completed && a !== ACTION.free) || deviceCol[i] !== dev) break;
-        const st = stepCol[i]!;
-        const rg = rangeCol[i]!;
-        if (rg >= maxRange || ((st !== cs || phaseCol[i] !== cp || rg !== cr) && st >= cs)) break;
-      }
-      const t = time[i]!;
-      const rq = sizeCol[i]!;
-      const rounded = powerTwo ? roundSize(rq, rules) : blockSize(rq);
-      if (a === ACTION.alloc) {
-        if (room === 0) break; // not the first record: room is at least one
-        room--;
-        const ser = ++serial;
-        changes++;
-        const slot = nFree > 0 ? freeSlots[--nFree]! : blocks.used++;
-        const addr = address[i]!;
-        const old = map.put(addr, slot);
-        if (old >= 0) {
-          // Its free was lost (ring lapped): it was freed, or the allocator could not hand the
-          // address out again. Not a record: the rule does not count it as a free. Out of the
-          // sums before the new block is in them (a peak's sums may be copied as it leaves).
-          const oldSize = cSize[old]!;
-          allocated -= oldSize;
-          active -= oldSize;
-          if (acc.peakOpen) {
-            acc.copyPeak(runLive);
-            runLive = 0;
-          }
-          acc.drop(old, step);
-          blocks.nFree = nFree;
-          blocks.discard(old);
-          nFree = blocks.nFree;
-          this._replacedBlocks++;
+    // The loop over the records calls nothing that the JIT does not write into it: a call that
+    // some records make (a new free block's index entry, the timeline's next bucket, a peak's sums
+    // copied, a logged free) keeps the JIT from holding the columns' storage and the run's sums
+    // across the whole loop, and that cost every record (hf-gpt2's records took 58 ns each inside
+    // this method with the calls in, 39 without: bench/results/ingest-ring-flat). So what needs a
+    // call leaves the loop (`why`) at a point where its record is untouched or whole: the state
+    // handed back, the call made, the state read again and the loop entered again. The calls left
+    // inside are for cases a run whose layouts are known never meets (the layout's own alloc and
+    // frees, a resynced block's discard): the JIT compiles only the cases it has seen.
+    for (;;) {
+      // ---- the state the loop keeps in locals, read (again) ----
+      const cAddress = blocks.address;
+      const cSize = blocks.size;
+      const cStream = blocks.stream;
+      const cTime = blocks.time_us;
+      const cSerial = blocks.serial;
+      const cStep = blocks.step;
+      const cRange = blocks.range;
+      const cPhase = blocks.phase;
+      const cCat = blocks.category;
+      const cFlags = blocks.flags;
+      const cUnsized = blocks.unsized;
+      const cChain = blocks.chain;
+      const cStack = blocks.stack;
+      const freeSlots = blocks.freeSlots;
+      let nFree = blocks.nFree;
+      let used = blocks.used;
+      let changes = 0;
+      const mKeys = map.keys;
+      const mVals = map.vals;
+      const pendSlot = lifetimes.pendSlot;
+      const pendSerial = lifetimes.pendSerial;
+      let pendLen = lifetimes.pendLen;
+      const logSlot = log.slot;
+      const logAt = log.freedAt;
+      let logN = log.n;
+      // the large pool's chains (LargePoolLayout), read in place: the layout is the one of the run
+      const lc = layout ?? this.layout;
+      const lAddr = lc.addr;
+      const lSize = lc.size;
+      const lKind = lc.kind;
+      const lPrev = lc.prev;
+      const lNext = lc.next;
+      const lUnsettled = lc.unsettled;
+      const lEntry = lc.entry;
+      const lFreeEntry = lc.freeEntry;
+      const lSpare = lc.spare;
+      let lNSpare = lc.nSpare;
+      let lUsed = lc.used;
+      const lKeys = lc.at.keys;
+      const lVals = lc.at.vals;
+      let requested = tt.requested;
+      let allocated = tt.allocated;
+      let active = tt.active;
+      let reserved = tt.reserved;
+      let peakAllocated = tt.peakAllocated;
+      let peakActive = tt.peakActive;
+      let serial = this.serial;
+      let lastTime = this._lastTime_us;
+      let peakOpen = acc.peakOpen;
+      // the running step's peak: its bytes, its moment (PeakWitness.peakAt: a free of a block born
+      // by it is logged), and whether it lies in this phase instance
+      let stepPeak = cur.peak_allocated;
+      let peakAt = peaks.peakAt(cur);
+      let peakSerial = cur.peakSerial;
+      let peakHere = cur.peakPhaseInst === phaseInst;
+      let fineEnd = timeline.fineEnd;
+      // why the loop was left (RUN_END: the run's end; WHOLE: after a whole record, for `todo`
+      // and `stop`; else before record i, untouched), and what to do once a record is whole
+      let why: Left = Left.RUN_END;
+      let todo = 0;
+      let stop = false;
+      for (; i < end; i++) {
+        const a = action[i]!;
+        if (i > from) {
+          if ((a > ACTION.free_completed && a !== ACTION.free) || deviceCol[i] !== dev) break;
+          const st = stepCol[i]!;
+          const rg = rangeCol[i]!;
+          if (rg >= maxRange || ((st !== cs || phaseCol[i] !== cp || rg !== cr) && st >= cs)) break;
         }
-        // torch's block: the small pool's (and expandable segments') is the request rounded; a
-        // large one is what its segment's chain gives, where the chain is known.
-        let size = rounded;
-        let chain = -1;
-        if (rounded > SMALL_SIZE && layout !== null) {
-          const unknown = layout.inferred;
-          size = layout.alloc(addr, rounded, NaN, -1);
-          chain = layout.lastSlot;
-          if (layout.inferred !== unknown) {
-            cUnsized[slot] = 1;
-            blocks.unsizedCount++;
-          }
-        }
-        cChain[slot] = chain;
-        // BlockTable.add's columns and sums, on the columns read once a run.
-        cAddress[slot] = addr;
-        cSize[slot] = size;
-        if (blockOut !== null) blockOut[i] = size;
-        cStream[slot] = streamCol[i]!;
-        cTime[slot] = t;
-        cSerial[slot] = ser;
-        cStep[slot] = step;
-        cRange[slot] = range;
-        cPhase[slot] = phase;
-        cCat[slot] = CAT_UNRESOLVED;
-        cFlags[slot] = 0;
-        // a snapshot's trace gives the stack; a ring's alloc carries it in `extra`
-        cStack[slot] = stackCol[i]! || (allocStacks ? extra[i]! : 0);
-        if (size > LARGE) blocks.large++;
-        bytesByCat[CAT_UNRESOLVED]! += size;
-        countByCat[CAT_UNRESOLVED]!++;
-        bytesByRange[range]! += size;
-        pendSlot[pendLen] = slot;
-        pendSerial[pendLen++] = ser;
-        requested += RA.rq * rq;
-        allocated += RA.al * size;
-        active += RA.ac * size;
-        reserved += RA.rs * rq;
-        if (allocated > tt.peakAllocated) tt.peakAllocated = allocated;
-        if (active > tt.peakActive) tt.peakActive = active;
-        counts[RA.count]!++;
-        // the step's figures for the run's phase and range (StepAccounting's run)
-        runLive += size;
-        runAlloc += size;
-        runNAlloc++;
-        if (size > runLargest) runLargest = size;
-        if (allocated > runPeak) {
-          runPeak = allocated;
-          if (allocated > cur.peak_allocated) {
-            acc.newPeak(t, allocated, reserved, ser);
-            peakAt = ser;
-          }
-        }
-        lastTime = t;
-      } else if (a === ACTION.free_completed) {
-        // the block left the table at its free_requested: its chain gives its size (it stayed in
-        // place until now), else it is the request rounded
-        const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(address[i]!) : undefined;
-        active += RC.ac * (freed ?? rounded);
-        lastTime = t;
-      } else {
-        // free_requested, or the fold of one and its free_completed (at `extra`)
-        const addr = address[i]!;
-        const slot = map.remove(addr);
-        // The block's own size where the model holds it: a free's requested size may differ by rounding.
-        const size = slot >= 0 ? cSize[slot]! : rounded;
-        if (blockOut !== null) blockOut[i] = size;
-        const chain = slot >= 0 ? cChain[slot]! : -1;
-        requested += RF.rq * rq;
-        allocated += RF.al * size;
-        active += RF.ac * size;
-        reserved += RF.rs * rq;
-        counts[RF.count]!++;
-        if (slot >= 0) {
-          // A block born by the running step's peak keeps its slot for the log of frees (retire).
-          const born = cSerial[slot]!;
-          const logged = born <= peakAt;
-          if (size > LARGE) freedLarge.push(addr, size, cStack[slot]!);
-          // the step's frees (StepAccounting's run): within the phase, at its peak's temporaries,
-          // within the range
-          runFreed += size;
-          runNFree++;
-          if (born > phaseStartSerial) {
-            runFreedWithin += size;
-            if (cur.peakPhaseInst === peakInst && cCat[slot] === CAT_UNRESOLVED && born <= cur.peakSerial) cur.peakTemp += size;
-          }
-          if (born > rangeStartSerial) runRangeFreedWithin += size;
-          // then it leaves the step's live sums (StepAccounting.drop), a peak's sums copied first
-          if (acc.peakOpen) {
-            acc.copyPeak(runLive);
-            runLive = 0;
-          }
-          const bornStep = cStep[slot]!;
-          if (bornStep === step) {
-            liveByPhase[cPhase[slot]!]! -= size;
-            liveByRange[cRange[slot]!]! -= size;
-          } else if (bornStep < step && cCat[slot] === CAT_GRADIENT) acc.dropCarried(size);
-          // BlockTable.discard, on the columns read once a run (a resynced block's own way apart).
-          if (cFlags[slot] === RESYNCED) {
-            blocks.nFree = nFree;
-            blocks.discard(slot, logged);
-            nFree = blocks.nFree;
-          } else {
-            const cat = cCat[slot]!;
-            bytesByCat[cat]! -= size;
-            countByCat[cat]!--;
-            if (size > LARGE) blocks.large--;
-            bytesByRange[cRange[slot]!]! -= size;
-            if (cUnsized[slot] === 1) blocks.settleSize(slot);
-            changes++;
-            if (!logged) {
-              // BlockTable.release: most blocks were never named
-              if (names[slot] !== undefined) names[slot] = undefined;
-              if (tensors[slot] !== undefined) tensors[slot] = undefined;
-              cFlags[slot] = 0;
-              cSerial[slot] = -1;
-              freeSlots[nFree++] = slot;
+        const t = time[i]!;
+        const rq = sizeCol[i]!;
+        const rounded = powerTwo ? roundSize(rq, rules) : blockSize(rq);
+        if (a === ACTION.alloc) {
+          if (room === 0) break; // not the first record: room is at least one
+          const addr = address[i]!;
+          // AddressMap.put, its entry looked at before anything changes: an address the model
+          // still holds live (its free was lost) leaves the loop (REPLACED) and comes back
+          const hh = hash(addr);
+          let slot = preSlot;
+          if (slot < 0) {
+            const h = map.position(addr, hh);
+            if (mKeys[h] === addr && mVals[h]! !== DEAD) {
+              why = Left.REPLACED;
+              break;
+            }
+            slot = nFree > 0 ? freeSlots[--nFree]! : used++;
+            map.putAt(h, addr, slot);
+            if (map.due()) todo |= Todo.MAP_FULL; // rebuilt once the record is whole
+          } else preSlot = -1;
+          room--;
+          const ser = ++serial;
+          changes++;
+          // torch's block: the small pool's (and expandable segments') is the request rounded; a
+          // large one is what its segment's chain gives, where the chain is known.
+          let size = rounded;
+          let chain = -1;
+          if (rounded > SMALL_SIZE && layout !== null) {
+            // The chain's block that starts at the address (LargePoolLayout.find): a free block
+            // there is handed out, whole or cut (blockFrom); anything else (no layout there, an
+            // unknown stretch, a block too small) is the layout's own alloc, which a run of a
+            // layout known throughout never reaches.
+            const lh = lc.at.position(addr, hh);
+            const v = lKeys[lh] === addr ? lVals[lh]! : -1;
+            const c = v >= 0 && lKind[v] === CHAIN_FREE && lAddr[v] === addr ? v : -1;
+            const f = c >= 0 ? lSize[c]! : 0;
+            if (f >= rounded) {
+              lKind[c] = CHAIN_LIVE;
+              chain = c;
+              size = blockFrom(f, rounded, maxSplit);
+              if (size < f) {
+                // LargePoolLayout.cutAt and add's link: the rest a free block after it, in a spare
+                // slot or a new one (makeRoom made them), with its index entry
+                lSize[c] = size;
+                const r = lNSpare > 0 ? lSpare[--lNSpare]! : lUsed++;
+                const at = addr + size;
+                lAddr[r] = at;
+                lSize[r] = f - size;
+                lKind[r] = CHAIN_FREE;
+                lUnsettled[r] = 0;
+                lEntry[r] = -1;
+                lFreeEntry[r] = -1;
+                lPrev[r] = c;
+                const n = lNext[c]!;
+                lNext[r] = n;
+                lNext[c] = r;
+                if (n >= 0) lPrev[n] = r;
+                lc.at.putAt(lc.at.position(at, hash(at)), at, r);
+                if (lc.at.due() || lc.at.size > lc.reindexAt) todo |= Todo.CHAIN_INDEX;
+              }
+            } else {
+              const unknown = lc.inferred;
+              lc.nSpare = lNSpare;
+              lc.used = lUsed;
+              size = lc.alloc(addr, rounded, NaN, -1);
+              lNSpare = lc.nSpare;
+              lUsed = lc.used;
+              chain = lc.lastSlot;
+              if (lc.inferred !== unknown) {
+                cUnsized[slot] = 1;
+                blocks.unsizedCount++;
+              }
+              todo |= Todo.CALLED; // its columns may have moved: read again once the record is whole
             }
           }
-          if (logged) {
-            blocks.nFree = nFree;
-            peaks.retire(slot, serial, cur);
-            nFree = blocks.nFree;
+          cChain[slot] = chain;
+          // BlockTable.add's columns and sums
+          cAddress[slot] = addr;
+          cSize[slot] = size;
+          if (blockOut !== null) blockOut[i] = size;
+          cStream[slot] = streamCol[i]!;
+          cTime[slot] = t;
+          cSerial[slot] = ser;
+          cStep[slot] = step;
+          cRange[slot] = range;
+          cPhase[slot] = phase;
+          cCat[slot] = CAT_UNRESOLVED;
+          cFlags[slot] = 0;
+          // a snapshot's trace gives the stack; a ring's alloc carries it in `extra`
+          cStack[slot] = stackCol[i]! || (allocStacks ? extra[i]! : 0);
+          if (size > LARGE) blocks.large++;
+          bytesByCat[CAT_UNRESOLVED]! += size;
+          countByCat[CAT_UNRESOLVED]!++;
+          bytesByRange[range]! += size;
+          // Lifetimes.pend: pending until its phase ends, when its category is known
+          pendSlot[pendLen] = slot;
+          pendSerial[pendLen++] = ser;
+          requested += RA.rq * rq;
+          allocated += RA.al * size;
+          active += RA.ac * size;
+          reserved += RA.rs * rq;
+          if (allocated > peakAllocated) peakAllocated = allocated;
+          if (active > peakActive) peakActive = active;
+          counts[RA.count]!++;
+          // the step's figures for the run's phase and range (StepAccounting's run)
+          runLive += size;
+          runAlloc += size;
+          runNAlloc++;
+          if (size > runLargest) runLargest = size;
+          if (allocated > runPeak) {
+            runPeak = allocated;
+            if (allocated > stepPeak) {
+              // The step's new peak, this alloc: its sums are copied once allocated next drops
+              // (StepAccounting.copyPeak, peakOpen).
+              stepPeak = allocated;
+              cur.peak_allocated = allocated;
+              cur.reserved_at_peak = reserved;
+              cur.peak_time_us = t;
+              cur.peak_phase = phase;
+              cur.peak_range = range;
+              cur.peakPhaseInst = phaseInst;
+              cur.peakSerial = ser;
+              cur.peakTemp = 0;
+              cur.peakResolved = false;
+              peakOpen = true;
+              peakAt = ser;
+              peakSerial = ser;
+              peakHere = true;
+            }
           }
+          lastTime = t;
+        } else if (a === ACTION.free_completed) {
+          // the block left the table at its free_requested: its chain gives its size (it stayed in
+          // place until now), else it is the request rounded
+          let freed: number | undefined;
+          if (rounded > SMALL_SIZE && layout !== null) {
+            lc.nSpare = lNSpare;
+            lc.used = lUsed;
+            freed = lc.freeCompleted(address[i]!);
+            lNSpare = lc.nSpare;
+            lUsed = lc.used;
+            todo |= Todo.CALLED;
+          }
+          active += RC.ac * (freed ?? rounded);
+          lastTime = t;
         } else {
-          // allocated drops: an alloc after it may not rise above the peak, whose sums are copied now
-          if (acc.peakOpen) {
-            acc.copyPeak(runLive);
-            runLive = 0;
+          // free_requested, or the fold of one and its free_completed (at `extra`): allocated
+          // drops, so a peak's sums not copied yet are copied first (COPY_PEAK, the record untouched)
+          if (peakOpen) {
+            why = Left.COPY_PEAK;
+            break;
           }
+          const addr = address[i]!;
+          // AddressMap.remove, its entry looked at before anything changes (LOG_FULL)
+          const h = map.position(addr, hash(addr));
+          const slot = mKeys[h] === addr ? mVals[h]! : -1;
+          // A block born by the running step's peak keeps its slot for the log of frees
+          // (PeakWitness): where the log is full, it is trimmed or grown first (makeRoom).
+          const born = slot >= 0 ? cSerial[slot]! : Infinity;
+          const logged = born <= peakAt;
+          if (logged && logN === logSlot.length) {
+            why = Left.LOG_FULL;
+            break;
+          }
+          if (slot >= 0) map.removeAt(h);
+          // The block's own size where the model holds it: a free's requested size may differ by
+          // rounding.
+          const size = slot >= 0 ? cSize[slot]! : rounded;
+          if (blockOut !== null) blockOut[i] = size;
+          requested += RF.rq * rq;
+          allocated += RF.al * size;
+          active += RF.ac * size;
+          reserved += RF.rs * rq;
+          counts[RF.count]!++;
+          // the step's frees (StepAccounting's run)
           runFreed += size;
           runNFree++;
-          cur.partial = true;
-          this._unknownFrees++;
-          this._unknownFreeBytes += size;
+          const chain = slot >= 0 ? cChain[slot]! : -1;
+          if (slot >= 0) {
+            if (size > LARGE) freedLarge.push(addr, size, cStack[slot]!);
+            // within the phase, at its peak's temporaries, within the range
+            if (born > phaseStartSerial) {
+              runFreedWithin += size;
+              if (peakHere && cCat[slot] === CAT_UNRESOLVED && born <= peakSerial) cur.peakTemp += size;
+            }
+            if (born > rangeStartSerial) runRangeFreedWithin += size;
+            // then it leaves the step's live sums (StepAccounting.drop)
+            const bornStep = cStep[slot]!;
+            if (bornStep === step) {
+              liveByPhase[cPhase[slot]!]! -= size;
+              liveByRange[cRange[slot]!]! -= size;
+            } else if (bornStep < step && cCat[slot] === CAT_GRADIENT) acc.dropCarried(size);
+            // BlockTable.discard (a resynced block's own way apart)
+            if (cFlags[slot] === RESYNCED) {
+              blocks.nFree = nFree;
+              blocks.discard(slot, logged);
+              nFree = blocks.nFree;
+              todo |= Todo.CALLED;
+            } else {
+              const cat = cCat[slot]!;
+              bytesByCat[cat]! -= size;
+              countByCat[cat]!--;
+              if (size > LARGE) blocks.large--;
+              bytesByRange[cRange[slot]!]! -= size;
+              if (cUnsized[slot] === 1) blocks.settleSize(slot);
+              changes++;
+              if (!logged) {
+                // BlockTable.release: most blocks were never named
+                if (names[slot] !== undefined) names[slot] = undefined;
+                if (tensors[slot] !== undefined) tensors[slot] = undefined;
+                cFlags[slot] = 0;
+                cSerial[slot] = -1;
+                freeSlots[nFree++] = slot;
+              }
+            }
+            if (logged) {
+              // logged with the last allocation's serial, its slot kept, a temporary where no
+              // category was decided (PeakWitness.makeRoom says why)
+              if (cCat[slot] === CAT_UNRESOLVED) cCat[slot] = CAT_TEMPORARY;
+              logSlot[logN] = slot;
+              logAt[logN++] = serial;
+            }
+          } else {
+            // a block the model never saw allocated (lost records, or before an attach)
+            cur.partial = true;
+            this._unknownFrees++;
+            this._unknownFreeBytes += size;
+          }
+          if (a === ACTION.free) {
+            // the fold's free_completed: the block leaves its chain, merged with free neighbours
+            let freed = -1;
+            if (rounded > SMALL_SIZE && layout !== null) {
+              // LargePoolLayout.freeCompleted in place where the block's chain slot still holds
+              // it and neither an unknown stretch nor an unsettled size is there: it turns free
+              // and takes in a free neighbour on either side (absorb)
+              if (chain >= 0 && chain < lKind.length && lKind[chain] === CHAIN_LIVE && lAddr[chain] === addr && (lNext[chain]! < 0 || lKind[lNext[chain]!] !== CHAIN_UNKNOWN) && lUnsettled[chain] === 0) {
+                const n = lNext[chain]!;
+                const p = lPrev[chain]!;
+                freed = lSize[chain]!;
+                lKind[chain] = CHAIN_FREE;
+                if (n >= 0 && lKind[n] === CHAIN_FREE) {
+                  lSize[chain]! += lSize[n]!;
+                  const nn = lNext[n]!;
+                  lNext[chain] = nn;
+                  if (nn >= 0) lPrev[nn] = chain;
+                  lKind[n] = 0;
+                  lSpare[lNSpare++] = n;
+                }
+                if (p >= 0 && lKind[p] === CHAIN_FREE) {
+                  lSize[p]! += lSize[chain]!;
+                  const nn = lNext[chain]!;
+                  lNext[p] = nn;
+                  if (nn >= 0) lPrev[nn] = p;
+                  lKind[chain] = 0;
+                  lSpare[lNSpare++] = chain;
+                }
+              } else {
+                lc.nSpare = lNSpare;
+                lc.used = lUsed;
+                freed = lc.freeCompleted(addr, chain) ?? -1;
+                lNSpare = lc.nSpare;
+                lUsed = lc.used;
+                todo |= Todo.CALLED;
+              }
+            }
+            // active drops by the block's size, or for a block the model never saw, by what its
+            // chain says, else the request rounded
+            active += RC.ac * (slot >= 0 || freed < 0 ? size : freed);
+            lastTime = extra[i]!;
+            folded++;
+          } else lastTime = t;
         }
-        if (a === ACTION.free) {
-          // the fold's free_completed: the block leaves its chain, merged with free neighbours
-          const freed = rounded > SMALL_SIZE && layout !== null ? layout.freeCompleted(addr, chain) : undefined;
-          active += RC.ac * (slot >= 0 ? size : (freed ?? rounded));
-          lastTime = extra[i]!;
-          folded++;
-        } else lastTime = t;
-      }
-      if (a !== ACTION.free_completed) {
-        // The timeline's open finest bucket: a record that falls in it moves only these locals.
-        if (t < fineEnd) {
-          if (allocated < aMin) aMin = allocated;
-          if (allocated > aMax) aMax = allocated;
-          if (reserved < rMin) rMin = reserved;
-          if (reserved > rMax) rMax = reserved;
-          lastA = allocated;
-          lastR = reserved;
-        } else {
-          if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, rMin, rMax, lastR);
-          timeline.observe(t, allocated, reserved);
-          fineEnd = timeline.fineEnd;
-          aMin = rMin = Infinity;
-          aMax = rMax = -Infinity;
+        const last = one || lineCol[i] !== 0;
+        if (a !== ACTION.free_completed) {
+          // The timeline's open finest bucket: a record that falls in it moves only these locals;
+          // the first after it closes the bucket (BUCKET, the record whole).
+          if (t < fineEnd) {
+            if (allocated < aMin) aMin = allocated;
+            if (allocated > aMax) aMax = allocated;
+            if (reservedMoves) {
+              if (reserved < rMin) rMin = reserved;
+              if (reserved > rMax) rMax = reserved;
+            }
+            lastA = allocated;
+            lastR = reserved;
+          } else todo |= Todo.BUCKET;
+        }
+        if (last) {
+          stop = true;
+          if (todo === 0) {
+            i++;
+            break;
+          }
+        }
+        if (todo !== 0) {
+          why = Left.WHOLE;
+          i++;
+          break;
         }
       }
-      if (one || lineCol[i] !== 0) {
-        i++;
-        break;
+      // ---- the state handed back ----
+      blocks.nFree = nFree;
+      blocks.used = used;
+      blocks.changes += changes;
+      lifetimes.pendLen = pendLen;
+      log.n = logN;
+      lc.nSpare = lNSpare;
+      lc.used = lUsed;
+      tt.requested = requested;
+      tt.allocated = allocated;
+      tt.active = active;
+      tt.reserved = reserved;
+      tt.peakAllocated = peakAllocated;
+      tt.peakActive = peakActive;
+      this.serial = serial;
+      this._lastTime_us = lastTime;
+      acc.peakOpen = peakOpen;
+      // ---- what left the loop ----
+      if (why === Left.RUN_END) break;
+      if (why === Left.COPY_PEAK) {
+        acc.copyPeak(runLive);
+        runLive = 0;
+        continue;
       }
+      if (why === Left.LOG_FULL) {
+        peaks.makeRoom(cur);
+        continue;
+      }
+      if (why === Left.REPLACED) {
+        // Its free was lost (ring lapped): it was freed, or the allocator could not hand the
+        // address out again. Not a record: the rule does not count it as a free. Out of the sums
+        // before the new block is in them (a peak's sums may be copied as it leaves); the new
+        // block's slot taken first, as for any alloc, and put in its place.
+        preSlot = blocks.take();
+        blocks.changes--; // the loop counts the take
+        const old = map.put(address[i]!, preSlot);
+        const oldSize = blocks.size[old]!;
+        tt.allocated -= oldSize;
+        tt.active -= oldSize;
+        if (acc.peakOpen) {
+          acc.copyPeak(runLive);
+          runLive = 0;
+        }
+        acc.drop(old, step);
+        blocks.discard(old);
+        this._replacedBlocks++;
+        continue;
+      }
+      // WHOLE: record i − 1 is whole; its bucket, then what it asked for
+      if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, reservedMoves ? rMin : lastR, reservedMoves ? rMax : lastR, lastR);
+      aMin = rMin = Infinity;
+      aMax = rMax = -Infinity;
+      if ((todo & Todo.BUCKET) !== 0) timeline.observe(time[i - 1]!, tt.allocated, tt.reserved);
+      if ((todo & Todo.MAP_FULL) !== 0) map.rebuild();
+      if ((todo & Todo.CHAIN_INDEX) !== 0) lc.indexGrown();
+      if (stop) break;
     }
-    if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, rMin, rMax, lastR);
-    lifetimes.pendLen = pendLen;
-    blocks.nFree = nFree;
-    blocks.changes += changes;
+    if (aMin <= aMax) timeline.extend(aMin, aMax, lastA, reservedMoves ? rMin : lastR, reservedMoves ? rMax : lastR, lastR);
     acc.closeRun(runAlloc, runNAlloc, runLargest, runPeak, runFreed, runNFree, runFreedWithin, runRangeFreedWithin, runLive);
-    tt.requested = requested;
-    tt.allocated = allocated;
-    tt.active = active;
-    tt.reserved = reserved;
-    this.serial = serial;
-    this._lastTime_us = lastTime;
     this.foldedFrees = folded;
     return i;
   }

@@ -13,7 +13,13 @@
 // Pure: no I/O.
 
 import { AddressMap } from "./address-map";
-import { SMALL_SIZE, type AllocatorRules } from "./block-sizes";
+import { blockFrom, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
+
+/** The kinds of a chain's block, for the model's loop, which reads the columns in place (B's
+ *  members; a const enum is written in as numbers in its own file only). */
+export const CHAIN_FREE = 1;
+export const CHAIN_LIVE = 2;
+export const CHAIN_UNKNOWN = 3;
 
 // A const enum: the transpiler writes its members in as numbers. Module constants cost the JIT a
 // scope lookup at each use, which made the per-record methods too large to be inlined (see alloc).
@@ -42,25 +48,34 @@ export interface Resized {
 }
 
 export class LargePoolLayout {
-  // The blocks by slot, in typed columns with a free list: no object per block.
-  private addr = new Float64Array(256);
-  private size = new Float64Array(256);
-  private kind = new Uint8Array(256);
+  // The blocks by slot, in typed columns with a free list: no object per block. The live model's
+  // loop (DeviceState.allocatorRecords) works on the columns and the index in place for what a
+  // run's records do most (a free block at the address handed out, whole or cut: add's link; a
+  // block freed, merged with a free neighbour on either side: absorb), a call made from inside it
+  // costing every record a third more; it calls alloc, freeMerging and freeCompleted for the
+  // rest (no layout there, unknown stretches, unsettled sizes), makes room first (makeRoom) and
+  // leaves the index's upkeep to after the record (indexGrown), and reads the columns again after
+  // any call here (grow and reindex replace them). test/profiler/chain-sizes.test.ts holds its
+  // sizes to this class's on every committed ring.
+  addr = new Float64Array(256);
+  size = new Float64Array(256);
+  kind = new Uint8Array(256);
   /** A LIVE block followed by UNKNOWN whose size is not settled. */
-  private unsettled = new Uint8Array(256);
-  private prev = new Int32Array(256);
-  private next = new Int32Array(256);
-  private entry = new Int32Array(256);
-  private freeEntry = new Int32Array(256);
-  private spare = new Int32Array(256);
-  private nSpare = 0;
-  private used = 0;
+  unsettled = new Uint8Array(256);
+  prev = new Int32Array(256);
+  next = new Int32Array(256);
+  entry = new Int32Array(256);
+  freeEntry = new Int32Array(256);
+  /** Slots given back (merged blocks), a stack. */
+  spare = new Int32Array(256);
+  nSpare = 0;
+  used = 0;
   /** Start address → slot of every FREE, LIVE and UNKNOWN block, and of blocks since merged into
    *  the one before them: a merge leaves the index as it is (a probe saved on every merge), so an
    *  entry counts only where its slot still starts there (find). Rebuilt once stale entries
    *  outnumber the blocks (reindexAt), so it stays within a few times the blocks alive. */
-  private at = new AddressMap(256);
-  private reindexAt = 1024;
+  at = new AddressMap(256);
+  reindexAt = 1024;
   /** The slot of the block the last alloc laid out, −1 where it had no layout to go by: the caller
    *  keeps it with its block and gives it back to freeCompleted, which then needs no lookup. */
   lastSlot = B.NONE;
@@ -104,6 +119,19 @@ export class LargePoolLayout {
     }
     stretch(start + size);
     if (last !== B.NONE && this.unsettled[last] === 1) this.settle(last, 0); // it ends where the segment does
+  }
+
+  /** Room for `n` more blocks without the columns growing (the model's loop cuts free blocks in
+   *  place, up to one for each alloc of its run). */
+  makeRoom(n: number): void {
+    while (this.nSpare + this.addr.length - this.used < n) this.grow();
+  }
+
+  /** The index after the model's loop put an entry in it in place (as add does, at.set and the
+   *  reindex): rebuilt where half full, anew where its stale entries outnumber the blocks too far. */
+  indexGrown(): void {
+    if (this.at.used * 2 > this.at.mask) this.at.rebuild();
+    if (this.at.size > this.reindexAt) this.reindex();
   }
 
   segmentAlloc(start: number, size: number): void {
@@ -159,8 +187,7 @@ export class LargePoolLayout {
     }
     this.lastSlot = s;
     const f = this.size[s]!;
-    const cut = rounded < this.rules.maxSplitSize && f - rounded > SMALL_SIZE;
-    let size = cut ? rounded : f;
+    let size = blockFrom(f, rounded, this.rules.maxSplitSize);
     if (exact === exact) {
       if (exact !== size) this.disagreements++;
       size = Math.min(exact, f);
@@ -168,11 +195,16 @@ export class LargePoolLayout {
     this.kind[s] = B.LIVE;
     this.entry[s] = entry;
     this.freeEntry[s] = B.NONE;
-    if (size < f) {
-      this.size[s] = size;
-      this.add(address + size, f - size, B.FREE, s);
-    }
+    if (size < f) this.cutAt(s, address, size);
     return exact === exact ? exact : size;
+  }
+
+  /** Live slot `s` at `address`, a free block until now, keeps its first `size` bytes: the rest
+   *  is a free block after it. */
+  private cutAt(s: number, address: number, size: number): void {
+    const f = this.size[s]!;
+    this.size[s] = size;
+    this.add(address + size, f - size, B.FREE, s);
   }
 
   /** free_requested: the block's size (it stays in place until its free completes). */
@@ -214,7 +246,7 @@ export class LargePoolLayout {
   }
 
   /** LIVE slot `s` freed, merged with its free neighbours; its size. */
-  private freeMerging(s: number): number {
+  freeMerging(s: number): number {
     const size = this.size[s]!;
     this.kind[s] = B.FREE;
     this.unsettled[s] = 0; // if unsettled, it stays counted: its own size is still unknown

@@ -70,7 +70,8 @@ export class StepAccounting {
   /** A peak's sums (peakComp, peakByPhase, peakByRange) not yet copied: until allocated next
    *  drops (a free, known or not, or a replaced block), nothing but allocs that rise above it
    *  changes them, so they are copied once, there (copyPeak, or at the run's end), instead of at
-   *  every alloc that rises. */
+   *  every alloc that rises. The run's loop is where a step's peak rises (it writes the step
+   *  record's peak and sets this). */
   peakOpen = false;
 
   /** A run of allocator records begins in `phase` and `range`. */
@@ -119,21 +120,6 @@ export class StepAccounting {
     if (live === 0) return;
     this.liveByPhase[this.runPhase]! += live;
     this.liveByRange[this.runRange]! += live;
-  }
-
-  /** An alloc of the open run (`serial`) rose above the step's peak. */
-  newPeak(t: number, allocated: number, reserved: number, serial: number): void {
-    const cur = this.cur;
-    cur.peak_allocated = allocated;
-    cur.reserved_at_peak = reserved;
-    cur.peak_time_us = t;
-    cur.peak_phase = this.runPhase;
-    cur.peak_range = this.runRange;
-    cur.peakPhaseInst = this.phaseInst;
-    cur.peakSerial = serial;
-    cur.peakTemp = 0;
-    cur.peakResolved = false;
-    this.peakOpen = true;
   }
 
   /** The sums at the peak (see peakOpen): the blocks' bytes by category as they stand, the step's
