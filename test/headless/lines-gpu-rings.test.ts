@@ -3,7 +3,7 @@
 // the CLI, and read as a live agent's ring by the session `run --json` and `--json` make (no
 // records kept), every finding that can cite a line cites the program's own, as its `line:NAME`
 // marks say (the facts beside each ring, read from the source when it ran). test/fixtures/lines/
-// holds them (bench/results/gpu-2026-11-29c/lines/: the run that made them); GPUMEM_LINES_FIXTURES
+// holds them (bench/results/gpu-2026-11-29c/run2/lines/: the run that made them); GPUMEM_LINES_FIXTURES
 // names another folder of the same files (lines.sh checks a fresh run's with this file).
 import { afterAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Machine } from "../../src/collect/machine";
 import { Session } from "../../src/collect/session";
+import { openRingRecording } from "../../src/collect/recording";
 import { liveModels } from "../../src/commands/live-models";
+import { replay, type Summary } from "../../src/profiler";
+import { recordFields } from "../../src/system/manifest";
 import { plantAgent } from "../support/planted-agent";
 
 const DIR = process.env.GPUMEM_LINES_FIXTURES || join(import.meta.dir, "..", "fixtures", "lines");
@@ -80,7 +83,7 @@ describe("an H200's recordings with the default stacks, replayed", () => {
     expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
   });
 
-  ringTest("attach-leak", "attached after its first step: growth names the same line, from the attach on", () => {
+  ringTest("attach-leak", "attached while it trained: growth names the same line, from the attach on", () => {
     const r = replayed("attach-leak");
     expect(lines(r.findings.find((f) => f.id === "growth"))).toEqual([["grows", r.at("keep")]]);
   });
@@ -105,12 +108,32 @@ describe("an H200's recordings with the default stacks, replayed", () => {
     expect(lines(r.findings.find((f) => f.id === "reserved_unallocated"))[0]).toEqual(["freed", r.at("pieces")]);
   });
 
-  // The first H200 run's program fit its 400 MiB (the allocator's retry freed cached segments under
-  // the cap): its facts say whether the ask failed, and only then is there an OOM to check.
-  const fragOom = have("frag") && facts("frag").frag_ask_failed === true;
-  (fragOom ? test : test.skip)(`frag: the OOM no hole held names the line that asked${fragOom ? "" : " (the recording's program did not raise OOM: facts.frag_ask_failed is not true)"}`, () => {
+  // The program empties the cache before it caps the process, so its 400 MiB finds no segment to
+  // free and only the holes: it raised OOM (facts.frag_ask_failed, torch's num_ooms).
+  ringTest("frag", "the OOM no hole held names the line that asked", () => {
+    expect(facts("frag").frag_ask_failed).toBe(true);
     const r = replayed("frag");
     expect(r.findings.filter((f) => f.id === "oom").map((f) => lines(f)[0])).toContainEqual(["asked", r.at("frag-ask")]);
+  });
+
+  ringTest("attach-leak", "with its seed: torch's peak from before the attach right after the seed (with its note), torch's peak at the end", async () => {
+    const seed = JSON.parse(readFileSync(join(DIR, "attach-leak.seed.json"), "utf8")).devices[0];
+    const rec = openRingRecording(join(DIR, "attach-leak.ring.gz"));
+    try {
+      expect(rec.seed).not.toBeNull();
+      // a state every recorded microsecond: the first is the seed and the attach's first records
+      const states: Summary[] = [];
+      for await (const l of replay(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), stacks: rec.stacks, seed: rec.seed, state_every_us: 1 })) if (l.type === "state") states.push(l.summary);
+      const first = states[0]!.devices[0]!;
+      expect(first.peak_allocated_bytes).toBe(seed.peak_allocated);
+      expect(first.peak_note).toStartWith("torch's max_memory_allocated(), reached before the agent attached; ");
+      const end = states.at(-1)!.devices[0]!;
+      expect(end.peak_allocated_bytes).toBe(facts("attach-leak").max_memory_allocated);
+      expect(end.peak_reserved_bytes).toBe(facts("attach-leak").max_memory_reserved);
+      expect(end.peak_note).toBeNull(); // reached again since the attach
+    } finally {
+      rec.close();
+    }
   });
 });
 
@@ -128,6 +151,11 @@ describe("an H200's recordings read as a live agent's ring by run --json's sessi
   ringTest("frag", "reserved-unallocated names the pieces' line whose frees left the holes, from the newest large frees", () => {
     const r = live("frag");
     expect(lines(r.findings.find((f) => f.id === "reserved_unallocated"))[0]).toEqual(["freed", r.at("pieces")]);
+  });
+
+  ringTest("frag", "the OOM no hole held names the line that asked", () => {
+    const r = live("frag");
+    expect(r.findings.filter((f) => f.id === "oom").map((f) => lines(f)[0])).toContainEqual(["asked", r.at("frag-ask")]);
   });
 
   ringTest("oom", "the OOM names the line that asked and the 24 GiB held", () => {
