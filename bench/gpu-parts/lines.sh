@@ -7,9 +7,11 @@
 #   leak         the GPT-2 keeping 2 MiB of logits a step, under `run --json`: growth names line:keep
 #                in the run's last document (after the training is let go) and in the replays of
 #                leak.ring and of leak.exit.ring (saved again once the training was let go)
-#   attach-leak  the same started without the agent, attached after its first step (attach
-#                --no-monitor), a live `--json --once` document while it lingers, its ring replayed with
-#                the seed: growth names line:keep
+#   attach-leak  the same started without the agent, attached while it trains (a warm-up step, then
+#                steps until the agent is in; attach --no-monitor), a live `--json --once` document
+#                while it lingers, its ring replayed with the seed: growth names line:keep; the seed
+#                carries torch's peaks from before the attach (peak_allocated, peak_reserved), which
+#                the rings' test holds the replay's peak to
 #   nograd       a ResNet50 without zero_grad under `run --json`: gradients kept names line:resnet-backward
 #                and line:resnet-optimizer
 #   oom          24 GiB held (line:hold), a request larger than the device (line:ask), then a batch halved
@@ -20,10 +22,13 @@
 #   dump         the leak under the screens in tmux, `d` pressed: the monitor's snapshot opened by
 #                torch.cuda._memory_viz (segment_plot, trace_plot) with line:keep in its frames; and
 #                `replay leak.ring --snapshot` the same
-# OUT_DIR: fixtures/ (NAME.ring.gz, NAME.json, NAME.facts.json, NAME.doc.json.gz: the last document;
-# attach-leak.seed.json), logs/, checks.txt (PASS/FAIL lines), ingest-*/ingest-ring.json (the ingest
-# with stacks over without, a record), logs/rings-tests.log (this run's recordings through
-# test/headless/lines-gpu-rings.test.ts), on stdout a summary. At most 4 minutes.
+# OUT_DIR: fixtures/ (NAME.ring.gz, NAME.json, NAME.facts.json, NAME.doc.json.gz: the last document
+# of a run; leak.exit.ring.gz and leak.exit.json; attach-leak.seed.json), logs/, checks.txt (PASS/FAIL
+# lines), ingest-*/ingest-ring.json (the ingest with stacks over without, a record),
+# logs/rings-tests.log (this run's recordings through test/headless/lines-gpu-rings.test.ts), on
+# stdout a summary. At most 4 minutes. test/fixtures/lines/ holds one run's fixtures/ but the
+# .doc.json.gz (all from the same run: the tests find lines by the facts' `line:NAME` marks, which
+# move with test/gpu/lines_train.py).
 set -u
 out=${1:?OUT_DIR}
 mkdir -p "$out/fixtures" "$out/logs"
