@@ -115,6 +115,7 @@ export class LiveModels {
         pm = { pid: a.pid, model: this.newModel(), source: "live", socket: a.manifest.socket, title: a.manifest.cmdline.join(" "), ended: false, names: new NameRequests(), attachedNs };
         this.byPid.set(a.pid, pm);
         seedOf(a.manifest, pm.model);
+        if (attachedNs !== null) pm.model.ledger.setAttached();
       }
       pm.model.setRanges(a.manifest.ranges);
       pm.model.setRecordFields(recordFields(a.manifest));

@@ -6,7 +6,9 @@
 //
 // Two parts, both pure:
 //   LedgerTrack  follows NVML − reserved across samples and ties each change to its cause: the
-//                first sample is the context, and where it came before torch's first allocation,
+//                first sample is the context (where the program ran before it, attached into or
+//                with steps done, the context and what libraries loaded by then, not told apart),
+//                and where it came before torch's first allocation,
 //                unmarked growth up to the first sample after that allocation is the context's
 //                too (NVML lists a process while its context is being made: 22 MiB of a GPT-2
 //                run's 610 MiB, 49 ms before its first cudaMalloc); a sample whose NVML and
@@ -78,6 +80,12 @@ export class LedgerTrack {
   /** Libraries whose marks came before the first sample: their memory is in the context's figure. */
   private contextIncludes: string[] = [];
   private contextGrowth = 0;
+  /** Why the first sample's NVML − reserved holds more than the context, where it does: the process
+   *  ran before the monitor saw it (attached into it, or steps done), so cuBLAS workspaces, kernels
+   *  and whatever else loaded by then are in that figure and cannot be told apart. Null: not late. */
+  private contextLate: { attached: boolean; steps: number } | null = null;
+  /** The process was attached to (the agent started in it while it ran: `gpumem-tui attach`). */
+  attached = false;
   private readonly libraries = new Map<string, LibraryPart>();
   private readonly jumps: Jump[] = [];
   private readonly jumpSteps: number[] = [];
@@ -145,6 +153,11 @@ export class LedgerTrack {
       this.contextBeforeAlloc = reserved === 0;
       this.contextIncludes = [...libraries];
       this.contextSettled = reserved > 0;
+      // Torch had allocated and the program had run before this first sample (an attach, or steps
+      // done under a monitor started late): NVML − reserved is the context with every library that
+      // loaded by then (an H200 GPT-2 attached after two steps: 742 MiB, its context alone 610).
+      // Before torch's first allocation nothing of torch's had run, and the figure is the context's.
+      if (reserved > 0 && (this.attached || step > 0)) this.contextLate = { attached: this.attached, steps: step };
       this.firstTime_us = time_us;
       this.prevOutside = outside;
       return;
@@ -173,7 +186,8 @@ export class LedgerTrack {
     // Before the first step ends (and within CONTEXT_GROWTH_WINDOW_US), small unmarked growth is
     // the context's: kernels load on first use, a module at a time. A large one is not guessed at:
     // it stays unexplained, as a jump.
-    if (step === 0 && Math.abs(delta) < JUMP_MIN_BYTES && time_us - this.firstTime_us <= CONTEXT_GROWTH_WINDOW_US) {
+    // Not after a late first sample: an attach's steps count from 0, but its kernels loaded long before.
+    if (step === 0 && this.contextLate === null && Math.abs(delta) < JUMP_MIN_BYTES && time_us - this.firstTime_us <= CONTEXT_GROWTH_WINDOW_US) {
       this.contextGrowth += delta;
       return;
     }
@@ -199,6 +213,7 @@ export class LedgerTrack {
       context_settling_bytes: this.contextSettling,
       context_before_first_allocation: this.contextBeforeAlloc,
       context_includes: [...this.contextIncludes],
+      context_late: this.contextLate === null ? null : { ...this.contextLate },
       context_growth_bytes: this.contextGrowth,
       libraries: [...this.libraries.values()].map((p) => ({ ...p })),
       jumps: this.jumps.map((j) => ({ ...j })),
@@ -224,6 +239,15 @@ export class ProcessLedger {
   }
   /** Per device: the sequence number of the newest mark its track took. */
   private readonly taken = new Map<number, number>();
+  /** The process was attached to (its manifest's `attached`): what it loaded before is unseen. */
+  private attached = false;
+
+  /** The agent was started in the running process (`gpumem-tui attach`): each device's first sample
+   *  came after the program ran, so its context is not told apart from what loaded before. */
+  setAttached(): void {
+    this.attached = true;
+    for (const t of this.tracks.values()) t.attached = true;
+  }
 
   /** A range entered or left; `known`: its name where known now (a name that is not a library
    *  mark's is dropped here: the program's own ranges can be many a step). */
@@ -237,7 +261,10 @@ export class ProcessLedger {
    *  (`sameMoment`: LedgerTrack.sample's). */
   sample(device: number, time_us: number, nvmlUsed: number, reserved: number, step: number, where: string, name: (range: number) => string | null, sameMoment = true): void {
     let t = this.tracks.get(device);
-    if (!t) this.tracks.set(device, (t = new LedgerTrack()));
+    if (!t) {
+      this.tracks.set(device, (t = new LedgerTrack()));
+      t.attached = this.attached;
+    }
     const from = this.taken.get(device) ?? 0;
     for (const m of this.marks) {
       if (m.seq <= from) continue;

@@ -34,6 +34,10 @@ export interface LedgerParts {
   context_before_first_allocation: boolean;
   /** Libraries whose marks came before that sample: what they made is in the context's figure. */
   context_includes: string[];
+  /** Set where that first sample came after torch had allocated and the program had run (attached
+   *  into it, or `steps` done): the figure is the context and what libraries loaded before the
+   *  monitor saw the process (cuBLAS workspaces, kernels), not told apart. Null: the context's own. */
+  context_late: { attached: boolean; steps: number } | null;
   /** Unmarked growth before the first step ended: kernels loaded on first use. */
   context_growth_bytes: number;
   libraries: LibraryPart[];
@@ -78,6 +82,9 @@ export interface LedgerInput {
   parts: LedgerParts | null;
 }
 
+/** The context row's name where the monitor first saw the process after it ran (context_late). */
+export const CONTEXT_LATE_NAME = "CUDA context and libraries loaded before the monitor saw the process";
+
 const LIBRARY_NAMES: Record<string, string> = { nccl: "NCCL", cudagraphs: "CUDA graphs", cudart: "CUDA runtime", cublas: "cuBLAS", cudnn: "cuDNN", triton: "Triton", cupy: "CuPy", tensorrt: "TensorRT" };
 export const libraryName = (library: string): string => LIBRARY_NAMES[library] ?? library;
 
@@ -99,14 +106,19 @@ export function ledgerRows(input: LedgerInput): Ledger {
   let claimed = input.reserved_bytes;
   if (parts && parts.context_bytes !== null) {
     const ctx = parts.context_bytes + parts.context_growth_bytes;
-    const seen = parts.context_before_first_allocation
+    const late = parts.context_late;
+    // Never the bare context's name for a figure that holds more: how much of it the context is,
+    // the monitor did not see (a bare context's size varies with the GPU, driver and CUDA).
+    const seen = late
+      ? `first seen ${late.attached ? "when the monitor attached, after the program had run" : `after ${late.steps} step${late.steps === 1 ? "" : "s"}, torch's memory already allocated`}: the CUDA context alone is not told apart from the libraries, workspaces and kernels loaded before then`
+      : parts.context_before_first_allocation
       ? parts.context_settling_bytes !== 0
         ? `seen before torch's first allocation at ${formatBytes(parts.context_bytes - parts.context_settling_bytes)}${parts.context_settling_bytes > 0 ? ", still being made" : ""}; whole at the first sample after it`
         : "seen before torch's first allocation"
       : "seen at the monitor's first sample, after torch's first allocation";
     const growth = parts.context_growth_bytes !== 0 ? `; ${parts.context_growth_bytes > 0 ? "+" : "−"}${formatBytes(Math.abs(parts.context_growth_bytes))} as kernels loaded in the first step` : "";
     const incl = parts.context_includes.length ? `; includes what ${parts.context_includes.map(libraryName).join(" and ")} made before that sample` : "";
-    rows.push({ kind: "context", name: "CUDA context", bytes: ctx, note: seen + incl + growth });
+    rows.push({ kind: "context", name: late ? CONTEXT_LATE_NAME : "CUDA context", bytes: ctx, note: seen + incl + growth });
     claimed += ctx;
   }
   for (const l of parts?.libraries ?? []) {

@@ -230,7 +230,7 @@ export const LedgerSchema = z
           note: z.string().nullable().describe("what more is known: communicators, the mark's event, when the context was seen"),
         }),
       )
-      .describe("allocated and reserved-unallocated of the default pool, each private pool, the CUDA context (NVML − reserved at the first sample of one moment, or at the first after torch's first allocation where that sample came before it, and its growth as kernels load in the first step), each library by the agent's marks (`gpumem:LIBRARY:EVENT` ranges: the change of NVML − reserved while the mark was open), and unexplained: what is left, always shown"),
+      .describe("allocated and reserved-unallocated of the default pool, each private pool, the CUDA context (NVML − reserved at the first sample of one moment, or at the first after torch's first allocation where that sample came before it, and its growth as kernels load in the first step; named 'CUDA context and libraries loaded before the monitor saw the process' where the program had run before that sample, attached to or with steps done: the two are not told apart), each library by the agent's marks (`gpumem:LIBRARY:EVENT` ranges: the change of NVML − reserved while the mark was open), and unexplained: what is left, always shown"),
     jumps: z
       .array(z.object({ time_us: z.number(), bytes: z.number().int(), after: z.string().describe("the mark it followed, or the step and phase") }))
       .describe("changes of unexplained memory of 64 MiB or more between two samples, newest last"),

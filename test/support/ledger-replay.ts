@@ -10,6 +10,10 @@ import { parseManifest, recordFields } from "../../src/system/manifest";
 export interface NvmlSample {
   time_us: number;
   used_bytes: number;
+  /** torch's figures the live monitor read from the ring header at that tick (the document's), where
+   *  the replay needs them: an attach's seed (the blocks from before it) is not in the recording, and
+   *  the header's exact totals stand for them as they do live where a seed is missing or refused. */
+  header?: { allocated_bytes: number; reserved_bytes: number; active_bytes: number };
 }
 
 export interface LedgerAt {
@@ -35,6 +39,8 @@ export function replayLedger(ring: string, manifest: string, samples: NvmlSample
     const model = createModel();
     model.setRanges(m.ranges);
     model.setRecordFields(recordFields(m));
+    // As the live monitor does for an attached agent (collect/live.ts).
+    if (m.attached) model.ledger.setAttached();
     return { reader, model, src: new FeedSource(reader) };
   };
   const { reader, model, src } = open();
@@ -44,6 +50,10 @@ export function replayLedger(ring: string, manifest: string, samples: NvmlSample
   for (const s of [...samples].sort((a, b) => a.time_us - b.time_us)) {
     feed(model, src, { time_us: s.time_us });
     if (ahead) feed(ahead.model, ahead.src, { time_us: s.time_us + window });
+    if (s.header) {
+      const t = { ...reader.header().totals.find((x) => x.device === device)!, device, allocated: s.header.allocated_bytes, reserved: s.header.reserved_bytes, active: s.header.active_bytes };
+      model.setHeader({ ...reader.header(), totals: [t] }, { totals: true });
+    }
     model.setNvml(m.pid, device, s.used_bytes, s.time_us, ahead === null || reservedOf(ahead.model) === reservedOf(model));
     const d = summary(model).devices.find((x) => x.device === device);
     if (!d) continue;
@@ -62,15 +72,22 @@ export function replayLedger(ring: string, manifest: string, samples: NvmlSample
   return { model, at };
 }
 
-/** The NVML samples of process `pid` in a `run --json` recording (NDJSON, gzip'd or not). */
-export function documentSamples(path: string, pid: number): NvmlSample[] {
+/** The NVML samples of process `pid` in a `run --json` recording (NDJSON, gzip'd or not); `header`:
+ *  with torch's figures the document gave beside each (NvmlSample.header). */
+export function documentSamples(path: string, pid: number, opts: { header?: boolean } = {}): NvmlSample[] {
   const bytes = readFileSync(path);
   const text = path.endsWith(".gz") ? new TextDecoder().decode(Bun.gunzipSync(bytes)) : bytes.toString("utf8");
   const out: NvmlSample[] = [];
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
-    const doc = JSON.parse(line) as { time_unix_ms: number; processes: Array<{ pid: number; agent_pid: number | null; used_bytes: number | null }> };
-    for (const p of doc.processes) if ((p.pid === pid || p.agent_pid === pid) && p.used_bytes !== null) out.push({ time_us: doc.time_unix_ms * 1000, used_bytes: p.used_bytes });
+    type Torch = { allocated_bytes: number; reserved_bytes: number; active_bytes: number };
+    const doc = JSON.parse(line) as { time_unix_ms: number; processes: Array<{ pid: number; agent_pid: number | null; used_bytes: number | null; pytorch?: Torch | null }> };
+    for (const p of doc.processes) {
+      if ((p.pid !== pid && p.agent_pid !== pid) || p.used_bytes === null) continue;
+      const t = p.pytorch;
+      const header = opts.header && t ? { allocated_bytes: t.allocated_bytes, reserved_bytes: t.reserved_bytes, active_bytes: t.active_bytes } : undefined;
+      out.push({ time_us: doc.time_unix_ms * 1000, used_bytes: p.used_bytes, ...(header ? { header } : {}) });
+    }
   }
   return out;
 }
