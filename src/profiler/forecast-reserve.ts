@@ -20,8 +20,19 @@
 //     peak). On an H200 (issue 41) a fresh GPT-2 at 92 times 256 found 4.11 GiB free in segments in
 //     use for its 4.41 GiB logits; from batch 16's layout this gives 4.06 GiB (growing the per-step
 //     blocks in it too gave 3.43).
-// That last part is the layout of this run: another start, or another batch, can place the
-// long-lived blocks elsewhere. The forecast gives its largest batch with and without it.
+// That last part is the layout of this run, and the allocator places a block in the smallest free
+// block that holds it (best fit). At batch b0 the long-lived blocks went into the per-step segment
+// because no smaller free segment held them; segments that hold no per-step block at the peak
+// (`spare`: free around it, made for a per-step block, their long-lived contents aside) grow with the
+// batch too, and from the batch where one of them holds the largest of those long-lived blocks, they
+// take them instead and the per-step segment stays free for its block: the reserve is then the
+// spare segments' free part, grown. Unless the first step's peak, those spare segments free in it,
+// passes the room: the allocator returns its free segments to make it (release_cached_blocks) and
+// the long-lived blocks land in the per-step segment again. On an H200 (issue 41) a fresh GPT-2 with
+// activation checkpointing ran at 120 to 147 without the logits' segment pinned (reserved the same at
+// its second step as at its first), and at 151 its first step's peak passed the 24 GiB cap, the
+// logits' segment was pinned and its second step raised OOM with 6.9 GiB free in segments in use.
+// The forecast gives its largest batch with this and without any pinning (its margin).
 // Pure: the device's segment table and the step's peak picture in.
 
 import { RESYNCED_STEP } from "./blocks";
@@ -48,6 +59,14 @@ export interface AllocatorReserve {
   held_bytes: number;
   /** Segments made for a per-step block that hold long-lived blocks at the peak (see the header). */
   stranded: { segments: number; segment_bytes: number; per_step_bytes: number; long_lived_bytes: number; largest_segment_bytes: number };
+  /** Segments holding no per-step block at the peak, made for one (larger than what their long-lived
+   *  blocks need), beside the stranded ones: each one's size and the long-lived bytes in it. */
+  spare: Array<{ size: number; long_lived_bytes: number }>;
+  /** The largest long-lived block in the stranded segments (what a spare segment must hold). */
+  stranded_largest_block_bytes: number;
+  /** The step the stranded segments' long-lived blocks were made in, its peak and reserved there,
+   *  where the model still keeps it (null: not kept; the stranded layout is then taken at any batch). */
+  first: { step: number; peak_bytes: number; reserved_bytes: number } | null;
   /** Whole segments free at the peak: returned before an OOM, not counted. */
   released_bytes: number;
   /** False: the segments are not those of the peak (or expandable segments): the whole slack is counted. */
@@ -60,6 +79,42 @@ export interface AllocatorReserve {
 export function reserveAt(r: AllocatorReserve, ratio: number): number {
   const s = r.stranded;
   return r.held_bytes + Math.max(0, s.segment_bytes * ratio - s.per_step_bytes - s.long_lived_bytes);
+}
+
+/** Whether at `ratio` times this step's batch the spare segments, grown, take the stranded segments'
+ *  long-lived blocks (best fit: one of them holds the largest, all of them hold them all). */
+export function spareTakes(r: AllocatorReserve, ratio: number): boolean {
+  if (r.stranded.segments === 0 || r.spare.length === 0) return false;
+  let room = 0;
+  let one = false;
+  for (const s of r.spare) {
+    const free = s.size * ratio - s.long_lived_bytes;
+    if (free >= r.stranded_largest_block_bytes) one = true;
+    room += Math.max(0, free);
+  }
+  return one && room >= r.stranded.long_lived_bytes;
+}
+
+/** The reserve at `ratio` where the spare segments hold the stranded long-lived blocks (spareTakes):
+ *  the spare segments' free part grown, less what moved into it; the per-step segment is plain. */
+export function reserveMovedAt(r: AllocatorReserve, ratio: number): number {
+  let spare = 0;
+  let spareNow = 0;
+  for (const s of r.spare) {
+    spare += s.size * ratio - s.long_lived_bytes;
+    spareNow += s.size - s.long_lived_bytes;
+  }
+  return r.held_bytes - spareNow + Math.max(0, spare - r.stranded.long_lived_bytes);
+}
+
+/** The first step's reserved at its peak at `ratio` (the step the stranded long-lived blocks were
+ *  made in), given the forecast peak there and this step's peak: its peak is lower by what that step
+ *  made after its peak (the optimizer's state), which does not scale; its free memory at the peak
+ *  (the spare segments wholly free then among it) scales with the batch. Null where it is not kept. */
+export function firstReservedAt(r: AllocatorReserve, ratio: number, peakThere: number, peakNow: number): number | null {
+  const f = r.first;
+  if (!f) return null;
+  return peakThere - Math.max(0, peakNow - f.peak_bytes) + Math.max(0, f.reserved_bytes - f.peak_bytes) * ratio;
 }
 
 /** The reserve of step `rec`'s peak, from its picture and the device's segments; where they do not
@@ -78,7 +133,7 @@ const reserveOf = new WeakMap<DeviceState, { rec: StepRecord; reserve: Allocator
 
 function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): AllocatorReserve {
   const slack = Math.max(0, rec.reserved_at_peak - rec.peak_allocated);
-  const whole: AllocatorReserve = { held_bytes: slack, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, released_bytes: 0, exact: false, slack_bytes: slack };
+  const whole: AllocatorReserve = { held_bytes: slack, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, spare: [], stranded_largest_block_bytes: 0, first: null, released_bytes: 0, exact: false, slack_bytes: slack };
   if (expandable) return whole; // one mapped range per stream, grown and shrunk by pages: no segments to strand
   const pic = d.peaks.picture(d.cur, rec.step, d.categoryCode);
   if (!pic || pic.partial) return whole;
@@ -95,6 +150,8 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
   if (end && alive) for (let i = 0; i < end.blocks.n; i++) alive.add(end.blocks.serial[i]!);
   const live = new Float64Array(addrs.length);
   const old = new Float64Array(addrs.length);
+  const biggestOld = new Float64Array(addrs.length);
+  const oldStep = new Float64Array(addrs.length).fill(Infinity);
   const b = pic.blocks;
   let largestOld = 0;
   for (let i = 0; i < b.n; i++) {
@@ -117,10 +174,14 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
     if (earlier && (!alive || alive.has(b.serial[i]!))) {
       old[k]! += b.size[i]!;
       if (b.size[i]! > largestOld) largestOld = b.size[i]!;
+      if (b.size[i]! > biggestOld[k]!) biggestOld[k] = b.size[i]!;
+      if (b.step[i] !== RESYNCED_STEP && b.step[i]! < oldStep[k]!) oldStep[k] = b.step[i]!;
     }
   }
   const longLivedSegment = segmentSizeFor(largestOld);
-  const r: AllocatorReserve = { held_bytes: 0, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, released_bytes: 0, exact: true, slack_bytes: slack };
+  const r: AllocatorReserve = { held_bytes: 0, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, spare: [], stranded_largest_block_bytes: 0, first: null, released_bytes: 0, exact: true, slack_bytes: slack };
+  let madeIn = Infinity;
+  const spare: number[] = [];
   for (let k = 0; k < addrs.length; k++) {
     const size = sizes[k]!;
     if (live[k] === 0) r.released_bytes += size;
@@ -131,7 +192,21 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
       s.per_step_bytes += live[k]! - old[k]!;
       s.long_lived_bytes += old[k]!;
       if (size > s.largest_segment_bytes) s.largest_segment_bytes = size;
-    } else r.held_bytes += size - live[k]!;
+      if (biggestOld[k]! > r.stranded_largest_block_bytes) r.stranded_largest_block_bytes = biggestOld[k]!;
+      if (oldStep[k]! < madeIn) madeIn = oldStep[k]!;
+    } else {
+      r.held_bytes += size - live[k]!;
+      // No per-step block in it at the peak, and made for one: larger than its long-lived blocks need
+      // and than the allocator's shared buffer for small requests (whose request it does not tell).
+      if (live[k] === old[k] && size > LARGE_BUFFER && size > segmentSizeFor(biggestOld[k]!)) spare.push(k);
+    }
+  }
+  if (r.stranded.segments > 0) {
+    // Only spare segments smaller than the stranded ones are a better fit for their long-lived blocks.
+    for (const k of spare) if (sizes[k]! < r.stranded.largest_segment_bytes) r.spare.push({ size: sizes[k]!, long_lived_bytes: old[k]! });
+    // Read only where it decides something (a spare segment to move to).
+    const first = r.spare.length > 0 && Number.isFinite(madeIn) ? d.steps.find((s) => s.step === madeIn && !s.partial) : undefined;
+    if (first) r.first = { step: first.step, peak_bytes: first.peak_allocated, reserved_bytes: first.reserved_at_peak };
   }
   return r;
 }

@@ -18,12 +18,14 @@
 // line, the higher one at a larger batch where more of it scales (a ResNet's). Beside the peak, a
 // batch needs the allocator's free memory it cannot give back when short (forecast-reserve.ts):
 // not the whole slack (whole free segments are returned before an OOM), but more than it where a
-// segment made for a per-step block holds long-lived memory (its free part grows with the batch).
+// segment made for a per-step block holds long-lived memory (its free part grows with the batch),
+// unless at that batch segments made for other per-step blocks have grown to hold that memory and
+// the first step's peak leaves them to the allocator (then their free part is what is counted).
 
 import { PHASE } from "../ffi/events";
 import { CAT_ACTIVATION, CAT_GRADIENT, CAT_INPUT, CAT_OTHER, CAT_TEMPORARY } from "./categories";
 import type { DeviceState } from "./device";
-import { allocatorReserve, reserveAt, type AllocatorReserve } from "./forecast-reserve";
+import { allocatorReserve, firstReservedAt, reserveAt, reserveMovedAt, spareTakes, type AllocatorReserve } from "./forecast-reserve";
 import type { StepInput } from "./inputs";
 import type { ProfilerModel } from "./model";
 import { pickDevice } from "./queries";
@@ -384,10 +386,22 @@ function ratioOf(b: ForecastBasis, n: number, seq: number | null = b.seq_max): n
   return (n * s) / base;
 }
 
+/** Whether at batch `n` the long-lived blocks that lie in segments made for per-step blocks now go
+ *  to spare segments instead (forecast-reserve.ts): these hold them at that batch, and the first
+ *  step's peak with them free fits `room` (else the allocator returns them to make it). */
+export function movesAt(b: ForecastBasis, n: number, room: number): boolean {
+  const r = ratioOf(b, n);
+  if (!spareTakes(b.reserve, r)) return false;
+  const first = firstReservedAt(b.reserve, r, peakAt(b, n), b.peak_bytes);
+  return first !== null && first <= room;
+}
+
 /** What batch `n` needs of the room: its forecast peak and the allocator's free memory it cannot
  *  give back there (forecast-reserve.ts); `stranded` false: the segments made for per-step blocks
- *  that hold long-lived memory stay as they are now (that memory placed elsewhere at that batch). */
-export function neededAt(b: ForecastBasis, n: number, stranded = true): number {
+ *  that hold long-lived memory stay as they are now (that memory placed elsewhere at that batch).
+ *  With `room`, the layout the allocator takes at that batch (movesAt); without it, this one's. */
+export function neededAt(b: ForecastBasis, n: number, stranded = true, room: number | null = null): number {
+  if (stranded && room !== null && movesAt(b, n, room)) return peakAt(b, n) + reserveMovedAt(b.reserve, ratioOf(b, n));
   return peakAt(b, n) + reserveAt(b.reserve, stranded ? ratioOf(b, n) : 1);
 }
 
@@ -452,11 +466,27 @@ export function roomOf(b: ForecastBasis, r: ForecastRoom): number | null {
   return free;
 }
 
-/** The largest batch that fits `room` (neededAt), or null. */
-export function maxBatch(b: ForecastBasis, room: number, stranded = true): number | null {
+/** The largest batch that fits `room` (neededAt), or null; `stranded` false: none pinned (the margin);
+ *  `moves` false: pinned as now at every batch (the spare segments left aside). */
+export function maxBatch(b: ForecastBasis, room: number, stranded = true, moves = true): number | null {
   if (b.batch === null && !(b.scaling_bytes > 0)) return null;
-  const fits = (n: number) => neededAt(b, n, stranded) <= room;
   if (peakAt(b, 2 * Math.max(1, b.batch ?? 1)) <= peakAt(b, Math.max(1, b.batch ?? 1))) return null; // not growing with the batch
+  const pinned = largestFitting((n) => neededAt(b, n, stranded) <= room);
+  if (!stranded || !moves || pinned === null) return pinned;
+  // Where spare segments take the long-lived blocks (from some batch on, until the first step's peak
+  // no longer fits with them free), the batches there fit by that layout's need; each bound grows
+  // with the batch, so the largest batch meeting both is searched for, then checked to move.
+  const moved = largestFitting((n) => {
+    const r = ratioOf(b, n);
+    const first = firstReservedAt(b.reserve, r, peakAt(b, n), b.peak_bytes);
+    return first !== null && first <= room && peakAt(b, n) + reserveMovedAt(b.reserve, r) <= room;
+  });
+  return moved !== null && moved > pinned && movesAt(b, moved, room) ? moved : pinned;
+}
+
+/** The largest n ≥ 1 with fits(n), where fits holds up to some n and not past it; 0 where 1 does
+ *  not fit, null past 2^40. */
+function largestFitting(fits: (n: number) => boolean): number | null {
   if (!fits(1)) return 0;
   let lo = 1;
   let hi = 2;
@@ -493,13 +523,30 @@ export function oomWords(t: NonNullable<Forecast["time_to_oom"]>): string {
   return `OOM in about ${t.steps} step${t.steps === 1 ? "" : "s"}${when}`;
 }
 
+/** Where the spare segments first hold the long-lived memory only above `pinned` + 1: the batches
+ *  between fit by neither layout, said so ("" where none). */
+function gap(b: ForecastBasis, pinned: number | null, moved: number): string {
+  let lo = (pinned ?? 0) + 1;
+  if (lo >= moved || spareTakes(b.reserve, ratioOf(b, lo))) return "";
+  let hi = moved; // spareTakes holds at moved, not at lo: the first batch where it holds lies in (lo, hi]
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (spareTakes(b.reserve, ratioOf(b, mid))) hi = mid;
+    else lo = mid;
+  }
+  const from = (pinned ?? 0) + 1;
+  return `; batch${from === hi - 1 ? ` ${from} does` : `es ${from} to ${hi - 1} do`} not fit: too small for those segments to hold it`;
+}
+
 /** The forecast in the room the caller knows; `growthPerStep`: the growth finding's, where one is made. */
 export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: number | null = null): Forecast {
   const room = roomOf(b, r);
   const n0 = b.batch ?? 1;
   const at = FORECAST.multiples.map((k) => ({ batch: k * n0, peak_bytes: Math.round(peakAt(b, k * n0)) }));
   const max = room === null ? null : maxBatch(b, room);
-  const maxBytes = max === null || max === 0 ? null : Math.round(neededAt(b, max));
+  const maxBytes = max === null || max === 0 ? null : Math.round(neededAt(b, max, true, room));
+  const moved = max !== null && max > 0 && room !== null && movesAt(b, max, room);
+  const pinnedMax = moved ? maxBatch(b, room!, true, false) : null;
   const reserve = reserveAt(b.reserve, 1);
   const strands = b.reserve.stranded.segments > 0;
   const unstranded = room === null || !strands ? null : maxBatch(b, room, false);
@@ -513,9 +560,15 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     const outside = r.outside_bytes !== null && !limited ? ` with ${formatBytes(r.outside_bytes)} outside PyTorch${others} and` : " with";
     const free = b.reserve.exact ? `${formatBytes(maxBytes === null ? reserve : maxBytes - peakAt(b, max))} free in the allocator's segments in use at the peak` : `this step's allocator slack, ${formatBytes(b.slack_bytes)}`;
     const s = b.reserve.stranded;
-    const why = strands
-      ? `: ${s.segments === 1 ? `a ${formatBytes(s.segment_bytes)} segment` : `${s.segments} segments (${formatBytes(s.segment_bytes)})`} made for per-step blocks ${s.segments === 1 ? "holds" : "hold"} ${formatBytes(s.long_lived_bytes)} of long-lived memory: grown with the batch, what lies in ${s.segments === 1 ? "it" : "them"} not`
-      : "";
+    const held = `${s.segments === 1 ? `a ${formatBytes(s.segment_bytes)} segment` : `${s.segments} segments (${formatBytes(s.segment_bytes)})`} made for per-step blocks ${s.segments === 1 ? "holds" : "hold"} ${formatBytes(s.long_lived_bytes)} of long-lived memory`;
+    // Moved: say which layout the figure stands on, and the one that takes over past it.
+    const first = moved ? firstReservedAt(b.reserve, ratioOf(b, max + 1), peakAt(b, max + 1), b.peak_bytes) : null;
+    const past = first !== null && first > room ? `; from batch ${max + 1} the first step's peak with them free passes the room, the allocator returns them and the long-lived memory lands in ${s.segments === 1 ? "that segment" : "those segments"} again` : "";
+    const why = !strands
+      ? ""
+      : moved
+        ? `: ${held} now; at this batch segments made for other per-step blocks, grown, are the best fit for it and hold it instead${past} (batch ${pinnedMax} at most where it stays there${gap(b, pinnedMax, max)})`
+        : `: ${held}: grown with the batch, what lies in ${s.segments === 1 ? "it" : "them"} not`;
     const margin = strands && unstranded !== null && unstranded !== max ? `; ${b.batch === null ? `${unstranded}x` : `batch ${unstranded}`} where that memory lies elsewhere` : "";
     words += max === 0 ? `; batch 1 would not fit (${formatBytes(room)} of room)` : `; fits up to ${unit} (${of}${outside} ${free}${why})${margin}`;
   } else words += `; ${at.map((a, i) => `${b.batch === null ? `${a.batch}x${i ? "" : " the batch"}` : `batch ${a.batch}`}: ${formatBytes(a.peak_bytes)}`).join(", ")}`;
