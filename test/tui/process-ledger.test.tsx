@@ -38,3 +38,25 @@ test("on a short terminal it is the first line to go; at 80 columns it is cut at
   expect(line.length).toBeLessThanOrEqual(80);
   expect(line).toMatch(/outside PyTorch: CUDA context [\d.]+ MiB/);
 });
+
+test("a context first seen late keeps the unexplained figure at 80 columns: short names, then the smallest rows folded, never the unexplained cut", async () => {
+  const { outsideWords } = await import("../../src/tui/screens/outside-line");
+  const LFX = join(FX, "ledger");
+  const { pid } = (await import("../fixtures/ledger/attach-gpt2.facts.json")).default;
+  const { at } = replayLedger(join(LFX, "attach-gpt2.ring.gz"), join(LFX, "attach-gpt2.json"), documentSamples(join(LFX, "attach-gpt2.run.ndjson.gz"), pid, { header: true }));
+  const l = at[at.length - 1]!.ledger;
+  const wide = outsideWords(l, 200);
+  expect(wide).toContain("CUDA context and libraries loaded before the monitor saw the process");
+  expect(wide).toMatch(/unexplained [\d.]+ (B|KiB|MiB)$/);
+  for (const w of [80, 60, 40]) {
+    const line = outsideWords(l, w);
+    expect(line.length).toBeLessThanOrEqual(w);
+    expect(line).toMatch(/unexplained [\d.]+ (B|KiB|MiB)$/);
+  }
+  expect(outsideWords(l, 80)).toContain("context+earlier");
+  // Many libraries: the smallest give way as "N more" with their bytes, the unexplained stays.
+  const many = { ...l, rows: [...l.rows.filter((r) => r.kind !== "unexplained"), ...["NCCL", "Triton", "CUDA graphs", "cuBLAS"].map((name, i) => ({ kind: "library" as const, name, bytes: (4 - i) * 2 ** 28, note: null })), l.rows.find((r) => r.kind === "unexplained")!] };
+  const folded = outsideWords(many, 80);
+  expect(folded.length).toBeLessThanOrEqual(80);
+  expect(folded).toMatch(/\d more [\d.]+ [KMG]iB, unexplained /);
+});

@@ -1,20 +1,45 @@
 // The Process screen's line of what is outside PyTorch: the ledger's rows outside torch's reserved
 // (the CUDA context, each library by its marks, unexplained), in words, from the model's own NVML
-// sample and figures, so it sums with the headline's allocated, reserved and NVML.
+// sample and figures, so it sums with the headline's allocated, reserved and NVML. Fitted to the
+// screen's width without ever losing the unexplained figure (the issue's "always shown").
 import type { DeviceSummary, ProfilerModel } from "../../profiler";
 import type { PrivatePool } from "../../profiler/pools";
-import { ledgerRows, ledgerWords } from "../../system/ledger-rows";
+import { ledgerRows, ledgerWords, type Ledger } from "../../system/ledger-rows";
+import { formatBytes, textWidth } from "../format";
 
-/** "812.00 MiB outside PyTorch: CUDA context 522.00 MiB, NCCL 2.40 GiB (3 communicators),
- *  unexplained 290.00 MiB"; null where NVML has no figure of the process. */
-export function outsideLine(m: ProfilerModel, s: DeviceSummary, pools: readonly PrivatePool[] | null): string | null {
+/** The ledger at the model's own NVML sample; null where NVML has no figure of the process. */
+export function outsideLedger(m: ProfilerModel, s: DeviceSummary, pools: readonly PrivatePool[] | null): Ledger | null {
   if (s.nvml_used_bytes === null) return null;
-  const l = ledgerRows({
+  return ledgerRows({
     nvml_used_bytes: s.nvml_used_bytes,
     allocated_bytes: s.allocated_bytes,
     reserved_bytes: s.reserved_bytes,
     private_pools: pools ?? [],
     parts: m.ledger.parts(s.device),
   });
-  return ledgerWords(l);
+}
+
+const signed = (b: number) => `${b < 0 ? "−" : ""}${formatBytes(Math.abs(b))}`;
+
+/**
+ * The ledger in words within `width` columns: the document's words where they fit ("812.00 MiB
+ * outside PyTorch: CUDA context 522.00 MiB, NCCL 2.40 GiB (3 communicators), unexplained 290.00
+ * MiB"); else the rows under short names (a context first seen late: "context+earlier"); else the
+ * smallest rows folded into "N more" before the unexplained figure, which always stays.
+ */
+export function outsideWords(l: Ledger, width: number): string {
+  const long = ledgerWords(l);
+  if (textWidth(long) <= width) return long;
+  const rows = l.rows.filter((r) => r.kind === "context" || r.kind === "library").sort((a, b) => b.bytes - a.bytes);
+  const shortName = (r: Ledger["rows"][number]) => (r.kind === "context" ? (r.name === "CUDA context" ? "context" : "context+earlier") : r.name);
+  const un = `unexplained ${signed(l.rows.find((r) => r.kind === "unexplained")!.bytes)}`;
+  const head = `${formatBytes(l.outside_pytorch_bytes)} outside PyTorch: `;
+  for (let kept = rows.length; kept >= 0; kept--) {
+    const parts = rows.slice(0, kept).map((r) => `${shortName(r)} ${formatBytes(r.bytes)}`);
+    const rest = rows.length - kept;
+    if (rest > 0) parts.push(`${rest} more ${formatBytes(rows.slice(kept).reduce((a, r) => a + r.bytes, 0))}`);
+    const line = head + [...parts, un].join(", ");
+    if (textWidth(line) <= width || kept === 0) return textWidth(line) <= width ? line : `${formatBytes(l.outside_pytorch_bytes)} outside; ${un}`;
+  }
+  return un;
 }

@@ -10,8 +10,8 @@ import { clausePieces, Flow, flowLines, type Piece } from "./flow";
 import { isKey, type ScreenProps, type ScreenSpec } from "../screen-spec";
 import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
-import { outsideLine } from "./outside-line";
-import { ledgerWords, type Ledger } from "../../system/ledger-rows";
+import { outsideLedger, outsideWords } from "./outside-line";
+import type { Ledger } from "../../system/ledger-rows";
 import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 
 /** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
@@ -147,7 +147,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
   // line under the headline, the first to give way on a short terminal. A recorded machine's NVML
   // (the demo) was sampled at another moment than the model's figures: its document's ledger (made
   // at the sample's moment), never the model's.
-  const outside = pm.snapshot ? null : sampled ? (sampled.ledger ? ledgerWords(sampled.ledger) : null) : outsideLine(m, s, u ? u.private_pools : null);
+  const outside = pm.snapshot ? null : sampled ? (sampled.ledger ?? null) : outsideLedger(m, s, u ? u.private_pools : null);
   // Lines that are not charts: title, 3 headline lines, 2 chart labels, phase band, marks, time
   // axis, the agent's notes, the findings (a heading and at least one line), the step, its peak in words, the table's
   // two header lines, its phases and what the shares leave out. The two charts share what is left (up to
@@ -283,7 +283,7 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
       {snap ? null : <Flow pieces={headline} width={w} />}
       <Flow pieces={ownLine ? status : [...status, ...unallocatedPieces]} width={w} />
       {ownLine ? <Flow pieces={unallocatedPieces} width={w} /> : null}
-      {showOutside ? <Text>{cutWords(outside!, w)}</Text> : null}
+      {showOutside ? <Text>{outsideWords(outside!, w)}</Text> : null}
       {noteLines}
       {chart ? (
         <>
