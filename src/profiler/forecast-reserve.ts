@@ -29,9 +29,11 @@
 // spare segments' free part, grown. Unless the first step's peak, those spare segments free in it,
 // passes the room: the allocator returns its free segments to make it (release_cached_blocks) and
 // the long-lived blocks land in the per-step segment again. On an H200 (issue 41) a fresh GPT-2 with
-// activation checkpointing ran at 120 to 147 without the logits' segment pinned (reserved the same at
-// its second step as at its first), and at 151 its first step's peak passed the 24 GiB cap, the
-// logits' segment was pinned and its second step raised OOM with 6.9 GiB free in segments in use.
+// activation checkpointing ran at 120 to 148 without the logits' segment pinned (reserved the same at
+// its second step as at its first), and at 149 to 151 its first step's reserved passed the 24 GiB
+// cap, the logits' segment was pinned and its second step raised OOM with 6.8-6.9 GiB free in
+// segments in use. That first step's reserved at a larger batch is not batch 16's grown: see
+// firstReservedAt.
 // The forecast gives its largest batch with this and without any pinning (its margin).
 // Pure: the device's segment table and the step's peak picture in.
 
@@ -64,9 +66,13 @@ export interface AllocatorReserve {
   spare: Array<{ size: number; long_lived_bytes: number }>;
   /** The largest long-lived block in the stranded segments (what a spare segment must hold). */
   stranded_largest_block_bytes: number;
-  /** The step the stranded segments' long-lived blocks were made in, its peak and reserved there,
-   *  where the model still keeps it (null: not kept; the stranded layout is then taken at any batch). */
-  first: { step: number; peak_bytes: number; reserved_bytes: number } | null;
+  /** The step the stranded segments' long-lived blocks were made in, its peak and reserved there and
+   *  at its end, where the model still keeps it (null: not kept; the stranded layout is then taken at
+   *  any batch). */
+  first: { step: number; peak_bytes: number; reserved_bytes: number; end_reserved_bytes: number } | null;
+  /** The largest per-step block at the peak below the allocator's large size (kMinLargeAlloc, 10 MiB:
+   *  served from shared 20 MiB segments), 0 where none: see firstReservedAt. */
+  shared_block_bytes: number;
   /** Whole segments free at the peak: returned before an OOM, not counted. */
   released_bytes: number;
   /** False: the segments are not those of the peak (or expandable segments): the whole slack is counted. */
@@ -107,14 +113,32 @@ export function reserveMovedAt(r: AllocatorReserve, ratio: number): number {
   return r.held_bytes - spareNow + Math.max(0, spare - r.stranded.long_lived_bytes);
 }
 
-/** The first step's reserved at its peak at `ratio` (the step the stranded long-lived blocks were
- *  made in), given the forecast peak there and this step's peak: its peak is lower by what that step
- *  made after its peak (the optimizer's state), which does not scale; its free memory at the peak
- *  (the spare segments wholly free then among it) scales with the batch. Null where it is not kept. */
+/** The first step's reserved by the time it made the stranded long-lived blocks (its end), at `ratio`,
+ *  given the forecast peak there and this step's peak: its peak is lower by what that step made after
+ *  its peak (the optimizer's state), which does not scale; its free memory at the peak (the spare
+ *  segments wholly free then among it) scales with the batch; the segments it made after its peak
+ *  (small ones for gradients and the optimizer's state) do not, and count: reserved passing the room
+ *  there returns the spare segments before the state is placed as well. And where a per-step block
+ *  that shares the allocator's 20 MiB segments at this batch passes 10 MiB at that one, one more
+ *  spare segment, grown: the allocator then serves it by best fit from a freed segment made for a
+ *  larger per-step block, cutting it, and the next request of that segment's size makes a new one
+ *  (GPT-2 with activation checkpointing, from batch 16 to 147: its 8 MiB checkpoints cut the freed
+ *  294 MiB segments of its MLP and one more of them was made; replayed through the allocator's
+ *  rules, torch's reserved at each batch is met within 0.01 GiB; this reading is above torch's by
+ *  0.2%, the batch-16 layout grown without it 1.2% below). Null where it is not kept. */
 export function firstReservedAt(r: AllocatorReserve, ratio: number, peakThere: number, peakNow: number): number | null {
   const f = r.first;
   if (!f) return null;
-  return peakThere - Math.max(0, peakNow - f.peak_bytes) + Math.max(0, f.reserved_bytes - f.peak_bytes) * ratio;
+  const after = Math.max(0, f.end_reserved_bytes - f.reserved_bytes);
+  return peakThere - Math.max(0, peakNow - f.peak_bytes) + Math.max(0, f.reserved_bytes - f.peak_bytes) * ratio + after + spareCutAt(r, ratio);
+}
+
+/** The one more spare segment firstReservedAt counts at `ratio` (its largest, grown), 0 where no
+ *  per-step block under 10 MiB at this batch passes 10 MiB there. */
+export function spareCutAt(r: AllocatorReserve, ratio: number): number {
+  let cut = 0;
+  if (r.shared_block_bytes * ratio >= MIN_LARGE_ALLOC) for (const s of r.spare) cut = Math.max(cut, segmentSizeFor(s.size * ratio));
+  return cut;
 }
 
 /** The reserve of step `rec`'s peak, from its picture and the device's segments; where they do not
@@ -133,7 +157,7 @@ const reserveOf = new WeakMap<DeviceState, { rec: StepRecord; reserve: Allocator
 
 function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): AllocatorReserve {
   const slack = Math.max(0, rec.reserved_at_peak - rec.peak_allocated);
-  const whole: AllocatorReserve = { held_bytes: slack, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, spare: [], stranded_largest_block_bytes: 0, first: null, released_bytes: 0, exact: false, slack_bytes: slack };
+  const whole: AllocatorReserve = { held_bytes: slack, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, spare: [], stranded_largest_block_bytes: 0, first: null, shared_block_bytes: 0, released_bytes: 0, exact: false, slack_bytes: slack };
   if (expandable) return whole; // one mapped range per stream, grown and shrunk by pages: no segments to strand
   const pic = d.peaks.picture(d.cur, rec.step, d.categoryCode);
   if (!pic || pic.partial) return whole;
@@ -154,6 +178,7 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
   const oldStep = new Float64Array(addrs.length).fill(Infinity);
   const b = pic.blocks;
   let largestOld = 0;
+  let shared = 0;
   for (let i = 0; i < b.n; i++) {
     const at = b.address[i]!;
     // the segment holding it: the last one starting at or below it (addresses sorted)
@@ -169,6 +194,7 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
     }
     if (k < 0 || at >= addrs[k]! + sizes[k]!) return whole; // a block outside every segment: not the peak's
     live[k]! += b.size[i]!;
+    if (b.step[i] === rec.step && b.size[i]! < MIN_LARGE_ALLOC && b.size[i]! > shared) shared = b.size[i]!;
     // (a block a seed or snapshot set carries no step: from before the recording, long-lived)
     const earlier = b.step[i]! < rec.step || b.step[i] === RESYNCED_STEP;
     if (earlier && (!alive || alive.has(b.serial[i]!))) {
@@ -179,7 +205,7 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
     }
   }
   const longLivedSegment = segmentSizeFor(largestOld);
-  const r: AllocatorReserve = { held_bytes: 0, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, spare: [], stranded_largest_block_bytes: 0, first: null, released_bytes: 0, exact: true, slack_bytes: slack };
+  const r: AllocatorReserve = { held_bytes: 0, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, spare: [], stranded_largest_block_bytes: 0, first: null, shared_block_bytes: 0, released_bytes: 0, exact: true, slack_bytes: slack };
   let madeIn = Infinity;
   const spare: number[] = [];
   for (let k = 0; k < addrs.length; k++) {
@@ -206,7 +232,11 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
     for (const k of spare) if (sizes[k]! < r.stranded.largest_segment_bytes) r.spare.push({ size: sizes[k]!, long_lived_bytes: old[k]! });
     // Read only where it decides something (a spare segment to move to).
     const first = r.spare.length > 0 && Number.isFinite(madeIn) ? d.steps.find((s) => s.step === madeIn && !s.partial) : undefined;
-    if (first) r.first = { step: first.step, peak_bytes: first.peak_allocated, reserved_bytes: first.reserved_at_peak };
+    if (first) {
+      const end = Number.isFinite(first.reserved_at_end) ? Math.max(first.reserved_at_end, first.reserved_at_peak) : first.reserved_at_peak;
+      r.first = { step: first.step, peak_bytes: first.peak_allocated, reserved_bytes: first.reserved_at_peak, end_reserved_bytes: end };
+      r.shared_block_bytes = shared;
+    }
   }
   return r;
 }

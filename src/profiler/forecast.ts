@@ -20,12 +20,14 @@
 // not the whole slack (whole free segments are returned before an OOM), but more than it where a
 // segment made for a per-step block holds long-lived memory (its free part grows with the batch),
 // unless at that batch segments made for other per-step blocks have grown to hold that memory and
-// the first step's peak leaves them to the allocator (then their free part is what is counted).
+// the first step's reserved leaves them to the allocator (then their free part is what is counted;
+// that reserved counts one more of them where blocks under the allocator's 10 MiB large size pass it
+// at that batch and are cut from them: forecast-reserve.ts firstReservedAt).
 
 import { PHASE } from "../ffi/events";
 import { CAT_ACTIVATION, CAT_GRADIENT, CAT_INPUT, CAT_OTHER, CAT_TEMPORARY } from "./categories";
 import type { DeviceState } from "./device";
-import { allocatorReserve, firstReservedAt, reserveAt, reserveMovedAt, spareTakes, type AllocatorReserve } from "./forecast-reserve";
+import { allocatorReserve, firstReservedAt, reserveAt, reserveMovedAt, spareCutAt, spareTakes, type AllocatorReserve } from "./forecast-reserve";
 import type { StepInput } from "./inputs";
 import type { ProfilerModel } from "./model";
 import { pickDevice } from "./queries";
@@ -563,7 +565,8 @@ export function forecastAt(b: ForecastBasis, r: ForecastRoom, growthPerStep: num
     const held = `${s.segments === 1 ? `a ${formatBytes(s.segment_bytes)} segment` : `${s.segments} segments (${formatBytes(s.segment_bytes)})`} made for per-step blocks ${s.segments === 1 ? "holds" : "hold"} ${formatBytes(s.long_lived_bytes)} of long-lived memory`;
     // Moved: say which layout the figure stands on, and the one that takes over past it.
     const first = moved ? firstReservedAt(b.reserve, ratioOf(b, max + 1), peakAt(b, max + 1), b.peak_bytes) : null;
-    const past = first !== null && first > room ? `; from batch ${max + 1} the first step's peak with them free passes the room, the allocator returns them and the long-lived memory lands in ${s.segments === 1 ? "that segment" : "those segments"} again` : "";
+    const cut = first !== null && spareCutAt(b.reserve, ratioOf(b, max + 1)) > 0 ? ` (with one more of them: blocks under the allocator's 10 MiB at this batch pass it there and are cut from them)` : "";
+    const past = first !== null && first > room ? `; from batch ${max + 1} the first step's peak with them free${cut} passes the room, the allocator returns them and the long-lived memory lands in ${s.segments === 1 ? "that segment" : "those segments"} again` : "";
     const why = !strands
       ? ""
       : moved

@@ -5,20 +5,24 @@
 // NAME.json and facts.json); a check skips, saying so, only where its ring is missing.
 //   - GPT-2, ResNet50, GPT-2 with activation checkpointing: the peak forecast at 2b0 and 4b0 within
 //     5% of max_memory_allocated() there; the largest batch that fits against what a fresh training
-//     does (the script's `one` processes, and a sweep's fresh-allocator trials): within one of the
-//     boundary where they settle it (the largest that ran its steps, one more raised OOM), and no
-//     fresh result on the wrong side of the forecast by more than one. Not the sweep's in-process
+//     does (the script's `one` processes, and a sweep's fresh-allocator trials): never above the
+//     boundary where they settle it (the largest that ran its steps, one more raised OOM) and at most
+//     one below it, no batch that raised OOM in a fresh process at or below the forecast, and no batch
+//     that ran more than one above it (a forecast that names a batch that OOMs is the worse error:
+//     the issue's "never claims more than it measured"). Not the sweep's in-process
 //     bisection: its optimizer state was made at b0 and its allocator's cache emptied between
 //     trials, a layout no training started at that batch has (on the H200 of 2026-11-29 it ran
 //     GPT-2 at batch 92, which a fresh process at 92 could not: its second step found 4.11 GiB free
 //     in segments in use, none of it in one piece for the 4.41 GiB logits). Where a fresh process
 //     raised OOM, the reserve the forecast counts beside the peak there within one batch's memory
 //     of what torch said its segments in use held free. Where the forecast reads the first step's
-//     reserved at its peak (the allocator returns its free segments where it passes the room, and
-//     the long-lived memory made after it lands in a per-step segment), that within 2% of torch's in
-//     each fresh trial's first step that ran. GPT-2 with checkpointing on the H200 (second run): ran
-//     120 to 147 with the logits' segment free of long-lived memory, raised OOM at 151 (its first
-//     step's peak passed the cap and it was pinned); the forecast must lie in 146..151.
+//     reserved (the allocator returns its free segments where it passes the room, and the
+//     long-lived memory made after its peak lands in a per-step segment), that within 2% of torch's
+//     in each fresh trial's and fresh process's first step that ran, and not below it: read low, it
+//     names batches whose first step returns those segments. GPT-2 with checkpointing on the H200:
+//     ran 120 to 148 with the logits' segment free of long-lived memory (fresh processes at 148),
+//     raised OOM at 149, 150 and 151 in the second step (the first step's reserved passed the cap,
+//     the logits' segment was pinned); the forecast must be 147 or 148.
 //   - GPT-2 fed eight sequence lengths: the fit's error within 5%, linear in the sequence with sdpa
 //     attention and quadratic with eager; the peak at each length within 5% of torch's there.
 //   - the keep-logits leak: time to OOM, forecast ten steps after the growth shows, within 10% of
@@ -55,6 +59,8 @@ interface OneFacts {
   fits: boolean;
   /** torch's OutOfMemoryError, its first line. */
   error?: string;
+  /** torch's peaks of each step it ran (the step that raised: up to the OOM). */
+  steps?: Peak[];
 }
 interface RingFacts {
   cap: { cap_bytes: number; device_total: number };
@@ -95,7 +101,7 @@ function boundaryOf(fits: Map<number, boolean>): number | null {
 
 
 for (const name of ["gpt2", "resnet50", "gpt2-ckpt"]) {
-  test.skipIf(!have(name))(`${name}: the peak at 2 and 4 times the batch within 5% of torch's, the largest batch that fits within one of a fresh training's where measured${why(name)}`, async () => {
+  test.skipIf(!have(name))(`${name}: the peak at 2 and 4 times the batch within 5% of torch's, the largest batch that fits never above a fresh training's boundary and at most one below, where measured${why(name)}`, async () => {
     const all = facts();
     const f = all.rings[name]!;
     const sweep = all.sweep.models[name]!;
@@ -111,9 +117,9 @@ for (const name of ["gpt2", "resnet50", "gpt2-ckpt"]) {
     const fc = forecastAt(b, roomOf(f));
     expect(fc.max_batch).toBeGreaterThan(4 * f.batch);
     const fresh = freshOf(all, name);
-    // Every fresh result on the forecast's side, one batch of error allowed: a batch that ran is at
-    // most one above the forecast, a batch that raised OOM at least the forecast.
-    for (const [n, ok] of fresh) expect([n, ok ? n <= fc.max_batch! + 1 : n >= fc.max_batch!]).toEqual([n, true]);
+    // Every fresh result on the forecast's side: a batch that ran is at most one above the forecast
+    // (one batch short allowed), a batch that raised OOM above it (never named as fitting).
+    for (const [n, ok] of fresh) expect([n, ok ? n <= fc.max_batch! + 1 : n > fc.max_batch!]).toEqual([n, true]);
     // Where a fresh process raised OOM, torch said what its segments in use held free then ("and
     // 4.11 GiB is reserved by PyTorch but unallocated"): the reserve the forecast counts beside the
     // peak at that batch is that within one batch's memory (what one more batch needs).
@@ -127,16 +133,17 @@ for (const name of ["gpt2", "resnet50", "gpt2-ckpt"]) {
     // Whether the allocator returns its free segments in the first step (and the long-lived memory
     // made after its peak lands in a per-step segment) turns on that step's reserved at its peak: where
     // the forecast reads it, within 2% of torch's max_memory_reserved in each fresh trial's first step
-    // that ran (GPT-2 checkpointed at 120 to 147 on the H200: 19.4 to 23.8 GiB).
-    for (const t of sweep.fresh?.trials ?? []) {
-      if (!t.fits || (t.before && t.before.allocated !== 0)) continue;
+    // that ran (GPT-2 checkpointed at 120 to 148 on the H200: 19.4 to 23.9 GiB), and not below it.
+    const ran = [...(sweep.fresh?.trials ?? []).filter((t) => !t.before || t.before.allocated === 0), ...Object.values(all.one ?? {}).filter((o) => o.model === name).map((o) => ({ batch: o.batch, fits: o.fits, peaks: o.steps ?? [] }))];
+    for (const t of ran) {
+      if (!t.fits) continue;
       const first = firstReservedAt(b.reserve, t.batch / f.batch, peakAt(b, t.batch), b.peak_bytes);
       if (first === null) continue;
       const torchFirst = t.peaks[0]!.max_reserved!;
-      expect([t.batch, Math.abs(first - torchFirst) / torchFirst < 0.02]).toEqual([t.batch, true]);
+      expect([t.batch, Math.abs(first - torchFirst) / torchFirst < 0.02, first >= torchFirst]).toEqual([t.batch, true, true]);
     }
     const boundary = boundaryOf(fresh);
-    if (boundary !== null) expect(Math.abs(fc.max_batch! - boundary)).toBeLessThanOrEqual(1);
+    if (boundary !== null) expect([boundary - 1, boundary]).toContain(fc.max_batch!);
     else console.log(`${name}: forecast ${fc.max_batch} (${fc.max_batch_unstranded ?? fc.max_batch} where long-lived memory lies elsewhere); no fresh boundary measured (${[...fresh].map(([n, ok]) => `${n} ${ok ? "ran" : "OOM"}`).join(", ") || "no fresh run"}): within one unchecked`);
   });
 }
@@ -152,8 +159,9 @@ test.skipIf(!have("gpt2-ckpt"))(`gpt2-ckpt: the logits' segment holds AdamW's st
   expect(steps[1]!.reserved_at_peak - steps[0]!.reserved_at_peak).toBeGreaterThanOrEqual(b.reserve.stranded.segment_bytes);
   expect(b.reserve.spare.length).toBeGreaterThan(0);
   expect(movesAt(b, f.batch, room)).toBe(false);
-  // Every fresh trial that ran from 120 on: the state elsewhere (torch's reserved the same at its second step as at its first).
-  for (const t of all.sweep.models["gpt2-ckpt"]!.fresh!.trials) {
+  // Every fresh trial and process that ran from 120 on: the state elsewhere (torch's reserved the same at its second step as at its first).
+  const ones = Object.values(all.one ?? {}).filter((o) => o.model === "gpt2-ckpt").map((o) => ({ batch: o.batch, fits: o.fits, peaks: o.steps ?? [] }));
+  for (const t of [...all.sweep.models["gpt2-ckpt"]!.fresh!.trials, ...ones]) {
     if (!t.fits) continue;
     expect(Math.abs(t.peaks[1]!.max_reserved! - t.peaks[0]!.max_reserved!)).toBeLessThan(b.reserve.stranded.segment_bytes / 100);
     expect([t.batch, movesAt(b, t.batch, room)]).toEqual([t.batch, true]);
@@ -162,7 +170,9 @@ test.skipIf(!have("gpt2-ckpt"))(`gpt2-ckpt: the logits' segment holds AdamW's st
   const n = fc.max_batch!;
   expect(movesAt(b, n, room)).toBe(true);
   expect(firstReservedAt(b.reserve, (n + 1) / f.batch, peakAt(b, n + 1), b.peak_bytes)!).toBeGreaterThan(room);
-  expect(fc.words).toContain(`from batch ${n + 1} the first step's peak with them free passes the room`);
+  // Its checkpoints (8 MiB at 16, in the allocator's shared 20 MiB segments) pass 10 MiB there: the
+  // first step's reserved counts one more freed MLP segment, and the words say so.
+  expect(fc.words).toContain(`from batch ${n + 1} the first step's peak with them free (with one more of them: blocks under the allocator's 10 MiB at this batch pass it there and are cut from them) passes the room`);
 });
 
 for (const [name, shape] of [
