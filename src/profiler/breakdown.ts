@@ -236,7 +236,12 @@ export interface StepLine {
 /** One line per kept step (oldest first), the running one last: for a step table or a sparkline. */
 export function steps(m: ProfilerModel, opts: { device?: number } = {}): { device: number; steps: StepLine[] } {
   const d = requireDevice(m, opts.device);
-  const line = (r: StepRecord, complete: boolean): StepLine => ({
+  return { device: d.device, steps: [...d.steps.map((r) => stepLine(d, r, true)), stepLine(d, d.cur, false)] };
+}
+
+/** One step's line of `steps`: a finished step (`complete`) or the running one, d.cur. */
+export function stepLine(d: DeviceState, r: StepRecord, complete: boolean): StepLine {
+  return {
     step: r.step,
     complete,
     start_us: num(r.start_us),
@@ -248,6 +253,5 @@ export function steps(m: ProfilerModel, opts: { device?: number } = {}): { devic
     peak_phase: r.peak_phase >= 0 ? (PHASE_NAMES[r.peak_phase] ?? null) : null,
     alloc_bytes: r.alloc_bytes,
     gradient_held_from_earlier_steps_bytes: num(r.gradHeldBytes),
-  });
-  return { device: d.device, steps: [...d.steps.map((r) => line(r, true)), line(d.cur, false)] };
+  };
 }

@@ -3,7 +3,7 @@
 // whole run's peak step, live memory by category, the largest tensors by name, and the findings.
 // Every figure comes from the same query the screens call, so a number on screen and in JSON agree.
 
-import { breakdown, steps } from "./breakdown";
+import { breakdown, stepLine } from "./breakdown";
 import type { Profile } from "../system/schema";
 import { findings, type Finding } from "./findings";
 import type { ProfilerModel } from "./model";
@@ -56,10 +56,12 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
   if (!d) return null;
   const dev = d.device;
   const s = deviceSummary(m, d);
-  const kept = steps(m, { device: dev }).steps;
-  const done = kept.filter((x) => x.complete);
-  let peak = done[0] ?? null;
-  for (const x of done) if (x.peak_allocated_bytes > peak!.peak_allocated_bytes) peak = x;
+  // The finished steps themselves, not steps()' line of each (up to 512 objects a tick): only the
+  // peak's line and the last's figure are read.
+  const done = d.steps;
+  let peakRec = done[0] ?? null;
+  for (const r of done) if (r.peak_allocated > peakRec!.peak_allocated) peakRec = r;
+  const peak = peakRec && stepLine(d, peakRec, true);
   const b = done.length ? breakdown(m, { device: dev }) : null;
   const cats = categories(m, { device: dev }).categories.filter((c) => c.bytes !== 0 || c.blocks !== 0);
   return {
@@ -92,7 +94,7 @@ export function processProfile(m: ProfilerModel, opts: { device?: number; tensor
       peak_phase: b.peak.phase,
       peak_range: b.peak.range_name,
       held_at_end_bytes: b.held_at_end_bytes,
-      torch_allocated_at_end_bytes: done[done.length - 1]!.torch_allocated_at_end_bytes,
+      torch_allocated_at_end_bytes: stepLine(d, done[done.length - 1]!, true).torch_allocated_at_end_bytes,
       phases: b.phases.map((p) => ({
         phase: p.phase,
         alloc_bytes: p.alloc_bytes,
