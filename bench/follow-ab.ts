@@ -5,8 +5,12 @@
 // Tensors, and `--json` (the session `run --json` runs), all on core 0 (bench/monitor-cost.ts). With
 // AGENTS 0: the idle screens and `--json` of both trees (no GPU here: no NVML, no agent; the
 // Overview says so and has nothing to chart).
-//   bun bench/follow-ab.ts OUT_DIR EARLIER_TREE [SECONDS] [AGENTS] [RATE]
+//   [WARM=S] bun bench/follow-ab.ts OUT_DIR EARLIER_TREE [SECONDS] [AGENTS] [RATE]
 // EARLIER_TREE: a checkout of the earlier commit with its own node_modules (its bundle is built here).
+// WARM: seconds every monitor runs before the measured ones (default 4). The engine's compiler
+// works for the first 30 s or so of a busy follower (the model's per-record loop alone takes
+// 0.2-0.5 s of CPU to compile, once): WARM=40 measures what it costs after that, the default
+// what its first half minute costs.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { agentDir, recordedRate, startWriters } from "./support/busy-agents";
@@ -18,6 +22,7 @@ if (!outArg || !earlierArg) {
   process.exit(2);
 }
 const SECONDS = Number(secondsArg ?? 20);
+const WARM = Number(process.env.WARM ?? 4);
 const AGENTS = Number(agentsArg ?? 1);
 const FIXTURE = join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
 const RATE = Number(rateArg) || Math.round(recordedRate(FIXTURE));
@@ -31,7 +36,7 @@ const commit = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "-
 const dirty = Bun.spawnSync(["git", "-C", trees.now, "status", "--porcelain", "--", "src", "patches"]).stdout.length ? " + changes" : "";
 const pin = CORES > 1 && Bun.which("taskset") ? "taskset -c 0 " : "";
 const dir = agentDir();
-const stop = AGENTS > 0 ? startWriters(dir, AGENTS, FIXTURE, RATE, SECONDS + 20, CORES > 1 ? `1-${CORES - 1}` : null) : () => {};
+const stop = AGENTS > 0 ? startWriters(dir, AGENTS, FIXTURE, RATE, SECONDS + WARM + 20, CORES > 1 ? `1-${CORES - 1}` : null) : () => {};
 const specs: string[] = [];
 for (const [label, root] of Object.entries(trees)) {
   const run = `env GPUMEM_TUI_DIR=${dir} ${pin}${process.execPath} ${root}/dist/cli.js`;
@@ -40,14 +45,14 @@ for (const [label, root] of Object.entries(trees)) {
 }
 let result;
 try {
-  result = await monitorCost(specs, SECONDS, 4);
+  result = await monitorCost(specs, SECONDS, WARM);
 } finally {
   stop();
 }
 const out = resolve(outArg);
 mkdirSync(out, { recursive: true });
-const name = `follow-ab-${AGENTS}`;
-const record = { command: `bun bench/follow-ab.ts OUT ${earlierArg} ${SECONDS} ${AGENTS} ${RATE}`, now: `${commit(trees.now)}${dirty}`, before: commit(trees.before), machine: `${CORES} cores, bun ${Bun.version}`, agents: AGENTS, records_per_second_per_agent: RATE, ...result };
+const name = `follow-ab-${AGENTS}${WARM === 4 ? "" : `-warm${WARM}`}`;
+const record = { command: `${WARM === 4 ? "" : `WARM=${WARM} `}bun bench/follow-ab.ts OUT ${earlierArg} ${SECONDS} ${AGENTS} ${RATE}`, now: `${commit(trees.now)}${dirty}`, before: commit(trees.before), machine: `${CORES} cores, bun ${Bun.version}`, agents: AGENTS, records_per_second_per_agent: RATE, ...result };
 writeFileSync(join(out, `${name}.json`), `${JSON.stringify(record, null, 1)}\n`);
 const cpu = (label: string, key: string | null) => result.runs.find((r) => r.label === label && r.key === key);
 const rows = specs.map((s) => s.slice(0, s.indexOf("="))).filter((l) => l.includes("-now")).map((l) => {
@@ -59,7 +64,7 @@ const rows = specs.map((s) => s.slice(0, s.indexOf("="))).filter((l) => l.includ
 });
 const md = `# Following ${AGENTS} simulated busy rank${AGENTS === 1 ? "" : "s"}: ${record.before} against ${record.now}
 
-Command: \`${record.command}\` (${record.date}, ${record.machine}); ${AGENTS ? `${AGENTS} writer${AGENTS === 1 ? "" : "s"} at ${RATE} records/s each replaying test/fixtures/hf-gpt2.ring` : "no agent, no GPU: the idle screens here"}; every monitor on core 0 over the same ${SECONDS} s.
+Command: \`${record.command}\` (${record.date}, ${record.machine}); ${AGENTS ? `${AGENTS} writer${AGENTS === 1 ? "" : "s"} at ${RATE} records/s each replaying test/fixtures/hf-gpt2.ring` : "no agent, no GPU: the idle screens here"}; every monitor on core 0 over the same ${SECONDS} s, after ${WARM} s.
 
 | what | before (% of a core, max RSS) | now | before / now |
 | --- | --- | --- | --- |
