@@ -57,16 +57,18 @@ writeFileSync(join(out, `${name}.json`), `${JSON.stringify(record, null, 1)}\n`)
 const cpu = (label: string, key: string | null) => result.runs.find((r) => r.label === label && r.key === key);
 const rows = specs.map((s) => s.slice(0, s.indexOf("="))).filter((l) => l.includes("-now")).map((l) => {
   const [label, key] = l.split("@") as [string, string | undefined];
-  const now = cpu(label, key ?? null) as { cpu_percent_of_a_core?: number; max_rss_mib?: number };
-  const before = cpu(label.replace("-now", "-before"), key ?? null) as { cpu_percent_of_a_core?: number; max_rss_mib?: number };
+  type Run = { cpu_percent_of_a_core?: number; max_rss_mib?: number; jit_percent_of_a_core?: number };
+  const now = cpu(label, key ?? null) as Run;
+  const before = cpu(label.replace("-now", "-before"), key ?? null) as Run;
   const ratio = now?.cpu_percent_of_a_core && before?.cpu_percent_of_a_core ? (before.cpu_percent_of_a_core / now.cpu_percent_of_a_core).toFixed(2) : "n/a";
-  return `| ${label.replace("-now", "")}${key ? ` (screen ${key})` : ""} | ${before?.cpu_percent_of_a_core}% , ${before?.max_rss_mib} MiB | ${now?.cpu_percent_of_a_core}% , ${now?.max_rss_mib} MiB | ${ratio} |`;
+  const cell = (r: Run) => `${r?.cpu_percent_of_a_core}% (compiler ${r?.jit_percent_of_a_core ?? "n/a"}%), ${r?.max_rss_mib} MiB`;
+  return `| ${label.replace("-now", "")}${key ? ` (screen ${key})` : ""} | ${cell(before)} | ${cell(now)} | ${ratio} |`;
 });
 const md = `# Following ${AGENTS} simulated busy rank${AGENTS === 1 ? "" : "s"}: ${record.before} against ${record.now}
 
 Command: \`${record.command}\` (${record.date}, ${record.machine}); ${AGENTS ? `${AGENTS} writer${AGENTS === 1 ? "" : "s"} at ${RATE} records/s each replaying test/fixtures/hf-gpt2.ring` : "no agent, no GPU: the idle screens here"}; every monitor on core 0 over the same ${SECONDS} s, after ${WARM} s.
 
-| what | before (% of a core, max RSS) | now | before / now |
+| what | before (% of a core, of it the engine's compiler thread, max RSS) | now | before / now |
 | --- | --- | --- | --- |
 ${rows.join("\n")}
 `;

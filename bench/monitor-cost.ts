@@ -46,11 +46,11 @@ export async function monitorCost(specs: string[], seconds: number, warmS: numbe
     const u = usage[i]!;
     return "error" in u
       ? { label: s.label, key: s.key, error: u.error }
-      : { label: s.label, key: s.key, cpu_percent_of_a_core: +u.cpuPercent.toFixed(2), max_rss_mib: +(u.maxRssBytes / 2 ** 20).toFixed(1) };
+      : { label: s.label, key: s.key, cpu_percent_of_a_core: +u.cpuPercent.toFixed(2), max_rss_mib: +(u.maxRssBytes / 2 ** 20).toFixed(1), jit_percent_of_a_core: u.threads.JITWorker ?? 0, threads: u.threads };
   });
   const result = { date: new Date().toISOString(), seconds, warmup_s: warmS, cores: navigator.hardwareConcurrency, specs, runs, panes };
   if (out) writeFileSync(out, `${JSON.stringify(result, null, 1)}\n`);
-  for (const r of runs) console.log("error" in r ? `${r.label}: ${r.error}` : `${r.label.padEnd(28)} ${String(r.cpu_percent_of_a_core).padStart(6)} % of a core  ${r.max_rss_mib} MiB`);
+  for (const r of runs) console.log("error" in r ? `${r.label}: ${r.error}` : `${r.label.padEnd(28)} ${String(r.cpu_percent_of_a_core).padStart(6)} % of a core  ${r.max_rss_mib} MiB  (the engine's compiler ${r.jit_percent_of_a_core}%)`);
   return result;
 }
 

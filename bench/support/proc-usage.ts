@@ -1,15 +1,41 @@
 // A process's own CPU and memory over a while, from /proc, as the monitor's benchmarks read them.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 const TICK = 100; // clock ticks a second on Linux (getconf CLK_TCK)
 
+/** Each thread's CPU ticks by its name, digits dropped ("JITWorker", "HeapHelper", "bun": the
+ *  engine's compiler, its collector's helpers, the JavaScript thread); threads gone meanwhile are
+ *  not counted. */
+function threadTicks(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tasks) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
+      const name = st.slice(st.indexOf("(") + 1, st.lastIndexOf(")")).replace(/\d+/g, "");
+      const f = st.slice(st.lastIndexOf(")") + 2).split(" ");
+      out.set(name, (out.get(name) ?? 0) + Number(f[11]) + Number(f[12]));
+    } catch {
+      // the thread ended between the listing and its read
+    }
+  }
+  return out;
+}
+
 /** `pid`'s CPU (utime + stime) over `seconds`, sampled once a second for its largest resident set:
- *  the share of one core, the largest VmRSS in bytes, and the wall time it took. */
-export async function procUsage(pid: number, seconds: number): Promise<{ cpuPercent: number; maxRssBytes: number; wallS: number }> {
+ *  the share of one core, the largest VmRSS in bytes, the wall time it took, and the share of the
+ *  threads that ran by their names (`threads`: the engine's compiler is "JITWorker"). */
+export async function procUsage(pid: number, seconds: number): Promise<{ cpuPercent: number; maxRssBytes: number; wallS: number; threads: Record<string, number> }> {
   const cpuTicks = () => {
     const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
     return Number(f[11]) + Number(f[12]);
   };
+  const t0 = threadTicks(pid);
   const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
   const c0 = cpuTicks();
   const w0 = performance.now();
@@ -19,5 +45,8 @@ export async function procUsage(pid: number, seconds: number): Promise<{ cpuPerc
     maxRssBytes = Math.max(maxRssBytes, rss());
   }
   const wallS = (performance.now() - w0) / 1000;
-  return { cpuPercent: (((cpuTicks() - c0) / TICK) * 100) / wallS, maxRssBytes, wallS };
+  const cpuPercent = (((cpuTicks() - c0) / TICK) * 100) / wallS;
+  const threads: Record<string, number> = {};
+  for (const [name, ticks] of threadTicks(pid)) if (ticks > (t0.get(name) ?? 0)) threads[name] = +((((ticks - (t0.get(name) ?? 0)) / TICK) * 100) / wallS).toFixed(2);
+  return { cpuPercent, maxRssBytes, wallS, threads };
 }
