@@ -13,7 +13,9 @@
 #  3. busy:   a transformers GPT-2 of hf_train's size (6x512, batch 16x256) under this tree's `run --json`;
 #             beside it, following the same agent over the same 20 s: the screens of each tree on Overview,
 #             Process and Tensors, `--json` of each tree (the session `run --json` runs), and that
-#             `run --json` itself.
+#             `run --json` itself. COST_WARM: seconds every monitor runs before those 20 (default 5; the
+#             engine compiles for the first half minute of a busy follower: COST_WARM=40 measures after
+#             it, with the training lasting long enough), each figure with its compiler thread's share.
 # Everything lands in OUT_DIR (JSON, markdown, the panes as they were); a summary on stdout.
 set -u
 out=${1:?OUT_DIR}
@@ -70,7 +72,8 @@ fi
 [[ " $parts " == *" busy "* ]] || exit 0
 dir=$(mktemp -d /tmp/cost-agents-XXXXXX)
 chmod 700 "$dir"
-train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-40}")
+warm=${COST_WARM:-5}
+train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-$((35 + warm))}")
 # Bounded by timeout, whose child is the monitor measured (never a pipe held open by a watchdog).
 GPUMEM_TUI_DIR=$dir timeout -k 5 170 bun dist/cli.js run --json --interval 1000 --output /tmp/cost-run-now.ndjson -- "${train[@]}" > "$out/train.log" 2>&1 &
 tpid=$!
@@ -87,8 +90,8 @@ done
 busy+=("json-now=env GPUMEM_TUI_DIR=$dir bun $root/dist/cli.js --json --interval 1000 > /dev/null")
 [ -n "$base" ] && busy+=("json-base=env GPUMEM_TUI_DIR=$dir bun $base/dist/cli.js --json --interval 1000 > /dev/null")
 busy+=("run-json-now=pid:$rpid")
-step busy 50 bun bench/monitor-cost.ts "$out/busy.json" 20 5 "${busy[@]}"
-bun -e "for (const r of require('$out/busy.json').runs) console.log('busy', r.label, r.key ?? '', r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB', r.error ?? '')"
+step busy $((45 + warm)) bun bench/monitor-cost.ts "$out/busy.json" 20 "$warm" "${busy[@]}"
+bun -e "for (const r of require('$out/busy.json').runs) console.log('busy', r.label, r.key ?? '', r.cpu_percent_of_a_core, '% of a core (compiler', r.jit_percent_of_a_core, '%)', r.max_rss_mib, 'MiB', r.error ?? '')"
 grep 'steps/s' "$out/train.log" | tail -2
 for _ in $(seq 1 60); do kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
 kill "$tpid" 2>/dev/null
