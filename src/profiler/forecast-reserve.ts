@@ -40,6 +40,7 @@
 import { RESYNCED_STEP } from "./blocks";
 import type { DeviceState } from "./device";
 import type { StepRecord } from "./steps";
+import { stepPicture } from "./step-pictures";
 
 const MiB = 2 ** 20;
 /** The caching allocator's segment sizes (CUDACachingAllocator.cpp get_allocation_size). */
@@ -159,7 +160,7 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
   const slack = Math.max(0, rec.reserved_at_peak - rec.peak_allocated);
   const whole: AllocatorReserve = { held_bytes: slack, stranded: { segments: 0, segment_bytes: 0, per_step_bytes: 0, long_lived_bytes: 0, largest_segment_bytes: 0 }, spare: [], stranded_largest_block_bytes: 0, first: null, shared_block_bytes: 0, released_bytes: 0, exact: false, slack_bytes: slack };
   if (expandable) return whole; // one mapped range per stream, grown and shrunk by pages: no segments to strand
-  const pic = d.peaks.picture(d.cur, rec.step, d.categoryCode);
+  const pic = stepPicture(d, rec);
   if (!pic || pic.partial) return whole;
   const addrs = d.segments.addresses().filter((a) => d.segments.pool(a) === 0);
   const sizes = addrs.map((a) => d.segments.size(a)!);
@@ -169,7 +170,7 @@ function readReserve(d: DeviceState, rec: StepRecord, expandable: boolean): Allo
   if (total !== pic.reserved_bytes) return whole;
   // Long-lived: alive from an earlier step and still at this step's end (an earlier step's outputs
   // that this one frees are per-step data), where the model keeps the end's picture.
-  const end = d.peaks.picture(d.cur, rec.step, d.categoryCode, true);
+  const end = stepPicture(d, rec, true);
   const alive = end ? new Set<number>() : null;
   if (end && alive) for (let i = 0; i < end.blocks.n; i++) alive.add(end.blocks.serial[i]!);
   const live = new Float64Array(addrs.length);

@@ -32,6 +32,7 @@ import type { StepInput } from "./inputs";
 import type { ProfilerModel } from "./model";
 import { pickDevice } from "./queries";
 import type { StepRecord } from "./steps";
+import { stepPicture } from "./step-pictures";
 import { formatBytes } from "../words";
 
 export const FORECAST = {
@@ -178,8 +179,8 @@ export function carriedPerStep(d: DeviceState, rec: StepRecord): number {
 const carriedOf = new WeakMap<DeviceState, { rec: StepRecord; bytes: number }>();
 
 function carriedBytes(d: DeviceState, rec: StepRecord): number {
-  const peak = d.peaks.picture(d.cur, rec.step, d.categoryCode);
-  const end = d.peaks.picture(d.cur, rec.step, d.categoryCode, true);
+  const peak = stepPicture(d, rec);
+  const end = stepPicture(d, rec, true);
   if (!peak || !end) return 0;
   const alive = new Set<number>();
   for (let i = 0; i < end.blocks.n; i++) alive.add(end.blocks.serial[i]!);
@@ -201,7 +202,7 @@ export function gradientsMadeAtPeak(d: DeviceState, rec: StepRecord): number | n
 const gradsOf = new WeakMap<DeviceState, { rec: StepRecord; bytes: number | null }>();
 
 function gradientBytes(d: DeviceState, rec: StepRecord): number | null {
-  const pic = d.peaks.picture(d.cur, rec.step, d.categoryCode);
+  const pic = stepPicture(d, rec);
   if (!pic) return null;
   const b = pic.blocks;
   let bytes = 0;
@@ -299,13 +300,28 @@ const median = (xs: number[]) => {
   return s.length ? s[Math.floor(s.length / 2)]! : NaN;
 };
 
-/** What the forecast reads of `device` (default: the first), or null before a settled step. */
+/** What the forecast reads of `device` (default: the first), or null before a settled step. Read
+ *  again only where what it is made of changed (a step finished, an input or a limit said): the
+ *  document and the screens ask at every tick. */
 export function forecastBasis(m: ProfilerModel, device?: number): ForecastBasis | null {
   const d = pickDevice(m, device);
   if (!d) return null;
   // Memory from before an attach that no seed named: what earlier steps left is unknown, and the
   // split would call all of a peak scaling (an attach's seed, or a recording's, names it).
   if (d.consistency.preAttachBytes(d.unknownFreeBytes) > 0) return null;
+  // The kept steps only grow at the end and lose their oldest: their count and both ends say which.
+  const kept = d.steps;
+  const key = [kept.length, kept[0], kept[kept.length - 1], m.inputs, m.inputs.version, d.expandableSegments];
+  const had = bases.get(d);
+  if (had && had.key.every((k, i) => k === key[i])) return had.basis;
+  const basis = readBasis(m, d);
+  bases.set(d, { key, basis });
+  return basis;
+}
+
+const bases = new WeakMap<DeviceState, { key: unknown[]; basis: ForecastBasis | null }>();
+
+function readBasis(m: ProfilerModel, d: DeviceState): ForecastBasis | null {
   const recs = settled(d);
   if (recs.length === 0) return null;
   const lastRec = recs[recs.length - 1]!;

@@ -25,6 +25,8 @@ export class StepInputs {
   readonly limits = new Map<number, number>();
   /** Records whose figures no writer makes (a dimension or device out of range): counted, not kept. */
   invalid = 0;
+  /** Changes whenever an input or a limit is kept: a key for the forecast's cache (forecast.ts). */
+  version = 0;
 
   /** An INPUT or LIMIT record's fields as the ring carries them. */
   record(action: number, step: number, device: number, size: number, address: number, extra: number, t_us: number): void {
@@ -34,9 +36,11 @@ export class StepInputs {
     }
     if (action === ACTION.limit) {
       this.limits.set(device, size);
+      this.version++;
       return;
     }
     if (this.byStep.has(step)) return; // the step's first forward says it (micro-batches repeat it)
+    this.version++;
     this.byStep.set(step, { step, device, batch: size, seq: address, elements: Number.isSafeInteger(extra) ? extra : 0, t_us });
     if (this.byStep.size > INPUT_STEPS_KEPT) this.byStep.delete(this.byStep.keys().next().value!);
   }
