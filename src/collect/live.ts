@@ -96,7 +96,7 @@ export class LiveModels {
     // A ring left unread: no profile of a model that stopped where its reading did; the document
     // gives the header's figures, and the notes say why.
     if (pm?.unread) return { profile: null, notes: pm.notes };
-    return pm ? { forecast: forecastIn(forecastBasis(pm.model, cudaIndex)), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found, screens: this.opts.screens }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
+    return pm ? { forecast: this.opts.screens ? null : forecastIn(forecastBasis(pm.model, cudaIndex)), profile: processProfile(pm.model, { device: cudaIndex, found: pm.found, screens: this.opts.screens }), notes: pm.notes, ledger_parts: pm.model.ledger.parts(cudaIndex) } : null;
   };
 
   private newModel(): ProfilerModel {

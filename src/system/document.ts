@@ -6,7 +6,7 @@ import type { ProcessInfo } from "./process";
 import type { Manifest } from "./manifest";
 import { groupJobs } from "./jobs";
 import { joinAgents, type JoinResult } from "./join";
-import type { Device, Document, Process, Pytorch } from "./schema";
+import type { Device, Document, Process, Profile, Pytorch } from "./schema";
 import { SCHEMA_VERSION } from "./version";
 import { gpuLedger, ledgerRows, type Ledger, type LedgerParts } from "./ledger-rows";
 
@@ -190,13 +190,34 @@ export interface ForecastDevice {
 function forecastOf(f: AllocatorFigures, nvmlUsed: number | null, detail: ForecastDetail & ModelDetail | null, device: ForecastDevice | null): Pytorch["forecast"] {
   const at = detail?.forecast;
   if (!at) return null;
-  const growth = detail.profile?.findings.find((x) => x.id === "growth" && x.numbers.growth_per_step_bytes !== undefined)?.numbers.growth_per_step_bytes;
-  const own = nvmlUsed === null ? null : nvmlUsed - f.reserved_bytes;
+  return at(forecastRoom(f.reserved_bytes, nvmlUsed, device), growthPerStep(detail.profile ?? null));
+}
+
+/** The room of a process holding `reservedBytes` in its allocator, NVML's used bytes of it beside
+ *  them, on a GPU with these figures (forecastOf's). */
+function forecastRoom(reservedBytes: number, nvmlUsed: number | null, device: ForecastDevice | null): ForecastRoomFigures {
+  const own = nvmlUsed === null ? null : nvmlUsed - reservedBytes;
   const total = device?.total_bytes ?? null;
   const free = device?.free_bytes ?? null;
-  const all = total !== null && free !== null ? total - free - f.reserved_bytes : null;
-  const room = { total_bytes: total, outside_bytes: all ?? own, others_bytes: all !== null && own !== null ? Math.max(0, all - own) : null };
-  return at(room, typeof growth === "number" ? growth : null);
+  const all = total !== null && free !== null ? total - free - reservedBytes : null;
+  return { total_bytes: total, outside_bytes: all ?? own, others_bytes: all !== null && own !== null ? Math.max(0, all - own) : null };
+}
+
+/** The growth finding's rate in a profile, where that finding is made (the forecast's time to OOM). */
+export function growthPerStep(profile: Profile | null): number | null {
+  const growth = profile?.findings.find((x) => x.id === "growth" && x.numbers.growth_per_step_bytes !== undefined)?.numbers.growth_per_step_bytes;
+  return typeof growth === "number" ? growth : null;
+}
+
+/** The room a document's process row gives its forecast, as buildDocument made it there: NVML's
+ *  figures of the GPU and of the process where NVML lists it; none where it does not (a row of an
+ *  agent NVML does not list). A view that reads the forecast where the document carries none (the
+ *  screens' documents: collect/live.ts) makes it in this room. */
+export function rowForecastRoom(doc: Pick<Document, "devices">, row: Process): ForecastRoomFigures | null {
+  if (!row.pytorch) return null;
+  if (!row.nvml_visible) return forecastRoom(row.pytorch.reserved_bytes, null, null);
+  const d = doc.devices.find((x) => x.index === row.device);
+  return forecastRoom(row.pytorch.reserved_bytes, row.used_bytes, { total_bytes: d?.memory_total_bytes ?? null, free_bytes: d?.memory_free_bytes ?? null });
 }
 
 /** The ring header's figures of CUDA device `cudaIndex` (the ring's totals are per CUDA index, as

@@ -12,6 +12,7 @@ import { counted, UNALLOCATED } from "../../words";
 import { recordingAxis } from "../snapshot-header";
 import { outsideLedger, outsideWords } from "./outside-line";
 import type { Ledger } from "../../system/ledger-rows";
+import { growthPerStep, rowForecastRoom } from "../../system/document";
 import { forecastAt, forecastBasis, oomWords, type Forecast } from "../../profiler/forecast";
 
 /** The fewest rows a chart is drawn with: fewer read as a line, not a shape. */
@@ -98,11 +99,22 @@ export function sampledNvml(doc: ScreenProps["state"]["doc"], pm: ProcessModel |
   return row?.pytorch ? { used_bytes: row.used_bytes, non_pytorch_bytes: row.pytorch.non_pytorch_bytes ?? null, ledger: row.pytorch.ledger ?? null } : null;
 }
 
-/** The document's forecast of the process (its room from NVML), where the document has one. */
+/** The document's forecast of the process (its room from NVML), where the document has one; else,
+ *  for a live process, the one the headless document has (`--json`): the first of its rows with a
+ *  basis, in the room that row gives (document.ts rowForecastRoom). The screens' documents carry
+ *  none (collect/live.ts): this screen alone reads it, so it is made only while it is shown. */
 export function docForecast(doc: ScreenProps["state"]["doc"], pm: ProcessModel | undefined): Forecast | null {
   if (!doc || !pm) return null;
   const row = doc.processes.find((q) => q.pytorch?.forecast && (q.pid === pm.pid || q.agent_pid === pm.pid));
-  return (row?.pytorch?.forecast as Forecast | undefined) ?? null;
+  if (row) return (row.pytorch!.forecast as Forecast | undefined) ?? null;
+  // As LiveModels.detail gives it: a live agent's model, not a ring left unread.
+  if (pm.source !== "live" || pm.unread) return null;
+  for (const q of doc.processes) {
+    if (q.recorded || !q.pytorch || q.agent_pid !== pm.pid) continue;
+    const basis = forecastBasis(pm.model, q.pytorch.device);
+    if (basis) return forecastAt(basis, rowForecastRoom(doc, q)!, growthPerStep(q.pytorch.profile));
+  }
+  return null;
 }
 
 export function ProcessScreen({ pm, found, width, height, ascii, when = null, sampled = null, forecast = null }: { pm: ProcessModel | undefined; found?: FindingGroup[]; width: number; height: number; ascii: boolean; when?: number | null; sampled?: SampledNvml | null; forecast?: Forecast | null }) {
