@@ -254,7 +254,9 @@ export class ProcessLedger {
   range(time_us: number, range: number, enter: boolean, known: string | null): void {
     if (range === 0 || (known !== null && libraryMark(known) === null)) return;
     this.marks.push({ seq: ++this.seq, time_us, range, enter });
-    if (this.marks.length > MAX_RANGE_MARKS) this.marks.shift();
+    // The newest MAX_RANGE_MARKS are read (sample); the older go a batch at a time: a shift() at
+    // each mark moved every kept one (a program's own unnamed ranges come by the hundred a step).
+    if (this.marks.length >= 2 * MAX_RANGE_MARKS) this.marks.splice(0, this.marks.length - MAX_RANGE_MARKS);
   }
 
   /** One NVML sample of the process on `device`: the marks since its track's last, then the sample
@@ -266,7 +268,8 @@ export class ProcessLedger {
       t.attached = this.attached;
     }
     const from = this.taken.get(device) ?? 0;
-    for (const m of this.marks) {
+    for (let i = Math.max(0, this.marks.length - MAX_RANGE_MARKS); i < this.marks.length; i++) {
+      const m = this.marks[i]!;
       if (m.seq <= from) continue;
       const n = name(m.range);
       if (n !== null) t.mark({ time_us: m.time_us, name: n, enter: m.enter });
