@@ -115,21 +115,21 @@ class Allocator:
         b.used = False
         self.allocated -= b.size
         if b.prev is not None and not b.prev.used:
-            n = b.prev
-            self._remove(n)
-            n.size += b.size
-            n.next = b.next
-            if b.next:
-                b.next.prev = n
-            b = n
+            self._remove(b.prev)
+            b = self._merge(b.prev, b)
         if b.next is not None and not b.next.used:
-            n = b.next
-            self._remove(n)
-            b.size += n.size
-            b.next = n.next
-            if n.next:
-                n.next.prev = b
+            self._remove(b.next)
+            b = self._merge(b, b.next)
         self._insert(b)
+
+    @staticmethod
+    def _merge(left, right):
+        """`right` joined into its free neighbour `left` (the allocator's merge on free)."""
+        left.size += right.size
+        left.next = right.next
+        if right.next:
+            right.next.prev = left
+        return left
 
 
 def replay(rows, ratio, cap, grows):
