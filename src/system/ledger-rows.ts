@@ -130,17 +130,25 @@ export function ledgerRows(input: LedgerInput): Ledger {
   return { nvml_used_bytes: nvml, outside_pytorch_bytes: nvml - input.reserved_bytes, rows, jumps: parts?.jumps ?? [] };
 }
 
+/** The rows outside torch's reserved (the context, each library), largest first. */
+export function outsideRows(l: Ledger): LedgerRow[] {
+  return l.rows.filter((r) => r.kind === "context" || r.kind === "library").sort((a, b) => b.bytes - a.bytes);
+}
+
+/** "unexplained 180.00 MiB" (or "−2.00 MiB": NVML and reserved a little apart). */
+export function unexplainedWords(l: Ledger): string {
+  const b = l.rows.find((r) => r.kind === "unexplained")!.bytes;
+  return `unexplained ${b < 0 ? "−" : ""}${formatBytes(Math.abs(b))}`;
+}
+
 /** "3.1 GiB outside PyTorch: NCCL 2.4 GiB (3 communicators), CUDA context 512 MiB, unexplained
  *  180 MiB": the rows outside torch's reserved, largest first (unexplained always said). */
 export function ledgerWords(l: Ledger): string {
-  const outside = l.rows.filter((r) => r.kind === "context" || r.kind === "library");
-  outside.sort((a, b) => b.bytes - a.bytes);
-  const parts = outside.map((r) => {
+  const parts = outsideRows(l).map((r) => {
     const comm = r.kind === "library" && r.note?.match(/^(\d+ communicators?)/);
     return `${r.name} ${formatBytes(r.bytes)}${comm ? ` (${comm[1]})` : ""}`;
   });
-  const un = l.rows.find((r) => r.kind === "unexplained")!;
-  parts.push(`unexplained ${un.bytes < 0 ? "−" : ""}${formatBytes(Math.abs(un.bytes))}`);
+  parts.push(unexplainedWords(l));
   return `${formatBytes(l.outside_pytorch_bytes)} outside PyTorch: ${parts.join(", ")}`;
 }
 

@@ -4,7 +4,7 @@
 // screen's width without ever losing the unexplained figure (the issue's "always shown").
 import type { DeviceSummary, ProfilerModel } from "../../profiler";
 import type { PrivatePool } from "../../profiler/pools";
-import { ledgerRows, ledgerWords, type Ledger } from "../../system/ledger-rows";
+import { CONTEXT_LATE_NAME, ledgerRows, ledgerWords, outsideRows, unexplainedWords, type Ledger } from "../../system/ledger-rows";
 import { formatBytes, textWidth } from "../format";
 
 /** The ledger at the model's own NVML sample; null where NVML has no figure of the process. */
@@ -19,8 +19,6 @@ export function outsideLedger(m: ProfilerModel, s: DeviceSummary, pools: readonl
   });
 }
 
-const signed = (b: number) => `${b < 0 ? "−" : ""}${formatBytes(Math.abs(b))}`;
-
 /**
  * The ledger in words within `width` columns: the document's words where they fit ("812.00 MiB
  * outside PyTorch: CUDA context 522.00 MiB, NCCL 2.40 GiB (3 communicators), unexplained 290.00
@@ -30,16 +28,16 @@ const signed = (b: number) => `${b < 0 ? "−" : ""}${formatBytes(Math.abs(b))}`
 export function outsideWords(l: Ledger, width: number): string {
   const long = ledgerWords(l);
   if (textWidth(long) <= width) return long;
-  const rows = l.rows.filter((r) => r.kind === "context" || r.kind === "library").sort((a, b) => b.bytes - a.bytes);
-  const shortName = (r: Ledger["rows"][number]) => (r.kind === "context" ? (r.name === "CUDA context" ? "context" : "context+earlier") : r.name);
-  const un = `unexplained ${signed(l.rows.find((r) => r.kind === "unexplained")!.bytes)}`;
+  const rows = outsideRows(l);
+  const shortName = (r: Ledger["rows"][number]) => (r.kind === "context" ? (r.name === CONTEXT_LATE_NAME ? "context+earlier" : "context") : r.name);
+  const un = unexplainedWords(l);
   const head = `${formatBytes(l.outside_pytorch_bytes)} outside PyTorch: `;
   for (let kept = rows.length; kept >= 0; kept--) {
     const parts = rows.slice(0, kept).map((r) => `${shortName(r)} ${formatBytes(r.bytes)}`);
     const rest = rows.length - kept;
     if (rest > 0) parts.push(`${rest} more ${formatBytes(rows.slice(kept).reduce((a, r) => a + r.bytes, 0))}`);
     const line = head + [...parts, un].join(", ");
-    if (textWidth(line) <= width || kept === 0) return textWidth(line) <= width ? line : `${formatBytes(l.outside_pytorch_bytes)} outside; ${un}`;
+    if (textWidth(line) <= width) return line;
   }
-  return un;
+  return `${formatBytes(l.outside_pytorch_bytes)} outside; ${un}`;
 }
