@@ -13,6 +13,7 @@ import { replayToEnd } from "../../src/profiler/replay";
 import { App } from "../../src/tui/app";
 import { Controller } from "../../src/tui/controller";
 import { buildLibrary, stacksTest } from "../support/native";
+import { until } from "../support/clock";
 import { settle } from "../support/settle";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -45,13 +46,16 @@ stacksTest("ALLOCATED AT on a ring with stacks: the user's line of each block of
   const ctl = new Controller(null, 1000);
   ctl.replay = { pid: 0, model, source: "replay", socket: null, title: "ring", ended: true };
   const ui = render(<App ctl={ctl} ascii={false} size={{ columns: 160, rows: 40 }} initialScreen="tensors" />);
+  const script = readFileSync(SHORT_RUN, "utf8").split("\n");
+  const line = (code: string) => script.findIndex((l) => l.includes(code)) + 1;
+  // Drawn when the table shows both lines (a loaded machine may draw it a few turns later); the
+  // assertions below say what is wrong where it never does.
   await tick();
+  await until(() => [line("opt.step()"), line("model = Model()")].every((n) => plain(ui.lastFrame()!).includes(`short_run.py:${n}`))).catch(() => {});
   const frame = plain(ui.lastFrame()!).split("\n");
   if (process.env.SHOW) console.log(frame.join("\n"));
   ui.unmount();
   rec.close();
-  const script = readFileSync(SHORT_RUN, "utf8").split("\n");
-  const line = (code: string) => script.findIndex((l) => l.includes(code)) + 1;
   expect(frame.find((l) => l.includes("SIZE▼"))).toMatch(/ALLOCATED AT/);
   // the 4 MiB AdamW states, made by opt.step(); the 4 MiB parameter by the model's constructor
   const rows4 = frame.filter((l) => /4\.00 MiB/.test(l));
