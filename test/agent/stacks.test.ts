@@ -8,7 +8,7 @@
 import { test } from "bun:test";
 import { join } from "node:path";
 import { buildLibrary, cpython, pythonHeaders } from "../support/native";
-import { expectUnittestPasses } from "../support/unittest";
+import { unittestPasses } from "../support/unittest";
 
 const WHAT =
   "the calling thread's frames, GIL or not, interned once, the user's line kept below deep library frames; sampled bytes per line within 5% of the true bytes over 1 M allocations; on by default, the threshold and rate, the off switch, their words (python -m unittest)";
@@ -22,10 +22,11 @@ for (const [minor, defines, how] of [
 ] as [number, string[], string][]) {
   const python = cpython(minor);
   const why = python === null ? ` (no python3.${minor} here)` : pythonHeaders(python) === null ? ` (needs python3.${minor}'s headers, Python.h)` : "";
-  (why ? test.skip : test)(
+  // Each interpreter's run shares nothing with the others': concurrent, on both cores.
+  (why ? test.skip : test.concurrent)(
     `stacks on CPython 3.${minor}${how}: ${WHAT}${why}`,
-    () => {
-      expectUnittestPasses(join(import.meta.dir, "test_stacks.py"), { python: python!, env: { ...process.env, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double", python!, defines) }, count: 16 });
+    async () => {
+      await unittestPasses(join(import.meta.dir, "test_stacks.py"), { python: python!, env: { ...process.env, GPUMEM_TEST_HOOK_DOUBLE: buildLibrary("hook_double", python!, defines) }, count: 16 });
     },
     60_000,
   );

@@ -265,24 +265,39 @@ class Sampling(unittest.TestCase):
         import tempfile
 
         rng = random.Random(seed)
+        # The four lines in turn (LINES' order), allocation i from line i % 4, the edge line
+        # alternating below and at the threshold every fourth round; the sizes are sizes_in's, drawn
+        # in the same order from the same generator (uniform(lo, hi) is lo + (hi - lo) * random()),
+        # written out here because this loop runs a million times on each interpreter: Python's
+        # own calls around the double's were most of the test's time, the double's call itself stays.
+        assert n % 4 == 0 and list(LINES) == [line_small, line_mixed, line_around, line_edge]
+        (s_lo, s_hi), (m_lo, m_hi), (a_lo, a_hi) = LINES[line_small], LINES[line_mixed], LINES[line_around]
+        s_w, m_w, a_w = s_hi - s_lo, m_hi - m_lo, a_hi - a_lo
+        rnd = rng.random
+        edge = (min_bytes - 512, min_bytes)
+        t_small = t_mixed = t_around = t_edge = 0
         with tempfile.TemporaryDirectory() as tmp:
             st = Stream(tmp, min_bytes, sample_bytes)
             try:
                 ev = released.gpumem_double_event
-                fns = list(LINES)
-                true = {fn.__name__: 0 for fn in fns}
-                edge = (min_bytes - 512, min_bytes)
-                for i in range(n):
-                    fn = fns[i % len(fns)]
-                    b = LINES[fn]
-                    size = edge[(i >> 2) & 1] if b is None else sizes_in(rng, *b)
-                    fn(ev, size)
-                    true[fn.__name__] += size
-                    if i % 50000 == 49999:
-                        st.read()
-                st.read()
+                for start in range(0, n, 50000):  # read every 50,000, before the ring laps
+                    for j in range(start >> 2, min(start + 50000, n) >> 2):
+                        size = max(512, int(2 ** (s_lo + s_w * rnd())) // 512 * 512)
+                        line_small(ev, size)
+                        t_small += size
+                        size = max(512, int(2 ** (m_lo + m_w * rnd())) // 512 * 512)
+                        line_mixed(ev, size)
+                        t_mixed += size
+                        size = max(512, int(2 ** (a_lo + a_w * rnd())) // 512 * 512)
+                        line_around(ev, size)
+                        t_around += size
+                        size = edge[j & 1]
+                        line_edge(ev, size)
+                        t_edge += size
+                    st.read()
             finally:
                 st.close()
+        true = {"line_small": t_small, "line_mixed": t_mixed, "line_around": t_around, "line_edge": t_edge}
         self.assertEqual(st.records, n)  # every allocation recorded, none lost to a lapped ring
         return true, st.taken
 
