@@ -47,6 +47,8 @@ if (process.argv[2] === "--one") {
     }
     const tick = performance.now() - t0;
     rows.push([tick, updateMs - u0, ingestMs - i0, ingested > n0 ? ((ingestMs - i0) * 1e6) / (ingested - n0) : 0, tick - (updateMs - u0)]);
+    // SERIES=1: each tick's row on stderr (how the ingest's cost falls as the engine compiles)
+    if (process.env.SERIES) console.error(`${i} ${rows[rows.length - 1]!.map((v) => v.toFixed(2)).join(" ")} ${ingested - n0}`);
     await Bun.sleep(Math.max(0, 1000 - tick));
   }
   const med = (k: number) => {
@@ -65,7 +67,11 @@ if (!secsArg || trees.length === 0 || (mode !== "json" && mode !== "screens")) {
 const FIXTURE = `${import.meta.dir}/../test/fixtures/hf-gpt2.ring`;
 const dir = agentDir();
 const cores = navigator.hardwareConcurrency;
-const stop = startWriters(dir, 1, FIXTURE, Math.round(recordedRate(FIXTURE)), Number(secsArg) + 10, cores > 1 ? `1-${cores - 1}` : null);
+// AGENTS, RATE: that many simulated ranks at that many records a second each (default: one at the
+// recording's own rate)
+const agents = Number(process.env.AGENTS ?? 1);
+const rate = Number(process.env.RATE) || Math.round(recordedRate(FIXTURE));
+const stop = startWriters(dir, agents, FIXTURE, rate, Number(secsArg) + 10, cores > 1 ? `1-${cores - 1}` : null);
 await Bun.sleep(1500);
 const pin = cores > 1 && Bun.which("taskset") ? ["taskset", "-c", "0"] : [];
 const kids = trees.map((t) => Bun.spawn([...pin, process.execPath, import.meta.path, "--one", t, dir, secsArg, mode], { stdout: "inherit", stderr: "inherit" }));

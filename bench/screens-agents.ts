@@ -20,31 +20,34 @@ const AGENTS = Number(process.argv[4] ?? 4);
 const FIXTURE = join(import.meta.dir, "..", "test", "fixtures", "hf-gpt2.ring");
 const RATE = Number(process.argv[5]) || Math.round(recordedRate(FIXTURE));
 const CORES = navigator.hardwareConcurrency;
+// Seconds the monitor runs before the measured ones (default 4). A busy follower's first half
+// minute is mostly the engine compiling (bench/results/cost-38-follow): WARM=40 measures after it.
+const WARM = Number(process.env.WARM ?? 4);
 const cli = join(import.meta.dir, "..", "src", "cli.ts");
 const pin = CORES > 1 && Bun.which("taskset") ? "taskset -c 0 " : "";
 
-async function screens(dir: string, prof = "") {
+async function screens(dir: string, prof = "", warm = 4) {
   const m = monitorPane(`env GPUMEM_TUI_DIR=${dir} NO_COLOR=1 ${pin}${process.execPath} ${prof} ${cli} --interval 1000`, 200, 60);
-  await Bun.sleep(4000); // past start-up and the first reads of the rings
+  await Bun.sleep(warm * 1000); // past start-up and the first reads of the rings (WARM: past the engine's compiles too)
   const pane = m.pane();
   const usage = await procUsage(m.pid, SECONDS);
   await m.quit();
   if (prof) await Bun.sleep(1500); // the profile is written as it quits
   if (process.env.GPUMEM_BENCH_PANE) console.error(pane);
-  return { cpu_percent_of_a_core: +usage.cpuPercent.toFixed(2), max_rss_mb: +(usage.maxRssBytes / 2 ** 20).toFixed(1), agents_on_screen: (pane.match(/ sleep \d+/g) ?? []).length };
+  return { cpu_percent_of_a_core: +usage.cpuPercent.toFixed(2), threads: usage.threads, max_rss_mb: +(usage.maxRssBytes / 2 ** 20).toFixed(1), agents_on_screen: (pane.match(/ sleep \d+/g) ?? []).length };
 }
 
 const idle = await screens(agentDir());
 const dir = agentDir();
-const stop = startWriters(dir, AGENTS, FIXTURE, RATE, SECONDS + 10, CORES > 1 ? `1-${CORES - 1}` : null);
+const stop = startWriters(dir, AGENTS, FIXTURE, RATE, SECONDS + WARM + 6, CORES > 1 ? `1-${CORES - 1}` : null);
 const profDir = process.env.GPUMEM_BENCH_PROF;
-const busy = await screens(dir, profDir ? `--cpu-prof --cpu-prof-md --cpu-prof-dir=${profDir}` : "");
+const busy = await screens(dir, profDir ? `--cpu-prof --cpu-prof-md --cpu-prof-dir=${profDir}` : "", WARM);
 stop();
 
 const result = {
   date: new Date().toISOString(),
   machine: `${CORES} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
-  command: `bun bench/screens-agents.ts OUT ${SECONDS} ${AGENTS} ${RATE}`,
+  command: `WARM=${WARM} bun bench/screens-agents.ts OUT ${SECONDS} ${AGENTS} ${RATE}`,
   agents: AGENTS,
   records_per_second_per_agent: RATE,
   idle,

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Issue 38: where the monitor's own CPU goes on a GPU host, as Bun's sampling profiler sees it
-# (bun --cpu-prof-md: one grep-friendly markdown profile a process), in at most 3 minutes:
+# (bun --cpu-prof-md: one grep-friendly markdown profile a process, and the raw .cpuprofile gzip'd, whose
+# samples' times let bench/support/prof-after.py count only those after the engine's compiles), in at most
+# 3 minutes. PROF_SECS: how long each is profiled (default 20; the busy ones run side by side, so 60 costs
+# no more than a minute more):
 #   bash bench/gpu-parts/profile.sh OUT_DIR        (repo root, after `bun cuda/build.ts --install`)
 #   idle-overview.md   the screens, 200x60 under tmux, one GPU and no process, 20 s
 #   busy-overview.md, busy-process.md   the screens following a transformers GPT-2 (hf_train's
@@ -21,41 +24,58 @@ chmod 700 "$tmp"
 sock=gpumem-prof-${tmp##*.}
 trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
 # name seconds [keys] [env...]: the screens under tmux, profiled, ended with q
-screens() {
-  local name=$1 secs=$2 keys=$3; shift 3
+secs=${PROF_SECS:-20}
+# screens_start name [keys] [env...]: the screens under tmux, profiled; screens_end name: ended with q
+screens_start() {
+  local name=$1 keys=$2; shift 2
   mkdir -p "$tmp/$name"
   tmux -L "$sock" new-session -d -s "$name" -x 200 -y 60 \
-    "env $* timeout --foreground -k 5 $((secs + 20)) bun --cpu-prof-md --cpu-prof-dir=$tmp/$name $root/dist/cli.js --interval 1000; sleep 2"
+    "env $* timeout --foreground -k 5 $((secs + 30)) bun --cpu-prof --cpu-prof-md --cpu-prof-dir=$tmp/$name $root/dist/cli.js --interval 1000; sleep 2"
   sleep 2
   [ -n "$keys" ] && tmux -L "$sock" send-keys -t "$name" "$keys"
+}
+keep() { # name: the profile's markdown and its raw samples into OUT
+  cp "$tmp/$1"/*.md "$out/$1.md" 2>/dev/null && echo "== $1: profiled" || echo "== $1: no profile"
+  for f in "$tmp/$1"/*.cpuprofile; do [ -f "$f" ] && gzip -c "$f" > "$out/$1.cpuprofile.gz"; done
+}
+screens_end() {
+  tmux -L "$sock" capture-pane -p -t "$1" > "$out/$1.pane.txt"
+  tmux -L "$sock" send-keys -t "$1" q
+}
+screens() { # name [keys] [env...]: one screen alone for $secs
+  screens_start "$@"
   sleep "$secs"
-  tmux -L "$sock" capture-pane -p -t "$name" > "$out/$name.pane.txt"
-  tmux -L "$sock" send-keys -t "$name" q
+  screens_end "$1"
   sleep 3
-  cp "$tmp/$name"/*.md "$out/$name.md" 2>/dev/null && echo "== $name: profiled $secs s" || echo "== $name: no profile"
+  keep "$1"
 }
 { nvidia-smi -L; git log -1 --format=%h; } > "$out/machine.txt" 2>&1
 timeout -k 5 40 bun bench/nvml.ts "$tmp/nvml" > "$out/nvml.txt" 2>&1; echo "== nvml: exit $?"
-screens idle-overview 20 ""
+screens idle-overview ""
 
 dir=$tmp/agents
 mkdir -m 700 "$dir"
 mkdir -p "$tmp/run"
-GPUMEM_TUI_DIR=$dir timeout -k 5 120 bun --cpu-prof-md --cpu-prof-dir="$tmp/run" dist/cli.js run --json --interval 1000 --output "$tmp/run.ndjson" -- \
-  python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds 75 > "$out/train.log" 2>&1 &
+GPUMEM_TUI_DIR=$dir timeout -k 5 $((secs + 100)) bun --cpu-prof --cpu-prof-md --cpu-prof-dir="$tmp/run" dist/cli.js run --json --interval 1000 --output "$tmp/run.ndjson" -- \
+  python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds $((secs + 55)) > "$out/train.log" 2>&1 &
 tpid=$!
 for _ in $(seq 1 90); do grep -q 'steps/s' "$out/train.log" 2>/dev/null && break; kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
 grep -m1 'steps/s' "$out/train.log" || { echo "the training never reached its steps:"; tail -5 "$out/train.log"; }
-screens busy-overview 20 "" "GPUMEM_TUI_DIR=$dir"
-screens busy-process 20 "2" "GPUMEM_TUI_DIR=$dir"
-mkdir -p "$tmp/json"
-GPUMEM_TUI_DIR=$dir timeout -k 5 40 bun --cpu-prof-md --cpu-prof-dir="$tmp/json" dist/cli.js --json --interval 1000 > /dev/null 2> "$out/busy-json.err" &
+# the busy ones side by side over the same seconds (one training, a core each on the host)
+screens_start busy-overview "" "GPUMEM_TUI_DIR=$dir"
+screens_start busy-process "2" "GPUMEM_TUI_DIR=$dir"
+screens_start busy-tensors "3" "GPUMEM_TUI_DIR=$dir"
+mkdir -p "$tmp/busy-json"
+GPUMEM_TUI_DIR=$dir timeout -k 5 $((secs + 30)) bun --cpu-prof --cpu-prof-md --cpu-prof-dir="$tmp/busy-json" dist/cli.js --json --interval 1000 > /dev/null 2> "$out/busy-json.err" &
 jpid=$!
-sleep 20
+sleep "$secs"
+for s in busy-overview busy-process busy-tensors; do screens_end "$s"; done
 kill -INT "$jpid"; wait "$jpid"; echo "== busy-json: exit $?"
-cp "$tmp/json"/*.md "$out/busy-json.md" 2>/dev/null
+sleep 3
+for s in busy-overview busy-process busy-tensors busy-json; do keep "$s"; done
 wait "$tpid"; echo "== run --json: exit $?"
-cp "$tmp/run"/*.md "$out/run-json.md" 2>/dev/null
+keep run
+mv "$out/run.md" "$out/run-json.md" 2>/dev/null; mv "$out/run.cpuprofile.gz" "$out/run-json.cpuprofile.gz" 2>/dev/null
 grep 'steps/s' "$out/train.log" | tail -1
 # Samples a function was on top of (the markdown's "Self" weighs each sample by the wall time since
 # the one before, idle waits included; the counts are the CPU's): the 12 most, per profile.
