@@ -7,14 +7,15 @@ import { detachProcess } from "../../src/commands/detach";
 
 async function attachAndCheck(mode: string, code: number, extra: Parameters<typeof attach>[2] = {}) {
   const env = testEnv();
-  const want = await baseline(mode, code);
+  // The same program left alone runs beside the one attached to: they share nothing.
+  const alone = baseline(mode, code);
   const t = await startTarget(mode, code);
   const r = await attach(t.pid, env, extra);
   expect(r.line).toMatch(/^attached to process \d+ \(Python 3\.\d+\.\d+\); steps count from here; its threads were stopped \d+\.\d ms$/);
   expect(r.ok).toBe(true);
   const d = await detachProcess(t.pid, env);
   expect(d).toEqual({ ok: true, line: `detached from process ${t.pid}: probe detached` });
-  expect(await t.done).toEqual(want);
+  expect(await t.done).toEqual(await alone);
   const rec = probeRecords(env, t.pid);
   expect(rec.length).toBe(1);
   // The bootstrap ran on the main thread (a pending call), the payload on a thread of its own.
@@ -28,34 +29,11 @@ async function attachAndCheck(mode: string, code: number, extra: Parameters<type
 }
 
 describe("attach into a running python3", () => {
-  test("(a) a busy Python loop", async () => {
-    await attachAndCheck("busy", 7);
-  }, 20_000);
-
-  test("(b) asleep in time.sleep", async () => {
-    await attachAndCheck("sleep", 3);
-  }, 20_000);
-
-  test("(d) several threads, asleep and busy", async () => {
-    const { t } = await attachAndCheck("threads", 5);
-    expect(t.pid).toBeGreaterThan(0);
-  }, 20_000);
-
-  test("the calls made in threads blocked in read() and nanosleep(): both syscalls restart as if never interrupted", async () => {
-    for (const which of ["read", "sleep"]) {
-      const env = testEnv();
-      const t = await startTarget("io", 4);
-      const r = await attach(t.pid, env, { callTid: t.tids[which] });
-      expect(r.ok).toBe(true);
-      expect((await detachProcess(t.pid, env)).ok).toBe(true);
-      // read got the 5 bytes written later (not EINTR); nanosleep slept its whole 1.5 s and returned 0.
-      expect(await t.done).toEqual({ stdout: "checksum [('read', (5, 0, 'hello')), ('sleep', (0, 0, True))]\n", code: 4 });
-    }
-  }, 30_000);
-
+  // Alone, before the others (they run concurrently): its 0.3 s into a 1.4 s call is the one timing
+  // here that a busier machine could move.
   test("(c) holding the GIL in a long C call: no safe point in time, left exactly as it was", async () => {
     const env = testEnv();
-    const want = await baseline("cbusy", 6);
+    const want = await baseline("cbusy", 6); // first: a busy baseline beside it could delay its call
     const t = await startTarget("cbusy", 6);
     const maps = (await Bun.file(`/proc/${t.pid}/maps`).text()).trim().split("\n").length;
     // Between its "ready" and the long call the target passes a few safe points: on a loaded
@@ -74,7 +52,36 @@ describe("attach into a running python3", () => {
     expect(maps).toBeGreaterThan(0);
   }, 30_000);
 
-  test("(c') the bootstrap unmaps its page even when inert", async () => {
+  // The rest share nothing (each its own targets and agents' folder): concurrent.
+  test.concurrent("(a) a busy Python loop", async () => {
+    await attachAndCheck("busy", 7);
+  }, 20_000);
+
+  test.concurrent("(b) asleep in time.sleep", async () => {
+    await attachAndCheck("sleep", 3);
+  }, 20_000);
+
+  test.concurrent("(d) several threads, asleep and busy", async () => {
+    const { t } = await attachAndCheck("threads", 5);
+    expect(t.pid).toBeGreaterThan(0);
+  }, 20_000);
+
+  test.concurrent("the calls made in threads blocked in read() and nanosleep(): both syscalls restart as if never interrupted", async () => {
+    // One target a thread called in, both at once.
+    await Promise.all(
+      ["read", "sleep"].map(async (which) => {
+        const env = testEnv();
+        const t = await startTarget("io", 4);
+        const r = await attach(t.pid, env, { callTid: t.tids[which] });
+        expect(r.ok).toBe(true);
+        expect((await detachProcess(t.pid, env)).ok).toBe(true);
+        // read got the 5 bytes written later (not EINTR); nanosleep slept its whole 1.5 s and returned 0.
+        expect(await t.done).toEqual({ stdout: "checksum [('read', (5, 0, 'hello')), ('sleep', (0, 0, True))]\n", code: 4 });
+      }),
+    );
+  }, 30_000);
+
+  test.concurrent("(c') the bootstrap unmaps its page even when inert", async () => {
     const env = testEnv();
     const t = await startTarget("serve", 0, `${env.GPUMEM_TUI_DIR}.stop`);
     const before = (await Bun.file(`/proc/${t.pid}/maps`).text()).trim().split("\n").length;
@@ -90,7 +97,7 @@ describe("attach into a running python3", () => {
     expect(after - before).toBeLessThanOrEqual(4);
   }, 20_000);
 
-  test("(e) a process exiting during the attach: its status unchanged, one clear line", async () => {
+  test.concurrent("(e) a process exiting during the attach: its status unchanged, one clear line", async () => {
     // The exit lands at every stage of the attach across these delays: before the probe, while the
     // helper reads the maps or stops the threads, while the call waits, while the agent starts.
     for (let i = 0; i < 12; i++) {

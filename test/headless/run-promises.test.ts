@@ -22,7 +22,9 @@ chmodSync(base, 0o755); // the other user of the run log's test reaches its shar
 let n = 0;
 const fresh = () => mkdtempSync(join(base, `${n++}-`));
 
-const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test(name, fn, 40_000) : test.skip(`${name} (${cannot})`, fn));
+// Tests that start processes share nothing but the tmux server (each its own folder and named
+// terminal): concurrent.
+const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test.concurrent(name, fn, 40_000) : test.skip(`${name} (${cannot})`, fn));
 
 async function fileSays(path: string, what: RegExp, timeoutMs = 15_000): Promise<string> {
   const t0 = Date.now();
@@ -110,7 +112,7 @@ describe("one Ctrl-C reaches the program once", () => {
   });
 
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    test(`run --json, no terminal: ${sig} sent to gpumem-tui is passed on, once`, async () => {
+    test.concurrent(`run --json, no terminal: ${sig} sent to gpumem-tui is passed on, once`, async () => {
       const d = fresh();
       const count = join(d, "count");
       // setsid: no controlling terminal, as under a scheduler or nohup
@@ -205,13 +207,13 @@ describe("--output: the user's own file, 0600, never through a link, never anoth
 
 describe("the run log (run -- CMD): a new private file, never one planted at its old, guessable name", () => {
   // `exec` keeps the shell's pid for gpumem-tui: the planted name is the one the log once had.
-  async function plantedRun(plant: string) {
+  async function plantedRun(name: string, plant: string) {
     const d = fresh();
     chmodSync(d, 0o1777); // a shared temporary directory, as /tmp is
     const victim = join(d, "victim");
     writeFileSync(victim, "the victim's own words\n");
     const inner = `export TMPDIR=${q(d)}; ${plant}; exec ${GPUMEM} run -- /bin/sh -c 'echo secret-output'`;
-    const t = terminal("log", `/bin/sh -c ${q(inner)}`);
+    const t = terminal(name, `/bin/sh -c ${q(inner)}`);
     try {
       await t.until("exited with status 0");
       t.keys("q");
@@ -234,13 +236,13 @@ describe("the run log (run -- CMD): a new private file, never one planted at its
   }
 
   inTerminal("a symbolic link planted there is not followed: its target is untouched", async () => {
-    const { d, victim } = await plantedRun(`ln -s "$TMPDIR/victim" "$TMPDIR/gpumem-tui-run-$$.log"`);
+    const { d, victim } = await plantedRun("log-link", `ln -s "$TMPDIR/victim" "$TMPDIR/gpumem-tui-run-$$.log"`);
     expect(readFileSync(victim, "utf8")).toBe("the victim's own words\n");
     expectOwnLog(d);
   });
 
-  (root && cannot === null ? test : test.skip)(`a file another user created there is not written: they read nothing${root ? "" : " (needs root to play another user)"}`, async () => {
-    const { d } = await plantedRun(`setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh -c 'umask 0; : > "$0"' "$TMPDIR/gpumem-tui-run-$$.log"`);
+  (root && cannot === null ? test.concurrent : test.skip)(`a file another user created there is not written: they read nothing${root ? "" : " (needs root to play another user)"}`, async () => {
+    const { d } = await plantedRun("log-other", `setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh -c 'umask 0; : > "$0"' "$TMPDIR/gpumem-tui-run-$$.log"`);
     const planted = readdirSync(d).filter((f) => /^gpumem-tui-run-\d+\.log$/.test(f));
     expect(planted).toHaveLength(1);
     expect(statSync(join(d, planted[0]!)).uid).toBe(65534);
@@ -265,7 +267,7 @@ describe("other files the monitor writes", () => {
   });
 
   for (const sig of ["SIGTERM", "SIGINT"] as const) {
-    test(`${sig} to replay x.ring.gz --json leaves no temporary file`, async () => {
+    test.concurrent(`${sig} to replay x.ring.gz --json leaves no temporary file`, async () => {
       const d = fresh();
       // The demo's recording: at its own pace it plays for minutes, so the signal lands while it
       // runs (a recording of a second could end first on a loaded machine: exit 0, no signal).

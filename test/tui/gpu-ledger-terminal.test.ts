@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { cannot, q, terminal } from "../support/tmux";
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
-const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test(name, fn, 90_000) : test.skip(`${name} (${cannot})`, fn));
+// Each size its own terminal (test/support/tmux.ts names it) and monitor: concurrent.
+const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test.concurrent(name, fn, 90_000) : test.skip(`${name} (${cannot})`, fn));
 
 /** "19.18 GiB" → bytes, at the screen's two decimals. */
 const bytesOf = (n: string, unit: string) => Number(n) * 1024 ** ["B", "KiB", "MiB", "GiB"].indexOf(unit);

@@ -14,10 +14,13 @@ import { cannot, q, terminal } from "../support/tmux";
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const RING = join(import.meta.dir, "..", "fixtures", "hf-gpt2-leak.ring.gz");
-const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test(name, fn, 60_000) : test.skip(`${name} (${cannot})`, fn));
+// Each size its own terminal (test/support/tmux.ts names it) and monitor: concurrent.
+const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test.concurrent(name, fn, 60_000) : test.skip(`${name} (${cannot})`, fn));
 
 /** The growth finding's title and the recorded pid, from the recording replayed here. */
-async function expected() {
+let known: ReturnType<typeof expected1> | undefined;
+const expected = () => (known ??= expected1()); // once for both sizes
+async function expected1() {
   const rec = await openRecording(RING);
   const model = createModel().keepTrace();
   for await (const _ of replay(rec.source, { ranges: rec.ranges, ...recordFields(rec.manifest), model }));

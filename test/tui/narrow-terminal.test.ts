@@ -8,7 +8,8 @@ import { cannot, q, terminal } from "../support/tmux";
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const LEAK = join(import.meta.dir, "..", "fixtures", "hf-gpt2-leak.ring.gz");
-const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test(name, fn, 90_000) : test.skip(`${name} (${cannot})`, fn));
+// Each size its own terminal (test/support/tmux.ts names it) and monitor: concurrent.
+const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test.concurrent(name, fn, 90_000) : test.skip(`${name} (${cannot})`, fn));
 
 /** Every line of a screen within `cols`, and no figure cut where a line ends ("2.…", "77.15 G…"). */
 function fits(screen: string, cols: number) {

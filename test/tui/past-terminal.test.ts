@@ -13,9 +13,13 @@ import { cannot, q, terminal } from "../support/tmux";
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const RING = join(import.meta.dir, "..", "fixtures", "hf-gpt2.ring");
-const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test(name, fn, 60_000) : test.skip(`${name} (${cannot})`, fn));
+// Each size its own terminal (test/support/tmux.ts names it) and monitor: concurrent.
+const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test.concurrent(name, fn, 60_000) : test.skip(`${name} (${cannot})`, fn));
 
-async function replayed() {
+/** The recording played to its end once for both sizes (they only read it). */
+let played: ReturnType<typeof replay1> | undefined;
+const replayed = () => (played ??= replay1());
+async function replay1() {
   const rec = openRingRecording(RING);
   const m = createModel();
   try {

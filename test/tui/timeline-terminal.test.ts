@@ -8,7 +8,8 @@ import { cannot, q, terminal } from "../support/tmux";
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const RING = join(import.meta.dir, "..", "fixtures", "hf-gpt2.ring");
-const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test(name, fn, 40_000) : test.skip(`${name} (${cannot})`, fn));
+// Each size its own terminal (test/support/tmux.ts names it) and monitor: concurrent.
+const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test.concurrent(name, fn, 40_000) : test.skip(`${name} (${cannot})`, fn));
 
 /** Rows of bands between the held row and the summed one. */
 const bandRows = (lines: string[]) => lines.findIndex((l) => /^\d+ other blocks, summed/.test(l)) - lines.findIndex((l) => l.startsWith("held from earlier steps")) - 1;

@@ -12,7 +12,8 @@ const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const DIR = join(import.meta.dir, "..", "fixtures", "snapshots");
 const SCRIPT = readFileSync(join(DIR, "capture_snapshots.py"), "utf8").split("\n");
 const lineOf = (code: string) => SCRIPT.findIndex((l) => l.includes(code)) + 1;
-const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test(name, fn, 40_000) : test.skip(`${name} (${cannot})`, fn));
+// Each size its own terminal (test/support/tmux.ts names it) and monitor: concurrent.
+const inTerminal = (name: string, fn: () => Promise<void>) => (cannot === null ? test.concurrent(name, fn, 40_000) : test.skip(`${name} (${cannot})`, fn));
 
 describe("view of a snapshot with stacks, in a real terminal", () => {
   for (const [cols, rows] of [
