@@ -40,7 +40,8 @@ if (import.meta.main) {
   const ours = dashes >= 0 ? argv.slice(0, dashes) : argv;
   // Read before the command line is checked (that loads more code): a wrong guess costs nothing,
   // parseCli still says what is wrong, and a monitor that is not a one-shot samples normally.
-  if (!ours.some((a) => NO_NVML.has(a))) warmUp({ oneShot: ours.includes("--json") && ours.includes("--once") });
+  const oneShot = ours.includes("--json") && ours.includes("--once");
+  if (!ours.some((a) => NO_NVML.has(a))) warmUp({ oneShot });
   if (import.meta.path.endsWith(".ts")) productionJsx();
   import("./commands/main")
     .then(({ main }) => main(argv))
@@ -51,4 +52,8 @@ if (import.meta.main) {
         process.exit(1);
       },
     );
+  // A one-shot's modules, asked for together: otherwise each file asks for the next only once it
+  // runs (the command line, then the monitor command, the machine, then the session and the JSON
+  // writer), a chain of waits before NVML's sample is read. A failure here is main's to report.
+  if (oneShot && !ours.includes("--demo")) for (const load of [() => import("./commands/monitor"), () => import("./collect/machine"), () => import("./collect/session"), () => import("./headless/stream")]) load().catch(() => {});
 }

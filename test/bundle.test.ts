@@ -120,6 +120,20 @@ describe("the bundle (dist/cli.js, the package's bin)", () => {
     expect(sources.after).toBe(join(ROOT, "src", "commands", "main.ts"));
   });
 
+  (STRACE ? test : test.skip)(`--json --once with no agent opens no file holding zod, ink or React: zod is loaded at a manifest's first read${STRACE ? "" : " (needs strace that may trace)"}`, () => {
+    const dir = mkdtempSync(join(tmpdir(), "gpumem-strace-"));
+    const agents = mkdtempSync(join(tmpdir(), "gpumem-agents-")); // private and empty: no manifest to read
+    const log = join(dir, "trace");
+    const p = Bun.spawnSync(["strace", "-f", "-e", "trace=openat", "-o", log, "bun", ENTRY, "--json", "--once"], { stdout: "pipe", stderr: "pipe", env: { ...process.env, GPUMEM_TUI_DIR: agents } });
+    expect(p.exitCode).toBe(0);
+    const opened = [...new Set([...readFileSync(log, "utf8").matchAll(/openat\(AT_FDCWD, "([^"]+\/dist\/[^"]+\.js)", [^)]*\) = \d/g)].map((m) => m[1]!))];
+    rmSync(dir, { recursive: true });
+    rmSync(agents, { recursive: true });
+    expect(opened).toContain(ENTRY);
+    const holding = opened.filter((f) => /ZodError|Symbol\.for\("react\.|yoga/.test(readFileSync(f, "utf8"))).map((f) => f.replace(/.*\/dist\//, ""));
+    expect(holding).toEqual([]);
+  });
+
   test("holds React's production build and JSX compiled for it, whatever NODE_ENV the build ran under", () => {
     const code = readdirSync(DIST).map((f) => readFileSync(join(DIST, f), "utf8")).join("\n");
     const has = (what: string) => code.includes(what);
