@@ -6,8 +6,9 @@
 # tree alone beside nvidia-smi.
 # COST_PARTS: which of "start idle busy" to run (all by default).
 #  1. start:  `--json --once` (the bundle, dist/cli.js) against `nvidia-smi --query-gpu=... --format=csv`,
-#             Bun's floors and NVML's from C, the earlier tree's bundle: interleaved, a process holding 3 GiB
-#             (bench/start-floor.ts); where the time goes, from the sources (bench/startup.ts, 3 runs).
+#             Bun's floors and NVML's from C, the earlier tree's bundle: interleaved, START_REPS rounds
+#             (default 60), a process holding 3 GiB (bench/start-floor.ts); where the time goes, step by
+#             step: bundled (bench/startup.ts --bundle, 15 runs, medians) and from the sources (3 runs).
 #  2. idle:   the screens (the bundle, 200x60 in tmux, Overview, 1 s interval) of both trees over the same
 #             25 s, one GPU and no process on it (bench/monitor-cost.ts): CPU % of a core, largest RSS.
 #  3. busy:   a transformers GPT-2 of hf_train's size (6x512, batch 16x256) under this tree's `run --json`;
@@ -50,7 +51,11 @@ cat "$out/machine.txt"
 parts=${COST_PARTS:-start idle busy}
 # 1. The start.
 if [[ " $parts " == *" start "* ]]; then
-step start-floor 100 bun bench/start-floor.ts "$out/start" 30 $base && cat "$out/start/start-floor.md"
+step start-floor 100 bun bench/start-floor.ts "$out/start" "${START_REPS:-60}" $base && cat "$out/start/start-floor.md"
+# Where the time goes: the bundled steps (the modules as the package runs them), 15 runs and their
+# medians; then from the sources, 3 runs.
+timeout -k 5 60 bun bench/startup.ts --bundle 15 > "$out/startup-bundle.txt" 2>&1
+sed -n '/^medians/,$p' "$out/startup-bundle.txt"
 for i in 1 2 3; do timeout -k 5 20 bun bench/startup.ts; done > "$out/startup.txt" 2>&1
 grep -E 'total|wait|document holds' "$out/startup.txt"
 fi
