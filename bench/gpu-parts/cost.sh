@@ -8,7 +8,8 @@
 #  1. start:  `--json --once` (the bundle, dist/cli.js) against `nvidia-smi --query-gpu=... --format=csv`,
 #             Bun's floors and NVML's from C, the earlier tree's bundle: interleaved, START_REPS rounds
 #             (default 60), a process holding 3 GiB (bench/start-floor.ts); where the time goes, step by
-#             step: bundled (bench/startup.ts --bundle, 15 runs, medians) and from the sources (3 runs).
+#             step: bundled (bench/startup.ts --bundle, 15 runs, medians) and from the sources (3 runs);
+#             NVML's part call by call (bench/start-nvml.ts).
 #  2. idle:   the screens (the bundle, 200x60 in tmux, Overview, 1 s interval) of both trees over the same
 #             25 s, one GPU and no process on it (bench/monitor-cost.ts): CPU % of a core, largest RSS.
 #  3. busy:   a transformers GPT-2 of hf_train's size (6x512, batch 16x256) under this tree's `run --json`;
@@ -51,12 +52,25 @@ cat "$out/machine.txt"
 parts=${COST_PARTS:-start idle busy}
 # 1. The start.
 if [[ " $parts " == *" start "* ]]; then
-step start-floor 100 bun bench/start-floor.ts "$out/start" "${START_REPS:-60}" $base && cat "$out/start/start-floor.md"
+# Its earlier tree: $START_BASE (a checkout with node_modules), else .carry/start-base.tar.xz (a `git
+# archive` of the commit before the start's own changes), else the earlier tree above.
+sbase=${START_BASE:-}
+if [ -z "$sbase" ] && [ -f .carry/start-base.tar.xz ]; then
+  rm -rf /tmp/start-base && mkdir -p /tmp/start-base && tar -xJf .carry/start-base.tar.xz -C /tmp/start-base \
+    && ln -sfn "$root/node_modules" /tmp/start-base/node_modules && sbase=/tmp/start-base \
+    && { step start-base-build 90 env -C "$sbase" bun cuda/build.ts --install || sbase=; }
+fi
+sbase=${sbase:-$base}
+echo "the start's earlier tree: ${sbase:-none}"
+step start-floor 100 bun bench/start-floor.ts "$out/start" "${START_REPS:-60}" $sbase && cat "$out/start/start-floor.md"
 # Where the time goes: the bundled steps (the modules as the package runs them), 15 runs and their
 # medians; then from the sources, 3 runs.
 timeout -k 5 60 bun bench/startup.ts --bundle 15 > "$out/startup-bundle.txt" 2>&1
 sed -n '/^medians/,$p' "$out/startup-bundle.txt"
 for i in 1 2 3; do timeout -k 5 20 bun bench/startup.ts; done > "$out/startup.txt" 2>&1
+# NVML's part, call by call in fresh processes, and its slow part with the utilization queries
+# one after the other against on a second thread (bench/start-nvml.ts, bench/nvml_start.c).
+step start-nvml 60 bun bench/start-nvml.ts "$out/start" 15 && sed -n '/^| call/,$p' "$out/start/start-nvml.md"
 grep -E 'total|wait|document holds' "$out/startup.txt"
 fi
 [ -f dist/cli.js ] || step bundle 60 bun run build:bundle
