@@ -68,10 +68,14 @@ step start-floor 100 bun bench/start-floor.ts "$out/start" "${START_REPS:-60}" $
 timeout -k 5 60 bun bench/startup.ts --bundle 15 > "$out/startup-bundle.txt" 2>&1
 sed -n '/^medians/,$p' "$out/startup-bundle.txt"
 for i in 1 2 3; do timeout -k 5 20 bun bench/startup.ts; done > "$out/startup.txt" 2>&1
-# NVML's part, call by call in fresh processes, and its slow part with the utilization queries
-# one after the other against on a second thread (bench/start-nvml.ts, bench/nvml_start.c).
-step start-nvml 60 bun bench/start-nvml.ts "$out/start" 15 && sed -n '/^| call/,$p' "$out/start/start-nvml.md"
 grep -E 'total|wait|document holds' "$out/startup.txt"
+# NVML's part, call by call in fresh processes, and its slow part's calls one after another and
+# with the utilization queries on a second thread (bench/start-nvml.ts, bench/nvml_start.c).
+step start-nvml 60 bun bench/start-nvml.ts "$out/start" 15 && sed -n '/^| call/,$p' "$out/start/start-nvml.md"
+echo "== the start in short (start/start-floor.md, start/start-nvml.md):"
+grep -E '^[|] (gpumem-tui|the earlier|--json|nvidia-smi|C: libgpumem)' "$out/start/start-floor.md"
+grep -E '^- (nvidia-smi|The warm-up|The earlier)' "$out/start/start-floor.md" | cut -c1-200
+grep -E 'one after another' "$out/start/start-nvml.md" | sed 's/.*interleaved: //'
 fi
 [ -f dist/cli.js ] || step bundle 60 bun run build:bundle
 if [ -n "$base" ] && [ ! -f "$base/dist/cli.js" ]; then step base-bundle 60 env -C "$base" bun run build:bundle || base=; fi
