@@ -27,57 +27,67 @@ export function resample(values: readonly number[], n: number): number[] {
  * ASCII one point a cell and 2 levels a row (':' half, '#' full).
  */
 export function areaChart(values: readonly number[], opts: { width: number; height: number; max: number; ascii?: boolean; line?: readonly number[] }): string[] {
-  // A screen redrawn each interval charts the same series again (an idle GPU's): drawn once.
-  const key = `${opts.width},${opts.height},${opts.max},${opts.ascii ? 1 : 0}`;
-  const hit = drawnCharts.find((c) => c.key === key && sameSeries(c.values, values) && sameSeries(c.line, opts.line));
+  const { width, height, ascii } = opts;
+  const max = opts.max > 0 ? opts.max : 1;
+  // Each point's level (in half rows for ASCII, quarter rows for braille): what the chart draws.
+  // `line`: a second series drawn as a dotted line over the area (NVML-used over reserved): the
+  // level of each of its points gets one dot, visible wherever it stands above the area.
+  const steps = ascii ? 2 : 4;
+  const points = ascii ? width : width * 2;
+  const levelsOf = (series: readonly number[]) => {
+    const out = new Int32Array(Math.max(0, points));
+    const pts = resample(series, points);
+    for (let i = 0; i < pts.length; i++) out[i] = Number.isNaN(pts[i]!) ? 0 : Math.round((Math.min(pts[i]!, max) / max) * height * steps);
+    return out;
+  };
+  const levels = levelsOf(values);
+  const over = opts.line ? levelsOf(opts.line) : null;
+  // A screen redrawn each interval charts the same levels again (an idle GPU's, a history still
+  // filling with the same figure, a series moved by less than a dot): drawn once.
+  const key = `${width},${height},${ascii ? 1 : 0}`;
+  const hit = drawnCharts.find((c) => c.key === key && sameLevels(c.levels, levels) && sameLevels(c.over, over));
   if (hit) return [...hit.rows];
-  const rows = drawArea(values, opts);
-  drawnCharts.unshift({ key, values: [...values], line: opts.line ? [...opts.line] : undefined, rows });
+  const rows = ascii ? drawAscii(levels, over, height) : drawBraille(levels, over, width, height);
+  drawnCharts.unshift({ key, levels, over, rows });
   drawnCharts.length = Math.min(drawnCharts.length, DRAWN_CHARTS);
-  return rows;
+  return [...rows];
 }
 
 /** The charts drawn last (every chart of a frame: two a GPU, two on the Process screen), newest first. */
-const drawnCharts: { key: string; values: number[]; line: number[] | undefined; rows: string[] }[] = [];
+const drawnCharts: { key: string; levels: Int32Array; over: Int32Array | null; rows: string[] }[] = [];
 const DRAWN_CHARTS = 16;
 
-function sameSeries(a: readonly number[] | undefined, b: readonly number[] | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
+function sameLevels(a: Int32Array | null, b: Int32Array | null): boolean {
+  if (a === null || b === null) return a === b;
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
-function drawArea(values: readonly number[], opts: { width: number; height: number; max: number; ascii?: boolean; line?: readonly number[] }): string[] {
-  const { width, height, ascii } = opts;
-  const max = opts.max > 0 ? opts.max : 1;
-  // `line`: a second series drawn as a dotted line over the area (NVML-used over reserved): the
-  // level of each of its points gets one dot, visible wherever it stands above the area.
-  const levelOf = (v: number, steps: number) => (Number.isNaN(v) ? 0 : Math.round((Math.min(v, max) / max) * height * steps));
-  if (ascii) {
-    const pts = resample(values, width);
-    const over = opts.line ? resample(opts.line, width).map((v) => levelOf(v, 2)) : null;
-    const rows: string[] = [];
-    for (let r = height - 1; r >= 0; r--) {
-      let line = "";
-      for (let c = 0; c < pts.length; c++) {
-        const inRow = levelOf(pts[c]!, 2) - r * 2;
-        const o = over ? over[c]! - r * 2 : 0;
-        line += inRow >= 2 ? "#" : (o === 1 || o === 2) && inRow < o ? "-" : inRow === 1 ? ":" : " ";
-      }
-      rows.push(line);
-    }
-    return rows;
-  }
-  const pts = resample(values, width * 2);
-  const levels = pts.map((v) => levelOf(v, 4));
-  const over = opts.line ? resample(opts.line, width * 2).map((v) => levelOf(v, 4)) : null;
+/** ASCII: one point a cell, two levels a row (':' half, '#' full; '-' the line's point above the area). */
+function drawAscii(levels: Int32Array, over: Int32Array | null, height: number): string[] {
   const rows: string[] = [];
   for (let r = height - 1; r >= 0; r--) {
     let line = "";
+    for (let c = 0; c < levels.length; c++) {
+      const inRow = levels[c]! - r * 2;
+      const o = over ? over[c]! - r * 2 : 0;
+      line += inRow >= 2 ? "#" : (o === 1 || o === 2) && inRow < o ? "-" : inRow === 1 ? ":" : " ";
+    }
+    rows.push(line);
+  }
+  return rows;
+}
+
+/** Braille: two points a cell, four levels a row; the line's point one dot. */
+function drawBraille(levels: Int32Array, over: Int32Array | null, width: number, height: number): string[] {
+  const rows: string[] = [];
+  const cells = new Array<string>(width);
+  for (let r = height - 1; r >= 0; r--) {
     for (let c = 0; c < width; c++) {
       let bits = 0;
-      for (const [k, dots] of [[0, LEFT], [1, RIGHT]] as const) {
+      for (let k = 0; k < 2; k++) {
+        const dots = k === 0 ? LEFT : RIGHT;
         const inRow = levels[c * 2 + k]! - r * 4;
         for (let d = 0; d < Math.min(4, inRow); d++) bits |= dots[d]!;
         if (over) {
@@ -85,9 +95,9 @@ function drawArea(values: readonly number[], opts: { width: number; height: numb
           if (o >= 1 && o <= 4) bits |= dots[o - 1]!;
         }
       }
-      line += String.fromCharCode(0x2800 + bits);
+      cells[c] = String.fromCharCode(0x2800 + bits);
     }
-    rows.push(line);
+    rows.push(cells.join(""));
   }
   return rows;
 }

@@ -18,10 +18,26 @@ export interface Drawn {
   key: string;
 }
 
+/** An Ink element made for a tree, with what decides what it draws: its own props as a string
+ *  and its children as made (elements kept from the tree before are that same object). */
+interface MadeElement {
+  own: string;
+  kids: ReactNode;
+  el: ReactElement;
+}
+
+/** Ink's elements of the last tree made, by their place in it: an element whose props draw as the
+ *  one's at its place did, over the very children that one had, is that element again, so that
+ *  React, given the same object, skips it and all under it (a changed figure re-renders its own
+ *  line, not the screen). Decided bottom up, so each element is looked at once. */
+let lastMade = new Map<string, MadeElement>();
+
 /** `node` with our components called through, and a string that changes wherever what it draws changes. */
 export function expand(node: ReactNode): Drawn {
   const out: string[] = [];
-  const tree = walk(node, out, undefined);
+  const made = new Map<string, MadeElement>();
+  const tree = walk(node, out, undefined, "", made);
+  lastMade = made;
   return { node: tree, key: out.join("") };
 }
 
@@ -30,8 +46,9 @@ export function drawn(node: ReactNode): string {
   return expand(node).key;
 }
 
-/** `key`: the key the element made here takes (a component's, or its place in a list). */
-function walk(node: ReactNode, out: string[], key: string | null | undefined): ReactNode {
+/** `key`: the key the element made here takes (a component's, or its place in a list); `at`: its
+ *  place in the tree (lastMade). */
+function walk(node: ReactNode, out: string[], key: string | null | undefined, at: string, made: Map<string, MadeElement>): ReactNode {
   if (node === null || node === undefined || typeof node === "boolean") return node;
   if (typeof node === "string" || typeof node === "number" || typeof node === "bigint") {
     out.push(String(node), "\u0000");
@@ -41,7 +58,10 @@ function walk(node: ReactNode, out: string[], key: string | null | undefined): R
     out.push("[");
     // An item without a key gets its place as one: what React matches a keyless list by anyway,
     // said so that React does not take the list for one whose keys were forgotten.
-    const kids = node.map((n, i) => walk(n as ReactNode, out, isValidElement(n) && n.key === null ? `\u0000${i}` : undefined));
+    const kids = node.map((n, i) => {
+      const own = isValidElement(n) && n.key === null ? `\u0000${i}` : undefined;
+      return walk(n as ReactNode, out, own, `${at}[${own ?? (isValidElement(n) ? n.key : i)}]`, made);
+    });
     out.push("]");
     return kids;
   }
@@ -52,12 +72,15 @@ function walk(node: ReactNode, out: string[], key: string | null | undefined): R
   if (typeof type === "function" && !INK.has(type)) {
     if ((type as { prototype?: { isReactComponent?: unknown } }).prototype?.isReactComponent) throw new Error("a class component cannot be called here");
     // Its key goes to what it made, for React to match a list's items as before.
-    return walk((type as (p: unknown) => ReactNode)(props), out, ownKey);
+    return walk((type as (p: unknown) => ReactNode)(props), out, ownKey, at, made);
   }
+  const start = out.length;
   let children: ReactNode;
+  let own: string;
   if (type === Fragment) {
     out.push("<>");
-    children = walk(props.children as ReactNode, out, undefined);
+    own = `${ownKey ?? ""}<>`;
+    children = walk(props.children as ReactNode, out, undefined, `${at}<>`, made);
   } else {
     if (typeof type !== "string" && !INK.has(type)) throw new Error("a component React alone can draw"); // memo, context, lazy…
     out.push("<", typeof type === "string" ? type : INK.get(type)!);
@@ -68,10 +91,25 @@ function walk(node: ReactNode, out: string[], key: string | null | undefined): R
       out.push(" ", k, "=", typeof v === "object" && v !== null ? JSON.stringify(v) : String(v));
     }
     out.push(">");
-    children = walk(props.children as ReactNode, out, undefined);
+    own = `${ownKey ?? ""}\u0000${out.slice(start).join("")}`;
+    children = walk(props.children as ReactNode, out, undefined, `${at}<${out[start + 1]}>`, made);
   }
   out.push("</>");
-  if (children === props.children && ownKey === el.key) return el;
+  const before = lastMade.get(at);
+  if (before !== undefined && before.own === own && sameKids(before.kids, children)) {
+    made.set(at, before);
+    return before.el;
+  }
   // The children in the props, as JSX put them (a list given as an argument would want keys).
-  return createElement(type as string, { ...props, ...(ownKey === null || ownKey === undefined ? {} : { key: ownKey }), children });
+  const now = children === props.children && ownKey === el.key ? el : createElement(type as string, { ...props, ...(ownKey === null || ownKey === undefined ? {} : { key: ownKey }), children });
+  made.set(at, { own, kids: children, el: now });
+  return now;
+}
+
+/** Children made alike: the same texts, the same element objects, in the same lists. */
+function sameKids(a: ReactNode, b: ReactNode): boolean {
+  if (a === b) return true;
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!sameKids(a[i] as ReactNode, b[i] as ReactNode)) return false;
+  return true;
 }

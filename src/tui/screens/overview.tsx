@@ -140,16 +140,13 @@ function DevicePanel({ d, h, width, chartRows, ascii, ledger }: { d: Device; h: 
         <Box>
           <Box flexDirection="column" marginRight={1}>
             <Text dimColor>{pad(`${" ".repeat(GUTTER)}GPU utilization (%)`, half)}</Text>
-            {util.map((l, i) => (
-              <Text key={i} color={color("cyan")}>{l}</Text>
-            ))}
+            {/* A chart is one text of its rows: one node for React, Yoga and Ink, not one a row. */}
+            <Text color={color("cyan")}>{util.join("\n")}</Text>
             <Text dimColor>{time}</Text>
           </Box>
           <Box flexDirection="column">
             <Text dimColor>{pad(cutWords(`${" ".repeat(GUTTER)}GPU memory used, of ${formatBytes(total)}`, half), half)}</Text>
-            {mem.map((l, i) => (
-              <Text key={i} color={color("green")}>{l}</Text>
-            ))}
+            <Text color={color("green")}>{mem.join("\n")}</Text>
             <Text dimColor>{time}</Text>
           </Box>
         </Box>
