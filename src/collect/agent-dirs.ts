@@ -12,17 +12,27 @@ function ownUid(): number {
 
 /** Why `path` is not a directory only `uid` controls, or null; "missing" where nothing is there. */
 export function privateReason(path: string, uid = ownUid()): string | null {
+  return privateCheck(path, uid).reason;
+}
+
+/** privateReason, with the directory's mtime as the same lstat saw it (null where it has none). */
+function privateCheck(path: string, uid: number): { reason: string | null; mtimeMs: number | null } {
   let st: ReturnType<typeof lstatSync>;
   try {
     st = lstatSync(path);
   } catch {
-    return "missing";
+    return { reason: "missing", mtimeMs: null };
   }
-  if (st.isSymbolicLink()) return "a symbolic link";
-  if (!st.isDirectory()) return "not a directory";
-  if (st.uid !== uid) return `owned by uid ${st.uid}, not by you (${uid})`;
-  if ((st.mode & 0o077) !== 0) return `open to other users (mode ${(st.mode & 0o777).toString(8)})`;
-  return null;
+  const reason = st.isSymbolicLink()
+    ? "a symbolic link"
+    : !st.isDirectory()
+      ? "not a directory"
+      : st.uid !== uid
+        ? `owned by uid ${st.uid}, not by you (${uid})`
+        : (st.mode & 0o077) !== 0
+          ? `open to other users (mode ${(st.mode & 0o777).toString(8)})`
+          : null;
+  return { reason, mtimeMs: reason === null ? st.mtimeMs : null };
 }
 
 /** The directories an agent of this user may have asked for. The agent takes the first of
@@ -49,6 +59,8 @@ function isFallback(name: string, base: string): boolean {
 export interface DirScan {
   /** Directories to read: each checked just now. */
   dirs: string[];
+  /** Each directory's mtime, as the check's lstat saw it (DirListings). */
+  mtimes: number[];
   /** Names found taken or unsafe, in words: said, never read. */
   problems: string[];
 }
@@ -161,6 +173,7 @@ function pick(entries: string[], name: string, max: number): Listing {
  *  counted into one line (another user can make thousands of them: one line, not thousands). */
 export function scanAgentDirs(bases: string[], uid = ownUid(), listings = new ParentListings()): DirScan {
   const dirs: string[] = [];
+  const mtimes: number[] = [];
   const problems: string[] = [];
   for (const base of bases) {
     const listing = listings.listing(base);
@@ -168,8 +181,8 @@ export function scanAgentDirs(bases: string[], uid = ownUid(), listings = new Pa
     const split = splitListing(listing, base, uid, listings);
     const siblings: [string, string][] = [];
     for (const path of split.rest) {
-      const why = privateReason(path, uid);
-      if (why === null) dirs.push(path);
+      const { reason: why, mtimeMs } = privateCheck(path, uid);
+      if (why === null) dirs.push(path), mtimes.push(mtimeMs!);
       else if (why === "missing") continue;
       else if (path === base) problems.push(`agent directory ${path} is ${why}: ignored`);
       else siblings.push([path, why]);
@@ -177,7 +190,36 @@ export function scanAgentDirs(bases: string[], uid = ownUid(), listings = new Pa
     const said = siblingsProblem(base, split, siblings, listing.beyond, listings.maxSiblingsRead);
     if (said) problems.push(said);
   }
-  return { dirs, problems };
+  return { dirs, mtimes, problems };
+}
+
+/**
+ * The names in the agents' directories, listed again only where a directory changed (its mtime, as
+ * the scan's trust check saw it, moved: a manifest or ring made, renamed or removed), or
+ * LISTING_MAX_AGE_MS passed, or it changed within LISTING_SETTLED_MS of its listing (a second
+ * change inside the clock's granularity would leave its mtime as it was). The monitor scans them
+ * once a tick; an idle machine's are the same every tick.
+ */
+export class DirListings {
+  private readonly kept = new Map<string, { mtimeMs: number; at: number; names: string[] }>();
+  /** How many listings were read (not kept): the tests count them. */
+  reads = 0;
+
+  /** The names in `dir`, whose mtime is `mtimeMs` now; throws as readdirSync where it cannot be read. */
+  names(dir: string, mtimeMs: number, now = Date.now()): string[] {
+    const kept = this.kept.get(dir);
+    if (kept && kept.mtimeMs === mtimeMs && now - kept.at < LISTING_MAX_AGE_MS) return kept.names;
+    this.kept.delete(dir);
+    const names = readdirSync(dir);
+    this.reads++;
+    if (now - mtimeMs >= LISTING_SETTLED_MS) this.kept.set(dir, { mtimeMs, at: now, names });
+    return names;
+  }
+
+  /** Only `dirs` kept (those the last scan found). */
+  keepOnly(dirs: readonly string[]): void {
+    for (const dir of this.kept.keys()) if (!dirs.includes(dir)) this.kept.delete(dir);
+  }
 }
 
 /** A listing's fallback-shaped names of other users, counted by reason, and the rest (the base,

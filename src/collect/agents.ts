@@ -1,12 +1,12 @@
 // Finding the agents: list the per-user directory, read manifests, open rings read-only.
 // Processes that exited keep their last data (marked exited) and their stale files are removed.
-import { existsSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { existsSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { RingHeader } from "../ffi/events";
 import { openRing, type RingReader } from "../ffi/ring";
 import { readSmallText } from "../snapshot/input-file";
 import { MAX_MANIFEST_BYTES, parseManifest, type Manifest } from "../system/manifest";
-import { agentDirBases, ParentListings, privateReason, scanAgentDirs } from "./agent-dirs";
+import { agentDirBases, DirListings, ParentListings, privateReason, scanAgentDirs } from "./agent-dirs";
 import { inOtherPidNamespace, pidAlive } from "./procfs";
 
 export interface Agent {
@@ -82,6 +82,8 @@ export class AgentWatcher {
 
   /** The bases' parents as last listed (a scan a tick lists them only when they changed). */
   private readonly listings = new ParentListings();
+  /** The agents' directories as last listed (listed again only when they changed). */
+  readonly dirListings = new DirListings();
 
   /** `dir`: one directory to read (and its fallbacks) instead of the user's usual ones. */
   constructor(dir?: string) {
@@ -93,9 +95,10 @@ export class AgentWatcher {
     const scan = scanAgentDirs(this.bases, undefined, this.listings);
     this.problems = scan.problems;
     const files: [string, string][] = [];
-    for (const dir of scan.dirs) {
+    this.dirListings.keepOnly(scan.dirs);
+    for (const [k, dir] of scan.dirs.entries()) {
       try {
-        for (const file of readdirSync(dir)) files.push([dir, file]);
+        for (const file of this.dirListings.names(dir, scan.mtimes[k]!)) files.push([dir, file]);
       } catch {
         // gone since the scan
       }
