@@ -17,7 +17,7 @@ export function phaseShares(m: ProfilerModel, device: number, fromUs: number, to
   const width = (toUs - fromUs) / columns;
   let prevTime = Number.NaN;
   let prevPhase = -1;
-  for (let k = t.first; k < t.total; k++) {
+  for (let k = walkFrom(t, device, fromUs); k < t.total; k++) {
     const s = t.slot(k);
     if (t.device[s] !== device) continue;
     const time = t.time_us[s]!;
@@ -26,6 +26,32 @@ export function phaseShares(m: ProfilerModel, device: number, fromUs: number, to
     if (time >= toUs) break;
   }
   return out;
+}
+
+/** How far before the record that starts the window's first phase the walk starts (µs):
+ *  threads' stamps are out of order by microseconds, and a second of records settles it. */
+const LEAD_US = 1_000_000;
+
+/** Where the walk starts: the records before the window only lead up to the phase at its start,
+ *  which the device's last record before it says (the trace holds up to a minute of records, the
+ *  window a few seconds). */
+function walkFrom(t: NonNullable<ProfilerModel["tail"]>, device: number, fromUs: number): number {
+  let k = firstAtOrAfter(t, fromUs) - 1;
+  while (k >= t.first && t.device[t.slot(k)] !== device) k--;
+  return k < t.first ? t.first : firstAtOrAfter(t, t.time_us[t.slot(k)]! - LEAD_US);
+}
+
+/** The first kept record at or after `us` (the trace's records are in time order but for threads'
+ *  stamps a few microseconds apart; a binary search lands within those). */
+function firstAtOrAfter(t: NonNullable<ProfilerModel["tail"]>, us: number): number {
+  let lo = t.first;
+  let hi = t.total;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (t.time_us[t.slot(mid)]! < us) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Adds the time from `a` to `b` (within the window) to `phase` in the columns it crosses. */
