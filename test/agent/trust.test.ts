@@ -8,10 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PAYLOAD_ENV } from "../../src/attach/bootstrap";
 import { attach, testEnv } from "../attach/support";
-import { expectUnittestPasses } from "../support/unittest";
+import { unittestPasses } from "../support/unittest";
 
-test("agent: the hook's build searches only trusted directories, keyed by them; planted modules, -I/-E, setuid (python3 -m unittest)", () => {
-  expectUnittestPasses(join(import.meta.dir, "test_trust.py"));
+// The two share nothing (each its own folders and processes): concurrent.
+test.concurrent("agent: the hook's build searches only trusted directories, keyed by them; planted modules, -I/-E, setuid (python3 -m unittest)", async () => {
+  await unittestPasses(join(import.meta.dir, "test_trust.py"));
 }, 120_000);
 
 // Imports only built-in modules (sys, time): whatever of the standard library the bootstrap and the
@@ -25,7 +26,7 @@ print("done")
 `;
 const PLANTED = ["json", "struct", "secrets", "tempfile", "selectors", "socket", "pickle", "ctypes", "threading", "importlib", "hashlib", "weakref"];
 
-test("attach: modules planted beside the target's script and in its working directory do not run", async () => {
+test.concurrent("attach: modules planted beside the target's script and in its working directory do not run", async () => {
   const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   const scriptDir = mkdtempSync(join(tmpdir(), "gpumem-planted-"));
   const cwd = mkdtempSync(join(tmpdir(), "gpumem-planted-cwd-"));
