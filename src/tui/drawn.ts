@@ -77,6 +77,7 @@ function walk(node: ReactNode, out: string[], key: string | null | undefined, at
   const start = out.length;
   let children: ReactNode;
   let own: string;
+  let fn = false;
   if (type === Fragment) {
     out.push("<>");
     own = `${ownKey ?? ""}<>`;
@@ -87,7 +88,10 @@ function walk(node: ReactNode, out: string[], key: string | null | undefined, at
     for (const k in props) {
       if (k === "children") continue;
       const v = props[k];
-      if (typeof v === "function") continue;
+      if (typeof v === "function") {
+        fn = true; // what it draws may differ by the function: never the element before (Transform)
+        continue;
+      }
       out.push(" ", k, "=", typeof v === "object" && v !== null ? JSON.stringify(v) : String(v));
     }
     out.push(">");
@@ -96,7 +100,7 @@ function walk(node: ReactNode, out: string[], key: string | null | undefined, at
   }
   out.push("</>");
   const before = lastMade.get(at);
-  if (before !== undefined && before.own === own && sameKids(before.kids, children)) {
+  if (!fn && before !== undefined && before.own === own && sameKids(before.kids, children)) {
     made.set(at, before);
     return before.el;
   }
