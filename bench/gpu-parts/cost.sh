@@ -87,7 +87,9 @@ mon() { # label tree [env]: the screens of that tree's bundle
 if [[ " $parts " == *" idle "* ]]; then
 idle=("$(mon screens-now "$root" "")")
 [ -n "$base" ] && idle+=("$(mon screens-base "$base" "")")
-step idle 60 bun bench/monitor-cost.ts "$out/idle.json" 25 3 "${idle[@]}"
+# After COST_WARM seconds too (at most 30: an idle monitor's compiles end sooner than a busy one's).
+iwarm=$(( ${COST_WARM:-3} < 30 ? ${COST_WARM:-3} : 30 ))
+step idle $((60 + iwarm)) bun bench/monitor-cost.ts "$out/idle.json" 25 "$iwarm" "${idle[@]}"
 bun -e "for (const r of require('$out/idle.json').runs) console.log('idle', r.label, r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB')"
 fi
 
