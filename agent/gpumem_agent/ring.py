@@ -227,10 +227,19 @@ class Ring:
         w = self.lane_written(lane) if end is None else end
         base = HEADER_SIZE + lane * self.capacity * RECORD_SIZE
         out = []
-        for i in range(max(start, w - self.capacity), w):
-            rec = RECORD.unpack_from(self.map, base + (i & (self.capacity - 1)) * RECORD_SIZE)
-            if rec[0] == i + 1:
-                out.append(rec)
+        i = max(start, w - self.capacity)
+        # A stretch at a time, up to where the lane wraps, copied out and unpacked in one call:
+        # a call per record cost most of a reader's time (the agent's lines read every tick).
+        while i < w:
+            slot = i & (self.capacity - 1)
+            n = min(w - i, self.capacity - slot)
+            at = base + slot * RECORD_SIZE
+            seq = i + 1
+            for rec in RECORD.iter_unpack(self.map[at : at + n * RECORD_SIZE]):
+                if rec[0] == seq:
+                    out.append(rec)
+                seq += 1
+            i += n
         return out
 
     def records(self):
