@@ -212,7 +212,7 @@ class Stream:
         self.read_to = self.ring.lane_written(self.lane)
         assert released.gpumem_hook_attach(self.ring.path.encode(), 0) == 0
         assert released.gpumem_hook_stacks(min_bytes, sample_bytes) == 0
-        released.gpumem_double_event.argtypes = [ctypes.c_uint8, ctypes.c_int8, ctypes.c_uint64, ctypes.c_uint64]
+        released.gpumem_double_events.argtypes = [ctypes.c_uint8, ctypes.c_int8, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32]
         self.taken = []  # (stack id, size) of each alloc record that carries a stack
         self.records = 0
 
@@ -232,20 +232,20 @@ class Stream:
         assert released.gpumem_hook_stacks(1, 0) == 0
 
 
-def line_small(ev, size):
-    ev(ALLOC, 0, 0x1000, size)  # small
+def line_small(evs, sizes):
+    evs(ALLOC, 0, 0x1000, sizes, len(sizes))  # small
 
 
-def line_mixed(ev, size):
-    ev(ALLOC, 0, 0x2000, size)  # mixed
+def line_mixed(evs, sizes):
+    evs(ALLOC, 0, 0x2000, sizes, len(sizes))  # mixed
 
 
-def line_around(ev, size):
-    ev(ALLOC, 0, 0x3000, size)  # around
+def line_around(evs, sizes):
+    evs(ALLOC, 0, 0x3000, sizes, len(sizes))  # around
 
 
-def line_edge(ev, size):
-    ev(ALLOC, 0, 0x4000, size)  # edge
+def line_edge(evs, sizes):
+    evs(ALLOC, 0, 0x4000, sizes, len(sizes))  # edge
 
 
 LINES = {  # each line's sizes: log2 bounds
@@ -265,11 +265,13 @@ class Sampling(unittest.TestCase):
         import tempfile
 
         rng = random.Random(seed)
-        # The four lines in turn (LINES' order), allocation i from line i % 4, the edge line
-        # alternating below and at the threshold every fourth round; the sizes are sizes_in's, drawn
-        # in the same order from the same generator (uniform(lo, hi) is lo + (hi - lo) * random()),
-        # written out here because this loop runs a million times on each interpreter: Python's
-        # own calls around the double's were most of the test's time, the double's call itself stays.
+        # Allocation i of line i % 4 (LINES' order), the edge line alternating below and at the
+        # threshold every fourth; the sizes sizes_in's, drawn in that order from the one generator
+        # (uniform(lo, hi) is lo + (hi - lo) * random(), written out: it runs a million times on
+        # each interpreter). Each line's allocations of a stretch of 50,000 go to the double in one
+        # call from that line, as an op making many blocks calls the hook, each sampled one walked
+        # from that line's frame: a Python call around each of a million was most of the test's
+        # time. Sampling counts down bytes, whichever line's allocation comes next.
         assert n % 4 == 0 and list(LINES) == [line_small, line_mixed, line_around, line_edge]
         (s_lo, s_hi), (m_lo, m_hi), (a_lo, a_hi) = LINES[line_small], LINES[line_mixed], LINES[line_around]
         s_w, m_w, a_w = s_hi - s_lo, m_hi - m_lo, a_hi - a_lo
@@ -279,21 +281,17 @@ class Sampling(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             st = Stream(tmp, min_bytes, sample_bytes)
             try:
-                ev = released.gpumem_double_event
+                evs = released.gpumem_double_events
                 for start in range(0, n, 50000):  # read every 50,000, before the ring laps
+                    small, mixed, around, edges = [], [], [], []
                     for j in range(start >> 2, min(start + 50000, n) >> 2):
-                        size = max(512, int(2 ** (s_lo + s_w * rnd())) // 512 * 512)
-                        line_small(ev, size)
-                        t_small += size
-                        size = max(512, int(2 ** (m_lo + m_w * rnd())) // 512 * 512)
-                        line_mixed(ev, size)
-                        t_mixed += size
-                        size = max(512, int(2 ** (a_lo + a_w * rnd())) // 512 * 512)
-                        line_around(ev, size)
-                        t_around += size
-                        size = edge[j & 1]
-                        line_edge(ev, size)
-                        t_edge += size
+                        small.append(max(512, int(2 ** (s_lo + s_w * rnd())) // 512 * 512))
+                        mixed.append(max(512, int(2 ** (m_lo + m_w * rnd())) // 512 * 512))
+                        around.append(max(512, int(2 ** (a_lo + a_w * rnd())) // 512 * 512))
+                        edges.append(edge[j & 1])
+                    for line, sizes in ((line_small, small), (line_mixed, mixed), (line_around, around), (line_edge, edges)):
+                        line(evs, (ctypes.c_uint64 * len(sizes))(*sizes))
+                    t_small, t_mixed, t_around, t_edge = t_small + sum(small), t_mixed + sum(mixed), t_around + sum(around), t_edge + sum(edges)
                     st.read()
             finally:
                 st.close()

@@ -201,3 +201,10 @@ void gpumem_double_event(uint8_t action, int8_t device, uint64_t address, uint64
   r.line = g_h->cur_line;
   gpumem_ring_push(g_h, &r);
 }
+
+/* `n` such events from one call, one a size, as an op that makes many blocks makes them (the
+ * calling Python frame the same for each): the stacks test's million allocations without a
+ * Python call around each (test/agent/test_stacks.py). */
+void gpumem_double_events(uint8_t action, int8_t device, uint64_t address, const uint64_t *sizes, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) gpumem_double_event(action, device, address, sizes[i]);
+}
