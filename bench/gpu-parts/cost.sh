@@ -2,7 +2,8 @@
 # Issue 38 on the GPU: the monitor's own cost, this tree beside an earlier one in the same run.
 #   bash bench/gpu-parts/cost.sh OUT_DIR          (repo root, after `bun cuda/build.ts --install`; ~3 minutes)
 # The earlier tree: $COST_BASE (a checkout with node_modules), else .carry/cost-base.tar.xz (a `git archive`
-# of the earlier commit, unpacked to /tmp/cost-base with this tree's node_modules); without either, this
+# of the earlier commit, unpacked to /tmp/cost-base with this tree's node_modules, and where it holds an
+# nm-overlay/ folder, those files of its own patched dependencies over them); without either, this
 # tree alone beside nvidia-smi.
 # COST_PARTS: which of "start idle busy" to run (all by default).
 #  1. start:  `--json --once` (the bundle, dist/cli.js) against `nvidia-smi --query-gpu=... --format=csv`,
@@ -39,8 +40,14 @@ step() { # name seconds command...: under its own timeout, its output in the log
 # The earlier tree, its native library and bundle built by its own sources.
 base=${COST_BASE:-}
 if [ -z "$base" ] && [ -f .carry/cost-base.tar.xz ]; then
-  rm -rf /tmp/cost-base && mkdir -p /tmp/cost-base && tar -xJf .carry/cost-base.tar.xz -C /tmp/cost-base \
-    && ln -sfn "$root/node_modules" /tmp/cost-base/node_modules && base=/tmp/cost-base
+  rm -rf /tmp/cost-base && mkdir -p /tmp/cost-base && tar -xJf .carry/cost-base.tar.xz -C /tmp/cost-base && base=/tmp/cost-base
+  # Its dependencies: this tree's, with the files its own patches left otherwise (nm-overlay/, where the
+  # archive carries one: a patch of a dependency changed since) put back.
+  if [ -d /tmp/cost-base/nm-overlay ]; then
+    cp -a "$root/node_modules" /tmp/cost-base/node_modules && cp -a /tmp/cost-base/nm-overlay/. /tmp/cost-base/node_modules/
+  else
+    ln -sfn "$root/node_modules" /tmp/cost-base/node_modules
+  fi
 fi
 if [ -n "$base" ]; then
   step base-build 90 env -C "$base" bun cuda/build.ts --install || base=
