@@ -31,8 +31,9 @@ const sh = (...args: string[]) => run(...args).out;
 function probe(): string | null {
   if (!tmux) return "needs tmux: `apt install tmux`; .ci/run installs it";
   // The probe's session stays for the whole file: with it, killing a test's session never ends the
-  // private server, so the next new-session cannot race a server on its way out.
-  const r = run("new-session", "-d", "-s", "probe", "-x", "40", "-y", "5", "/bin/sh", "-c", "echo tmux-pane-ok; sleep 3600");
+  // private server, so the next new-session cannot race a server on its way out. It ends with this
+  // process (tail --pid), the server with it, where the file is cut short before its afterAll.
+  const r = run("new-session", "-d", "-s", "probe", "-x", "40", "-y", "5", "/bin/sh", "-c", `echo tmux-pane-ok; exec tail --pid=${process.pid} -f /dev/null`);
   if (!r.ok) return `tmux cannot open a pane here: ${r.err || "exit status non-zero"}`;
   for (let i = 0; i < 50; i++) {
     if (sh("capture-pane", "-p", "-t", "probe").includes("tmux-pane-ok")) return null;
