@@ -4,12 +4,13 @@
 import { afterAll, expect } from "bun:test";
 import { relative } from "node:path";
 import { cpuSeconds, reportCpu } from "./cpu";
+import { paneEnv } from "./pane-env";
 
 const tmux = Bun.which("tmux");
 const socket = `gpumem-t-${process.pid}`;
 
 function tm(...args: string[]) {
-  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { env: process.env, stdout: "pipe", stderr: "pipe" }); // TMUX_TMPDIR: this run's folder
+  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { env: paneEnv(), stdout: "pipe", stderr: "pipe" }); // TMUX_TMPDIR: this run's folder
   return { ok: r.exitCode === 0, out: r.stdout.toString(), err: r.stderr.toString().trim() };
 }
 

@@ -10,6 +10,7 @@ import { createModel, segmentInside } from "../../src/profiler";
 import { replay } from "../../src/profiler/replay";
 import { segmentsInOrder } from "../../src/tui/screens/segments";
 import { cpuSeconds, reportCpu } from "../support/cpu";
+import { paneEnv } from "../support/pane-env";
 
 const tmux = Bun.which("tmux");
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
@@ -21,7 +22,7 @@ const WORK = mkdtempSync(join(tmpdir(), "term-"));
 // nor its default shell (a CI user's may be nologin), decides what the test sees.
 const socket = `gpumem-e2e-${process.pid}`;
 function run(...args: string[]) {
-  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { env: process.env, stdout: "pipe", stderr: "pipe" }); // TMUX_TMPDIR: this run's folder
+  const r = Bun.spawnSync([tmux!, "-L", socket, "-f", "/dev/null", ...args], { env: paneEnv(), stdout: "pipe", stderr: "pipe" }); // TMUX_TMPDIR: this run's folder
   return { ok: r.exitCode === 0, out: r.stdout.toString(), err: r.stderr.toString().trim() };
 }
 const sh = (...args: string[]) => run(...args).out;
