@@ -20,7 +20,8 @@ const { Controller } = await import(join(tree, "src/tui/controller"));
 const recorded = (await import(join(tree, "test/fixtures/h100-training.json"))).default;
 const ctl = new Controller(null, 1000);
 const base = { ...recorded, processes: [] };
-const d0 = base.devices[0];
+// FILL=1 also shows the GPU as an idle one reads (nothing used, 0%): H200's in bench/results/gpu-2026-11-29c.
+const d0 = process.env.FILL === "1" ? { ...base.devices[0], memory_used_bytes: 0, gpu_utilization_percent: 0 } : base.devices[0];
 // FILL=1: the charts' history starts empty and fills a sample a tick, as in a monitor just started
 // (what bench/gpu-parts/cost.sh's idle part measures: its seconds 5 to 30).
 const fill = process.env.FILL === "1";

@@ -140,13 +140,18 @@ function DevicePanel({ d, h, width, chartRows, ascii, ledger }: { d: Device; h: 
         <Box>
           <Box flexDirection="column" marginRight={1}>
             <Text dimColor>{pad(`${" ".repeat(GUTTER)}GPU utilization (%)`, half)}</Text>
-            {/* A chart is one text of its rows: one node for React, Yoga and Ink, not one a row. */}
-            <Text color={color("cyan")}>{util.join("\n")}</Text>
+            {/* A text a row: Ink keeps the rows that did not change (one multi-line text is laid out
+                again whole where any of its rows changed, and costs more at a second's interval). */}
+            {util.map((l, i) => (
+              <Text key={i} color={color("cyan")}>{l}</Text>
+            ))}
             <Text dimColor>{time}</Text>
           </Box>
           <Box flexDirection="column">
             <Text dimColor>{pad(cutWords(`${" ".repeat(GUTTER)}GPU memory used, of ${formatBytes(total)}`, half), half)}</Text>
-            <Text color={color("green")}>{mem.join("\n")}</Text>
+            {mem.map((l, i) => (
+              <Text key={i} color={color("green")}>{l}</Text>
+            ))}
             <Text dimColor>{time}</Text>
           </Box>
         </Box>

@@ -300,10 +300,13 @@ export function ProcessScreen({ pm, found, width, height, ascii, when = null, sa
       {chart ? (
         <>
           {both ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}reserved{nvml ? ", dotted: NVML used" : ""} (each column keeps its maximum)</Text> : null}
-          {/* A chart is one text of its rows: one node for React, Yoga and Ink, not one a row. */}
-          {resv.length ? <Text color={color("yellow")}>{resv.join("\n")}</Text> : null}
+          {resv.map((line, i) => (
+            <Text key={i} color={color("yellow")}>{line}</Text>
+          ))}
           {both || keep.label ? <Text dimColor wrap="truncate-end">{" ".repeat(GUTTER)}{both ? "allocated" : "allocated, dotted: reserved (each column keeps its maximum)"}</Text> : null}
-          {alloc.length ? <Text color={color("green")}>{alloc.join("\n")}</Text> : null}
+          {alloc.map((line, i) => (
+            <Text key={i} color={color("green")}>{line}</Text>
+          ))}
           <Text wrap="truncate-end">
             <Text dimColor>{pad("phase", GUTTER - 1, true)} </Text>
             {strip.runs.map((r, i) => (
