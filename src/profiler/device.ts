@@ -29,6 +29,9 @@ import { blockSize, ruleRow } from "./totals";
 import { blockFrom, DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 import { CHAIN_FREE, CHAIN_LIVE, CHAIN_UNKNOWN, LargePoolLayout, type SeedBlock } from "./large-pool";
 import { DEAD, hash } from "./address-map";
+import { ingestCore } from "../ffi/ingest-core";
+import { INGEST_EXIT, INGEST_TODO } from "../ffi/ingest-wire";
+import { CoreTables, S } from "./device-core";
 
 export type { SnapshotSegment } from "./resync";
 
@@ -276,6 +279,279 @@ export class DeviceState extends TotalsReadout {
    * JIT does not write into the loop (see the loop's head).
    */
   allocatorRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean): number {
+    let core = this.core;
+    if (core === undefined) {
+      const c = ingestCore();
+      core = this.core = c === null ? null : new CoreTables(c);
+    }
+    if (core === null || one || !core.usable || end - from < core.core.minStretch) return this.allocatorRecordsTS(batch, from, end, cs, cp, cr, maxRange, allocStacks, one, -1);
+    // The native core takes the stretch; a record it leaves (SLOW) is this loop's, one record, and
+    // the core goes on after it.
+    let i = from;
+    let folded = 0;
+    for (;;) {
+      i = this.nativeRun(core, batch, from, i, end, cs, cp, cr, maxRange, allocStacks);
+      folded += this.foldedFrees;
+      if (this.slowAt < 0) break;
+      if (this.slowUnread) break; // nothing read: the caller checks record i again and comes back
+      i = this.allocatorRecordsTS(batch, i, end, cs, cp, cr, maxRange, allocStacks, true, this.slowPre);
+      folded += this.foldedFrees;
+      if (i >= end || batch.line[i - 1] !== 0) break;
+    }
+    this.foldedFrees = folded;
+    return i;
+  }
+
+  /** The native core of the model (cuda/ingest_core.c), undefined until the first stretch; null: none. */
+  private core: CoreTables | null | undefined = undefined;
+  /** Where the last nativeRun left a record to the TypeScript loop (−1: none), with the slot the
+   *  block of that record already holds (REPLACED's), and whether the core read nothing at all. */
+  private slowAt = -1;
+  private slowPre = -1;
+  private slowUnread = false;
+
+  /** Whether this device's records go through the native core. */
+  get nativeCore(): boolean {
+    return this.core !== undefined && this.core !== null;
+  }
+
+  /**
+   * One run of allocatorRecordsTS's, its records taken by the native core (gpumem_ingest_run), from
+   * record `next` of the stretch that began at `from`: the same prologue, the same exits handled
+   * the same way, the same epilogue; the loop's locals are the core's state block, written before
+   * each call and read back after it. Sets slowAt where the core left a record to the TypeScript loop.
+   */
+  private nativeRun(core: CoreTables, batch: EventBatch, from: number, next: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean): number {
+    const time = batch.time_us;
+    const address = batch.address;
+    const step = this._step;
+    const phase = this._phase;
+    const range = this._range;
+    const blocks = this.blocks;
+    const map = blocks.bySlot;
+    const acc = this.accounting;
+    const lifetimes = this.lifetimes;
+    const timeline = this.timeline;
+    const peaks = this.peaks;
+    const log = peaks.log;
+    const freedLarge = this.freedLarge;
+    const tt = this.t;
+    const layout = this.expandable ? null : this.layout;
+    const rules = this.rules;
+    blocks.holdRange(range);
+    blocks.makeRoom(RUN_ROOM);
+    lifetimes.pendRoom(RUN_ROOM);
+    layout?.makeRoom(RUN_ROOM);
+    acc.openRun(phase, range);
+    const cur = acc.cur;
+    const st = core.state;
+    core.useBatch(batch, this.blockOut);
+    st[S.from] = from;
+    st[S.next] = next;
+    st[S.end] = end;
+    st[S.cs] = cs;
+    st[S.cp] = cp;
+    st[S.cr] = cr;
+    st[S.max_range] = maxRange;
+    st[S.alloc_stacks] = allocStacks ? 1 : 0;
+    st[S.dev] = this.device;
+    st[S.step] = step;
+    st[S.phase] = phase;
+    st[S.range] = range;
+    st[S.has_layout] = layout === null ? 0 : 1;
+    st[S.max_split] = rules.maxSplitSize;
+    st[S.room] = RUN_ROOM;
+    st[S.pre_slot] = -1;
+    st[S.phase_start_serial] = acc.phaseStartSerial;
+    st[S.range_start_serial] = acc.rangeStartSerial;
+    st[S.run_alloc] = 0;
+    st[S.run_n_alloc] = 0;
+    st[S.run_largest] = 0;
+    st[S.run_peak] = -1;
+    st[S.run_freed] = 0;
+    st[S.run_n_free] = 0;
+    st[S.run_freed_within] = 0;
+    st[S.run_range_freed_within] = 0;
+    st[S.run_live] = 0;
+    st[S.folded] = 0;
+    st[S.a_min] = Infinity;
+    st[S.a_max] = -Infinity;
+    st[S.r_min] = Infinity;
+    st[S.r_max] = -Infinity;
+    st[S.last_a] = 0;
+    st[S.last_r] = 0;
+    const reservedMoves = st[S.moves_reserved] !== 0;
+    const namesOut = core.namesOut;
+    let i = next;
+    let slow = false;
+    this.slowUnread = false;
+    for (;;) {
+      const lc = layout ?? this.layout;
+      core.useParts({ blocks, map, pendSlot: lifetimes.pendSlot, pendSerial: lifetimes.pendSerial, log, layout: lc, liveByPhase: acc.liveByPhase, liveByRange: acc.liveByRange, counts: tt.counts, freedLarge, rules });
+      st[S.power_two] = core.powerTwo;
+      // ---- the state the core keeps in locals, written (again) ----
+      st[S.n_free] = blocks.nFree;
+      st[S.used] = blocks.used;
+      st[S.changes] = 0;
+      st[S.large] = blocks.large;
+      st[S.unsized_count] = blocks.unsizedCount;
+      st[S.m_used] = map.used;
+      st[S.m_size] = map.size;
+      st[S.l_n_spare] = lc.nSpare;
+      st[S.l_used] = lc.used;
+      st[S.l_at_used] = lc.at.used;
+      st[S.l_at_size] = lc.at.size;
+      st[S.l_reindex_at] = lc.reindexAt;
+      st[S.pend_n] = lifetimes.pendLen;
+      st[S.log_n] = log.n;
+      st[S.fl_total] = freedLarge.total;
+      st[S.requested] = tt.requested;
+      st[S.allocated] = tt.allocated;
+      st[S.active] = tt.active;
+      st[S.reserved] = tt.reserved;
+      st[S.peak_allocated] = tt.peakAllocated;
+      st[S.peak_active] = tt.peakActive;
+      st[S.serial] = this.serial;
+      st[S.last_time] = this._lastTime_us;
+      st[S.unknown_frees] = this._unknownFrees;
+      st[S.unknown_free_bytes] = this._unknownFreeBytes;
+      st[S.carry_grad] = acc.carryGrad;
+      st[S.carry_grad_n] = acc.carryGradN;
+      st[S.peak_open] = acc.peakOpen ? 1 : 0;
+      st[S.step_peak] = cur.peak_allocated;
+      st[S.peak_at] = peaks.peakAt(cur);
+      st[S.peak_serial] = cur.peakSerial;
+      st[S.peak_here] = cur.peakPhaseInst === acc.phaseInst ? 1 : 0;
+      st[S.new_peak] = 0;
+      st[S.peak_reserved] = cur.reserved_at_peak;
+      st[S.peak_time_us] = cur.peak_time_us;
+      st[S.peak_temp] = cur.peakTemp;
+      st[S.partial] = 0;
+      st[S.fine_end] = timeline.fineEnd;
+      st[S.names_n] = 0;
+      st[S.next] = i;
+      const got = core.usable ? core.core.run(core.columnsPtr, core.statePtr) : -1;
+      if (got < 0) {
+        // nothing read (the core cannot state these rules, or the stretch is not one it can
+        // read): this record is the TypeScript loop's, unless it is not the caller's to vouch for
+        slow = true;
+        this.slowUnread = i > from;
+        this.slowPre = st[S.pre_slot]!;
+        break;
+      }
+      // ---- the state handed back ----
+      blocks.nFree = st[S.n_free]!;
+      blocks.used = st[S.used]!;
+      blocks.changes += st[S.changes]!;
+      blocks.large = st[S.large]!;
+      blocks.unsizedCount = st[S.unsized_count]!;
+      map.used = st[S.m_used]!;
+      map.size = st[S.m_size]!;
+      lc.nSpare = st[S.l_n_spare]!;
+      lc.used = st[S.l_used]!;
+      lc.at.used = st[S.l_at_used]!;
+      lc.at.size = st[S.l_at_size]!;
+      lifetimes.pendLen = st[S.pend_n]!;
+      log.n = st[S.log_n]!;
+      freedLarge.total = st[S.fl_total]!;
+      tt.requested = st[S.requested]!;
+      tt.allocated = st[S.allocated]!;
+      tt.active = st[S.active]!;
+      tt.reserved = st[S.reserved]!;
+      tt.peakAllocated = st[S.peak_allocated]!;
+      tt.peakActive = st[S.peak_active]!;
+      this.serial = st[S.serial]!;
+      this._lastTime_us = st[S.last_time]!;
+      this._unknownFrees = st[S.unknown_frees]!;
+      this._unknownFreeBytes = st[S.unknown_free_bytes]!;
+      acc.carryGrad = st[S.carry_grad]!;
+      acc.carryGradN = st[S.carry_grad_n]!;
+      acc.peakOpen = st[S.peak_open] !== 0;
+      if (st[S.new_peak] !== 0) {
+        // the step's new peak (as the TypeScript loop writes it at the alloc)
+        cur.peak_allocated = st[S.step_peak]!;
+        cur.reserved_at_peak = st[S.peak_reserved]!;
+        cur.peak_time_us = st[S.peak_time_us]!;
+        cur.peak_phase = phase;
+        cur.peak_range = range;
+        cur.peakPhaseInst = acc.phaseInst;
+        cur.peakSerial = st[S.peak_serial]!;
+        cur.peakResolved = false;
+      }
+      cur.peakTemp = st[S.peak_temp]!;
+      if (st[S.partial] !== 0) cur.partial = true;
+      const nn = st[S.names_n]!;
+      for (let k = 0; k < nn; k++) {
+        // BlockTable.release's, for slots whose names the core could not see
+        const slot = namesOut[k]!;
+        blocks.names[slot] = undefined;
+        blocks.tensors[slot] = undefined;
+      }
+      i = st[S.next]!;
+      // ---- what left the core ----
+      const why = st[S.why]!;
+      if (why === INGEST_EXIT.run_end) break;
+      if (why === INGEST_EXIT.copy_peak) {
+        acc.copyPeak(st[S.run_live]!);
+        st[S.run_live] = 0;
+        continue;
+      }
+      if (why === INGEST_EXIT.log_full) {
+        peaks.makeRoom(cur);
+        continue;
+      }
+      if (why === INGEST_EXIT.replaced) {
+        // as in allocatorRecordsTS (REPLACED)
+        const preSlot = blocks.take();
+        blocks.changes--;
+        st[S.pre_slot] = preSlot;
+        const old = map.put(address[i]!, preSlot);
+        const oldSize = blocks.size[old]!;
+        tt.allocated -= oldSize;
+        tt.active -= oldSize;
+        if (acc.peakOpen) {
+          acc.copyPeak(st[S.run_live]!);
+          st[S.run_live] = 0;
+        }
+        acc.drop(old, step);
+        blocks.discard(old);
+        this._replacedBlocks++;
+        continue;
+      }
+      if (why === INGEST_EXIT.slow) {
+        slow = true;
+        this.slowPre = st[S.pre_slot]!;
+        break;
+      }
+      // WHOLE: record i − 1 is whole; its bucket, then what it asked for
+      const aMin = st[S.a_min]!;
+      const aMax = st[S.a_max]!;
+      const lastR = st[S.last_r]!;
+      if (aMin <= aMax) timeline.extend(aMin, aMax, st[S.last_a]!, reservedMoves ? st[S.r_min]! : lastR, reservedMoves ? st[S.r_max]! : lastR, lastR);
+      st[S.a_min] = st[S.r_min] = Infinity;
+      st[S.a_max] = st[S.r_max] = -Infinity;
+      const todo = st[S.todo]!;
+      if ((todo & INGEST_TODO.bucket) !== 0) timeline.observe(time[i - 1]!, tt.allocated, tt.reserved);
+      if ((todo & INGEST_TODO.map_full) !== 0) map.rebuild();
+      if ((todo & INGEST_TODO.chain_index) !== 0) lc.indexGrown();
+      if (st[S.stop] !== 0) break;
+    }
+    const aMin = st[S.a_min]!;
+    const aMax = st[S.a_max]!;
+    const lastR = st[S.last_r]!;
+    if (aMin <= aMax) timeline.extend(aMin, aMax, st[S.last_a]!, reservedMoves ? st[S.r_min]! : lastR, reservedMoves ? st[S.r_max]! : lastR, lastR);
+    acc.closeRun(st[S.run_alloc]!, st[S.run_n_alloc]!, st[S.run_largest]!, st[S.run_peak]!, st[S.run_freed]!, st[S.run_n_free]!, st[S.run_freed_within]!, st[S.run_range_freed_within]!, st[S.run_live]!);
+    this.foldedFrees = st[S.folded]!;
+    this.slowAt = slow ? i : -1;
+    return i;
+  }
+
+  /**
+   * allocatorRecords' TypeScript loop: the one definition of every rule the native core follows
+   * (cuda/ingest_core.c), and the path where there is no core. `preSlotIn`: the slot the block of
+   * record `from` already holds (a REPLACED record the core left), −1: none.
+   */
+  allocatorRecordsTS(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean, preSlotIn: number): number {
     const action = batch.action;
     const deviceCol = batch.device;
     const time = batch.time_us;
@@ -356,7 +632,7 @@ export class DeviceState extends TotalsReadout {
     let lastR = 0;
     /** A slot the block of record `i` already holds in the address map (taken where a lost free's
      *  block was put out of it, see REPLACED). */
-    let preSlot = -1;
+    let preSlot = preSlotIn;
     let i = from;
     // The loop over the records calls nothing that the JIT does not write into it: a call that
     // some records make (a new free block's index entry, the timeline's next bucket, a peak's sums

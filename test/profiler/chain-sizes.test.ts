@@ -3,17 +3,20 @@
 // snapshots call LargePoolLayout's own alloc and freeCompleted (src/snapshot/before.ts). On every
 // committed ring whose records start with the allocator (no seed, nothing lost, no expandable
 // segments), fed in big batches and a record at a time, every allocator record's block size the
-// model gives (EventTail.block) is the one LargePoolLayout gives the same records, one by one.
+// model gives (EventTail.block) is the one LargePoolLayout gives the same records, one by one:
+// through the native core (cuda/ingest_core.c) and through the flat TypeScript loop alike.
 import { describe, expect, test } from "bun:test";
 import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { openRingRecording } from "../../src/collect/recording";
 import { ROOT } from "../../src/ffi/build";
+import { findLibrary } from "../../src/ffi/locate";
 import { createModel } from "../../src/profiler";
 import { LargePoolLayout } from "../../src/profiler/large-pool";
 import { roundSize, rulesOf, settingsOfAllocConf, SMALL_BUFFER, SMALL_SIZE } from "../../src/profiler/block-sizes";
 import { blockSize } from "../../src/profiler/totals";
 import { recordFields } from "../../src/system/manifest";
 import { ringPaths } from "../support/model-documents";
+import { CORES, nativeMissing, withCore } from "../support/ingest-cores";
 
 /** Every record of the recording at `path`, its manifest's fields, and whether it had a seed. */
 function read(path: string) {
@@ -73,13 +76,20 @@ describe("the model's loop sizes every block as LargePoolLayout does", () => {
     let expandable = false;
     for (let i = 0; i < all.count; i++) if (all.action[i] === ACTION.segment_map) expandable = true;
     const skip = seeded || lost > 0 || expandable || (fields.allocConf ?? "").includes("expandable_segments:True");
+    for (const core of CORES)
     for (const one of [false, true]) {
-      test.skipIf(skip)(`${name}, ${one ? "a record at a time" : "in big batches"}${skip ? " (skipped: seeded, lost records or expandable segments: no chain from the start)" : ""}`, () => {
+      test.skipIf(skip)(`${name}, ${one ? "a record at a time" : "in big batches"}, ${core === "native" ? "the native core" : "the TypeScript loop"}${skip ? " (skipped: seeded, lost records or expandable segments: no chain from the start)" : ""}`, () => {
         const want = layoutSizes(all, fields.allocConf ?? null);
         const m = createModel().keepTrace(all.count);
         m.setRecordFields(fields);
-        if (one) for (let i = 0; i < all.count; i++) m.ingest(all, 0, i, i + 1);
-        else m.ingest(all, 0, 0, all.count);
+        withCore(core, () => {
+          if (one) for (let i = 0; i < all.count; i++) m.ingest(all, 0, i, i + 1);
+          else m.ingest(all, 0, 0, all.count);
+        });
+        if (core === "native") {
+          expect(nativeMissing()).toBeNull();
+          if (nativeMissing() === null && "path" in findLibrary()) for (const d of m.devices) expect(d.nativeCore).toBe(true);
+        }
         const tail = m.tail!;
         let large = 0;
         let differ = 0;

@@ -1,0 +1,76 @@
+// The native core of the model's ingest (cuda/ingest_core.c) through bun:ffi: one call takes a
+// stretch of allocator records over the model's own typed arrays (src/profiler/device-core.ts
+// hands it their addresses). Loaded from the library the monitor already loads, on the first
+// stretch; where that library cannot be built or loaded, or GPUMEM_NATIVE_CORE=0 says so, there is
+// none and the model's flat TypeScript loop (DeviceState.allocatorRecords) does the same work:
+// `ingestCoreStatus()` says which, and why, for the one line the monitor shows.
+import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
+import { libraryPath } from "./lib";
+
+const symbols = {
+  gpumem_ingest_run: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i64_fast },
+} as const;
+
+/** How stretches are taken: every one natively ("1"), none ("0"), or natively from a length on. */
+export type CoreMode = "native" | "ts" | "auto";
+
+export interface IngestCore {
+  /** gpumem_ingest_run(columns, state): the first record not taken, −1 where none could be read. */
+  run(columns: Pointer, state: Pointer): number;
+  /** Stretches shorter than this (end − from) are left to the TypeScript loop (0: none). */
+  minStretch: number;
+}
+
+/** Below this many records a stretch costs the FFI call and the state's copy more than the
+ *  TypeScript loop takes for it (bench/results/ingest-native). */
+export const AUTO_MIN_STRETCH = 1;
+
+let loaded: IngestCore | null | undefined;
+let why: string | null = null;
+
+/** GPUMEM_NATIVE_CORE: 0 (the TypeScript loop), 1 (the native core for every stretch), unset: auto. */
+export function coreMode(): CoreMode {
+  const v = process.env.GPUMEM_NATIVE_CORE;
+  return v === "0" ? "ts" : v === "1" ? "native" : "auto";
+}
+
+function load(): IngestCore | null {
+  if (loaded !== undefined) return loaded;
+  try {
+    const lib = dlopen(libraryPath(), symbols).symbols;
+    const run = lib.gpumem_ingest_run as unknown as (c: Pointer, s: Pointer) => number;
+    loaded = { run, minStretch: AUTO_MIN_STRETCH };
+  } catch (e) {
+    why = `the native ingest core is not loaded (${String((e as Error).message ?? e).split("\n")[0]}): the model's TypeScript loop takes every record`;
+    loaded = null;
+  }
+  return loaded;
+}
+
+/** The core for a new device's state, as GPUMEM_NATIVE_CORE says (read each time: tests and
+ *  benchmarks switch it between models); null: the TypeScript loop. */
+export function ingestCore(): IngestCore | null {
+  const mode = coreMode();
+  if (mode === "ts") return null;
+  const core = load();
+  if (core === null) return null;
+  return mode === "native" ? { run: core.run, minStretch: 0 } : core;
+}
+
+/** Whether the native core runs, and where it does not, why (null: it runs, or was never asked for). */
+export function ingestCoreStatus(): { native: boolean; why: string | null } {
+  if (coreMode() === "ts") return { native: false, why: "GPUMEM_NATIVE_CORE=0: the model's TypeScript loop takes every record" };
+  if (loaded === undefined) return { native: false, why: null };
+  return { native: loaded !== null, why };
+}
+
+/** The address of an array's first element, for the core's table (0 for an empty one). The array
+ *  must stay referenced while the address is in use (device-core.ts holds them). */
+export function addressOf(a: Float64Array | Int32Array | Uint32Array | Uint8Array | Int8Array | BigUint64Array): bigint {
+  return a.byteLength > 0 ? BigInt(ptr(a)) : 0n;
+}
+
+/** The address of an array the caller keeps for good (its state block and table). */
+export function pointerOf(a: Float64Array | BigUint64Array): Pointer {
+  return ptr(a);
+}

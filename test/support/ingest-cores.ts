@@ -1,0 +1,30 @@
+// The model's two ways through allocator records, for tests that must hold both to the same
+// answers: the native core (cuda/ingest_core.c, every stretch: GPUMEM_NATIVE_CORE=1) and the flat
+// TypeScript loop (GPUMEM_NATIVE_CORE=0). A device state picks its way at its first stretch, so a
+// model made and fed inside `withCore` takes that way throughout.
+import { ingestCoreStatus } from "../../src/ffi/ingest-core";
+import { findLibrary } from "../../src/ffi/locate";
+
+export const CORES = ["native", "ts"] as const;
+export type Core = (typeof CORES)[number];
+
+/** `fn` with GPUMEM_NATIVE_CORE set for `core`; the variable as it was afterwards. */
+export function withCore<T>(core: Core, fn: () => T): T {
+  const before = process.env.GPUMEM_NATIVE_CORE;
+  process.env.GPUMEM_NATIVE_CORE = core === "native" ? "1" : "0";
+  try {
+    return fn();
+  } finally {
+    if (before === undefined) delete process.env.GPUMEM_NATIVE_CORE;
+    else process.env.GPUMEM_NATIVE_CORE = before;
+  }
+}
+
+/** Where the native library is built, the core must be what ran: a test of "native" that fell
+ *  back to the TypeScript loop would prove nothing. Null where it ran (or there is no library:
+ *  then the TypeScript loop is the one way, and says so); else why not. */
+export function nativeMissing(): string | null {
+  if (!("path" in findLibrary())) return null;
+  const s = ingestCoreStatus();
+  return s.native ? null : (s.why ?? "the native ingest core was never loaded");
+}
