@@ -17,13 +17,15 @@ export type CoreMode = "native" | "ts" | "auto";
 export interface IngestCore {
   /** gpumem_ingest_run(columns, state): the first record not taken, −1 where none could be read. */
   run(columns: Pointer, state: Pointer): number;
-  /** Stretches shorter than this (end − from) are left to the TypeScript loop (0: none). */
+  /** Where a device's stretches are shorter than this on average, the TypeScript loop takes them (0: never). */
   minStretch: number;
 }
 
-/** Below this many records a stretch costs the FFI call and the state's copy more than the
- *  TypeScript loop takes for it (bench/results/ingest-native). */
-export const AUTO_MIN_STRETCH = 1;
+/** Where a device's stretches have had fewer records than this lately, the FFI call and the copy of
+ *  the state around it cost more than the core saves, and the TypeScript loop takes them: on this
+ *  2-core machine rings of 5 to 7 records a stretch (those that mark every sync point) went 10%
+ *  slower through the core, one of 14 went 15% faster (bench/results/ingest-native). */
+export const AUTO_MIN_STRETCH = 8;
 
 let loaded: IngestCore | null | undefined;
 let why: string | null = null;

@@ -284,7 +284,14 @@ export class DeviceState extends TotalsReadout {
       const c = ingestCore();
       core = this.core = c === null ? null : new CoreTables(c);
     }
-    if (core === null || one || !core.usable || end - from < core.core.minStretch) return this.allocatorRecordsTS(batch, from, end, cs, cp, cr, maxRange, allocStacks, one, -1);
+    if (core === null || one || !core.usable) return this.allocatorRecordsTS(batch, from, end, cs, cp, cr, maxRange, allocStacks, one, -1);
+    if (this.stretchAvg < core.core.minStretch) {
+      // short stretches (a ring that marks every sync point): the core's call and its state's copy
+      // cost more than it saves; their length followed, the core taken again where they grow
+      const to = this.allocatorRecordsTS(batch, from, end, cs, cp, cr, maxRange, allocStacks, one, -1);
+      this.stretchAvg += (to - from - this.stretchAvg) / 8;
+      return to;
+    }
     // The native core takes the stretch; a record it leaves (SLOW) is this loop's, one record, and
     // the core goes on after it.
     let i = from;
@@ -299,8 +306,12 @@ export class DeviceState extends TotalsReadout {
       if (i >= end || batch.line[i - 1] !== 0) break;
     }
     this.foldedFrees = folded;
+    this.stretchAvg += (i - from - this.stretchAvg) / 8;
     return i;
   }
+
+  /** Records a stretch of allocator records of this device had, lately (a moving average). */
+  private stretchAvg = 64;
 
   /** The native core of the model (cuda/ingest_core.c), undefined until the first stretch; null: none. */
   private core: CoreTables | null | undefined = undefined;
@@ -381,63 +392,90 @@ export class DeviceState extends TotalsReadout {
     st[S.last_a] = 0;
     st[S.last_r] = 0;
     const reservedMoves = st[S.moves_reserved] !== 0;
-    const namesOut = core.namesOut;
     let i = next;
     let slow = false;
     this.slowUnread = false;
+    // After the exits most frequent (a peak's sums copied, the timeline's next bucket) the state
+    // block is still the state: nothing is handed back or written again, the core goes on.
+    let write = true;
     for (;;) {
       const lc = layout ?? this.layout;
-      core.useParts({ blocks, map, pendSlot: lifetimes.pendSlot, pendSerial: lifetimes.pendSerial, log, layout: lc, liveByPhase: acc.liveByPhase, liveByRange: acc.liveByRange, counts: tt.counts, freedLarge, rules });
-      st[S.power_two] = core.powerTwo;
-      // ---- the state the core keeps in locals, written (again) ----
-      st[S.n_free] = blocks.nFree;
-      st[S.used] = blocks.used;
-      st[S.changes] = 0;
-      st[S.large] = blocks.large;
-      st[S.unsized_count] = blocks.unsizedCount;
-      st[S.m_used] = map.used;
-      st[S.m_size] = map.size;
-      st[S.l_n_spare] = lc.nSpare;
-      st[S.l_used] = lc.used;
-      st[S.l_at_used] = lc.at.used;
-      st[S.l_at_size] = lc.at.size;
-      st[S.l_reindex_at] = lc.reindexAt;
-      st[S.pend_n] = lifetimes.pendLen;
-      st[S.log_n] = log.n;
-      st[S.fl_total] = freedLarge.total;
-      st[S.requested] = tt.requested;
-      st[S.allocated] = tt.allocated;
-      st[S.active] = tt.active;
-      st[S.reserved] = tt.reserved;
-      st[S.peak_allocated] = tt.peakAllocated;
-      st[S.peak_active] = tt.peakActive;
-      st[S.serial] = this.serial;
-      st[S.last_time] = this._lastTime_us;
-      st[S.unknown_frees] = this._unknownFrees;
-      st[S.unknown_free_bytes] = this._unknownFreeBytes;
-      st[S.carry_grad] = acc.carryGrad;
-      st[S.carry_grad_n] = acc.carryGradN;
-      st[S.peak_open] = acc.peakOpen ? 1 : 0;
-      st[S.step_peak] = cur.peak_allocated;
-      st[S.peak_at] = peaks.peakAt(cur);
-      st[S.peak_serial] = cur.peakSerial;
-      st[S.peak_here] = cur.peakPhaseInst === acc.phaseInst ? 1 : 0;
-      st[S.new_peak] = 0;
-      st[S.peak_reserved] = cur.reserved_at_peak;
-      st[S.peak_time_us] = cur.peak_time_us;
-      st[S.peak_temp] = cur.peakTemp;
-      st[S.partial] = 0;
-      st[S.fine_end] = timeline.fineEnd;
-      st[S.names_n] = 0;
+      if (write) {
+        core.useParts({ blocks, map, pendSlot: lifetimes.pendSlot, pendSerial: lifetimes.pendSerial, log, layout: lc, liveByPhase: acc.liveByPhase, liveByRange: acc.liveByRange, counts: tt.counts, freedLarge, rules });
+        st[S.power_two] = core.powerTwo;
+        // ---- the state the core keeps in locals, written (again) ----
+        st[S.n_free] = blocks.nFree;
+        st[S.used] = blocks.used;
+        st[S.changes] = 0;
+        st[S.large] = blocks.large;
+        st[S.unsized_count] = blocks.unsizedCount;
+        st[S.m_used] = map.used;
+        st[S.m_size] = map.size;
+        st[S.l_n_spare] = lc.nSpare;
+        st[S.l_used] = lc.used;
+        st[S.l_at_used] = lc.at.used;
+        st[S.l_at_size] = lc.at.size;
+        st[S.l_reindex_at] = lc.reindexAt;
+        st[S.pend_n] = lifetimes.pendLen;
+        st[S.log_n] = log.n;
+        st[S.fl_total] = freedLarge.total;
+        st[S.requested] = tt.requested;
+        st[S.allocated] = tt.allocated;
+        st[S.active] = tt.active;
+        st[S.reserved] = tt.reserved;
+        st[S.peak_allocated] = tt.peakAllocated;
+        st[S.peak_active] = tt.peakActive;
+        st[S.serial] = this.serial;
+        st[S.last_time] = this._lastTime_us;
+        st[S.unknown_frees] = this._unknownFrees;
+        st[S.unknown_free_bytes] = this._unknownFreeBytes;
+        st[S.carry_grad] = acc.carryGrad;
+        st[S.carry_grad_n] = acc.carryGradN;
+        st[S.peak_open] = acc.peakOpen ? 1 : 0;
+        st[S.step_peak] = cur.peak_allocated;
+        st[S.peak_at] = peaks.peakAt(cur);
+        st[S.peak_serial] = cur.peakSerial;
+        st[S.peak_here] = cur.peakPhaseInst === acc.phaseInst ? 1 : 0;
+        st[S.new_peak] = 0;
+        st[S.peak_reserved] = cur.reserved_at_peak;
+        st[S.peak_time_us] = cur.peak_time_us;
+        st[S.peak_temp] = cur.peakTemp;
+        st[S.partial] = 0;
+        st[S.fine_end] = timeline.fineEnd;
+        st[S.names_n] = 0;
+      }
+      write = true;
       st[S.next] = i;
       const got = core.usable ? core.core.run(core.columnsPtr, core.statePtr) : -1;
-      if (got < 0) {
-        // nothing read (the core cannot state these rules, or the stretch is not one it can
-        // read): this record is the TypeScript loop's, unless it is not the caller's to vouch for
-        slow = true;
-        this.slowUnread = i > from;
-        this.slowPre = st[S.pre_slot]!;
-        break;
+      // −1: nothing read, the state as it was (the core cannot state these rules, or the stretch
+      // is not one it can read)
+      if (got < 0) st[S.why] = INGEST_EXIT.slow;
+      const exit = st[S.why]!;
+      if (exit === INGEST_EXIT.copy_peak) {
+        // copyPeak reads what lies in the shared columns (the blocks' sums, the live sums), none
+        // of the scalars
+        i = st[S.next]!;
+        this.forgetNames(core);
+        acc.copyPeak(st[S.run_live]!);
+        st[S.run_live] = 0;
+        st[S.peak_open] = 0;
+        write = false;
+        continue;
+      }
+      if (exit === INGEST_EXIT.whole && st[S.todo] === INGEST_TODO.bucket && st[S.stop] === 0) {
+        // record i − 1 whole, its bucket closed: the timeline's, from the state's figures
+        i = st[S.next]!;
+        this.forgetNames(core);
+        const aMin = st[S.a_min]!;
+        const aMax = st[S.a_max]!;
+        const lastR = st[S.last_r]!;
+        if (aMin <= aMax) timeline.extend(aMin, aMax, st[S.last_a]!, reservedMoves ? st[S.r_min]! : lastR, reservedMoves ? st[S.r_max]! : lastR, lastR);
+        st[S.a_min] = st[S.r_min] = Infinity;
+        st[S.a_max] = st[S.r_max] = -Infinity;
+        timeline.observe(time[i - 1]!, st[S.allocated]!, st[S.reserved]!);
+        st[S.fine_end] = timeline.fineEnd;
+        write = false;
+        continue;
       }
       // ---- the state handed back ----
       blocks.nFree = st[S.n_free]!;
@@ -480,22 +518,11 @@ export class DeviceState extends TotalsReadout {
       }
       cur.peakTemp = st[S.peak_temp]!;
       if (st[S.partial] !== 0) cur.partial = true;
-      const nn = st[S.names_n]!;
-      for (let k = 0; k < nn; k++) {
-        // BlockTable.release's, for slots whose names the core could not see
-        const slot = namesOut[k]!;
-        blocks.names[slot] = undefined;
-        blocks.tensors[slot] = undefined;
-      }
+      this.forgetNames(core);
       i = st[S.next]!;
       // ---- what left the core ----
-      const why = st[S.why]!;
+      const why = exit;
       if (why === INGEST_EXIT.run_end) break;
-      if (why === INGEST_EXIT.copy_peak) {
-        acc.copyPeak(st[S.run_live]!);
-        st[S.run_live] = 0;
-        continue;
-      }
       if (why === INGEST_EXIT.log_full) {
         peaks.makeRoom(cur);
         continue;
@@ -519,7 +546,10 @@ export class DeviceState extends TotalsReadout {
         continue;
       }
       if (why === INGEST_EXIT.slow) {
+        // record i is the TypeScript loop's; where the core read nothing, not even whether
+        // record i is one of the stretch, the caller's, unless it is the one the caller vouched for
         slow = true;
+        this.slowUnread = got < 0 && i > from;
         this.slowPre = st[S.pre_slot]!;
         break;
       }
@@ -544,6 +574,23 @@ export class DeviceState extends TotalsReadout {
     this.foldedFrees = st[S.folded]!;
     this.slowAt = slow ? i : -1;
     return i;
+  }
+
+  /** BlockTable.release's part the core cannot do: the names of the slots it released that had
+   *  one (it hands them back, see CoreTables.namesOut). */
+  private forgetNames(core: CoreTables): void {
+    const st = core.state;
+    const nn = st[S.names_n]!;
+    if (nn === 0) return;
+    const out = core.namesOut;
+    const names = this.blocks.names;
+    const tensors = this.blocks.tensors;
+    for (let k = 0; k < nn; k++) {
+      const slot = out[k]!;
+      names[slot] = undefined;
+      tensors[slot] = undefined;
+    }
+    st[S.names_n] = 0;
   }
 
   /**

@@ -16,7 +16,7 @@ import { roundSize, rulesOf, settingsOfAllocConf, SMALL_BUFFER, SMALL_SIZE } fro
 import { blockSize } from "../../src/profiler/totals";
 import { recordFields } from "../../src/system/manifest";
 import { ringPaths } from "../support/model-documents";
-import { CORES, nativeMissing, withCore } from "../support/ingest-cores";
+import { CORES, nativeMissing, WAYS, withCore } from "../support/ingest-cores";
 
 /** Every record of the recording at `path`, its manifest's fields, and whether it had a seed. */
 function read(path: string) {
@@ -76,35 +76,36 @@ describe("the model's loop sizes every block as LargePoolLayout does", () => {
     let expandable = false;
     for (let i = 0; i < all.count; i++) if (all.action[i] === ACTION.segment_map) expandable = true;
     const skip = seeded || lost > 0 || expandable || (fields.allocConf ?? "").includes("expandable_segments:True");
-    for (const core of CORES)
-    for (const one of [false, true]) {
-      test.skipIf(skip)(`${name}, ${one ? "a record at a time" : "in big batches"}, ${core === "native" ? "the native core" : "the TypeScript loop"}${skip ? " (skipped: seeded, lost records or expandable segments: no chain from the start)" : ""}`, () => {
-        const want = layoutSizes(all, fields.allocConf ?? null);
-        const m = createModel().keepTrace(all.count);
-        m.setRecordFields(fields);
-        withCore(core, () => {
-          if (one) for (let i = 0; i < all.count; i++) m.ingest(all, 0, i, i + 1);
-          else m.ingest(all, 0, 0, all.count);
-        });
-        if (core === "native") {
-          expect(nativeMissing()).toBeNull();
-          if (nativeMissing() === null && "path" in findLibrary()) for (const d of m.devices) expect(d.nativeCore).toBe(true);
-        }
-        const tail = m.tail!;
-        let large = 0;
-        let differ = 0;
-        let first = -1;
-        for (let i = 0; i < all.count; i++) {
-          if (all.action[i] !== ACTION.alloc) continue;
-          if (all.size[i]! > SMALL_SIZE) large++;
-          if (tail.block[tail.slot(tail.first + i)] !== want[i]) {
-            differ++;
-            if (first < 0) first = i;
+    for (const core of CORES) {
+      for (const one of [false, true]) {
+        test.skipIf(skip)(`${name}, ${one ? "a record at a time" : "in big batches"}, ${WAYS[core]}${skip ? " (skipped: seeded, lost records or expandable segments: no chain from the start)" : ""}`, () => {
+          const want = layoutSizes(all, fields.allocConf ?? null);
+          const m = createModel().keepTrace(all.count);
+          m.setRecordFields(fields);
+          withCore(core, () => {
+            if (one) for (let i = 0; i < all.count; i++) m.ingest(all, 0, i, i + 1);
+            else m.ingest(all, 0, 0, all.count);
+          });
+          if (core !== "ts") expect(nativeMissing()).toBeNull();
+          if (core === "native") {
+            if (nativeMissing() === null && "path" in findLibrary()) for (const d of m.devices) expect(d.nativeCore).toBe(true);
           }
-        }
-        expect(differ, `${differ} allocs sized otherwise, the first record ${first}`).toBe(0);
-        expect(large).toBeGreaterThan(0);
-      });
+          const tail = m.tail!;
+          let large = 0;
+          let differ = 0;
+          let first = -1;
+          for (let i = 0; i < all.count; i++) {
+            if (all.action[i] !== ACTION.alloc) continue;
+            if (all.size[i]! > SMALL_SIZE) large++;
+            if (tail.block[tail.slot(tail.first + i)] !== want[i]) {
+              differ++;
+              if (first < 0) first = i;
+            }
+          }
+          expect(differ, `${differ} allocs sized otherwise, the first record ${first}`).toBe(0);
+          expect(large).toBeGreaterThan(0);
+        });
+      }
     }
   }
 });
