@@ -59,9 +59,10 @@ export function ingestCore(): IngestCore | null {
   return mode === "native" ? { run: core.run, minStretch: 0 } : core;
 }
 
-/** Whether the native core runs, and where it does not, why (null: it runs, or was never asked for). */
+/** Whether the native core was loaded, and where it was asked for and could not be, why (the one
+ *  line the monitor's document carries among its warnings: src/collect/machine.ts). Null: it
+ *  runs, it was never asked for (no allocator records yet), or GPUMEM_NATIVE_CORE=0 chose the loop. */
 export function ingestCoreStatus(): { native: boolean; why: string | null } {
-  if (coreMode() === "ts") return { native: false, why: "GPUMEM_NATIVE_CORE=0: the model's TypeScript loop takes every record" };
   if (loaded === undefined) return { native: false, why: null };
   return { native: loaded !== null, why };
 }

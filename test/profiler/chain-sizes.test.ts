@@ -9,7 +9,7 @@ import { describe, expect, test } from "bun:test";
 import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { openRingRecording } from "../../src/collect/recording";
 import { ROOT } from "../../src/ffi/build";
-import { findLibrary } from "../../src/ffi/locate";
+import { ingestCoreStatus } from "../../src/ffi/ingest-core";
 import { createModel } from "../../src/profiler";
 import { LargePoolLayout } from "../../src/profiler/large-pool";
 import { roundSize, rulesOf, settingsOfAllocConf, SMALL_BUFFER, SMALL_SIZE } from "../../src/profiler/block-sizes";
@@ -88,7 +88,7 @@ describe("the model's loop sizes every block as LargePoolLayout does", () => {
           });
           if (core !== "ts") expect(nativeMissing()).toBeNull();
           if (core === "native") {
-            if (nativeMissing() === null && "path" in findLibrary()) for (const d of m.devices) expect(d.nativeCore).toBe(true);
+            if (ingestCoreStatus().native) for (const d of m.devices) expect(d.nativeCore).toBe(true);
           }
           const tail = m.tail!;
           let large = 0;

@@ -28,7 +28,8 @@ export function withCore<T>(core: Core, fn: () => T): T {
  *  back to the TypeScript loop would prove nothing. Null where it ran (or there is no library:
  *  then the TypeScript loop is the one way, and says so); else why not. */
 export function nativeMissing(): string | null {
-  if (!("path" in findLibrary())) return null;
+  // a library named by GPUMEM_LIB may predate the core: then the loop is the one way, and says so
+  if (!("path" in findLibrary()) || process.env.GPUMEM_LIB) return null;
   const s = ingestCoreStatus();
   return s.native ? null : (s.why ?? "the native ingest core was never loaded");
 }
