@@ -68,12 +68,17 @@ export function ingestCoreStatus(): { native: boolean; why: string | null } {
 }
 
 /** The address of an array's first element, for the core's table (0 for an empty one). The array
- *  must stay referenced while the address is in use (device-core.ts holds them). */
+ *  must stay referenced while the address is in use (device-core.ts holds them). A small typed
+ *  array keeps its elements inside the JavaScript heap until something asks for its ArrayBuffer
+ *  (a subarray, .buffer), which moves them into one of their own: the table would then point at
+ *  memory the array has left. Asking for the buffer first moves them now, for good. */
 export function addressOf(a: Float64Array | Int32Array | Uint32Array | Uint8Array | Int8Array | BigUint64Array): bigint {
-  return a.byteLength > 0 ? BigInt(ptr(a)) : 0n;
+  if (a.byteLength === 0 || a.buffer.byteLength < a.byteOffset + a.byteLength) return 0n;
+  return BigInt(ptr(a));
 }
 
-/** The address of an array the caller keeps for good (its state block and table). */
+/** The address of an array the caller keeps for good (its state block and table; see addressOf). */
 export function pointerOf(a: Float64Array | BigUint64Array): Pointer {
+  if (a.buffer.byteLength < a.byteLength) throw new RangeError("a typed array larger than its buffer");
   return ptr(a);
 }

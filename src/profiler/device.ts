@@ -303,7 +303,7 @@ export class DeviceState extends TotalsReadout {
       if (this.slowUnread) break; // nothing read: the caller checks record i again and comes back
       i = this.allocatorRecordsTS(batch, i, end, cs, cp, cr, maxRange, allocStacks, true, this.slowPre);
       folded += this.foldedFrees;
-      if (i >= end || batch.line[i - 1] !== 0) break;
+      if (i >= end || batch.line[i - 1] !== 0 || this.core !== core) break;
     }
     this.foldedFrees = folded;
     this.stretchAvg += (i - from - this.stretchAvg) / 8;
@@ -533,6 +533,15 @@ export class DeviceState extends TotalsReadout {
         blocks.changes--;
         st[S.pre_slot] = preSlot;
         const old = map.put(address[i]!, preSlot);
+        if (old < 0) {
+          // the core saw a live block where the map holds none: its table is not this model's
+          // memory (a fault, never the records'); the TypeScript loop takes this device's records
+          // from here, this one with the slot it now holds
+          this.core = null;
+          slow = true;
+          this.slowPre = preSlot;
+          break;
+        }
         const oldSize = blocks.size[old]!;
         tt.allocated -= oldSize;
         tt.active -= oldSize;

@@ -116,6 +116,34 @@ describe("the native ingest core", () => {
     if (ingestCoreStatus().native) expect(carried).toBeGreaterThan(0);
   });
 
+  test("a small batch whose columns move into buffers of their own after the core took their addresses (a subarray asked for): the core reads where they are", () => {
+    // Typed arrays of up to some thousand elements keep their elements in the JavaScript heap until
+    // their ArrayBuffer is asked for; then the elements move. The core's table must follow.
+    const path = ringPaths(ROOT).find(([n]) => n === "rings-names")![1];
+    const run = (core: "native" | "ts") =>
+      withCore(core, () => {
+        const rec = recording.openRingRecording(path);
+        try {
+          const m = profiler.createModel();
+          m.setRecordFields(manifest.recordFields(rec.manifest));
+          const b = events.newEventBatch(128); // one batch, read into again and again (as FeedSource's)
+          for (;;) {
+            const { count, lost } = rec.source.read(b);
+            if (count === 0 && lost === 0) break;
+            m.ingest(b, lost, 0, count >> 1);
+            for (const k of Object.keys(b) as (keyof events.EventBatch)[]) if (typeof b[k] !== "number") (b[k] as Float64Array).subarray(0, 1);
+            m.ingest(b, 0, count >> 1, count);
+          }
+          const d = m.devices[0]!;
+          return JSON.stringify({ final: profiler.finalLine(m), blocks: profiler.blocks(m, { device: d.device, limit: 50 }) });
+        } finally {
+          rec.close();
+        }
+      });
+    expect(run("native") === run("ts")).toBe(true);
+    expect(nativeMissing()).toBeNull();
+  });
+
   test("a library without the core (one built before it): the TypeScript loop takes the records, the same answers, and the status says why", () => {
     const lib = tmpPath("libgpumem-no-core.so");
     const cc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-fPIC", "-shared", "-o", lib, ...NATIVE_SOURCES.filter((f) => !f.endsWith("/ingest_core.c")), "-ldl", "-lpthread", "-lm"], { stderr: "pipe" });
