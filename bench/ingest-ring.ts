@@ -3,7 +3,8 @@
 // one run: test/fixtures/hf-gpt2.ring (a 45M-parameter GPT-2 recorded on an H100), frees folded as
 // the live reader gives them, fed again and again into one model the way a live ring feeds it (in
 // batches of 8,192, each lap's steps and times moved on, the trace kept as the screens keep it).
-// Each tree's model takes LAPS laps in turns of ten; the first WARM laps of each are the JIT's.
+// Each tree's model takes LAPS laps in turns of ten, each turn begun by the next side; the first
+// WARM laps of each are the JIT's.
 // Reports ns a record (median and quartiles over the laps after warm-up) and the ratio.
 // NAMES=FILE (e.g. test/fixtures/hf-gpt2.names.json, the agent's names of that run): each model
 // takes them after its first lap, as a live model takes a running agent's answer, and carries
@@ -94,7 +95,15 @@ function lap(s: Side, k: number): void {
   s.times.push((ms * 1e6) / N);
   if (k === 0 && names) s.model.setNames(names);
 }
-for (let k = 0; k < LAPS; k += 10) for (const s of sides) for (let j = k; j < Math.min(LAPS, k + 10); j++) lap(s, j);
+// Each turn starts with the next side: the side that runs first in a turn measured slower, whichever
+// it was (two trees swapped: 0.95 and 1.02 where the same order gave 0.83 to 0.88).
+for (let k = 0; k < LAPS; k += 10) {
+  const turn = k / 10;
+  for (let n = 0; n < sides.length; n++) {
+    const s = sides[(turn + n) % sides.length]!;
+    for (let j = k; j < Math.min(LAPS, k + 10); j++) lap(s, j);
+  }
+}
 
 const q = (xs: number[], f: number) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * f)]!;
 const rows = sides.map((s) => {

@@ -24,18 +24,17 @@ let records = 0;
 let calls = 0;
 let left = 0;
 const exits: Record<string, number> = {};
-// counted around the methods, as they are
+// counted around the method, as it is: a call with `one` is a record the core left to the loop
 const ar = DeviceState.prototype.allocatorRecords;
+let depth = 0;
 DeviceState.prototype.allocatorRecords = function (this: DeviceState, ...a: Parameters<typeof ar>) {
-  stretches++;
-  const to = ar.apply(this, a);
-  records += to - a[1];
-  return to;
-};
-const ts = DeviceState.prototype.allocatorRecordsTS;
-DeviceState.prototype.allocatorRecordsTS = function (this: DeviceState, ...a: Parameters<typeof ts>) {
   if (a[8]) left++;
-  return ts.apply(this, a);
+  else if (depth === 0) stretches++;
+  depth++;
+  const to = ar.apply(this, a);
+  depth--;
+  if (!a[8] && depth === 0) records += to - a[1];
+  return to;
 };
 const useParts = CoreTables.prototype.useParts;
 CoreTables.prototype.useParts = function (this: CoreTables, p) {

@@ -21,11 +21,12 @@ export interface IngestCore {
   minStretch: number;
 }
 
-/** Where a device's stretches have had fewer records than this lately, the FFI call and the copy of
- *  the state around it cost more than the core saves, and the TypeScript loop takes them: on this
- *  2-core machine rings of 5 to 7 records a stretch (those that mark every sync point) went 10%
- *  slower through the core, one of 14 went 15% faster (bench/results/ingest-native). */
-export const AUTO_MIN_STRETCH = 8;
+/** Where a device's stretches have had fewer records than this lately (a moving average over some
+ *  16), the FFI call and the copy of the state around it (about 350 ns a call here) cost more than
+ *  the core saves, and the TypeScript loop takes them: on this 2-core machine rings of 5 to 7
+ *  records a stretch (those that mark every sync point) went 6 to 10% slower through the core, one
+ *  of 14 about as fast, one of 25 a fifth faster (bench/results/ingest-native). */
+export const AUTO_MIN_STRETCH = 16;
 
 let loaded: IngestCore | null | undefined;
 let why: string | null = null;

@@ -262,38 +262,27 @@ export class DeviceState extends TotalsReadout {
   blockOut: Float64Array | null = null;
 
   /**
-   * The allocator's records of this device from `from` on (alloc, free_requested, free_completed,
-   * and the reader's free: a free_requested and its free_completed folded into one): the one place
-   * their accounting is done. The caller has checked record `from` (its device, its stamps synced);
-   * the records after it are taken while they are allocator records of this device that the
-   * running step, phase and range cover (`cs`, `cp`, `cr`: the stamps as the caller holds them; a
-   * record stamped with an older step belongs to the running one, as in the caller) and carry a
-   * range id below `maxRange`. It stops after a record stamped with a profiler line (the caller
-   * records the line with the totals after it) and, with `one`, after the first record.
-   * Returns the index of the first record not taken.
-   *
-   * One flat loop over the records: the block table's columns and the totals are read once a
-   * run instead of once a record, and what every record does (the address map, the large pool's
-   * chains, the step's figures, its peak, the pending blocks, the log of frees at the peak, the
-   * timeline's bucket) is done in place, on typed arrays and locals, with nothing called that the
-   * JIT does not write into the loop (see the loop's head).
+   * The native core's way through a stretch (allocatorRecords' first step): −1 where there is no
+   * core, or this device's stretches have been short lately; then allocatorRecords' loop takes it.
+   * A record the core leaves (SLOW) is that loop's, one record, and the core goes on after it.
    */
-  allocatorRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean): number {
+  private coreRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean): number {
     let core = this.core;
     if (core === undefined) {
       const c = ingestCore();
       core = this.core = c === null ? null : new CoreTables(c);
     }
-    if (core === null || one || !core.usable) return this.allocatorRecordsTS(batch, from, end, cs, cp, cr, maxRange, allocStacks, one, -1);
+    if (core === null || !core.usable) return -1;
     if (this.stretchAvg < core.core.minStretch) {
       // short stretches (a ring that marks every sync point): the core's call and its state's copy
-      // cost more than it saves; their length followed, the core taken again where they grow
-      const to = this.allocatorRecordsTS(batch, from, end, cs, cp, cr, maxRange, allocStacks, one, -1);
-      this.stretchAvg += (to - from - this.stretchAvg) / 8;
+      // cost more than it saves; their length followed here (not in the loop: a field written at
+      // the loop's end cost the loop a tenth on such rings), the core taken again where they grow
+      this.loopOnly = true;
+      const to = this.allocatorRecords(batch, from, end, cs, cp, cr, maxRange, allocStacks, false);
+      this.loopOnly = false;
+      this.stretchAvg += (to - from - this.stretchAvg) / 16;
       return to;
     }
-    // The native core takes the stretch; a record it leaves (SLOW) is this loop's, one record, and
-    // the core goes on after it.
     let i = from;
     let folded = 0;
     for (;;) {
@@ -301,17 +290,20 @@ export class DeviceState extends TotalsReadout {
       folded += this.foldedFrees;
       if (this.slowAt < 0) break;
       if (this.slowUnread) break; // nothing read: the caller checks record i again and comes back
-      i = this.allocatorRecordsTS(batch, i, end, cs, cp, cr, maxRange, allocStacks, true, this.slowPre);
+      this.preSlotIn = this.slowPre;
+      i = this.allocatorRecords(batch, i, end, cs, cp, cr, maxRange, allocStacks, true);
       folded += this.foldedFrees;
       if (i >= end || batch.line[i - 1] !== 0 || this.core !== core) break;
     }
     this.foldedFrees = folded;
-    this.stretchAvg += (i - from - this.stretchAvg) / 8;
+    this.stretchAvg += (i - from - this.stretchAvg) / 16;
     return i;
   }
 
   /** Records a stretch of allocator records of this device had, lately (a moving average). */
   private stretchAvg = 64;
+  /** Set while coreRecords has the loop take a stretch. */
+  private loopOnly = false;
 
   /** The native core of the model (cuda/ingest_core.c), undefined until the first stretch; null: none. */
   private core: CoreTables | null | undefined = undefined;
@@ -327,7 +319,7 @@ export class DeviceState extends TotalsReadout {
   }
 
   /**
-   * One run of allocatorRecordsTS's, its records taken by the native core (gpumem_ingest_run), from
+   * One run of allocatorRecords' loop, its records taken by the native core (gpumem_ingest_run), from
    * record `next` of the stretch that began at `from`: the same prologue, the same exits handled
    * the same way, the same epilogue; the loop's locals are the core's state block, written before
    * each call and read back after it. Sets slowAt where the core left a record to the TypeScript loop.
@@ -528,7 +520,7 @@ export class DeviceState extends TotalsReadout {
         continue;
       }
       if (why === INGEST_EXIT.replaced) {
-        // as in allocatorRecordsTS (REPLACED)
+        // as in allocatorRecords' loop (REPLACED)
         const preSlot = blocks.take();
         blocks.changes--;
         st[S.pre_slot] = preSlot;
@@ -602,12 +594,35 @@ export class DeviceState extends TotalsReadout {
     st[S.names_n] = 0;
   }
 
+  /** The slot the block of the next stretch's first record already holds (a REPLACED record the
+   *  native core left to the loop), −1: none. */
+  private preSlotIn = -1;
+
   /**
-   * allocatorRecords' TypeScript loop: the one definition of every rule the native core follows
-   * (cuda/ingest_core.c), and the path where there is no core. `preSlotIn`: the slot the block of
-   * record `from` already holds (a REPLACED record the core left), −1: none.
+   * The allocator's records of this device from `from` on (alloc, free_requested, free_completed,
+   * and the reader's free: a free_requested and its free_completed folded into one): the one place
+   * their accounting is done. The caller has checked record `from` (its device, its stamps synced);
+   * the records after it are taken while they are allocator records of this device that the
+   * running step, phase and range cover (`cs`, `cp`, `cr`: the stamps as the caller holds them; a
+   * record stamped with an older step belongs to the running one, as in the caller) and carry a
+   * range id below `maxRange`. It stops after a record stamped with a profiler line (the caller
+   * records the line with the totals after it) and, with `one`, after the first record.
+   * Returns the index of the first record not taken.
+   *
+   * The native core (cuda/ingest_core.c) takes the stretch where there is one (coreRecords); this
+   * loop is the one definition of every rule it follows, and the way where there is none.
+   *
+   * One flat loop over the records: the block table's columns and the totals are read once a
+   * run instead of once a record, and what every record does (the address map, the large pool's
+   * chains, the step's figures, its peak, the pending blocks, the log of frees at the peak, the
+   * timeline's bucket) is done in place, on typed arrays and locals, with nothing called that the
+   * JIT does not write into the loop (see the loop's head).
    */
-  allocatorRecordsTS(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean, preSlotIn: number): number {
+  allocatorRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean): number {
+    if (this.core !== null && !one && !this.loopOnly) {
+      const to = this.coreRecords(batch, from, end, cs, cp, cr, maxRange, allocStacks);
+      if (to >= 0) return to;
+    }
     const action = batch.action;
     const deviceCol = batch.device;
     const time = batch.time_us;
@@ -688,7 +703,8 @@ export class DeviceState extends TotalsReadout {
     let lastR = 0;
     /** A slot the block of record `i` already holds in the address map (taken where a lost free's
      *  block was put out of it, see REPLACED). */
-    let preSlot = preSlotIn;
+    let preSlot = this.preSlotIn;
+    this.preSlotIn = -1;
     let i = from;
     // The loop over the records calls nothing that the JIT does not write into it: a call that
     // some records make (a new free block's index entry, the timeline's next bucket, a peak's sums

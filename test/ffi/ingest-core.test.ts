@@ -27,10 +27,10 @@ describe("the native ingest core", () => {
     // before a record changes anything): here every block past the table's first 8 slots is out of
     // its reach, and the records of those blocks go through the TypeScript loop, one at a time.
     const useParts = CoreTables.prototype.useParts;
-    const ts = DeviceState.prototype.allocatorRecordsTS;
+    const ts = DeviceState.prototype.allocatorRecords;
     let left = 0;
-    DeviceState.prototype.allocatorRecordsTS = function (this: DeviceState, ...a: Parameters<typeof ts>) {
-      if (a[8]) left++;
+    DeviceState.prototype.allocatorRecords = function (this: DeviceState, ...a: Parameters<typeof ts>) {
+      if (a[8]) left++; // one record: the loop's (no seed waits in these rings)
       return ts.apply(this, a);
     };
     let narrowed = 0;
@@ -48,7 +48,7 @@ describe("the native ingest core", () => {
       }
     } finally {
       CoreTables.prototype.useParts = useParts;
-      DeviceState.prototype.allocatorRecordsTS = ts;
+      DeviceState.prototype.allocatorRecords = ts;
     }
     expect(nativeMissing()).toBeNull();
     if (ingestCoreStatus().native) {
@@ -93,14 +93,14 @@ describe("the native ingest core", () => {
         return JSON.stringify({ final: profiler.finalLine(m), profile: profiler.processProfile(m), blocks: profiler.blocks(m, { device: d.device, limit: 50 }), replaced: d.replacedBlocks, version: d.version });
       });
     const useParts = CoreTables.prototype.useParts;
-    const ts = DeviceState.prototype.allocatorRecordsTS;
+    const ts = DeviceState.prototype.allocatorRecords;
     let carried = 0;
     CoreTables.prototype.useParts = function (this: CoreTables, p) {
       useParts.call(this, p);
       (this as unknown as { columns: BigUint64Array }).columns[INGEST_COLUMNS_OFFSET.b_capacity / 8] = 8n;
     };
-    DeviceState.prototype.allocatorRecordsTS = function (this: DeviceState, ...a: Parameters<typeof ts>) {
-      if (a[9] >= 0) carried++;
+    DeviceState.prototype.allocatorRecords = function (this: DeviceState, ...a: Parameters<typeof ts>) {
+      if ((this as unknown as { preSlotIn: number }).preSlotIn >= 0) carried++;
       return ts.apply(this, a);
     };
     let native: string;
@@ -108,7 +108,7 @@ describe("the native ingest core", () => {
       native = answers("native");
     } finally {
       CoreTables.prototype.useParts = useParts;
-      DeviceState.prototype.allocatorRecordsTS = ts;
+      DeviceState.prototype.allocatorRecords = ts;
     }
     const loop = answers("ts");
     expect(JSON.parse(loop).replaced).toBeGreaterThan(100);
