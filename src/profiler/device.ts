@@ -35,10 +35,6 @@ import { CoreTables, S } from "./device-core";
 
 export type { SnapshotSegment } from "./resync";
 
-/** While a device's stretches are short, one in this many goes through the native core all the
- *  same (its length is what the average follows). */
-const PROBE_EVERY = 64;
-
 /** New blocks one run of allocator records may make (allocatorRecords): the block table makes room
  *  for them first, so the run keeps the columns it read; a run that needs more stops there. */
 const RUN_ROOM = 1024;
@@ -277,10 +273,16 @@ export class DeviceState extends TotalsReadout {
       core = this.core = c === null ? null : new CoreTables(c);
     }
     if (core === null || !core.usable) return -1;
-    // Short stretches (a ring that marks every sync point): the core's call and its state's copy
-    // cost more than it saves, and the loop takes them; one in PROBE_EVERY still goes through the
-    // core, so that the average follows stretches that grow.
-    if (this.stretchAvg < core.core.minStretch && ++this.shortStretches % PROBE_EVERY !== 0) return -1;
+    if (this.stretchAvg < core.core.minStretch) {
+      // short stretches (a ring that marks every sync point): the core's call and its state's copy
+      // cost more than it saves; their length followed here (not in the loop: a field written at
+      // the loop's end cost the loop a tenth on such rings), the core taken again where they grow
+      this.loopOnly = true;
+      const to = this.allocatorRecords(batch, from, end, cs, cp, cr, maxRange, allocStacks, false);
+      this.loopOnly = false;
+      this.stretchAvg += (to - from - this.stretchAvg) / 16;
+      return to;
+    }
     let i = from;
     let folded = 0;
     for (;;) {
@@ -300,8 +302,8 @@ export class DeviceState extends TotalsReadout {
 
   /** Records a stretch of allocator records of this device had, lately (a moving average). */
   private stretchAvg = 64;
-  /** Stretches the loop took for being short (coreRecords). */
-  private shortStretches = 0;
+  /** Set while coreRecords has the loop take a stretch. */
+  private loopOnly = false;
 
   /** The native core of the model (cuda/ingest_core.c), undefined until the first stretch; null: none. */
   private core: CoreTables | null | undefined = undefined;
@@ -617,7 +619,7 @@ export class DeviceState extends TotalsReadout {
    * JIT does not write into the loop (see the loop's head).
    */
   allocatorRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean): number {
-    if (this.core !== null && !one) {
+    if (this.core !== null && !one && !this.loopOnly) {
       const to = this.coreRecords(batch, from, end, cs, cp, cr, maxRange, allocStacks);
       if (to >= 0) return to;
     }
