@@ -35,6 +35,9 @@ import { CoreTables, S } from "./device-core";
 
 export type { SnapshotSegment } from "./resync";
 
+/** A device whose stretches stayed short for this many in a row leaves the native core for good. */
+const SHORT_FOR_GOOD = 256;
+
 /** New blocks one run of allocator records may make (allocatorRecords): the block table makes room
  *  for them first, so the run keeps the columns it read; a run that needs more stops there. */
 const RUN_ROOM = 1024;
@@ -281,8 +284,12 @@ export class DeviceState extends TotalsReadout {
       const to = this.allocatorRecords(batch, from, end, cs, cp, cr, maxRange, allocStacks, false);
       this.loopOnly = false;
       this.stretchAvg += (to - from - this.stretchAvg) / 16;
+      // still short after a while (the ring's way of writing: marks at every sync point): the loop
+      // for good, without this detour at every stretch
+      if (++this.shortStretches >= SHORT_FOR_GOOD) this.core = null;
       return to;
     }
+    this.shortStretches = 0;
     let i = from;
     let folded = 0;
     for (;;) {
@@ -304,6 +311,8 @@ export class DeviceState extends TotalsReadout {
   private stretchAvg = 64;
   /** Set while coreRecords has the loop take a stretch. */
   private loopOnly = false;
+  /** Short stretches the loop took in a row (coreRecords). */
+  private shortStretches = 0;
 
   /** The native core of the model (cuda/ingest_core.c), undefined until the first stretch; null: none. */
   private core: CoreTables | null | undefined = undefined;
