@@ -144,6 +144,51 @@ describe("the native ingest core", () => {
     expect(nativeMissing()).toBeNull();
   });
 
+  test("records no writer makes (addresses and sizes negative, fractional, NaN, past 2^53; frees of blocks never seen; a segment now and then): the core and the loop answer alike", () => {
+    // A fixed pseudo-random stream (no hand-written GPU data: values a damaged ring could carry),
+    // every stretch through the core against the loop alone.
+    const stream = (oddRate: number) => {
+      let x = 0x9e3779b9;
+      const rand = () => {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        return (x >>> 0) / 4294967296;
+      };
+      const odd = [-1, -512, 0.5, NaN, Infinity, 2 ** 53, 2 ** 60, 2 ** 64, -0];
+      const base = 0x7f0000000000;
+      const n = 20_000;
+      const b = events.newEventBatch(n);
+      const actions = [events.ACTION.alloc, events.ACTION.alloc, events.ACTION.free, events.ACTION.free_requested, events.ACTION.free_completed, events.ACTION.segment_alloc];
+      for (let i = 0; i < n; i++) {
+        b.time_us[i] = 1e15 + i;
+        b.action[i] = actions[Math.floor(rand() * actions.length)]!;
+        b.device[i] = 0;
+        b.step[i] = Math.floor(i / 2000);
+        b.phase[i] = Math.floor(i / 500) % 4;
+        b.address[i] = rand() < oddRate ? odd[Math.floor(rand() * odd.length)]! : base + Math.floor(rand() * 64) * 2 ** 21 + (rand() < 0.5 ? 0 : 2 ** 20);
+        b.size[i] = rand() < oddRate ? odd[Math.floor(rand() * odd.length)]! : b.action[i] === events.ACTION.segment_alloc ? 2 ** 21 * (1 + Math.floor(rand() * 8)) : Math.floor(rand() * 2 ** (10 + rand() * 14));
+        b.extra[i] = b.time_us[i]! + 1;
+        b.line[i] = rand() < 0.01 ? 1 : 0;
+      }
+      b.count = n;
+      return b;
+    };
+    const answers = (b: events.EventBatch, core: "native" | "ts") =>
+      withCore(core, () => {
+        const m = profiler.createModel().keepTrace();
+        for (let i = 0; i < b.count; i += 1000) m.ingest(b, 0, i, i + 1000);
+        const d = m.devices[0]!;
+        return JSON.stringify({ final: profiler.finalLine(m), profile: profiler.processProfile(m), blocks: profiler.blocks(m, { device: d.device, limit: 100 }), block: [...m.tail!.block.subarray(0, b.count)], version: d.version, unknown: d.unknownFrees, unknownBytes: d.unknownFreeBytes, replaced: d.replacedBlocks, allocated: d.allocated, active: d.active, requested: d.requested });
+      });
+    // with odd values (NaN spreads through the sums: the same NaN both ways) and without (every sum a number)
+    for (const rate of [0.03, 0]) {
+      const b = stream(rate);
+      expect(answers(b, "native") === answers(b, "ts"), `odd values at ${rate}`).toBe(true);
+    }
+    expect(nativeMissing()).toBeNull();
+  });
+
   test("a library without the core (one built before it): the TypeScript loop takes the records, the same answers, and the status says why", () => {
     const lib = tmpPath("libgpumem-no-core.so");
     const cc = Bun.spawnSync(["cc", "-std=c11", "-O2", "-fPIC", "-shared", "-o", lib, ...NATIVE_SOURCES.filter((f) => !f.endsWith("/ingest_core.c")), "-ldl", "-lpthread", "-lm"], { stderr: "pipe" });
