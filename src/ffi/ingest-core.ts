@@ -1,11 +1,11 @@
 // The native core of the model's ingest (cuda/ingest_core.c) through bun:ffi: one call takes a
 // stretch of allocator records over the model's own typed arrays (src/profiler/device-core.ts
 // hands it their addresses). Loaded from the library the monitor already loads, on the first
-// stretch; where that library cannot be built or loaded, or GPUMEM_NATIVE_CORE=0 says so, there is
-// none and the model's flat TypeScript loop (DeviceState.allocatorRecords) does the same work:
-// `ingestCoreStatus()` says which, and why, for the one line the monitor shows.
+// stretch; where that library is not built or cannot be loaded, or GPUMEM_NATIVE_CORE=0 says so,
+// there is none and the model's flat TypeScript loop (DeviceState.allocatorRecords) does the same
+// work: `ingestCoreStatus()` says which, and why, for the one line the monitor shows.
 import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
-import { libraryPath } from "./lib";
+import { findLibrary } from "./locate";
 
 const symbols = {
   gpumem_ingest_run: { args: [FFIType.ptr, FFIType.ptr], returns: FFIType.i64_fast },
@@ -39,8 +39,15 @@ export function coreMode(): CoreMode {
 
 function load(): IngestCore | null {
   if (loaded !== undefined) return loaded;
+  // The library as it is, never built here: a build (seconds of a compiler) in the middle of a
+  // replay's first records is not the core's to start; the ring reader builds it where it must.
+  const found = findLibrary();
+  if (!("path" in found)) {
+    why = `the native ingest core is not loaded (${found.error}): the model's TypeScript loop takes every record`;
+    return (loaded = null);
+  }
   try {
-    const lib = dlopen(libraryPath(), symbols).symbols;
+    const lib = dlopen(found.path, symbols).symbols;
     const run = lib.gpumem_ingest_run as unknown as (c: Pointer, s: Pointer) => number;
     loaded = { run, minStretch: AUTO_MIN_STRETCH };
   } catch (e) {
