@@ -29,8 +29,14 @@ import { blockSize, ruleRow } from "./totals";
 import { blockFrom, DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 import { CHAIN_FREE, CHAIN_LIVE, CHAIN_UNKNOWN, LargePoolLayout, type SeedBlock } from "./large-pool";
 import { DEAD, hash } from "./address-map";
+import { ingestCore } from "../ffi/ingest-core";
+import { INGEST_EXIT, INGEST_TODO } from "../ffi/ingest-wire";
+import { CoreTables, S } from "./device-core";
 
 export type { SnapshotSegment } from "./resync";
+
+/** A device whose stretches stayed short for this many in a row leaves the native core for good. */
+const SHORT_FOR_GOOD = 256;
 
 /** New blocks one run of allocator records may make (allocatorRecords): the block table makes room
  *  for them first, so the run keeps the columns it read; a run that needs more stops there. */
@@ -259,6 +265,349 @@ export class DeviceState extends TotalsReadout {
   blockOut: Float64Array | null = null;
 
   /**
+   * The native core's way through a stretch (allocatorRecords' first step): −1 where there is no
+   * core, or this device's stretches have been short lately; then allocatorRecords' loop takes it.
+   * A record the core leaves (SLOW) is that loop's, one record, and the core goes on after it.
+   */
+  private coreRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean): number {
+    let core = this.core;
+    if (core === undefined) {
+      const c = ingestCore();
+      core = this.core = c === null ? null : new CoreTables(c);
+    }
+    if (core === null || !core.usable) return -1;
+    if (this.stretchAvg < core.core.minStretch) {
+      // short stretches (a ring that marks every sync point): the core's call and its state's copy
+      // cost more than it saves; their length followed here (not in the loop: a field written at
+      // the loop's end cost the loop a tenth on such rings), the core taken again where they grow
+      this.loopOnly = true;
+      const to = this.allocatorRecords(batch, from, end, cs, cp, cr, maxRange, allocStacks, false);
+      this.loopOnly = false;
+      this.stretchAvg += (to - from - this.stretchAvg) / 16;
+      // still short after a while (the ring's way of writing: marks at every sync point): the loop
+      // for good, without this detour at every stretch
+      if (++this.shortStretches >= SHORT_FOR_GOOD) this.core = null;
+      return to;
+    }
+    this.shortStretches = 0;
+    let i = from;
+    let folded = 0;
+    for (;;) {
+      i = this.nativeRun(core, batch, from, i, end, cs, cp, cr, maxRange, allocStacks);
+      folded += this.foldedFrees;
+      if (this.slowAt < 0) break;
+      if (this.slowUnread) break; // nothing read: the caller checks record i again and comes back
+      this.preSlotIn = this.slowPre;
+      i = this.allocatorRecords(batch, i, end, cs, cp, cr, maxRange, allocStacks, true);
+      folded += this.foldedFrees;
+      if (i >= end || batch.line[i - 1] !== 0 || this.core !== core) break;
+    }
+    this.foldedFrees = folded;
+    this.stretchAvg += (i - from - this.stretchAvg) / 16;
+    return i;
+  }
+
+  /** Records a stretch of allocator records of this device had, lately (a moving average). */
+  private stretchAvg = 64;
+  /** Set while coreRecords has the loop take a stretch. */
+  private loopOnly = false;
+  /** Short stretches the loop took in a row (coreRecords). */
+  private shortStretches = 0;
+
+  /** The native core of the model (cuda/ingest_core.c), undefined until the first stretch; null: none. */
+  private core: CoreTables | null | undefined = undefined;
+  /** Where the last nativeRun left a record to the TypeScript loop (−1: none), with the slot the
+   *  block of that record already holds (REPLACED's), and whether the core read nothing at all. */
+  private slowAt = -1;
+  private slowPre = -1;
+  private slowUnread = false;
+
+  /** Whether this device's records go through the native core. */
+  get nativeCore(): boolean {
+    return this.core !== undefined && this.core !== null;
+  }
+
+  /**
+   * One run of allocatorRecords' loop, its records taken by the native core (gpumem_ingest_run), from
+   * record `next` of the stretch that began at `from`: the same prologue, the same exits handled
+   * the same way, the same epilogue; the loop's locals are the core's state block, written before
+   * each call and read back after it. Sets slowAt where the core left a record to the TypeScript loop.
+   */
+  private nativeRun(core: CoreTables, batch: EventBatch, from: number, next: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean): number {
+    const time = batch.time_us;
+    const address = batch.address;
+    const step = this._step;
+    const phase = this._phase;
+    const range = this._range;
+    const blocks = this.blocks;
+    const map = blocks.bySlot;
+    const acc = this.accounting;
+    const lifetimes = this.lifetimes;
+    const timeline = this.timeline;
+    const peaks = this.peaks;
+    const log = peaks.log;
+    const freedLarge = this.freedLarge;
+    const tt = this.t;
+    const layout = this.expandable ? null : this.layout;
+    const rules = this.rules;
+    blocks.holdRange(range);
+    blocks.makeRoom(RUN_ROOM);
+    lifetimes.pendRoom(RUN_ROOM);
+    layout?.makeRoom(RUN_ROOM);
+    acc.openRun(phase, range);
+    const cur = acc.cur;
+    const st = core.state;
+    core.useBatch(batch, this.blockOut);
+    st[S.from] = from;
+    st[S.next] = next;
+    st[S.end] = end;
+    st[S.cs] = cs;
+    st[S.cp] = cp;
+    st[S.cr] = cr;
+    st[S.max_range] = maxRange;
+    st[S.alloc_stacks] = allocStacks ? 1 : 0;
+    st[S.dev] = this.device;
+    st[S.step] = step;
+    st[S.phase] = phase;
+    st[S.range] = range;
+    st[S.has_layout] = layout === null ? 0 : 1;
+    st[S.max_split] = rules.maxSplitSize;
+    st[S.room] = RUN_ROOM;
+    st[S.pre_slot] = -1;
+    st[S.phase_start_serial] = acc.phaseStartSerial;
+    st[S.range_start_serial] = acc.rangeStartSerial;
+    st[S.run_alloc] = 0;
+    st[S.run_n_alloc] = 0;
+    st[S.run_largest] = 0;
+    st[S.run_peak] = -1;
+    st[S.run_freed] = 0;
+    st[S.run_n_free] = 0;
+    st[S.run_freed_within] = 0;
+    st[S.run_range_freed_within] = 0;
+    st[S.run_live] = 0;
+    st[S.folded] = 0;
+    st[S.a_min] = Infinity;
+    st[S.a_max] = -Infinity;
+    st[S.r_min] = Infinity;
+    st[S.r_max] = -Infinity;
+    st[S.last_a] = 0;
+    st[S.last_r] = 0;
+    const reservedMoves = st[S.moves_reserved] !== 0;
+    let i = next;
+    let slow = false;
+    this.slowUnread = false;
+    // After the exits most frequent (a peak's sums copied, the timeline's next bucket) the state
+    // block is still the state: nothing is handed back or written again, the core goes on.
+    let write = true;
+    for (;;) {
+      const lc = layout ?? this.layout;
+      if (write) {
+        core.useParts({ blocks, map, pendSlot: lifetimes.pendSlot, pendSerial: lifetimes.pendSerial, log, layout: lc, liveByPhase: acc.liveByPhase, liveByRange: acc.liveByRange, counts: tt.counts, freedLarge, rules });
+        st[S.power_two] = core.powerTwo;
+        // ---- the state the core keeps in locals, written (again) ----
+        st[S.n_free] = blocks.nFree;
+        st[S.used] = blocks.used;
+        st[S.changes] = 0;
+        st[S.large] = blocks.large;
+        st[S.unsized_count] = blocks.unsizedCount;
+        st[S.m_used] = map.used;
+        st[S.m_size] = map.size;
+        st[S.l_n_spare] = lc.nSpare;
+        st[S.l_used] = lc.used;
+        st[S.l_at_used] = lc.at.used;
+        st[S.l_at_size] = lc.at.size;
+        st[S.l_reindex_at] = lc.reindexAt;
+        st[S.pend_n] = lifetimes.pendLen;
+        st[S.log_n] = log.n;
+        st[S.fl_total] = freedLarge.total;
+        st[S.requested] = tt.requested;
+        st[S.allocated] = tt.allocated;
+        st[S.active] = tt.active;
+        st[S.reserved] = tt.reserved;
+        st[S.peak_allocated] = tt.peakAllocated;
+        st[S.peak_active] = tt.peakActive;
+        st[S.serial] = this.serial;
+        st[S.last_time] = this._lastTime_us;
+        st[S.unknown_frees] = this._unknownFrees;
+        st[S.unknown_free_bytes] = this._unknownFreeBytes;
+        st[S.carry_grad] = acc.carryGrad;
+        st[S.carry_grad_n] = acc.carryGradN;
+        st[S.peak_open] = acc.peakOpen ? 1 : 0;
+        st[S.step_peak] = cur.peak_allocated;
+        st[S.peak_at] = peaks.peakAt(cur);
+        st[S.peak_serial] = cur.peakSerial;
+        st[S.peak_here] = cur.peakPhaseInst === acc.phaseInst ? 1 : 0;
+        st[S.new_peak] = 0;
+        st[S.peak_reserved] = cur.reserved_at_peak;
+        st[S.peak_time_us] = cur.peak_time_us;
+        st[S.peak_temp] = cur.peakTemp;
+        st[S.partial] = 0;
+        st[S.fine_end] = timeline.fineEnd;
+        st[S.names_n] = 0;
+      }
+      write = true;
+      st[S.next] = i;
+      const got = core.usable ? core.core.run(core.columnsPtr, core.statePtr) : -1;
+      // −1: nothing read, the state as it was (the core cannot state these rules, or the stretch
+      // is not one it can read)
+      if (got < 0) st[S.why] = INGEST_EXIT.slow;
+      const exit = st[S.why]!;
+      if (exit === INGEST_EXIT.copy_peak) {
+        // copyPeak reads what lies in the shared columns (the blocks' sums, the live sums), none
+        // of the scalars
+        i = st[S.next]!;
+        this.forgetNames(core);
+        acc.copyPeak(st[S.run_live]!);
+        st[S.run_live] = 0;
+        st[S.peak_open] = 0;
+        write = false;
+        continue;
+      }
+      if (exit === INGEST_EXIT.whole && st[S.todo] === INGEST_TODO.bucket && st[S.stop] === 0) {
+        // record i − 1 whole, its bucket closed: the timeline's, from the state's figures
+        i = st[S.next]!;
+        this.forgetNames(core);
+        const aMin = st[S.a_min]!;
+        const aMax = st[S.a_max]!;
+        const lastR = st[S.last_r]!;
+        if (aMin <= aMax) timeline.extend(aMin, aMax, st[S.last_a]!, reservedMoves ? st[S.r_min]! : lastR, reservedMoves ? st[S.r_max]! : lastR, lastR);
+        st[S.a_min] = st[S.r_min] = Infinity;
+        st[S.a_max] = st[S.r_max] = -Infinity;
+        timeline.observe(time[i - 1]!, st[S.allocated]!, st[S.reserved]!);
+        st[S.fine_end] = timeline.fineEnd;
+        write = false;
+        continue;
+      }
+      // ---- the state handed back ----
+      blocks.nFree = st[S.n_free]!;
+      blocks.used = st[S.used]!;
+      blocks.changes += st[S.changes]!;
+      blocks.large = st[S.large]!;
+      blocks.unsizedCount = st[S.unsized_count]!;
+      map.used = st[S.m_used]!;
+      map.size = st[S.m_size]!;
+      lc.nSpare = st[S.l_n_spare]!;
+      lc.used = st[S.l_used]!;
+      lc.at.used = st[S.l_at_used]!;
+      lc.at.size = st[S.l_at_size]!;
+      lifetimes.pendLen = st[S.pend_n]!;
+      log.n = st[S.log_n]!;
+      freedLarge.total = st[S.fl_total]!;
+      tt.requested = st[S.requested]!;
+      tt.allocated = st[S.allocated]!;
+      tt.active = st[S.active]!;
+      tt.reserved = st[S.reserved]!;
+      tt.peakAllocated = st[S.peak_allocated]!;
+      tt.peakActive = st[S.peak_active]!;
+      this.serial = st[S.serial]!;
+      this._lastTime_us = st[S.last_time]!;
+      this._unknownFrees = st[S.unknown_frees]!;
+      this._unknownFreeBytes = st[S.unknown_free_bytes]!;
+      acc.carryGrad = st[S.carry_grad]!;
+      acc.carryGradN = st[S.carry_grad_n]!;
+      acc.peakOpen = st[S.peak_open] !== 0;
+      if (st[S.new_peak] !== 0) {
+        // the step's new peak (as the TypeScript loop writes it at the alloc)
+        cur.peak_allocated = st[S.step_peak]!;
+        cur.reserved_at_peak = st[S.peak_reserved]!;
+        cur.peak_time_us = st[S.peak_time_us]!;
+        cur.peak_phase = phase;
+        cur.peak_range = range;
+        cur.peakPhaseInst = acc.phaseInst;
+        cur.peakSerial = st[S.peak_serial]!;
+        cur.peakResolved = false;
+      }
+      cur.peakTemp = st[S.peak_temp]!;
+      if (st[S.partial] !== 0) cur.partial = true;
+      this.forgetNames(core);
+      i = st[S.next]!;
+      // ---- what left the core ----
+      const why = exit;
+      if (why === INGEST_EXIT.run_end) break;
+      if (why === INGEST_EXIT.log_full) {
+        peaks.makeRoom(cur);
+        continue;
+      }
+      if (why === INGEST_EXIT.replaced) {
+        // as in allocatorRecords' loop (REPLACED)
+        const preSlot = blocks.take();
+        blocks.changes--;
+        st[S.pre_slot] = preSlot;
+        const old = map.put(address[i]!, preSlot);
+        if (old < 0) {
+          // the core saw a live block where the map holds none: its table is not this model's
+          // memory (a fault, never the records'); the TypeScript loop takes this device's records
+          // from here, this one with the slot it now holds
+          this.core = null;
+          slow = true;
+          this.slowPre = preSlot;
+          break;
+        }
+        const oldSize = blocks.size[old]!;
+        tt.allocated -= oldSize;
+        tt.active -= oldSize;
+        if (acc.peakOpen) {
+          acc.copyPeak(st[S.run_live]!);
+          st[S.run_live] = 0;
+        }
+        acc.drop(old, step);
+        blocks.discard(old);
+        this._replacedBlocks++;
+        continue;
+      }
+      if (why === INGEST_EXIT.slow) {
+        // record i is the TypeScript loop's; where the core read nothing, not even whether
+        // record i is one of the stretch, the caller's, unless it is the one the caller vouched for
+        slow = true;
+        this.slowUnread = got < 0 && i > from;
+        this.slowPre = st[S.pre_slot]!;
+        break;
+      }
+      // WHOLE: record i − 1 is whole; its bucket, then what it asked for
+      const aMin = st[S.a_min]!;
+      const aMax = st[S.a_max]!;
+      const lastR = st[S.last_r]!;
+      if (aMin <= aMax) timeline.extend(aMin, aMax, st[S.last_a]!, reservedMoves ? st[S.r_min]! : lastR, reservedMoves ? st[S.r_max]! : lastR, lastR);
+      st[S.a_min] = st[S.r_min] = Infinity;
+      st[S.a_max] = st[S.r_max] = -Infinity;
+      const todo = st[S.todo]!;
+      if ((todo & INGEST_TODO.bucket) !== 0) timeline.observe(time[i - 1]!, tt.allocated, tt.reserved);
+      if ((todo & INGEST_TODO.map_full) !== 0) map.rebuild();
+      if ((todo & INGEST_TODO.chain_index) !== 0) lc.indexGrown();
+      if (st[S.stop] !== 0) break;
+    }
+    const aMin = st[S.a_min]!;
+    const aMax = st[S.a_max]!;
+    const lastR = st[S.last_r]!;
+    if (aMin <= aMax) timeline.extend(aMin, aMax, st[S.last_a]!, reservedMoves ? st[S.r_min]! : lastR, reservedMoves ? st[S.r_max]! : lastR, lastR);
+    acc.closeRun(st[S.run_alloc]!, st[S.run_n_alloc]!, st[S.run_largest]!, st[S.run_peak]!, st[S.run_freed]!, st[S.run_n_free]!, st[S.run_freed_within]!, st[S.run_range_freed_within]!, st[S.run_live]!);
+    this.foldedFrees = st[S.folded]!;
+    this.slowAt = slow ? i : -1;
+    return i;
+  }
+
+  /** BlockTable.release's part the core cannot do: the names of the slots it released that had
+   *  one (it hands them back, see CoreTables.namesOut). */
+  private forgetNames(core: CoreTables): void {
+    const st = core.state;
+    const nn = st[S.names_n]!;
+    if (nn === 0) return;
+    const out = core.namesOut;
+    const names = this.blocks.names;
+    const tensors = this.blocks.tensors;
+    for (let k = 0; k < nn; k++) {
+      const slot = out[k]!;
+      names[slot] = undefined;
+      tensors[slot] = undefined;
+    }
+    st[S.names_n] = 0;
+  }
+
+  /** The slot the block of the next stretch's first record already holds (a REPLACED record the
+   *  native core left to the loop), −1: none. */
+  private preSlotIn = -1;
+
+  /**
    * The allocator's records of this device from `from` on (alloc, free_requested, free_completed,
    * and the reader's free: a free_requested and its free_completed folded into one): the one place
    * their accounting is done. The caller has checked record `from` (its device, its stamps synced);
@@ -269,6 +618,9 @@ export class DeviceState extends TotalsReadout {
    * records the line with the totals after it) and, with `one`, after the first record.
    * Returns the index of the first record not taken.
    *
+   * The native core (cuda/ingest_core.c) takes the stretch where there is one (coreRecords); this
+   * loop is the one definition of every rule it follows, and the way where there is none.
+   *
    * One flat loop over the records: the block table's columns and the totals are read once a
    * run instead of once a record, and what every record does (the address map, the large pool's
    * chains, the step's figures, its peak, the pending blocks, the log of frees at the peak, the
@@ -276,6 +628,10 @@ export class DeviceState extends TotalsReadout {
    * JIT does not write into the loop (see the loop's head).
    */
   allocatorRecords(batch: EventBatch, from: number, end: number, cs: number, cp: number, cr: number, maxRange: number, allocStacks: boolean, one: boolean): number {
+    if (this.core !== null && !one && !this.loopOnly) {
+      const to = this.coreRecords(batch, from, end, cs, cp, cr, maxRange, allocStacks);
+      if (to >= 0) return to;
+    }
     const action = batch.action;
     const deviceCol = batch.device;
     const time = batch.time_us;
@@ -356,7 +712,8 @@ export class DeviceState extends TotalsReadout {
     let lastR = 0;
     /** A slot the block of record `i` already holds in the address map (taken where a lost free's
      *  block was put out of it, see REPLACED). */
-    let preSlot = -1;
+    let preSlot = this.preSlotIn;
+    this.preSlotIn = -1;
     let i = from;
     // The loop over the records calls nothing that the JIT does not write into it: a call that
     // some records make (a new free block's index entry, the timeline's next bucket, a peak's sums
