@@ -3,8 +3,7 @@
 // one run: test/fixtures/hf-gpt2.ring (a 45M-parameter GPT-2 recorded on an H100), frees folded as
 // the live reader gives them, fed again and again into one model the way a live ring feeds it (in
 // batches of 8,192, each lap's steps and times moved on, the trace kept as the screens keep it).
-// Each tree's model takes LAPS laps in turns of ten, each turn begun by the next side; the first
-// WARM laps of each are the JIT's.
+// Each tree's model takes LAPS laps in turns of ten; the first WARM laps of each are the JIT's.
 // Reports ns a record (median and quartiles over the laps after warm-up) and the ratio.
 // NAMES=FILE (e.g. test/fixtures/hf-gpt2.names.json, the agent's names of that run): each model
 // takes them after its first lap, as a live model takes a running agent's answer, and carries
@@ -12,10 +11,7 @@
 // STACKS_AB=1: instead of another tree, this tree twice on the same records, one model reading the
 // alloc records' stack ids (extra) with the manifest's stacks beside FIX (FIX.json, or FIX less
 // .ring/.ring.gz plus .json), the other without: what the hook's stacks cost the ingest a record.
-// CORES=1: this tree twice, one model through the native ingest core (cuda/ingest_core.c, as the
-// monitor runs it: GPUMEM_NATIVE_CORE unset), one through the flat TypeScript loop
-// (GPUMEM_NATIVE_CORE=0), beside OLD_TREE where given: what the core saves a record.
-//   bun bench/ingest-ring.ts [OUT_DIR] [OLD_TREE]     (LAPS, WARM, FIX: the recording; NAMES; STACKS_AB; CORES)
+//   bun bench/ingest-ring.ts [OUT_DIR] [OLD_TREE]     (LAPS, WARM, FIX: the recording; NAMES; STACKS_AB)
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
@@ -33,8 +29,6 @@ interface Side {
   model: { ingest(b: Batch, lost: number, start: number, end: number): void; setNames(t: unknown[]): unknown };
   newBatch: (n: number) => Batch;
   times: number[];
-  /** GPUMEM_NATIVE_CORE while this side's model is fed (undefined: unset). */
-  core?: string;
 }
 
 async function side(label: string, root: string, stacks = false): Promise<Side> {
@@ -66,19 +60,11 @@ const span = all.time_us[N - 1]! - all.time_us[0]! + 1;
 const columns = Object.keys(all).filter((k) => typeof all[k] !== "number");
 
 const stacksAB = process.env.STACKS_AB === "1";
-const cores = process.env.CORES === "1";
-const withCore = async (label: string, core: string | undefined): Promise<Side> => ({ ...(await side(label, here)), core });
-const sides = stacksAB
-  ? [await side("stacks", here, true), await side("no stacks", here)]
-  : cores
-    ? [await withCore("native", undefined), await withCore("ts", "0"), ...(oldTree ? [await side("old", oldTree)] : [])]
-    : [await side("new", here), ...(oldTree ? [await side("old", oldTree)] : [])];
+const sides = stacksAB ? [await side("stacks", here, true), await side("no stacks", here)] : [await side("new", here), ...(oldTree ? [await side("old", oldTree)] : [])];
 const names: unknown[] | null = process.env.NAMES ? JSON.parse(readFileSync(process.env.NAMES, "utf8")).names : null;
 const chunks = new Map(sides.map((s) => [s, s.newBatch(BATCH)]));
 function lap(s: Side, k: number): void {
   const chunk = chunks.get(s)!;
-  if (s.core === undefined) delete process.env.GPUMEM_NATIVE_CORE;
-  else process.env.GPUMEM_NATIVE_CORE = s.core;
   let ms = 0;
   for (let from = 0; from < N; from += BATCH) {
     const n = Math.min(BATCH, N - from);
@@ -95,15 +81,7 @@ function lap(s: Side, k: number): void {
   s.times.push((ms * 1e6) / N);
   if (k === 0 && names) s.model.setNames(names);
 }
-// Each turn starts with the next side: the side that runs first in a turn measured slower, whichever
-// it was (two trees swapped: 0.95 and 1.02 where the same order gave 0.83 to 0.88).
-for (let k = 0; k < LAPS; k += 10) {
-  const turn = k / 10;
-  for (let n = 0; n < sides.length; n++) {
-    const s = sides[(turn + n) % sides.length]!;
-    for (let j = k; j < Math.min(LAPS, k + 10); j++) lap(s, j);
-  }
-}
+for (let k = 0; k < LAPS; k += 10) for (const s of sides) for (let j = k; j < Math.min(LAPS, k + 10); j++) lap(s, j);
 
 const q = (xs: number[], f: number) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * f)]!;
 const rows = sides.map((s) => {
@@ -113,12 +91,10 @@ const rows = sides.map((s) => {
 const result = {
   date: new Date().toISOString(),
   machine: `${navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
-  command: `${process.env.NAMES ? `NAMES=${process.env.NAMES} ` : ""}${stacksAB ? "STACKS_AB=1 " : ""}${cores ? "CORES=1 " : ""}LAPS=${LAPS} WARM=${WARM} FIX=${FIXTURE} bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
+  command: `${process.env.NAMES ? `NAMES=${process.env.NAMES} ` : ""}${stacksAB ? "STACKS_AB=1 " : ""}FIX=${FIXTURE} bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
   records_per_lap: N,
   rows,
-  old_over_new: rows.length === 2 && !stacksAB && !cores ? +(rows[1]!.median_ns / rows[0]!.median_ns).toFixed(2) : null,
-  // CORES=1: each side's median over the native core's
-  over_native: cores ? Object.fromEntries(rows.slice(1).map((r) => [r.tree, +(r.median_ns / rows[0]!.median_ns).toFixed(2)])) : null,
+  old_over_new: rows.length === 2 && !stacksAB ? +(rows[1]!.median_ns / rows[0]!.median_ns).toFixed(2) : null,
   stacks_over_none: stacksAB ? +(rows[0]!.median_ns / rows[1]!.median_ns).toFixed(3) : null,
 };
 mkdirSync(outDir, { recursive: true });

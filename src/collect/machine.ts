@@ -3,7 +3,6 @@
 import { hostname } from "node:os";
 import { Nvml, NvmlError, type NvmlDeviceSample, type NvmlSystem } from "../ffi/nvml";
 import { NativeLibraryError } from "../ffi/lib";
-import { ingestCoreStatus } from "../ffi/ingest-core";
 import { buildDocument, type DocumentInput } from "../system/document";
 import type { Document } from "../system/schema";
 import { type Agent, AgentWatcher } from "./agents";
@@ -138,8 +137,6 @@ export class Machine {
       join,
       warnings: [
         ...this.agents.problems,
-        // the model's native ingest core could not be loaded: the TypeScript loop takes the records
-        ...nativeCoreWarning(),
         ...agents.filter((a) => a.problem && !a.exited).map((a) => `agent of pid ${a.pid}: ${a.problem}`),
       ],
     };
@@ -163,10 +160,4 @@ export class Machine {
     if (!opts.fast) this.nvml?.close();
     this.agents.close();
   }
-}
-
-/** The one line where the model's native ingest core was asked for and could not be loaded. */
-function nativeCoreWarning(): string[] {
-  const why = ingestCoreStatus().why;
-  return why === null ? [] : [why];
 }

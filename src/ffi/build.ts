@@ -29,7 +29,7 @@ export function buildNative(opts: { force?: boolean; out?: string } = {}): Build
   }
   mkdirSync(dirname(out), { recursive: true });
   const tmp = `${out}.${process.pid}.tmp`;
-  const cmd = [cc, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", "-o", tmp, ...NATIVE_SOURCES, "-ldl", "-lpthread", "-lm"];
+  const cmd = [cc, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", "-o", tmp, ...NATIVE_SOURCES, "-ldl", "-lpthread"];
   const proc = Bun.spawnSync(cmd, { stderr: "pipe", stdout: "pipe" });
   if (proc.exitCode !== 0) {
     return {

@@ -10,8 +10,8 @@ export const NATIVE_DIR = `${ROOT}/cuda`;
 /** The ring reader's sources, one job each (ring_reader.h says which): also what a test program that
  *  reads rings in C compiles with. */
 export const RING_SOURCES = ["ring_open.c", "ring_guard.c", "ring_read.c", "ring_fold.c"].map((f) => `${NATIVE_DIR}/${f}`);
-export const NATIVE_SOURCES = [...["nvml.c", "nvml_lib.c", "nvml_processes.c", "nvml_constants.c", "nvml_warm_up.c", "warm_up_napi.c", "ingest_core.c"].map((f) => `${NATIVE_DIR}/${f}`), ...RING_SOURCES];
-const NATIVE_HEADERS = ["nvml.h", "nvml_lib.h", "nvml_constants.h", "ring.h", "ring_reader.h", "gpumem_ring.h", "ingest_core.h"].map((f) => `${NATIVE_DIR}/${f}`);
+export const NATIVE_SOURCES = [...["nvml.c", "nvml_lib.c", "nvml_processes.c", "nvml_constants.c", "nvml_warm_up.c", "warm_up_napi.c"].map((f) => `${NATIVE_DIR}/${f}`), ...RING_SOURCES];
+const NATIVE_HEADERS = ["nvml.h", "nvml_lib.h", "nvml_constants.h", "ring.h", "ring_reader.h", "gpumem_ring.h"].map((f) => `${NATIVE_DIR}/${f}`);
 export const BUILT_LIB = `${NATIVE_DIR}/build/libgpumem.so`;
 export const PREBUILT_DIR = `${ROOT}/prebuilt/${process.platform}-${process.arch}`;
 export const BUILD_COMMAND = "bun run build:native";

@@ -71,9 +71,6 @@ export class BlockTable {
   names: (string | undefined)[];
   /** The named tensor's shape and dtype, and whether the name was carried from an earlier step. */
   tensors: (TensorInfo | undefined)[];
-  /** 1 where names or tensors may hold something for the slot: the native ingest core reads it
-   *  (it cannot read those arrays) and hands such slots back when it releases them (device.ts). */
-  named: Uint8Array;
   /** Counts every block added or removed: queries that sort blocks reuse their work while it stands still. */
   changes = 0;
   /** Live bytes and blocks by category code. */
@@ -113,7 +110,6 @@ export class BlockTable {
     this.stack = new Uint32Array(initial);
     this.flags = new Uint8Array(initial);
     this.unsized = new Uint8Array(initial);
-    this.named = new Uint8Array(initial);
     this.chain = new Int32Array(initial);
     this.freeSlots = new Int32Array(initial);
     this.names = new Array<string | undefined>(initial).fill(undefined);
@@ -171,7 +167,6 @@ export class BlockTable {
   addResynced(address: number, size: number, category: number, name: string | undefined, t: number): number {
     const slot = this.add(address, size, 0, t, 0, RESYNCED_STEP, 0, 0, category, RESYNCED);
     this.names[slot] = name;
-    if (name !== undefined) this.named[slot] = 1;
     return slot;
   }
 
@@ -314,7 +309,6 @@ export class BlockTable {
     this.category = u8(this.category);
     this.flags = u8(this.flags);
     this.unsized = u8(this.unsized);
-    this.named = u8(this.named);
     const chain = new Int32Array(n);
     chain.set(this.chain);
     this.chain = chain;

@@ -106,7 +106,6 @@ export class Lifetimes {
     const b = this.blocks;
     if (name !== undefined) {
       b.names[slot] = name;
-      b.named[slot] = 1;
       if (info) b.tensors[slot] = info;
       if (cat >= 0 && this.nameMemory.size < 1 << 16)
         this.nameMemory.set(b.address[slot]!, { name, size: b.size[slot]!, cat, info: { ...(info ?? { shape: null, dtype: null }), carried: true } });
@@ -125,7 +124,6 @@ export class Lifetimes {
     if (known && known.size === b.size[slot] && known.cat === b.category[slot]) {
       b.names[slot] = known.name;
       b.tensors[slot] = known.info;
-      b.named[slot] = 1;
     }
   }
 

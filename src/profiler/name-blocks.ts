@@ -67,9 +67,7 @@ export function nameBlocks(blocks: BlockTable, lifetimes: Lifetimes, tensors: Na
       lifetimes.name(slot, cat, first ? name : undefined, info);
       matched++;
     } else if (partial && x.size > 0) {
-      const slot = blocks.addResynced(x.address, x.size, cat >= 0 ? cat : 0, name, t);
-      blocks.tensors[slot] = info;
-      blocks.named[slot] = 1;
+      blocks.tensors[blocks.addResynced(x.address, x.size, cat >= 0 ? cat : 0, name, t)] = info;
       added++;
     } else unknown++;
   }

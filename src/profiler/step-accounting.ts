@@ -34,8 +34,8 @@ export class StepAccounting {
    *  (some 6% of the records of a real ring) copies no more of it than that. */
   private rangeEnd = 1;
   /** Gradient bytes alive at the last step boundary and not freed since (see StepRecord.gradHeldBytes). */
-  carryGrad = 0;
-  carryGradN = 0;
+  private carryGrad = 0;
+  private carryGradN = 0;
   /** carryGrad as the step began, before any of it was freed. */
   private carriedGrad = 0;
   /** The most gradient bytes alive at the end of a backward phase so far (StepRecord.gradSetBytes). */

@@ -3,20 +3,17 @@
 // snapshots call LargePoolLayout's own alloc and freeCompleted (src/snapshot/before.ts). On every
 // committed ring whose records start with the allocator (no seed, nothing lost, no expandable
 // segments), fed in big batches and a record at a time, every allocator record's block size the
-// model gives (EventTail.block) is the one LargePoolLayout gives the same records, one by one:
-// through the native core (cuda/ingest_core.c) and through the flat TypeScript loop alike.
+// model gives (EventTail.block) is the one LargePoolLayout gives the same records, one by one.
 import { describe, expect, test } from "bun:test";
 import { ACTION, newEventBatch, type EventBatch } from "../../src/ffi/events";
 import { openRingRecording } from "../../src/collect/recording";
 import { ROOT } from "../../src/ffi/build";
-import { ingestCoreStatus } from "../../src/ffi/ingest-core";
 import { createModel } from "../../src/profiler";
 import { LargePoolLayout } from "../../src/profiler/large-pool";
 import { roundSize, rulesOf, settingsOfAllocConf, SMALL_BUFFER, SMALL_SIZE } from "../../src/profiler/block-sizes";
 import { blockSize } from "../../src/profiler/totals";
 import { recordFields } from "../../src/system/manifest";
 import { ringPaths } from "../support/model-documents";
-import { CORES, nativeMissing, WAYS, withCore } from "../support/ingest-cores";
 
 /** Every record of the recording at `path`, its manifest's fields, and whether it had a seed. */
 function read(path: string) {
@@ -76,36 +73,28 @@ describe("the model's loop sizes every block as LargePoolLayout does", () => {
     let expandable = false;
     for (let i = 0; i < all.count; i++) if (all.action[i] === ACTION.segment_map) expandable = true;
     const skip = seeded || lost > 0 || expandable || (fields.allocConf ?? "").includes("expandable_segments:True");
-    for (const core of CORES) {
-      for (const one of [false, true]) {
-        test.skipIf(skip)(`${name}, ${one ? "a record at a time" : "in big batches"}, ${WAYS[core]}${skip ? " (skipped: seeded, lost records or expandable segments: no chain from the start)" : ""}`, () => {
-          const want = layoutSizes(all, fields.allocConf ?? null);
-          const m = createModel().keepTrace(all.count);
-          m.setRecordFields(fields);
-          withCore(core, () => {
-            if (one) for (let i = 0; i < all.count; i++) m.ingest(all, 0, i, i + 1);
-            else m.ingest(all, 0, 0, all.count);
-          });
-          if (core !== "ts") expect(nativeMissing()).toBeNull();
-          if (core === "native") {
-            if (ingestCoreStatus().native) for (const d of m.devices) expect(d.nativeCore).toBe(true);
+    for (const one of [false, true]) {
+      test.skipIf(skip)(`${name}, ${one ? "a record at a time" : "in big batches"}${skip ? " (skipped: seeded, lost records or expandable segments: no chain from the start)" : ""}`, () => {
+        const want = layoutSizes(all, fields.allocConf ?? null);
+        const m = createModel().keepTrace(all.count);
+        m.setRecordFields(fields);
+        if (one) for (let i = 0; i < all.count; i++) m.ingest(all, 0, i, i + 1);
+        else m.ingest(all, 0, 0, all.count);
+        const tail = m.tail!;
+        let large = 0;
+        let differ = 0;
+        let first = -1;
+        for (let i = 0; i < all.count; i++) {
+          if (all.action[i] !== ACTION.alloc) continue;
+          if (all.size[i]! > SMALL_SIZE) large++;
+          if (tail.block[tail.slot(tail.first + i)] !== want[i]) {
+            differ++;
+            if (first < 0) first = i;
           }
-          const tail = m.tail!;
-          let large = 0;
-          let differ = 0;
-          let first = -1;
-          for (let i = 0; i < all.count; i++) {
-            if (all.action[i] !== ACTION.alloc) continue;
-            if (all.size[i]! > SMALL_SIZE) large++;
-            if (tail.block[tail.slot(tail.first + i)] !== want[i]) {
-              differ++;
-              if (first < 0) first = i;
-            }
-          }
-          expect(differ, `${differ} allocs sized otherwise, the first record ${first}`).toBe(0);
-          expect(large).toBeGreaterThan(0);
-        });
-      }
+        }
+        expect(differ, `${differ} allocs sized otherwise, the first record ${first}`).toBe(0);
+        expect(large).toBeGreaterThan(0);
+      });
     }
   }
 });

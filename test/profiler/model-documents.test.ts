@@ -2,8 +2,7 @@
 // on every committed ring, fed in big batches and one record at a time, every query the documents
 // and screens read (test/support/model-documents.ts) at four points of the stream equals, byte for
 // byte as JSON, what the tree before gave (test/profiler/fixtures/model-documents/, written by
-// its write.ts from 2803dcd, main before the loop was merged). Both ways through the records: the
-// native core (cuda/ingest_core.c) and the flat TypeScript loop (test/support/ingest-cores.ts).
+// its write.ts from 2803dcd, main before the loop was merged).
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +12,6 @@ import * as events from "../../src/ffi/events";
 import * as manifest from "../../src/system/manifest";
 import { ROOT } from "../../src/ffi/build";
 import { documentsOf, ringPaths, type TreeModules } from "../support/model-documents";
-import { CORES, nativeMissing, WAYS, withCore } from "../support/ingest-cores";
 
 const mods: TreeModules = { profiler, recording, events, manifest };
 const DIR = join(import.meta.dir, "fixtures", "model-documents");
@@ -21,19 +19,16 @@ const DIR = join(import.meta.dir, "fixtures", "model-documents");
 describe("the model's answers on every committed ring equal the tree before the flat loop's", () => {
   for (const [name, path] of ringPaths(ROOT)) {
     const want = new TextDecoder().decode(Bun.gunzipSync(readFileSync(join(DIR, `${name}.json.gz`))));
-    for (const core of CORES) {
-      for (const one of [false, true]) {
-        test(`${name}, ${one ? "a record at a time" : "in big batches"}, ${WAYS[core]}`, () => {
-          const got = `${JSON.stringify(withCore(core, () => documentsOf(mods, path, one)))}\n`;
-          if (core !== "ts") expect(nativeMissing()).toBeNull();
-          if (got === want) return;
-          // the first moment and query that differ, for the message
-          const g = JSON.parse(got) as Record<string, unknown>[];
-          const w = JSON.parse(want) as Record<string, unknown>[];
-          for (let k = 0; k < w.length; k++) for (const key of Object.keys(w[k]!)) expect(g[k]?.[key], `${name} at point ${k}: ${key}`).toEqual(w[k]![key]);
-          expect(got).toBe(want);
-        });
-      }
+    for (const one of [false, true]) {
+      test(`${name}, ${one ? "a record at a time" : "in big batches"}`, () => {
+        const got = `${JSON.stringify(documentsOf(mods, path, one))}\n`;
+        if (got === want) return;
+        // the first moment and query that differ, for the message
+        const g = JSON.parse(got) as Record<string, unknown>[];
+        const w = JSON.parse(want) as Record<string, unknown>[];
+        for (let k = 0; k < w.length; k++) for (const key of Object.keys(w[k]!)) expect(g[k]?.[key], `${name} at point ${k}: ${key}`).toEqual(w[k]![key]);
+        expect(got).toBe(want);
+      });
     }
   }
 });
