@@ -5,20 +5,15 @@
 // one-shot's NVML calls without Bun), the monitor's one-shot, and nvidia-smi with the same fields. Each a fresh process, spawn to exit, interleaved,
 // with a process holding 3 GiB on the GPU (as bench/start-compare.ts runs them). EARLIER_TREE: an
 // earlier commit's checkout (its bundle built here as this tree's is, its own libgpumem beside it),
-// its one-shot interleaved with the rest: the before and after of one run. And the one-shot with
-// libgpumem as built beside one built with the warm-up's utilization query in order
-// (GPUMEM_WARM_OVERLAP=0; cuda/nvml_lib.h): whether taking that query apart shortens the wait.
+// its one-shot interleaved with the rest: the before and after of one run.
 //   bun bench/start-floor.ts OUT_DIR [REPS] [EARLIER_TREE]
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BUILT_LIB, NATIVE_SOURCES } from "../src/ffi/locate";
 import { SMI_FIELDS } from "./smi-fields";
 import { timeStarts } from "./start-runs";
 
 const [outArg, repsArg, earlierArg] = process.argv.slice(2);
-const APART = "--json --once, GPUMEM_LIB: libgpumem as built (the utilization query apart)";
-const IN_ORDER = "--json --once, GPUMEM_LIB: libgpumem with GPUMEM_WARM_OVERLAP=0 (in order)";
 if (!outArg) {
   process.stderr.write("usage: bun bench/start-floor.ts OUT_DIR [REPS] [EARLIER_TREE]\n");
   process.exit(2);
@@ -42,10 +37,6 @@ const cBin = join(tools, "nvml_exit");
 cc(["bench/nvml_exit.c", "-o", cBin, "-ldl"]);
 const onceBin = join(tools, "nvml_once");
 cc(["-Icuda", "bench/nvml_once.c", "-o", onceBin, "-Lcuda/build", "-lgpumem", `-Wl,-rpath,${join(root, "cuda", "build")}`]);
-// libgpumem with the warm-up's utilization query in order (GPUMEM_WARM_OVERLAP=0), beside the one as
-// built (that query on a thread of its own): the same one-shot, each through GPUMEM_LIB.
-const serialLib = join(tools, "libgpumem-in-order.so");
-cc(["-std=c11", "-Wall", "-fPIC", "-shared", "-DGPUMEM_WARM_OVERLAP=0", "-o", serialLib, ...NATIVE_SOURCES, "-ldl", "-lpthread"]);
 const bun = process.execPath;
 const empty = join(root, "dist", "start-floor-empty.js"); // beside cli.js: the same directories to resolve
 writeFileSync(empty, "");
@@ -56,8 +47,6 @@ const commands: Record<string, string[]> = {
   "C: libgpumem's sample (the one-shot's calls)": [onceBin],
   "gpumem-tui --json --once": [bun, join(root, "dist", "cli.js"), "--json", "--once"],
   ...(earlier ? { "the earlier tree's --json --once": [bun, join(earlier, "dist", "cli.js"), "--json", "--once"] } : {}),
-  [APART]: ["env", `GPUMEM_LIB=${BUILT_LIB}`, bun, join(root, "dist", "cli.js"), "--json", "--once"],
-  [IN_ORDER]: ["env", `GPUMEM_LIB=${serialLib}`, bun, join(root, "dist", "cli.js"), "--json", "--once"],
   "nvidia-smi": ["nvidia-smi", `--query-gpu=${SMI_FIELDS}`, "--format=csv"],
 };
 
@@ -84,8 +73,7 @@ ${Object.keys(commands).map(row).join("\n")}
 
 - Bun alone starts and ends in ${m("bun alone")} ms; with an empty module, ${m("bun, an empty module")} ms: the least a Bun program pays before its first line runs, and so before NVML can start. The one-shot's NVML calls from C take ${m(ONCE_C)} ms; the monitor's one-shot ${m(ONCE)} ms, ${(m(ONCE) - m(ONCE_C)).toFixed(1)} ms more.
 - The floor of a Bun one-shot, the empty module and the same calls from C (less a bare Bun start, as both count a process starting), is about ${(m("bun, an empty module") + m(ONCE_C) - m("bun alone")).toFixed(1)} ms.
-- nvidia-smi / the monitor: **${(m("nvidia-smi") / m(ONCE)).toFixed(2)}×**; nvidia-smi / the same calls from C: ${(m("nvidia-smi") / m(ONCE_C)).toFixed(2)}×.
-- The warm-up's utilization query in order / apart (both through GPUMEM_LIB, started by env): **${(m(IN_ORDER) / m(APART)).toFixed(2)}×** (${m(IN_ORDER)} against ${m(APART)} ms).${earlier ? `\n- The earlier tree (${earlierArg}) / this one: **${(m(EARLIER) / m(ONCE)).toFixed(2)}×**; nvidia-smi / the earlier tree: ${(m("nvidia-smi") / m(EARLIER)).toFixed(2)}×.` : ""}
+- nvidia-smi / the monitor: **${(m("nvidia-smi") / m(ONCE)).toFixed(2)}×**; nvidia-smi / the same calls from C: ${(m("nvidia-smi") / m(ONCE_C)).toFixed(2)}×.${earlier ? `\n- The earlier tree (${earlierArg}) / this one: **${(m(EARLIER) / m(ONCE)).toFixed(2)}×**; nvidia-smi / the earlier tree: ${(m("nvidia-smi") / m(EARLIER)).toFixed(2)}×.` : ""}
 `;
 writeFileSync(join(OUT, "start-floor.md"), md);
 console.log(md);

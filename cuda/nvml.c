@@ -221,31 +221,9 @@ static void sample_quick(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c)
   gpumem_nvml_read_processes(s, d);
 }
 
-/* The utilization query's answer, taken on a thread of its own (SAMPLE_UTILIZATION_APART). */
-typedef struct {
-  nvmlDevice_t d;
-  nvmlReturn_t r;
-  nvmlUtilization_t u;
-} utilization_query;
-
-static void *query_utilization(void *arg) {
-  utilization_query *q = arg;
-  q->r = nv.utilization(q->d, &q->u);
-  return NULL;
-}
-
-static void apply_utilization(gpumem_nvml_sample *s, const utilization_query *q) {
-  if (q->r == NVML_SUCCESS) {
-    FIELD(s, gpu_utilization_percent) = q->u.gpu;
-    FIELD(s, memory_utilization_percent) = q->u.memory;
-  } else {
-    gpumem_nvml_note(s, "nvmlDeviceGetUtilizationRates", q->r);
-  }
-}
-
 /* The rest: the calls whose first call in a process is slow on a GSP-based GPU (utilization,
  * temperature, clocks, power), then each process's SM share. */
-static void sample_slow(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c, uint32_t flags, int parts) {
+static void sample_slow(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c, uint32_t flags) {
   nvmlReturn_t r;
   if (c->max_clocks_pending) {
     read_clock(s, d, nv.max_clock, NVML_CLOCK_SM, "nvmlDeviceGetMaxClockInfo", &c->sm_clock_max_mhz);
@@ -254,16 +232,15 @@ static void sample_slow(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c, 
     FIELD(s, sm_clock_max_mhz) = c->sm_clock_max_mhz;
     FIELD(s, memory_clock_max_mhz) = c->memory_clock_max_mhz;
   }
-  /* Apart: the query answers on its own thread into `q` while this one makes the rest; its answer
-   * goes into `s` after them, its error before theirs (the order of the calls), so the sample is
-   * the one the calls in order give. Where no thread starts, it is asked here, in order. */
-  utilization_query q = {d, NVML_SUCCESS, {0, 0}};
-  pthread_t apart;
-  int erred_before = s->error[0] != 0;
-  int threaded = nv.utilization && (parts & SAMPLE_UTILIZATION_APART) && pthread_create(&apart, NULL, query_utilization, &q) == 0;
-  if (nv.utilization && !threaded) {
-    query_utilization(&q);
-    apply_utilization(s, &q);
+  if (nv.utilization) {
+    nvmlUtilization_t u;
+    r = nv.utilization(d, &u);
+    if (r == NVML_SUCCESS) {
+      FIELD(s, gpu_utilization_percent) = u.gpu;
+      FIELD(s, memory_utilization_percent) = u.memory;
+    } else {
+      gpumem_nvml_note(s, "nvmlDeviceGetUtilizationRates", r);
+    }
   }
   unsigned int util = 0, period = 0;
   if (nv.encoder && !(c->unsupported & CALL_ENCODER)) {
@@ -316,18 +293,6 @@ static void sample_slow(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c, 
   }
 
   gpumem_nvml_read_process_utilization(s, d, c);
-  if (threaded) {
-    pthread_join(apart, NULL);
-    if (erred_before || q.r == NVML_SUCCESS) {
-      apply_utilization(s, &q);
-    } else { /* its error, where it is one to note, came before the rest's */
-      char rest[GPUMEM_NVML_ERROR];
-      memcpy(rest, s->error, sizeof rest);
-      s->error[0] = 0;
-      apply_utilization(s, &q);
-      if (!s->error[0]) memcpy(s->error, rest, sizeof rest);
-    }
-  }
   if (c->keep && c->valid && !s->error[0]) {
     gpumem_nvml_constants k = {c->sm_clock_max_mhz, c->memory_clock_max_mhz, c->unsupported};
     gpumem_nvml_constants_store(constants_dir, c->uuid, nv.driver, &k); /* best effort: a read-only home keeps nothing */
@@ -355,6 +320,6 @@ int gpumem_nvml_sample_parts(int index, gpumem_nvml_sample *s, uint32_t flags, i
   device_cache *c = index >= 0 && index < GPUMEM_NVML_CACHE ? &cache[index] : &scratch;
   if (c == &scratch) memset(&scratch, 0, sizeof scratch);
   if (parts & SAMPLE_QUICK) sample_quick(s, d, c);
-  if (parts & SAMPLE_SLOW) sample_slow(s, d, c, flags, parts);
+  if (parts & SAMPLE_SLOW) sample_slow(s, d, c, flags);
   return 0;
 }

@@ -153,15 +153,7 @@ GPUMEM_HIDDEN void gpumem_nvml_read_process_utilization(gpumem_nvml_sample *s, n
  * of microseconds even the first time), SAMPLE_SLOW completes the same `s` (the calls whose first
  * call is slow, and the processes' SM shares). gpumem_nvml_sample_device is both at once; the
  * warm-up publishes the quick part before it takes the slow one. */
-enum { SAMPLE_QUICK = 1, SAMPLE_SLOW = 2, SAMPLE_UTILIZATION_APART = 4 };
-/* SAMPLE_UTILIZATION_APART (with SAMPLE_SLOW): the utilization query, the slowest first call of the
- * slow part (3.7 ms on an H100), on a thread of its own while this one makes the rest; the sample
- * is the one the calls in order give (the same fields, the same first error). For the warm-up's
- * one-shot, whose wait it shortens where the driver answers two of a device's calls at once
- * (bench/start-nvml.ts measures whether it does); built without it where GPUMEM_WARM_OVERLAP is 0. */
-#ifndef GPUMEM_WARM_OVERLAP
-#define GPUMEM_WARM_OVERLAP 1
-#endif
+enum { SAMPLE_QUICK = 1, SAMPLE_SLOW = 2 };
 GPUMEM_HIDDEN int gpumem_nvml_sample_parts(int index, gpumem_nvml_sample *s, uint32_t flags, int parts);
 
 #endif

@@ -19,9 +19,7 @@
  * sample, taken at kept_time_ms) instead of asking NVML a second time. Each is taken in two parts:
  * the quick part of every device first (identity, memory, the process lists), published at once
  * (gpumem_nvml_take_early) so that the caller reads /proc for those processes and builds its
- * document while the slow part (the calls whose first call is slow) runs. In that slow part the
- * utilization query, the slowest first call, is asked on a thread of its own while the rest are
- * (SAMPLE_UTILIZATION_APART, nvml_lib.h): the same sample, sooner where the driver answers both. */
+ * document while the slow part (the calls whose first call is slow) runs. */
 static gpumem_nvml_sample kept[GPUMEM_NVML_CACHE];
 static int kept_count;               /* devices whose sample is kept; 0 none */
 static char kept_taken[GPUMEM_NVML_CACHE];
@@ -63,7 +61,7 @@ static void *warm_up(void *arg) {
       for (int i = 0; i < n; i++) gpumem_nvml_sample_parts(i, &kept[i], flags, SAMPLE_QUICK);
       publish_early(n);
       published = 1;
-      for (int i = 0; i < n; i++) gpumem_nvml_sample_parts(i, &kept[i], flags, SAMPLE_SLOW | (GPUMEM_WARM_OVERLAP ? SAMPLE_UTILIZATION_APART : 0));
+      for (int i = 0; i < n; i++) gpumem_nvml_sample_parts(i, &kept[i], flags, SAMPLE_SLOW);
       kept_count = n;
     } else {
       for (int i = 0; i < n; i++) gpumem_nvml_sample_device(i, &scratch, flags);
