@@ -12,13 +12,10 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { PassThrough, Writable } from "node:stream";
+import { treeApp } from "./support/tree-app";
 
 async function one(tree: string, ticks: number): Promise<{ cpu_ms_a_tick: number; bytes_a_tick: number }> {
-  const { render } = await import(Bun.resolveSync("ink", join(tree, "src")));
-  const React = await import(Bun.resolveSync("react", join(tree, "src")));
-  const { App } = await import(join(tree, "src/tui/app"));
-  const { Controller } = await import(join(tree, "src/tui/controller"));
-  const recorded = (await import(join(tree, "test/fixtures/h100-training.json"))).default;
+  const { render, React, App, Controller, recorded } = await treeApp(tree);
   const ctl = new Controller(null, 1000);
   const base = { ...recorded, processes: [] };
   const d0 = base.devices[0];

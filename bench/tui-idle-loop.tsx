@@ -7,17 +7,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { PassThrough, Writable } from "node:stream";
+import { treeApp } from "./support/tree-app";
 
 const ticks = Number(process.argv[2] ?? 300);
 // GAP_MS: the time between ticks (the monitor's is its interval); STILL=1: nothing on the frame moves.
 const gap = Number(process.env.GAP_MS ?? 3);
 const still = process.env.STILL === "1";
 const tree = resolve(process.argv[3] ?? join(import.meta.dir, ".."));
-const { render } = await import(Bun.resolveSync("ink", join(tree, "src")));
-const React = await import(Bun.resolveSync("react", join(tree, "src")));
-const { App } = await import(join(tree, "src/tui/app"));
-const { Controller } = await import(join(tree, "src/tui/controller"));
-const recorded = (await import(join(tree, "test/fixtures/h100-training.json"))).default;
+const { render, React, App, Controller, recorded } = await treeApp(tree);
 const ctl = new Controller(null, 1000);
 const base = { ...recorded, processes: [] };
 // FILL=1 also shows the GPU as an idle one reads (nothing used, 0%): H200's in bench/results/gpu-2026-11-29c.
