@@ -50,9 +50,18 @@ stacksTest("ALLOCATED AT on a ring with stacks: the user's line of each block of
   const line = (code: string) => script.findIndex((l) => l.includes(code)) + 1;
   // Drawn when the table shows both lines (a loaded machine may draw it a few turns later); the
   // assertions below say what is wrong where it never does.
+  // (the rows of 4 MiB each with its line, as asserted: the 1 MiB rows carry the same lines, and a
+  // frame with them alone once passed this wait under the full suite's load; up to 10 s of turns)
+  const rows4Lines = () => {
+    const rows = plain(ui.lastFrame()!)
+      .split("\n")
+      .filter((l) => /4\.00 MiB/.test(l));
+    return [line("opt.step()"), line("model = Model()")].every((n) => rows.some((l) => l.includes(`short_run.py:${n}`)));
+  };
   await tick();
-  await until(() => [line("opt.step()"), line("model = Model()")].every((n) => plain(ui.lastFrame()!).includes(`short_run.py:${n}`))).catch(() => {});
+  await until(rows4Lines, 1000).catch(() => {});
   const frame = plain(ui.lastFrame()!).split("\n");
+  if (!rows4Lines()) console.error(`the Tensors screen as drawn:\n${frame.join("\n")}`);
   if (process.env.SHOW) console.log(frame.join("\n"));
   ui.unmount();
   rec.close();
