@@ -139,10 +139,9 @@ class Trainer:
         self.torch.cuda.empty_cache()
 
 
-def measured(t, batch, seq=None, steps=2):
-    """Runs `steps` steps at batch (each after a peak reset): fits, each step's peaks, the error."""
-    torch, dev = t.torch, t.dev
-    t.clean()
+def run_steps(torch, dev, t, batch, seq, steps):
+    """`steps` steps of trainer `t` at batch, each after a peak reset, until one raises OOM: each
+    step's peaks, and the OOM's first line (None where every step ran)."""
     peaks, error = [], None
     for _ in range(steps):
         torch.cuda.reset_peak_memory_stats(dev)
@@ -154,6 +153,14 @@ def measured(t, batch, seq=None, steps=2):
         torch.cuda.synchronize(dev)
         peaks.append({"max_allocated": torch.cuda.max_memory_allocated(dev), "max_reserved": torch.cuda.max_memory_reserved(dev),
                       "allocated": torch.cuda.memory_allocated(dev)})
+    return peaks, error
+
+
+def measured(t, batch, seq=None, steps=2):
+    """Runs `steps` steps at batch (each after a peak reset): fits, each step's peaks, the error."""
+    torch, dev = t.torch, t.dev
+    t.clean()
+    peaks, error = run_steps(torch, dev, t, batch, seq, steps)
     t.clean()
     return {"batch": batch, "seq": seq, "fits": error is None, "peaks": peaks, "error": error}
 
@@ -201,18 +208,8 @@ def fresh_trial(torch, dev, kind, batch, args, steps=3):
     """A training started at `batch` on an emptied allocator: a new model and optimizer, `steps` steps."""
     release(torch)
     before = {"allocated": torch.cuda.memory_allocated(dev), "reserved": torch.cuda.memory_reserved(dev)}
-    peaks, error = [], None
     t = Trainer(torch, dev, kind, seq=args.seq)
-    for _ in range(steps):
-        torch.cuda.reset_peak_memory_stats(dev)
-        try:
-            t.step(batch)
-        except torch.OutOfMemoryError as e:
-            error = str(e).strip().splitlines()[0][:300]
-            break
-        torch.cuda.synchronize(dev)
-        peaks.append({"max_allocated": torch.cuda.max_memory_allocated(dev), "max_reserved": torch.cuda.max_memory_reserved(dev),
-                      "allocated": torch.cuda.memory_allocated(dev)})
+    peaks, error = run_steps(torch, dev, t, batch, None, steps)
     t.opt.zero_grad(set_to_none=True)
     del t
     release(torch)
