@@ -5,6 +5,7 @@
 // in, microseconds per column and phase out.
 
 import type { ProfilerModel } from "./model";
+import { partitionPoint } from "./partition";
 import { N_PHASE } from "./steps";
 
 /** Per column, µs in each phase (column c, phase p at c * N_PHASE + p; 0 other, 1 forward,
@@ -44,14 +45,7 @@ function walkFrom(t: NonNullable<ProfilerModel["tail"]>, device: number, fromUs:
 /** The first kept record at or after `us` (the trace's records are in time order but for threads'
  *  stamps a few microseconds apart; a binary search lands within those). */
 function firstAtOrAfter(t: NonNullable<ProfilerModel["tail"]>, us: number): number {
-  let lo = t.first;
-  let hi = t.total;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (t.time_us[t.slot(mid)]! < us) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return partitionPoint(t.first, t.total, (k) => t.time_us[t.slot(k)]! < us);
 }
 
 /** Adds the time from `a` to `b` (within the window) to `phase` in the columns it crosses. */
