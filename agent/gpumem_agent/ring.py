@@ -30,6 +30,8 @@ from .wire import (HEADER_OFFSET, HEADER_SIZE, LANE_OFFSET, LANE_SIZEOF, MAX_DEV
 DEFAULT_CAPACITY = 1 << 18  # records per lane: 16 MiB of file each
 MIN_CAPACITY, MAX_CAPACITY = 1 << 10, 1 << 26  # 64 KiB to 4 GiB of records a lane
 RECORD = struct.Struct(RECORD_FORMAT)  # wire.RECORD_FIELDS in order: seq first, line last
+# Records copied out of the ring and unpacked in one call at most (Ring.lane_records).
+STRETCH = 4096
 TOTALS = struct.Struct(TOTALS_FORMAT)  # wire.TOTALS_FIELDS in order
 _U64 = struct.Struct("<Q")
 F_TIME = RECORD_FIELDS.index("time")
@@ -229,10 +231,11 @@ class Ring:
         out = []
         i = max(start, w - self.capacity)
         # A stretch at a time, up to where the lane wraps, copied out and unpacked in one call:
-        # a call per record cost most of a reader's time (the agent's lines read every tick).
+        # a call per record cost most of a reader's time (the agent's lines read every tick). At
+        # most STRETCH records a copy: the user's process holds 256 KiB for it, not a lane's whole.
         while i < w:
             slot = i & (self.capacity - 1)
-            n = min(w - i, self.capacity - slot)
+            n = min(w - i, self.capacity - slot, STRETCH)
             at = base + slot * RECORD_SIZE
             seq = i + 1
             for rec in RECORD.iter_unpack(self.map[at : at + n * RECORD_SIZE]):
