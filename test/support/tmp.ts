@@ -1,15 +1,16 @@
 // Preloaded by `bun test` (bunfig.toml): the tests' temporary folder, named in TMPDIR. os.tmpdir(),
 // tmux (TMUX_TMPDIR) and every process a test starts with `env: process.env` (or a copy) read it,
 // so a run leaves nothing in /tmp even where a test is killed before its own clean-up. (A process
-// started without `env` gets the environment Bun started with: Bun 1.4.4 does not pass on what is
-// set in process.env since.) What the tests left in it is said on stderr
-// (GPUMEM_TEST_TMP_REPORT=1: what), so a forgotten folder still shows.
+// started without `env` gets the environment Bun started with in Bun 1.4.4: test/support/spawn-env.ts
+// gives it process.env instead.) What the tests left in it is said on stderr (GPUMEM_TEST_TMP_REPORT=1:
+// what), so a forgotten folder still shows.
 //
 // It is removed when the run ends (`bun test`) or the file does (a --parallel worker that runs
 // each file in a fresh global, --isolate). A worker that keeps its modules across files
 // (`bun run test`: --no-isolate) evaluates this file once, runs its hooks for every file, and
 // evaluates each test file before that file's hooks: there the folder stays between files,
 // emptied after each (but for what support modules keep in it, keep.ts), and goes with the worker.
+import "./spawn-env"; // first: the processes started from here on get process.env
 import { afterAll, beforeAll } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
