@@ -2,19 +2,28 @@
 // probe payload stands in for the agent): the program's output and exit status unchanged, the
 // bootstrap run on the main thread at a safe point, the stop time measured.
 import { describe, expect, test } from "bun:test";
-import { agentFiles, attach, baseline, probeRecords, startTarget, testEnv } from "./support";
+import { agentFiles, attach, baseline, probeRecords, startTarget, TARGET, testEnv } from "./support";
 import { detachProcess } from "../../src/commands/detach";
 
 async function attachAndCheck(mode: string, code: number, extra: Parameters<typeof attach>[2] = {}) {
   const env = testEnv();
-  // The same program left alone runs beside the one attached to: they share nothing.
-  const alone = baseline(mode, code);
-  const t = await startTarget(mode, code);
-  const r = await attach(t.pid, env, extra);
-  expect(r.line).toMatch(/^attached to process \d+ \(Python 3\.\d+\.\d+\); steps count from here; its threads were stopped \d+\.\d ms$/);
-  expect(r.ok).toBe(true);
-  const d = await detachProcess(t.pid, env);
-  expect(d).toEqual({ ok: true, line: `detached from process ${t.pid}: probe detached` });
+  // The same program left alone runs beside the one attached to: they share nothing. Where the
+  // mode takes a stop file (busy, sleep), the one left alone is given a file that is there (its
+  // own script), the one attached to a file made once it is detached: each then does the same work.
+  const stop = `${env.GPUMEM_TUI_DIR}.stop`;
+  const stops = mode === "busy" || mode === "sleep";
+  const alone = baseline(mode, code, ...(stops ? [TARGET] : []));
+  const t = await startTarget(mode, code, ...(stops ? [stop] : []));
+  let r: Awaited<ReturnType<typeof attach>>;
+  try {
+    r = await attach(t.pid, env, extra);
+    expect(r.line).toMatch(/^attached to process \d+ \(Python 3\.\d+\.\d+\); steps count from here; its threads were stopped \d+\.\d ms$/);
+    expect(r.ok).toBe(true);
+    const d = await detachProcess(t.pid, env);
+    expect(d).toEqual({ ok: true, line: `detached from process ${t.pid}: probe detached` });
+  } finally {
+    if (stops) await Bun.write(stop, "");
+  }
   expect(await t.done).toEqual(await alone);
   const rec = probeRecords(env, t.pid);
   expect(rec.length).toBe(1);

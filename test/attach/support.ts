@@ -46,8 +46,8 @@ export async function startTarget(mode: string, code: number, ...extra: string[]
 }
 
 /** The same program left alone: what its output and status must stay. */
-export async function baseline(mode: string, code: number): Promise<{ stdout: string; code: number }> {
-  const p = Bun.spawn(["python3", TARGET, mode, String(code)], { stdout: "pipe", stderr: "ignore" });
+export async function baseline(mode: string, code: number, ...extra: string[]): Promise<{ stdout: string; code: number }> {
+  const p = Bun.spawn(["python3", TARGET, mode, String(code), ...extra], { stdout: "pipe", stderr: "ignore" });
   return { stdout: await new Response(p.stdout).text(), code: await p.exited };
 }
 

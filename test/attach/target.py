@@ -1,6 +1,8 @@
 """A program to attach to (test/attach/*.test.ts): does deterministic work in one of several shapes,
 prints its checksum and exits with a chosen status, so that an attach that changed anything shows.
-  target.py MODE CODE   MODE: busy | sleep | cbusy | threads | io | exit | serve STOPFILE
+  target.py MODE CODE [STOPFILE]   MODE: busy STOPFILE | sleep STOPFILE | cbusy | threads | io | exit | serve STOPFILE
+Where a STOPFILE is named, the program keeps at its shape until that file is there (at once for the
+program left alone), then does its fixed work: what it prints does not depend on how long it waited.
 Says `ready {"tids": …}` on stderr once the shape is in place."""
 import ctypes
 import hashlib
@@ -26,14 +28,28 @@ def busy(n):
     return h
 
 
+def busy_until(stop):
+    # Python code running on the main thread (safe points all along) for as long as the test needs,
+    # and no longer than a minute should the test never say so. The file is looked for between
+    # stretches of tens of ms: a thread that gave the GIL up for a stat() every few ms would take it
+    # straight back each time, and the agent's thread, waiting for it, would starve (seconds).
+    deadline = time.monotonic() + 60
+    while not os.path.exists(stop):
+        if time.monotonic() > deadline:
+            raise SystemExit("target.py: %s never appeared" % stop)
+        busy(250_000)
+
+
 if mode == "busy":
     ready()
-    out = busy(15_000_000)
+    busy_until(sys.argv[3])
+    out = busy(2_000_000)
 elif mode == "sleep":
     # The main thread asleep: the bootstrap runs when it wakes, the work after it goes on attached.
     ready()
     time.sleep(1.0)
-    out = (hashlib.sha256(b"slept").hexdigest()[:16], busy(8_000_000))
+    busy_until(sys.argv[3])
+    out = (hashlib.sha256(b"slept").hexdigest()[:16], busy(1_000_000))
 elif mode == "cbusy":
     # sum() over a range runs in C with the GIL held and no safe point until it ends.
     ready()
