@@ -12,6 +12,8 @@
 
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Records consumed (read or counted lost), all lanes together: the one position callers compare
  * with the header's write indexes summed. */
@@ -142,6 +144,37 @@ static int64_t read_records(gpumem_reader *r, uint32_t max, int fold, const colu
   return n;
 }
 
+/* A live ring's records once read are given back a stretch at a time: MADV_DONTNEED on the shared
+ * mapping drops this process's pages of them (the file keeps the records; a later lap of the writer
+ * is faulted in again from it). Without it a monitor following a busy training keeps every page of
+ * every lane it ever read resident, 64 MiB a lane at the agent's default capacity, a third of its
+ * resident set; with it, at most RELEASE_BYTES and a page a lane. A private copy (a recording) is
+ * never released: there the call would zero it. */
+#define RELEASE_BYTES (1u << 20)
+
+static void give_back(const gpumem_record *from, uint64_t count) {
+  if (count > 0) madvise((void *)from, (size_t)(count * GPUMEM_RECORD_SIZE), MADV_DONTNEED);
+}
+
+static void release_read(gpumem_reader *r) {
+  const uint64_t per_page = (uint64_t)sysconf(_SC_PAGESIZE) / GPUMEM_RECORD_SIZE;
+  /* Lanes start page-aligned (the header is a page, a lane a power-of-two count of records); a lane
+   * smaller than a page is left alone. */
+  if (per_page == 0 || r->capacity < per_page || (GPUMEM_HEADER_SIZE / GPUMEM_RECORD_SIZE) % per_page != 0) return;
+  for (uint32_t l = 0; l < r->n_lanes; l++) {
+    lane_state *s = &r->lane[l];
+    if (s->next < s->released) s->released = s->next - s->next % per_page; /* a writer restarted the ring */
+    const uint64_t to = s->next - s->next % per_page;                         /* whole pages only */
+    if ((to - s->released) * GPUMEM_RECORD_SIZE < RELEASE_BYTES) continue;
+    const uint64_t n = to - s->released > r->capacity ? r->capacity : to - s->released;
+    const uint64_t at = (to - n) & r->mask;
+    const uint64_t first = n < r->capacity - at ? n : r->capacity - at;
+    give_back(s->recs + at, first);
+    give_back(s->recs, n - first); /* the part past the lane's end, from its start */
+    s->released = to;
+  }
+}
+
 /* read_records under the SIGBUS guard of a live ring. */
 int64_t gpumem_read_columns(gpumem_reader *r, uint32_t max, int fold, double *time_us, uint8_t *action, int8_t *device,
                             uint8_t *phase, double *address, double *size, double *stream, double *extra, uint32_t *step,
@@ -151,6 +184,7 @@ int64_t gpumem_read_columns(gpumem_reader *r, uint32_t max, int fold, double *ti
   GUARD_BEGIN(r, GPUMEM_RING_E_TRUNCATED);
   const int64_t n = read_records(r, max, fold, &c, lost);
   GUARD_END();
+  if (!r->copy && n >= 0) release_read(r);
   return n;
 }
 

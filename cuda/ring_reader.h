@@ -23,6 +23,7 @@ typedef struct lane_state {
   uint64_t next;               /* next index of this lane this reader wants */
   uint64_t w;                  /* its write index at this read */
   uint64_t held;               /* records the file holds from the lane's start (UINT64_MAX: all, no hole) */
+  uint64_t released;           /* a live lane's records before this were given back (ring_read.c), a page's worth a time */
   gpumem_record head;          /* record `next`, copied and checked, while the lane takes part in a read */
 } lane_state;
 
