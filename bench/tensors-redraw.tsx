@@ -1,9 +1,10 @@
 #!/usr/bin/env bun
-// The Tensors screen of a training as it moves, drawn as the monitor draws it (the App in Ink,
-// 200×60, incremental rendering, React's production build), a tree's against another's in the same
-// run: the GT-2 recording (test/fixtures/hf-gpt2.ring) replayed a state at a time, each state one
-// frame, so its rows (ages, steps, blocks) change every frame as a busy follower's do.
-//   NODE_ENV=production bun bench/tensors-redraw.tsx OUT_DIR EARLIER_TREE [ROUNDS] [FRAMES]
+// The Tensors screen (or SCREEN=process, …) of a training as it moves, drawn as the monitor draws it
+// (the App in Ink, 200×60, in colour as in a terminal, incremental rendering, React's production
+// build), a tree's against another's in the same run: the GPT-2 recording (test/fixtures/
+// hf-gpt2.ring) replayed a state at a time, each state one frame, so its rows (ages, steps, blocks)
+// change every frame as a busy follower's do.
+//   NODE_ENV=production [SCREEN=tensors] bun bench/tensors-redraw.tsx OUT_DIR EARLIER_TREE [ROUNDS] [FRAMES]
 // EARLIER_TREE: a checkout with its own node_modules (its own Ink and its patch).
 // One round: each tree in a fresh process, FRAMES frames after 10 to warm up; the CPU of each frame
 // (process.cpuUsage over the frames: the replay's ingest between them included, the same in both).
@@ -25,7 +26,7 @@ async function one(tree: string, frames: number): Promise<{ cpu_ms_a_frame: numb
   let bytes = 0;
   const stdout = Object.assign(new Writable({ write: (c, _e, cb) => ((bytes += c.length), cb()) }), { columns: 200, rows: 60, isTTY: true });
   const stdin = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => stdin, ref: () => stdin, unref: () => stdin, read: () => null });
-  render(React.createElement(App, { ctl, ascii: false, initialScreen: "tensors" }), { stdout, stdin, patchConsole: false, interactive: true, exitOnCtrlC: false, maxFps: 20, incrementalRendering: true });
+  render(React.createElement(App, { ctl, ascii: false, initialScreen: process.env.SCREEN ?? "tensors" }), { stdout, stdin, patchConsole: false, interactive: true, exitOnCtrlC: false, maxFps: 20, incrementalRendering: true });
   const cpu = () => {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;
@@ -60,7 +61,7 @@ const trees = { now: resolve(import.meta.dir, ".."), before: resolve(earlierArg)
 const runs: Record<string, { cpu_ms_a_frame: number; bytes_a_frame: number }[]> = { now: [], before: [] };
 for (let r = 0; r < ROUNDS; r++) {
   for (const [label, tree] of Object.entries(trees)) {
-    const p = Bun.spawnSync([process.execPath, import.meta.path], { env: { ...process.env, NODE_ENV: "production", TENSORS_REDRAW_CHILD: `${tree}|${FRAMES}` }, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawnSync([process.execPath, import.meta.path], { env: { ...process.env, NODE_ENV: "production", FORCE_COLOR: "1", TENSORS_REDRAW_CHILD: `${tree}|${FRAMES}` }, stdout: "pipe", stderr: "pipe" });
     const line = p.stdout.toString().split("\n").find((l) => l.startsWith("{"));
     if (!line) throw new Error(`${label}: ${p.stderr.toString().slice(-500)}`);
     runs[label]!.push(JSON.parse(line));
@@ -69,8 +70,8 @@ for (let r = 0; r < ROUNDS; r++) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const m = (label: string) => median(runs[label]!.map((x) => x.cpu_ms_a_frame));
 const commit = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "--format=%h"]).stdout.toString().trim();
-const result = { date: new Date().toISOString(), command: `NODE_ENV=production bun bench/tensors-redraw.tsx OUT ${earlierArg} ${ROUNDS} ${FRAMES}`, now: commit(trees.now), before: commit(trees.before), runs, median_cpu_ms_a_frame: { now: m("now"), before: m("before") }, before_over_now: +(m("before") / m("now")).toFixed(2) };
+const result = { date: new Date().toISOString(), screen: process.env.SCREEN ?? "tensors", command: `NODE_ENV=production SCREEN=${process.env.SCREEN ?? "tensors"} bun bench/tensors-redraw.tsx OUT ${earlierArg} ${ROUNDS} ${FRAMES}`, now: commit(trees.now), before: commit(trees.before), runs, median_cpu_ms_a_frame: { now: m("now"), before: m("before") }, before_over_now: +(m("before") / m("now")).toFixed(2) };
 const out = resolve(outArg);
 mkdirSync(out, { recursive: true });
-writeFileSync(join(out, "tensors-redraw.json"), `${JSON.stringify(result, null, 1)}\n`);
+writeFileSync(join(out, `${process.env.SCREEN ?? "tensors"}-redraw.json`), `${JSON.stringify(result, null, 1)}\n`);
 console.log(JSON.stringify(result.median_cpu_ms_a_frame), "before/now", result.before_over_now);

@@ -19,5 +19,5 @@ export function cpuSeconds(pid: number | "self" = "self"): number {
 /** One line of the report: `what` (a file, or a file's tmux server), its CPU and wall seconds. */
 export function reportCpu(what: string, cpu: number, wall: number): void {
   const file = process.env.GPUMEM_TEST_CPU_REPORT;
-  if (file) appendFileSync(file, `${JSON.stringify({ what, cpu: Number(cpu.toFixed(2)), wall: Number(wall.toFixed(2)), pid: process.pid })}\n`);
+  if (file) appendFileSync(file, `${JSON.stringify({ what, cpu: Number(cpu.toFixed(2)), wall: Number(wall.toFixed(2)), pid: process.pid, end_unix_ms: Date.now() })}\n`);
 }
