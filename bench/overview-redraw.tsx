@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { treeApp } from "./support/tree-app";
+import { commitOf, median, treeRounds } from "./support/tree-rounds";
 
 async function one(tree: string, ticks: number): Promise<{ cpu_ms_a_tick: number; bytes_a_tick: number }> {
   const { render, React, App, Controller, recorded } = await treeApp(tree);
@@ -56,19 +57,9 @@ if (!outArg || !earlierArg) {
 const ROUNDS = Number(roundsArg ?? 3);
 const TICKS = Number(ticksArg ?? 10);
 const trees = { now: resolve(import.meta.dir, ".."), before: resolve(earlierArg) };
-const runs: Record<string, { cpu_ms_a_tick: number; bytes_a_tick: number }[]> = { now: [], before: [] };
-for (let r = 0; r < ROUNDS; r++) {
-  for (const [label, tree] of Object.entries(trees)) {
-    const p = Bun.spawnSync([process.execPath, import.meta.path], { env: { ...process.env, NODE_ENV: "production", OVERVIEW_REDRAW_CHILD: `${tree}|${TICKS}` }, stdout: "pipe", stderr: "pipe" });
-    const line = p.stdout.toString().split("\n").find((l) => l.startsWith("{"));
-    if (!line) throw new Error(`${label}: ${p.stderr.toString().slice(-500)}`);
-    runs[label]!.push(JSON.parse(line));
-  }
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const runs = treeRounds<{ cpu_ms_a_tick: number; bytes_a_tick: number }>(import.meta.path, "OVERVIEW_REDRAW_CHILD", trees, ROUNDS, TICKS);
 const m = (label: string) => median(runs[label]!.map((x) => x.cpu_ms_a_tick));
-const commit = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "--format=%h"]).stdout.toString().trim();
-const result = { date: new Date().toISOString(), command: `NODE_ENV=production bun bench/overview-redraw.tsx OUT ${earlierArg} ${ROUNDS} ${TICKS}`, now: commit(trees.now), before: commit(trees.before), runs, median_cpu_ms_a_tick: { now: m("now"), before: m("before") }, before_over_now: +(m("before") / m("now")).toFixed(2) };
+const result = { date: new Date().toISOString(), command: `NODE_ENV=production bun bench/overview-redraw.tsx OUT ${earlierArg} ${ROUNDS} ${TICKS}`, now: commitOf(trees.now), before: commitOf(trees.before), runs, median_cpu_ms_a_tick: { now: m("now"), before: m("before") }, before_over_now: +(m("before") / m("now")).toFixed(2) };
 const out = resolve(outArg);
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, "overview-redraw.json"), `${JSON.stringify(result, null, 1)}\n`);

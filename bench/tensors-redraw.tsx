@@ -12,6 +12,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { treeApp } from "./support/tree-app";
+import { commitOf, median, treeRounds } from "./support/tree-rounds";
 
 async function one(tree: string, frames: number): Promise<{ cpu_ms_a_frame: number; bytes_a_frame: number }> {
   const { render, React, App, Controller } = await treeApp(tree);
@@ -58,19 +59,9 @@ if (!outArg || !earlierArg) {
 const ROUNDS = Number(roundsArg ?? 3);
 const FRAMES = Number(framesArg ?? 40);
 const trees = { now: resolve(import.meta.dir, ".."), before: resolve(earlierArg) };
-const runs: Record<string, { cpu_ms_a_frame: number; bytes_a_frame: number }[]> = { now: [], before: [] };
-for (let r = 0; r < ROUNDS; r++) {
-  for (const [label, tree] of Object.entries(trees)) {
-    const p = Bun.spawnSync([process.execPath, import.meta.path], { env: { ...process.env, NODE_ENV: "production", FORCE_COLOR: "1", TENSORS_REDRAW_CHILD: `${tree}|${FRAMES}` }, stdout: "pipe", stderr: "pipe" });
-    const line = p.stdout.toString().split("\n").find((l) => l.startsWith("{"));
-    if (!line) throw new Error(`${label}: ${p.stderr.toString().slice(-500)}`);
-    runs[label]!.push(JSON.parse(line));
-  }
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const runs = treeRounds<{ cpu_ms_a_frame: number; bytes_a_frame: number }>(import.meta.path, "TENSORS_REDRAW_CHILD", trees, ROUNDS, FRAMES, { FORCE_COLOR: "1" });
 const m = (label: string) => median(runs[label]!.map((x) => x.cpu_ms_a_frame));
-const commit = (dir: string) => Bun.spawnSync(["git", "-C", dir, "log", "-1", "--format=%h"]).stdout.toString().trim();
-const result = { date: new Date().toISOString(), screen: process.env.SCREEN ?? "tensors", command: `NODE_ENV=production SCREEN=${process.env.SCREEN ?? "tensors"} bun bench/tensors-redraw.tsx OUT ${earlierArg} ${ROUNDS} ${FRAMES}`, now: commit(trees.now), before: commit(trees.before), runs, median_cpu_ms_a_frame: { now: m("now"), before: m("before") }, before_over_now: +(m("before") / m("now")).toFixed(2) };
+const result = { date: new Date().toISOString(), screen: process.env.SCREEN ?? "tensors", command: `NODE_ENV=production SCREEN=${process.env.SCREEN ?? "tensors"} bun bench/tensors-redraw.tsx OUT ${earlierArg} ${ROUNDS} ${FRAMES}`, now: commitOf(trees.now), before: commitOf(trees.before), runs, median_cpu_ms_a_frame: { now: m("now"), before: m("before") }, before_over_now: +(m("before") / m("now")).toFixed(2) };
 const out = resolve(outArg);
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, `${process.env.SCREEN ?? "tensors"}-redraw.json`), `${JSON.stringify(result, null, 1)}\n`);
