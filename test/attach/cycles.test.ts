@@ -36,25 +36,28 @@ export async function cycles(n: number): Promise<number[]> {
     const c = await settled(t.pid, { ...counts(t.pid), threads: 1 });
     return { c, maps: await Bun.file(`/proc/${t.pid}/maps`).text() };
   };
-  for (let i = 0; i < 20; i++) await once();
-  const before = await quiet();
-  for (let i = 20; i < n; i++) await once();
-  const after = await quiet();
-  // Our page (a few KiB, anonymous) never stays; the C library's cached 8 MiB thread stacks may come
-  // and go between the two counts: glibc keeps up to 40 MiB of freed stacks (five, two mappings each,
-  // the stack and its guard), more of them where a loaded machine let the agent's threads of two
-  // cycles overlap (9 once in a full run). A dozen at most, where a leak of one a cycle is 80.
-  const added = diffMaps(before.maps, after.maps).split("\n").filter(Boolean);
-  const small = added.filter((l) => {
-    const [a, b] = l.split(" ")[0]!.split("-").map((x) => parseInt(x, 16));
-    return l.includes(" rw-p ") && b! - a! <= 64 * 1024; // a stack's guard page is ---p
-  });
-  expect(small).toEqual([]);
-  expect(Math.abs(after.c.maps - before.c.maps)).toBeLessThanOrEqual(12);
-  expect({ fds: after.c.fds, threads: after.c.threads }).toEqual({ fds: before.c.fds, threads: 1 });
-  expect(agentFiles(env)).toEqual([]);
-  expect(probeRecords(env, t.pid).length).toBe(n);
-  await Bun.write(stop, "");
+  try {
+    for (let i = 0; i < 20; i++) await once();
+    const before = await quiet();
+    for (let i = 20; i < n; i++) await once();
+    const after = await quiet();
+    // Our page (a few KiB, anonymous) never stays; the C library's cached 8 MiB thread stacks may come
+    // and go between the two counts: glibc keeps up to 40 MiB of freed stacks (five, two mappings each,
+    // the stack and its guard), more of them where a loaded machine let the agent's threads of two
+    // cycles overlap (9 once in a full run). A dozen at most, where a leak of one a cycle is 80.
+    const added = diffMaps(before.maps, after.maps).split("\n").filter(Boolean);
+    const small = added.filter((l) => {
+      const [a, b] = l.split(" ")[0]!.split("-").map((x) => parseInt(x, 16));
+      return l.includes(" rw-p ") && b! - a! <= 64 * 1024; // a stack's guard page is ---p
+    });
+    expect(small).toEqual([]);
+    expect(Math.abs(after.c.maps - before.c.maps)).toBeLessThanOrEqual(12);
+    expect({ fds: after.c.fds, threads: after.c.threads }).toEqual({ fds: before.c.fds, threads: 1 });
+    expect(agentFiles(env)).toEqual([]);
+    expect(probeRecords(env, t.pid).length).toBe(n);
+  } finally {
+    await Bun.write(stop, ""); // the target ends with the test, whatever failed
+  }
   expect(await t.done).toEqual({ stdout: "checksum served\n", code: 0 });
   return stopped;
 }

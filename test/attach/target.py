@@ -110,7 +110,10 @@ elif mode == "serve":
     stop = sys.argv[3]
     ready()
     n = 0
+    deadline = time.monotonic() + 180  # a test that failed before making the file leaves none behind
     while not os.path.exists(stop):
+        if time.monotonic() > deadline:
+            raise SystemExit("target.py: %s never appeared" % stop)
         n += busy(1000)
         time.sleep(0.002)
     out = "served"
