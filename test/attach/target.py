@@ -28,16 +28,22 @@ def busy(n):
     return h
 
 
-def busy_until(stop):
-    # Python code running on the main thread (safe points all along) for as long as the test needs,
-    # and no longer than a minute should the test never say so. The file is looked for between
-    # stretches of tens of ms: a thread that gave the GIL up for a stat() every few ms would take it
-    # straight back each time, and the agent's thread, waiting for it, would starve (seconds).
-    deadline = time.monotonic() + 60
+def until_file(stop, work, seconds):
+    # `work` over and over until the test makes `stop`; no longer than `seconds` should it never
+    # (a test that failed before making it leaves no process behind).
+    deadline = time.monotonic() + seconds
     while not os.path.exists(stop):
         if time.monotonic() > deadline:
             raise SystemExit("target.py: %s never appeared" % stop)
-        busy(250_000)
+        work()
+
+
+def busy_until(stop):
+    # Python code running on the main thread (safe points all along) for as long as the test needs.
+    # The file is looked for between stretches of tens of ms: a thread that gave the GIL up for a
+    # stat() every few ms would take it straight back each time, and the agent's thread, waiting for
+    # it, would starve (seconds).
+    until_file(stop, lambda: busy(250_000), 60)
 
 
 if mode == "busy":
@@ -107,15 +113,8 @@ elif mode == "exit":
     time.sleep(0.05)
     out = "bye"
 elif mode == "serve":
-    stop = sys.argv[3]
     ready()
-    n = 0
-    deadline = time.monotonic() + 180  # a test that failed before making the file leaves none behind
-    while not os.path.exists(stop):
-        if time.monotonic() > deadline:
-            raise SystemExit("target.py: %s never appeared" % stop)
-        n += busy(1000)
-        time.sleep(0.002)
+    until_file(sys.argv[3], lambda: (busy(1000), time.sleep(0.002)), 180)
     out = "served"
 else:
     raise SystemExit("unknown mode " + mode)
