@@ -30,7 +30,11 @@ function threadTicks(pid: number): Map<string, number> {
 /** `pid`'s CPU (utime + stime) over `seconds`, sampled once a second for its largest resident set:
  *  the share of one core, the largest VmRSS in bytes, the wall time it took, and the share of the
  *  threads that ran by their names (`threads`: the engine's compiler is "JITWorker"). */
-export async function procUsage(pid: number, seconds: number): Promise<{ cpuPercent: number; maxRssBytes: number; wallS: number; threads: Record<string, number> }> {
+export async function procUsage(
+  pid: number,
+  seconds: number,
+  windowS = 0,
+): Promise<{ cpuPercent: number; maxRssBytes: number; wallS: number; threads: Record<string, number>; windows?: Record<string, number>[] }> {
   const cpuTicks = () => {
     const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
     return Number(f[11]) + Number(f[12]);
@@ -40,13 +44,27 @@ export async function procUsage(pid: number, seconds: number): Promise<{ cpuPerc
   const c0 = cpuTicks();
   const w0 = performance.now();
   let maxRssBytes = 0;
+  // With windowS, each window's threads too: whether the compiler's share dies down or stays.
+  const windows: Record<string, number>[] = [];
+  let wt = t0;
   for (let i = 0; i < seconds; i++) {
     await Bun.sleep(1000);
     maxRssBytes = Math.max(maxRssBytes, rss());
+    if (windowS > 0 && (i + 1) % windowS === 0) {
+      const now = threadTicks(pid);
+      windows.push(shares(wt, now, windowS));
+      wt = now;
+    }
   }
   const wallS = (performance.now() - w0) / 1000;
   const cpuPercent = (((cpuTicks() - c0) / TICK) * 100) / wallS;
-  const threads: Record<string, number> = {};
-  for (const [name, ticks] of threadTicks(pid)) if (ticks > (t0.get(name) ?? 0)) threads[name] = +((((ticks - (t0.get(name) ?? 0)) / TICK) * 100) / wallS).toFixed(2);
-  return { cpuPercent, maxRssBytes, wallS, threads };
+  const threads = shares(t0, threadTicks(pid), wallS);
+  return windowS > 0 ? { cpuPercent, maxRssBytes, wallS, threads, windows } : { cpuPercent, maxRssBytes, wallS, threads };
+}
+
+/** Each thread name's share of a core between two readings `wallS` apart (those that ran). */
+function shares(before: Map<string, number>, after: Map<string, number>, wallS: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, ticks] of after) if (ticks > (before.get(name) ?? 0)) out[name] = +((((ticks - (before.get(name) ?? 0)) / TICK) * 100) / wallS).toFixed(2);
+  return out;
 }
