@@ -3,7 +3,7 @@
 # transformers GPT-2 (hf_train's size) under `run --json`; following it over the same JIT_S seconds
 # (default 150, after 5), each in tmux at 200x60 with JSC's compile report stamped in seconds
 # (bench/support/stamp-stderr.sh): the screens on Overview, Process and Tensors, `--json`, and the
-# Overview again with JIT_VARIANT's JSC options (default: FTL code never aged out). Each monitor's
+# Overview again with JIT_VARIANT's JSC options (default: the tiers' thresholds ten times as high). Each monitor's
 # threads every 10 s (COST_WINDOW, bench/monitor-cost.ts), so a compiler that stays busy shows.
 #   bash bench/gpu-parts/jit.sh OUT_DIR        (repo root, after `bun cuda/build.ts --install`)
 set -u
@@ -11,7 +11,7 @@ out=${1:?OUT_DIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 secs=${JIT_S:-150}
-variant=${JIT_VARIANT:-BUN_JSC_optimizedCodeAgingQuietAllocationMB=0}
+variant=${JIT_VARIANT:-BUN_JSC_thresholdForOptimizeAfterWarmUp=10000 BUN_JSC_thresholdForFTLOptimizeAfterWarmUp=640000}
 [ -f dist/cli.js ] || bun run build:bundle > "$out/bundle.log" 2>&1
 dir=$(mktemp -d /tmp/jit-agents-XXXXXX)
 chmod 700 "$dir"
@@ -29,19 +29,12 @@ specs=("$(mon overview 1)" "$(mon process 2)" "$(mon tensors 3)" "$(mon json jso
 COST_WINDOW=10 timeout -k 5 $((secs + 40)) bun bench/monitor-cost.ts "$out/jit.json" "$secs" 5 "${specs[@]}" > "$out/jit.log" 2>&1
 cat "$out/jit.log"
 echo "variant: $variant"
-# Compiles by 10 s (ms of the compiler's work) and the functions compiled more than once after 30 s.
-for f in "$out"/*.compiles; do
-  printf '%s by 10 s (ms):' "$(basename "$f" .compiles)"
-  awk '/ Optimized / { t = int($1 / 10) * 10; ms = $0; sub(/.* in /, "", ms); sub(/ ms.*/, "", ms); by[t] += ms }
-    END { for (t = 0; t <= 600; t += 10) if (t in by) printf " %d:%.0f", t, by[t]; printf "\n" }' "$f"
-  printf '  after 30 s, the most (ms, compiles):'
-  awk '/ Optimized / && $1 >= 30 { fn = $3; sub(/#.*/, "", fn); if (fn == "") fn = "(anonymous)"; ms = $0; sub(/.* in /, "", ms); sub(/ ms.*/, "", ms); n[fn]++; m[fn] += ms }
-    END { for (k in m) printf "%.0f %d %s\n", m[k], n[k], k }' "$f" | sort -rn | head -10 | awk '{ printf " %s %s(%s)", $3, $1, $2 } END { printf "\n" }'
-done
+# Compiles by 10 s (ms of the compiler's work) and the functions that took the most after 40 s.
+for f in "$out"/*.compiles; do python3 bench/support/compile-report.py "$f" 40 10 10; done
 grep 'steps/s' "$out/train.log" | tail -1
 for _ in $(seq 1 90); do kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
 kill "$tpid" 2>/dev/null
 wait "$tpid"
 echo "run --json exit: $?"
-gzip -9 "$out"/*.compiles
+gzip -9 "$out"/*.compiles "$out"/*.compiles.marks
 rm -rf "$dir" /tmp/jit-run.ndjson /tmp/jit-run.lines.json
