@@ -3,6 +3,7 @@
  * its first): each call 200 times in turn, 5 ms apart, after 5 untimed, its thread's CPU and the wall clock, medians
  * and the 90th percentile, in microseconds; then libgpumem's whole sample (cuda/nvml.c) the same way.
  * Where an idle monitor's second goes besides drawing (issue 38: NVML's sample was 1.8 ms of CPU).
+ * rc: NVML's answer to the last call (3: not supported, 6: not found, no sample since the last).
  *   cc -O2 -Icuda bench/nvml_steady.c -o /tmp/nvml_steady -ldl -Lcuda/build -lgpumem -Wl,-rpath,$PWD/cuda/build && /tmp/nvml_steady [REPS]
  */
 #define _GNU_SOURCE
@@ -12,20 +13,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "nvml.h"
-
-typedef int (*fn_init)(void);
-typedef int (*fn_handle)(unsigned, void **);
-typedef int (*fn_dev_ptr)(void *, void *);
-typedef int (*fn_dev_uint)(void *, unsigned *);
-typedef int (*fn_dev_kind_uint)(void *, int, unsigned *);
-typedef int (*fn_dev_util2)(void *, unsigned *, unsigned *);
-typedef int (*fn_dev_procs)(void *, unsigned *, void *);
-typedef int (*fn_dev_putil)(void *, void *, unsigned *, unsigned long long);
+#include "nvml_lib.h" /* NVML's types as libgpumem declares them */
 
 static void *lib;
-static void *dev;
-static unsigned char buf[1 << 16];
+static nvmlDevice_t dev;
+static unsigned char buf[1 << 16] __attribute__((aligned(16)));
+static unsigned long long util_seen; /* as libgpumem asks: the samples since the newest one seen */
 
 static double clock_us(clockid_t c) {
   struct timespec t;
@@ -48,20 +41,33 @@ static int call(const char *what) {
     return ((fn_dev_ptr)dlsym(lib, what))(dev, buf);
   }
   if (!strcmp(what, "nvmlDeviceGetUtilizationRates")) return ((fn_dev_ptr)dlsym(lib, what))(dev, buf);
-  if (!strcmp(what, "nvmlDeviceGetEncoderUtilization") || !strcmp(what, "nvmlDeviceGetDecoderUtilization")) return ((fn_dev_util2)dlsym(lib, what))(dev, &u, &v);
+  if (!strcmp(what, "nvmlDeviceGetEncoderUtilization") || !strcmp(what, "nvmlDeviceGetDecoderUtilization")) return ((fn_dev_util)dlsym(lib, what))(dev, &u, &v);
   if (!strcmp(what, "nvmlDeviceGetTemperature")) return ((fn_dev_kind_uint)dlsym(lib, what))(dev, 0, &u);
   if (!strcmp(what, "nvmlDeviceGetClockInfo(SM)")) return ((fn_dev_kind_uint)dlsym(lib, "nvmlDeviceGetClockInfo"))(dev, 1, &u);
   if (!strcmp(what, "nvmlDeviceGetClockInfo(MEM)")) return ((fn_dev_kind_uint)dlsym(lib, "nvmlDeviceGetClockInfo"))(dev, 2, &u);
   if (!strcmp(what, "nvmlDeviceGetClockInfo(GRAPHICS)")) return ((fn_dev_kind_uint)dlsym(lib, "nvmlDeviceGetClockInfo"))(dev, 0, &u);
   if (!strcmp(what, "nvmlDeviceGetPowerUsage") || !strcmp(what, "nvmlDeviceGetEnforcedPowerLimit") || !strcmp(what, "nvmlDeviceGetFanSpeed")) return ((fn_dev_uint)dlsym(lib, what))(dev, &u);
-  if (!strcmp(what, "nvmlDeviceGetPerformanceState")) return ((fn_dev_uint)dlsym(lib, what))(dev, &u);
+  if (!strcmp(what, "nvmlDeviceGetPerformanceState")) return ((fn_dev_int)dlsym(lib, what))(dev, (int *)&u);
+  if (!strcmp(what, "nvmlDeviceGetFieldValues(power instant)") || !strcmp(what, "nvmlDeviceGetFieldValues(power, PCIe rx, tx)")) {
+    nvmlFieldValue_t *fv = (nvmlFieldValue_t *)buf;
+    memset(fv, 0, 3 * sizeof *fv);
+    fv[0].fieldId = NVML_FI_DEV_POWER_INSTANT;
+    fv[1].fieldId = NVML_FI_DEV_PCIE_COUNT_RX_BYTES;
+    fv[2].fieldId = NVML_FI_DEV_PCIE_COUNT_TX_BYTES;
+    return ((fn_dev_fields)dlsym(lib, "nvmlDeviceGetFieldValues"))(dev, strstr(what, "PCIe") ? 3 : 1, fv);
+  }
   if (!strcmp(what, "nvmlDeviceGetComputeRunningProcesses_v3") || !strcmp(what, "nvmlDeviceGetGraphicsRunningProcesses_v3")) {
     u = 64;
     return ((fn_dev_procs)dlsym(lib, what))(dev, &u, buf);
   }
   if (!strcmp(what, "nvmlDeviceGetProcessUtilization")) {
-    u = 64;
-    return ((fn_dev_putil)dlsym(lib, what))(dev, buf, &u, 0);
+    nvmlProcessUtilizationSample_t *ps = (nvmlProcessUtilizationSample_t *)buf;
+    u = sizeof buf / sizeof *ps;
+    int rc = ((fn_dev_proc_util)dlsym(lib, what))(dev, ps, &u, util_seen);
+    if (rc == 0)
+      for (unsigned k = 0; k < u; k++)
+        if (ps[k].timeStamp > util_seen) util_seen = ps[k].timeStamp;
+    return rc;
   }
   return -1;
 }
@@ -77,13 +83,14 @@ int main(int argc, char **argv) {
   if (reps < 10 || reps > MAXREPS) reps = 200;
   lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
   if (!lib) return fprintf(stderr, "nvml_steady: %s\n", dlerror()), 1;
-  if (((fn_init)dlsym(lib, "nvmlInit_v2"))() != 0) return fprintf(stderr, "nvml_steady: nvmlInit_v2 failed\n"), 1;
+  if (((fn_void)dlsym(lib, "nvmlInit_v2"))() != 0) return fprintf(stderr, "nvml_steady: nvmlInit_v2 failed\n"), 1;
   if (((fn_handle)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"))(0, &dev) != 0) return fprintf(stderr, "nvml_steady: no device 0\n"), 1;
   static const char *calls[] = {"nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3",
                                 "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetProcessUtilization", "nvmlDeviceGetEncoderUtilization",
                                 "nvmlDeviceGetDecoderUtilization", "nvmlDeviceGetTemperature", "nvmlDeviceGetEnforcedPowerLimit",
                                 "nvmlDeviceGetFanSpeed", "nvmlDeviceGetClockInfo(SM)", "nvmlDeviceGetClockInfo(MEM)",
-                                "nvmlDeviceGetClockInfo(GRAPHICS)", "nvmlDeviceGetPerformanceState", "nvmlDeviceGetPowerUsage"};
+                                "nvmlDeviceGetClockInfo(GRAPHICS)", "nvmlDeviceGetPerformanceState", "nvmlDeviceGetPowerUsage",
+                                "nvmlDeviceGetFieldValues(power instant)", "nvmlDeviceGetFieldValues(power, PCIe rx, tx)"};
   static double cpu[MAXREPS], wall[MAXREPS];
   printf("%d calls of each, 5 ms apart, after 5 untimed (µs)\n\n| call | CPU median | CPU p90 | wall median | wall p90 | rc |\n| --- | --- | --- | --- | --- | --- |\n", reps);
   for (size_t k = 0; k < sizeof calls / sizeof *calls; k++) {
