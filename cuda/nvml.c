@@ -292,7 +292,7 @@ static void sample_slow(gpumem_nvml_sample *s, nvmlDevice_t d, device_cache *c, 
     FIELD(s, pcie_counter_time_us) = fv[1].timestamp;
   }
 
-  gpumem_nvml_read_process_utilization(s, d, c);
+  if (!(flags & GPUMEM_SAMPLE_NO_PROCESS_UTIL)) gpumem_nvml_read_process_utilization(s, d, c);
   if (c->keep && c->valid && !s->error[0]) {
     gpumem_nvml_constants k = {c->sm_clock_max_mhz, c->memory_clock_max_mhz, c->unsupported};
     gpumem_nvml_constants_store(constants_dir, c->uuid, nv.driver, &k); /* best effort: a read-only home keeps nothing */

@@ -98,7 +98,10 @@ const char *gpumem_nvml_version(void);
 int gpumem_nvml_cuda_driver_version(void);
 /* Fill one sample of device `index`: 0, or -1 when the device cannot be reached at all
  * (then sample->error says why). Fields the device does not support are -1. */
-enum { GPUMEM_SAMPLE_NO_PCIE = 1 }; /* skip the PCIe byte counters (one-shot samples) */
+/* Flags: skip the PCIe byte counters (one-shot samples; the screens read them every few seconds),
+ * skip each process's SM share (nvmlDeviceGetProcessUtilization: 1.4-2.7 ms of CPU a call on an
+ * H200, ten times the rest of a sample; the screens read it every few seconds). */
+enum { GPUMEM_SAMPLE_NO_PCIE = 1, GPUMEM_SAMPLE_NO_PROCESS_UTIL = 2 };
 int gpumem_nvml_sample_device(int index, gpumem_nvml_sample *sample, uint32_t flags);
 /* The quick part alone (identity, memory, the process lists; tens of microseconds): a process's
  * used bytes read again between samples (the ledger's sample at a library mark), with no effect on

@@ -6,6 +6,7 @@ import { NativeLibraryError } from "../ffi/lib";
 import { buildDocument, type DocumentInput } from "../system/document";
 import type { Document } from "../system/schema";
 import { type Agent, AgentWatcher } from "./agents";
+import { DearQueries } from "./dear-queries";
 import { joinAgents } from "../system/join";
 import { cpuPercent, type PidNsInfo, type ProcessInfo } from "../system/process";
 import { inNestedPidNamespace, inOtherPidNamespace, ownPidNamespace, ownUser, pidNsInfo, processInfo } from "./procfs";
@@ -14,7 +15,10 @@ export class Machine {
   private nvml: Nvml | null = null;
   private system: NvmlSystem | null = null;
   private reason: string | null = null;
-  private previous = new Map<number, NvmlDeviceSample>();
+  /** Each device's sample its PCIe rate is measured from (the counters' read before the last). */
+  private rateFrom = new Map<number, NvmlDeviceSample>();
+  /** Each process's SM share and the PCIe counters, read every few seconds (dear-queries.ts). */
+  private readonly dear = new DearQueries();
   /** Each process's CPU time at the previous sample, for its CPU %. */
   private previousCpu = new Map<number, { seconds: number; ms: number }>();
   /** What /proc said of each agent process while it ran: once it exits /proc has nothing, and an
@@ -83,8 +87,18 @@ export class Machine {
       if (n > 0 && kept.length === n && kept.every((k) => k !== null)) {
         for (const k of kept) samples.push(k!.sample);
         now = kept[0]!.time_unix_ms;
+      } else if (opts.oneShot) {
+        for (let i = 0; i < n; i++) samples.push(this.nvml.sample(i, { pcie: false }));
       } else {
-        for (let i = 0; i < n; i++) samples.push(this.nvml.sample(i, { pcie: !opts.oneShot }));
+        this.rateFrom = new Map();
+        for (let i = 0; i < n; i++) {
+          const asked = this.dear.ask(i, now);
+          const s = this.nvml.sample(i, asked);
+          const from = this.dear.settle(s, now, asked);
+          if (from) this.rateFrom.set(i, from);
+          samples.push(s);
+        }
+        this.dear.keepOnly(n);
       }
     }
     const { input, infos, join, inOther, agentPids } = this.gather(now, this.system, samples, agents, own, known);
@@ -96,7 +110,6 @@ export class Machine {
     for (const pid of agentPids) if (infos.get(pid)!.ppid !== null) this.lastInfo.set(pid, infos.get(pid)!);
     for (const pid of this.lastInfo.keys()) if (!agentPids.has(pid)) this.lastInfo.delete(pid);
     this.previousCpu = new Map([...infos].flatMap(([pid, i]) => (i.cpu_seconds != null ? [[pid, { seconds: i.cpu_seconds, ms: now }]] : [])));
-    this.previous = new Map(samples.map((s) => [s.index, s]));
     return input;
   }
 
@@ -131,7 +144,7 @@ export class Machine {
       system,
       reason: this.reason ?? (system && system.device_count === 0 ? "NVML reports no devices" : null),
       samples,
-      previous: this.previous,
+      rateFrom: this.rateFrom,
       processInfo: infos,
       agents: agents.map((a) => ({ pid: a.pid, manifest: a.manifest, header: a.header, exited: a.exited })),
       join,

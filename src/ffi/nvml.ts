@@ -2,7 +2,7 @@
 // Everything leaving this file is plain, validated values; "not available" is null, never 0.
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import { libraryPath } from "./lib";
-import { SAMPLE_NO_PCIE } from "./warm-up";
+import { SAMPLE_NO_PCIE, SAMPLE_NO_PROCESS_UTIL } from "./warm-up";
 
 const TEXT = 96;
 const ERROR_LEN = 160;
@@ -159,11 +159,14 @@ export class Nvml {
 
   /**
    * Sample device `index`. A device NVML cannot reach comes back with `error` set and null fields.
-   * `pcie: false` skips the PCIe byte counters (~270 us on an H100), for one-shot samples.
+   * `pcie: false` skips the PCIe byte counters (0.36-0.64 ms on an H200; one-shot samples, and the
+   * screens between their reads), `processUtil: false` each process's SM share (1.4-2.7 ms; every
+   * `sm_percent` is then null): bench/results/nvml-steady-38.
    */
-  sample(index: number, opts: { pcie?: boolean } = {}): NvmlDeviceSample {
+  sample(index: number, opts: { pcie?: boolean; processUtil?: boolean } = {}): NvmlDeviceSample {
     if (this.closed) throw new NvmlError("NVML session is closed", "query");
-    return this.decode(index, this.lib.gpumem_nvml_sample_device(index, ptr(this.buffer), opts.pcie === false ? SAMPLE_NO_PCIE : 0));
+    const flags = (opts.pcie === false ? SAMPLE_NO_PCIE : 0) | (opts.processUtil === false ? SAMPLE_NO_PROCESS_UTIL : 0);
+    return this.decode(index, this.lib.gpumem_nvml_sample_device(index, ptr(this.buffer), flags));
   }
 
   /** Device `index`'s quick part alone: identity, memory and its process lists (every other field

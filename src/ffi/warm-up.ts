@@ -8,8 +8,9 @@
 // The rest of the binding, src/ffi/nvml.ts (bun:ffi), loads while the thread runs.
 import { findLibrary } from "./locate";
 
-/** cuda/nvml.h: GPUMEM_SAMPLE_NO_PCIE, GPUMEM_WARM_KEEP. */
+/** cuda/nvml.h: GPUMEM_SAMPLE_NO_PCIE, GPUMEM_SAMPLE_NO_PROCESS_UTIL, GPUMEM_WARM_KEEP. */
 export const SAMPLE_NO_PCIE = 1;
+export const SAMPLE_NO_PROCESS_UTIL = 2;
 const WARM_KEEP = 1 << 8;
 
 /**

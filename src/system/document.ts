@@ -23,8 +23,9 @@ export interface DocumentInput {
   system: NvmlSystem | null;
   reason: string | null;
   samples: NvmlDeviceSample[];
-  /** The previous sample of each device (by index), for rates. */
-  previous: Map<number, NvmlDeviceSample>;
+  /** Each device's sample (by index) its PCIe rate is measured from: the counters' read before
+   *  this sample's (collect/dear-queries.ts); none where there is no rate yet. */
+  rateFrom: Map<number, NvmlDeviceSample>;
   /** Who each process is (/proc), its parent pid included: the ranks of one launcher share it. */
   processInfo: Map<number, ProcessInfo>;
   agents: AgentView[];
@@ -391,7 +392,7 @@ export function buildDocument(input: DocumentInput, detail?: DetailOf): Document
     cuda_driver_version: input.system?.cuda_driver_version ?? null,
     reason: input.reason,
     devices: input.samples.map((s) => {
-      const d = device(s, input.previous.get(s.index));
+      const d = device(s, input.rateFrom.get(s.index));
       return { ...d, ledger: gpuLedger(d, processes.filter((p) => p.device === s.index && p.nvml_visible), input.user ?? null, input.containerView ?? false) };
     }),
     processes,

@@ -55,7 +55,7 @@ export const DeviceSchema = z.object({
   memory_clock_mhz: nullableInt,
   memory_clock_max_mhz: nullableInt,
   graphics_clock_mhz: nullableInt,
-  pcie_rx_bytes_per_second: z.number().nonnegative().nullable().describe("null on the first sample: a rate needs two"),
+  pcie_rx_bytes_per_second: z.number().nonnegative().nullable().describe("over the interval between the last two reads of the device's PCIe counters (the first two samples, then every 5 s); null on the first sample: a rate needs two"),
   pcie_tx_bytes_per_second: z.number().nonnegative().nullable(),
   performance_state: z.number().int().min(0).max(15).nullable().describe("P-state: 0 is the fastest"),
   error: z.string().nullable().describe("the first unexpected NVML error of this sample, in NVML's words"),
@@ -288,7 +288,7 @@ export const ProcessSchema = z.object({
   pytorch: PytorchSchema.nullable().describe("from the gpumem agent inside the process; null where none runs"),
   gpu_sm_percent: nullableInt
     .default(null)
-    .describe("the share of this GPU's SM time the process used over the last sample period (nvmlDeviceGetProcessUtilization); null where the GPU does not report it or had no sample of the process"),
+    .describe("the share of this GPU's SM time the process used in NVML's newest utilization sample of it (nvmlDeviceGetProcessUtilization), read every 3 s (it costs a monitor ten times the rest of a sample); null where the GPU does not report it, had no sample of the process, or the process is newer than the last read"),
   cpu_percent: z.number().nonnegative().nullable().default(null).describe("CPU time of the process since the previous sample, in % of one core (/proc); null on the first sample"),
   host_memory_bytes: bytes.nullable().default(null).describe("the process's resident host memory (RSS, /proc/PID/status VmRSS)"),
   run_time_seconds: z.number().nonnegative().nullable().default(null).describe("how long the process has run (/proc/PID/stat start time against /proc/uptime)"),

@@ -45,8 +45,8 @@ describe("host figures from /proc", () => {
     const info = processInfo(7301, root);
     const sample = { index: 0, name: "NVIDIA H100 80GB HBM3", uuid: "GPU-1", pci_bus_id: "00000000:19:00.0", fields: { pcie_rx_bytes_counter: 1000, pcie_counter_time_us: 3e6 }, process_api: 3, error: null,
       processes: [{ pid: 7301, kind: "compute" as const, used_bytes: 2 ** 30, sm_percent: 87 }] };
-    const previous = new Map([[0, { ...sample, fields: { pcie_rx_bytes_counter: 0, pcie_counter_time_us: 0 } }]]);
-    const doc = buildDocument({ time_unix_ms: 0, host: "h", system: null, reason: null, samples: [sample], previous, processInfo: new Map([[7301, info]]), agents: [], warnings: [] });
+    const rateFrom = new Map([[0, { ...sample, fields: { pcie_rx_bytes_counter: 0, pcie_counter_time_us: 0 } }]]);
+    const doc = buildDocument({ time_unix_ms: 0, host: "h", system: null, reason: null, samples: [sample], rateFrom, processInfo: new Map([[7301, info]]), agents: [], warnings: [] });
     const text = JSON.stringify(DocumentSchema.parse(doc));
     expect(doc.processes[0]!.run_time_seconds).toBe(22.57);
     expect(doc.devices[0]!.pcie_rx_bytes_per_second).toBe(333);
@@ -75,7 +75,7 @@ describe("host figures from /proc", () => {
     const sample = { index: 0, name: "NVIDIA H100 80GB HBM3", uuid: "GPU-1", pci_bus_id: "00000000:19:00.0", fields: {}, process_api: 3, error: null,
       processes: [{ pid: 7301, kind: "compute" as const, used_bytes: 2 * 2 ** 30, sm_percent: 87 }, { pid: 7302, kind: "compute" as const, used_bytes: 2 ** 30, sm_percent: null }] };
     const info = new Map([[7301, { user: "alice", name: "python3", command: "python3 train.py", uid: 1000, cpu_percent: 101.5, host_memory_bytes: 3 * 2 ** 30, run_time_seconds: 3725 }]]);
-    const d = DocumentSchema.parse(buildDocument({ time_unix_ms: 0, host: "h", system: null, reason: null, samples: [sample], previous: new Map(), processInfo: info, agents: [], warnings: [] }));
+    const d = DocumentSchema.parse(buildDocument({ time_unix_ms: 0, host: "h", system: null, reason: null, samples: [sample], rateFrom: new Map(), processInfo: info, agents: [], warnings: [] }));
     expect(d.processes.map((p) => [p.pid, p.gpu_sm_percent, p.cpu_percent, p.host_memory_bytes, p.run_time_seconds])).toEqual([
       [7301, 87, 101.5, 3 * 2 ** 30, 3725],
       [7302, null, null, null, null],

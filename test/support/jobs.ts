@@ -96,7 +96,7 @@ export function hostDocument(specs: RankSpec[], devices = 4, opts: { profiles?: 
     system: { driver_version: training.driver_version, nvml_version: training.nvml_version, cuda_driver_version: training.cuda_driver_version, device_count: devices },
     reason: null,
     samples,
-    previous: new Map(),
+    rateFrom: new Map(),
     processInfo: info,
     agents,
     warnings: [],

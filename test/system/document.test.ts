@@ -44,7 +44,7 @@ function gpu(index: number, processes: [number, number][]): NvmlDeviceSample {
 function doc(samples: NvmlDeviceSample[], agents: AgentView[], extra: Partial<DocumentInput> = {}) {
   const info = new Map<number, ProcessInfo>();
   for (const s of samples) for (const p of s.processes) info.set(p.pid, { user: "alice", name: "python3", command: `python3 train.py #${p.pid}`, uid: 1000, ppid: 4700 });
-  return DocumentSchema.parse(buildDocument({ time_unix_ms: 0, host: "h200", system: null, reason: null, samples, previous: new Map(), processInfo: info, agents, warnings: [], ...extra }));
+  return DocumentSchema.parse(buildDocument({ time_unix_ms: 0, host: "h200", system: null, reason: null, samples, rateFrom: new Map(), processInfo: info, agents, warnings: [], ...extra }));
 }
 
 // torchrun --nproc-per-node 2: rank 0 (pid 4801) on cuda:0, rank 1 (pid 4802) on cuda:1; each sees
@@ -131,7 +131,7 @@ describe("a process in a container (another pid namespace)", () => {
     const join = joinAgents({ devices: samples, agents, procs, ownPidNamespace: HOST_NS });
     const live = new LiveModels();
     const asAgents: Agent[] = agents.map((a) => ({ ...a, manifestStamp: "", ring: null, problem: null }));
-    live.update(asAgents, nvmlUse({ time_unix_ms: 0, host: "h200", system: null, reason: null, samples, previous: new Map(), processInfo: new Map(), agents, warnings: [], join }), 1_000_000);
+    live.update(asAgents, nvmlUse({ time_unix_ms: 0, host: "h200", system: null, reason: null, samples, rateFrom: new Map(), processInfo: new Map(), agents, warnings: [], join }), 1_000_000);
     const m = live.byPid.get(1)!.model;
     expect([m.device(0)?.nvmlUsed, m.device(0)?.nvmlPid, m.device(1)]).toEqual([12 * GiB + CONTEXT, 7301, undefined]);
     expect(live.byPid.get(4801)!.model.device(0)?.nvmlUsed).toBe(40 * GiB + CONTEXT);
