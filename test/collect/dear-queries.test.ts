@@ -36,7 +36,7 @@ function tick(q: DearQueries, t: number, shares: Record<number, number | null>, 
 }
 
 describe("NVML's dear queries are read every few seconds, and a tick between shows the last ones", () => {
-  test("the first two ticks read the counters (a rate from the second), the shares every PROCESS_UTIL_EVERY_MS", () => {
+  test("the first two ticks read both (a rate from the second), then the shares every PROCESS_UTIL_EVERY_MS", () => {
     const q = new DearQueries();
     const t0 = 1_000_000;
     const first = tick(q, t0, { 7: 40 });
@@ -44,21 +44,21 @@ describe("NVML's dear queries are read every few seconds, and a tick between sho
     expect(first.rx).toBeNull(); // a rate needs two reads
     expect(first.sm).toEqual({ 7: 40 });
 
-    const second = tick(q, t0 + 1000, { 7: 90, 8: 5 });
-    expect(second.asked).toEqual({ pcie: true, processUtil: false });
+    const second = tick(q, t0 + 1000, { 7: null });
+    expect(second.asked).toEqual({ pcie: true, processUtil: true });
     expect(second.rx).toBe(1_000_000);
     expect(second.tx).toBe(10_000);
-    // pid 7's share as last read; pid 8 was not listed then: unknown, not 0
-    expect(second.sm).toEqual({ 7: 40, 8: null });
+    expect(second.sm).toEqual({ 7: null }); // NVML had no sample of it since the first read
 
-    // between reads: the rate of the last two reads, the shares as last read
-    for (let t = t0 + 2000; t < t0 + PROCESS_UTIL_EVERY_MS; t += 1000) {
+    // between reads: the rate of the last two reads, the shares as last read; pid 8 was not
+    // listed then: unknown, not 0
+    for (let t = t0 + 2000; t < t0 + 1000 + PROCESS_UTIL_EVERY_MS; t += 1000) {
       const between = tick(q, t, { 7: 90, 8: 5 });
       expect(between.asked).toEqual({ pcie: false, processUtil: false });
       expect(between.rx).toBe(1_000_000);
-      expect(between.sm).toEqual({ 7: 40, 8: null });
+      expect(between.sm).toEqual({ 7: null, 8: null });
     }
-    const util = tick(q, t0 + PROCESS_UTIL_EVERY_MS, { 7: 90, 8: 5 });
+    const util = tick(q, t0 + 1000 + PROCESS_UTIL_EVERY_MS, { 7: 90, 8: 5 });
     expect(util.asked).toEqual({ pcie: false, processUtil: true });
     expect(util.sm).toEqual({ 7: 90, 8: 5 });
 
