@@ -25,6 +25,7 @@ import { StepAccounting } from "./step-accounting";
 import type { StepRecord } from "./steps";
 import { PeakWitness } from "./at-peak";
 import { Timeline } from "./timeline";
+import { PhaseHistory } from "./phase-history";
 import { blockSize, ruleRow } from "./totals";
 import { blockFrom, DEFAULT_RULES, roundSize, SMALL_BUFFER, SMALL_SIZE, type AllocatorRules } from "./block-sizes";
 import { CHAIN_FREE, CHAIN_LIVE, CHAIN_UNKNOWN, LargePoolLayout, type SeedBlock } from "./large-pool";
@@ -66,6 +67,8 @@ export class DeviceState extends TotalsReadout {
   readonly blocks = new BlockTable();
   readonly segments = new SegmentTable();
   readonly timeline = new Timeline();
+  /** Each phase's time over the last ten minutes (phase-shares.ts draws a strip of it). */
+  readonly phaseHistory = new PhaseHistory();
   /** Block detail against torch's own figures at sync records. */
   readonly consistency = new Consistency();
   private readonly lifetimes = new Lifetimes(this.blocks);
@@ -958,6 +961,7 @@ export class DeviceState extends TotalsReadout {
   /** The running phase instance ends (`next` begins): its survivors get their category, the step
    *  its figures for the phase. */
   private endPhaseInstance(t: number, next: number): void {
+    this.phaseHistory.add(this._phase, this.accounting.phaseStart_us, t);
     this.accounting.endPhase(t, this._phase, this.t.allocated, this.lifetimes.endPhase(this._phase, next));
   }
 

@@ -1,21 +1,39 @@
-// How long each training phase lasted in each column of a chart's time window, from the records
-// the model keeps (model.keepTrace): the truth a phase strip tells. A column longer than a step
-// holds several phases; counting its records (phaseBands) names the phase with the most of them
-// (backward: a step's frees), which read as one backward lasting seconds. Pure: model and window
-// in, microseconds per column and phase out.
+// How long each training phase lasted in each column of a chart's time window: the truth a phase
+// strip tells. A column longer than a step holds several phases; counting its records (phaseBands)
+// names the phase with the most of them (backward: a step's frees), which read as one backward
+// lasting seconds. A window of columns a tenth of a second wide or more (the Process screen's chart,
+// up to ten minutes) is read from the device's phase instances (phase-history.ts): they reach back
+// past the kept records, and their times are the step breakdown's (a phase from the stamp change
+// that began it to the one that ended it, the process's marks included). A narrower window (the
+// Timeline screen's step) is read from the records the model keeps (model.keepTrace): a record's
+// phase lasts until the device's next record. The two differ by the marks' moments, up to a few
+// hundredths of a column. Pure: model and window in, microseconds per column and phase out.
 
 import type { ProfilerModel } from "./model";
 import { partitionPoint } from "./partition";
 import { N_PHASE } from "./steps";
 
+/** Columns at least this wide are read from the phase history: walking the kept records every
+ *  frame cost more, and they cover too little of a wide window. */
+const HISTORY_COLUMN_US = 100_000;
+
 /** Per column, µs in each phase (column c, phase p at c * N_PHASE + p; 0 other, 1 forward,
  *  2 backward, 3 optimizer): from each record of the device to the next, in the phase the first
- *  one says. A column before the first kept record, or after the last, has none: not known. */
+ *  one says. A column before the first record known (kept, or in the phase history), or after
+ *  the last, has none: not known. */
 export function phaseShares(m: ProfilerModel, device: number, fromUs: number, toUs: number, columns: number): Float64Array {
   const out = new Float64Array(Math.max(0, columns) * N_PHASE);
-  const t = m.tail;
-  if (!t || columns <= 0 || !(toUs > fromUs)) return out;
+  if (columns <= 0 || !(toUs > fromUs)) return out;
   const width = (toUs - fromUs) / columns;
+  const d = m.devices.find((x) => x.device === device);
+  if (d && width >= HISTORY_COLUMN_US) {
+    d.phaseHistory.addShares(out, fromUs, toUs, columns, spread);
+    // the running phase, from when it began to the device's last record (as the step's breakdown counts it)
+    if (d.phase >= 0 && d.phase < N_PHASE) spread(out, Math.max(d.phaseStart_us, fromUs), Math.min(d.lastTime_us, toUs), d.phase, fromUs, width, columns);
+    return out;
+  }
+  const t = m.tail;
+  if (!t) return out;
   let prevTime = Number.NaN;
   let prevPhase = -1;
   for (let k = walkFrom(t, device, fromUs); k < t.total; k++) {

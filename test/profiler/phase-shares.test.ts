@@ -1,6 +1,10 @@
-// The phase strip's durations (profiler/phase-shares.ts) walk only the kept records from a second
-// before the window: held here to the walk over every kept record, on recordings made on H100 and
-// H200 GPUs, for windows at the trace's start, middle and end, wider and narrower than it.
+// The phase strip's durations (profiler/phase-shares.ts): narrow columns walk only the kept records
+// from a second before the window, held here to the walk over every kept record; wide ones (a tenth
+// of a second or more) read the device's phase instances, held to the step breakdown's phase
+// durations (the same moments) and near the walk (the marks' moments differ from the records'),
+// and they reach back before the kept records. On
+// recordings made on H100 and H200 GPUs, for windows at the trace's start, middle and end, wider and
+// narrower than it.
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openRingRecording } from "../../src/collect/recording";
@@ -9,11 +13,16 @@ import { phaseShares } from "../../src/profiler/phase-shares";
 import { N_PHASE } from "../../src/profiler/steps";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
+/** Columns this wide or wider are read from the phase instances (phase-shares.ts). */
+const WIDE_US = 100_000;
+/** The instances begin and end at the stamp changes (the process's phase marks among them), the
+ *  walk at the device's records: on these recordings up to 7.3% of a column apart. */
+const NEAR = 0.08;
 const FIXTURES = ["hf-gpt2.ring", "normal.ring", "kept-loss-graph.ring", "lines/leak.ring.gz", "forecast/gpt2-leak.ring.gz"];
 
-async function model(file: string): Promise<ProfilerModel> {
+async function model(file: string, traceEntries?: number): Promise<ProfilerModel> {
   const rec = openRingRecording(join(DIR, file));
-  const m = createModel().keepTrace();
+  const m = createModel().keepTrace(traceEntries);
   for await (const _ of replay(rec.source, { ranges: rec.ranges, names: rec.names, model: m })) {
     // to the end
   }
@@ -23,7 +32,7 @@ async function model(file: string): Promise<ProfilerModel> {
 
 /** The same durations from every kept record of the device: each record's phase lasts until the
  *  next record that is not behind it in time, cut to the window's columns. */
-function everyRecord(m: ProfilerModel, device: number, fromUs: number, toUs: number, columns: number): Float64Array {
+function everyRecord(m: ProfilerModel, device: number, fromUs: number, toUs: number, columns: number, sinceUs = -Infinity): Float64Array {
   const out = new Float64Array(columns * N_PHASE);
   const t = m.tail!;
   const width = (toUs - fromUs) / columns;
@@ -33,6 +42,7 @@ function everyRecord(m: ProfilerModel, device: number, fromUs: number, toUs: num
     const s = t.slot(k);
     if (t.device[s] !== device) continue;
     const time = t.time_us[s]!;
+    if (time < sinceUs) continue;
     if (phase >= 0 && time > at) {
       for (let c = 0; c < columns; c++) {
         const lo = Math.max(at, fromUs + c * width);
@@ -66,11 +76,56 @@ describe("phase shares from a second before the window", () => {
       let busy = 0;
       for (const [from, to, cols] of windows) {
         const got = phaseShares(m, device, from, to, cols);
-        const want = everyRecord(m, device, from, to, cols);
-        expect(Array.from(got)).toEqual(Array.from(want));
-        busy += want.reduce((a, b) => a + b, 0);
+        if ((to - from) / cols < WIDE_US) {
+          const want = everyRecord(m, device, from, to, cols);
+          expect(Array.from(got)).toEqual(Array.from(want));
+          busy += want.reduce((a, b) => a + b, 0);
+        } else {
+          // the instances: from the device's first record (the model's begin)
+          const want = everyRecord(m, device, from, to, cols, m.devices[0]!.firstTime_us);
+          within(got, want, NEAR * ((to - from) / cols));
+          busy += want.reduce((a, b) => a + b, 0);
+        }
       }
       expect(busy).toBeGreaterThan(0);
+    });
+  }
+});
+
+/** Each column's time in each phase within `us` of the walk's. */
+function within(got: Float64Array, want: Float64Array, us: number): void {
+  expect(got.length).toBe(want.length);
+  const off = Array.from(got).map((g, i) => Math.abs(g - want[i]!));
+  expect(Math.max(...off)).toBeLessThanOrEqual(us);
+}
+
+describe("a strip of wide columns reaches back past the kept records", () => {
+  for (const file of ["hf-gpt2.ring", "forecast/gpt2-leak.ring.gz"]) {
+    test(file, async () => {
+      // the screens keep 100,000 records (under a second of a busy training); here 2,000 of these
+      const small = await model(file, 2_000);
+      const whole = await model(file);
+      const d = small.devices[0]!;
+      const t = whole.tail!;
+      const from = d.firstTime_us;
+      const to = d.lastTime_us;
+      const kept = small.tail!.time_us[small.tail!.slot(small.tail!.first)]!;
+      expect(kept).toBeGreaterThan(from + (d.lastTime_us - from) / 2); // most of the run is not in the small trace
+      const cols = Math.max(1, Math.floor((to - from) / WIDE_US));
+      const got = phaseShares(small, d.device, from, to, cols);
+      const want = everyRecord(whole, d.device, from, to, cols, from);
+      within(got, want, NEAR * ((to - from) / cols));
+      // the whole run in one column: each phase's time is the step breakdown's, to the microsecond
+      const one = phaseShares(small, d.device, from, to, 1);
+      const steps = [...d.steps, d.cur];
+      for (let p = 0; p < N_PHASE; p++) {
+        const breakdown = steps.reduce((a, r) => a + r.phDuration[p]!, 0) + (d.phase === p ? d.lastTime_us - d.phaseStart_us : 0);
+        expect(Math.abs(one[p]! - breakdown)).toBeLessThan(1);
+      }
+      // and the columns before the small trace's first record are not empty
+      const before = Math.floor((kept - from) / ((to - from) / cols));
+      expect(got.slice(0, Math.max(1, before) * N_PHASE).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+      expect(t.total).toBeGreaterThan(2_000);
     });
   }
 });
