@@ -24,7 +24,7 @@ while time.time() < end:
 
 describe("NVML's dear queries with a real driver", () => {
   gpuTest(
-    "a second apart: the PCIe rate and each process's SM share carried between their reads, the ticks between cheaper",
+    "a second apart: the PCIe rate and each process's SM share carried between their reads",
     async () => {
       const python = torchPython();
       if (!python) throw new Error("no Python with torch here");
