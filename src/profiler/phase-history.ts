@@ -18,8 +18,11 @@ export class PhaseHistory {
   private head = 0;
   private n = 0;
 
-  /** Phase `phase` lasted from `a` to `b` (µs). */
+  /** Phase `phase` lasted from `a` to `b` (µs). Kept in time order, none overlapping (a stamp
+   *  behind the last instance's end, threads' stamps or a clock set back, starts at that end):
+   *  addShares finds a window's first instance by its end. */
   add(phase: number, a: number, b: number): void {
+    if (this.n > 0) a = Math.max(a, this.end[this.at(this.n - 1)]!);
     if (!(b > a)) return;
     if (this.n === this.start.length && this.n < PHASE_INSTANCES_MAX) this.grow();
     const cap = this.start.length;
@@ -28,11 +31,6 @@ export class PhaseHistory {
     this.phase[this.head] = phase;
     this.head = (this.head + 1) % cap;
     if (this.n < cap) this.n++;
-  }
-
-  /** When the oldest instance held began (NaN: none). */
-  get since_us(): number {
-    return this.n === 0 ? Number.NaN : this.start[this.at(0)]!;
   }
 
   /** Adds to `out` (column c, phase p at c * nPhase + p) each phase's time in `columns` equal

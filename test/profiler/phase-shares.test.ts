@@ -11,6 +11,7 @@ import { openRingRecording } from "../../src/collect/recording";
 import { createModel, replay, type ProfilerModel } from "../../src/profiler";
 import { phaseShares } from "../../src/profiler/phase-shares";
 import { N_PHASE } from "../../src/profiler/steps";
+import { PHASE_INSTANCES_MAX, PhaseHistory } from "../../src/profiler/phase-history";
 
 const DIR = join(import.meta.dir, "..", "fixtures");
 /** Columns this wide or wider are read from the phase instances (phase-shares.ts). */
@@ -128,4 +129,34 @@ describe("a strip of wide columns reaches back past the kept records", () => {
       expect(t.total).toBeGreaterThan(2_000);
     });
   }
+});
+
+/** The strip's own spread (phase-shares.ts), for a history read alone. */
+function spreadInto(o: Float64Array, a: number, b: number, phase: number, from: number, width: number, columns: number): void {
+  for (let c = Math.max(0, Math.floor((a - from) / width)); c < columns && from + c * width < b; c++) o[c * N_PHASE + phase]! += Math.min(b, from + (c + 1) * width) - Math.max(a, from + c * width);
+}
+
+describe("the phase instances stay in time order", () => {
+  test("a full ring keeps the newest PHASE_INSTANCES_MAX: a window before them has nothing, one over them all of it", () => {
+    const h = new PhaseHistory();
+    const n = PHASE_INSTANCES_MAX + 1000;
+    for (let i = 0; i < n; i++) h.add(i % N_PHASE, i * 10, i * 10 + 10);
+    const gone = new Float64Array(N_PHASE);
+    h.addShares(gone, 0, 1000 * 10, 1, spreadInto);
+    expect(gone.reduce((a, b) => a + b, 0)).toBe(0);
+    const held = new Float64Array(N_PHASE);
+    h.addShares(held, 0, n * 10, 1, spreadInto);
+    expect(held.reduce((a, b) => a + b, 0)).toBe(PHASE_INSTANCES_MAX * 10);
+  });
+
+  test("an instance that starts behind the last one's end starts at that end; one wholly behind is left out", () => {
+    const h = new PhaseHistory();
+    h.add(1, 0, 100);
+    h.add(2, 90, 200); // threads' stamps: starts 10 µs early
+    h.add(3, 150, 180); // wholly behind (a clock set back)
+    h.add(0, 200, 300);
+    const out = new Float64Array(3 * N_PHASE);
+    h.addShares(out, 0, 300, 3, spreadInto);
+    expect(Array.from(out)).toEqual([0, 100, 0, 0, 0, 0, 100, 0, 100, 0, 0, 0]);
+  });
 });
