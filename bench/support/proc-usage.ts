@@ -30,7 +30,7 @@ function threadTicks(pid: number): Map<string, number> {
 /** `pid`'s CPU (utime + stime) over `seconds`, sampled once a second for its largest resident set:
  *  the share of one core, the largest VmRSS in bytes, the wall time it took, and the share of the
  *  threads that ran by their names (`threads`: the engine's compiler is "JITWorker"; what threads
- *  that ended meanwhile ran, "(threads that ended)"). */
+ *  that ended meanwhile ran and the threads' rounding, "(ended threads, rounding)"). */
 export async function procUsage(
   pid: number,
   seconds: number,
@@ -61,10 +61,11 @@ export async function procUsage(
   const cpuPercent = (((cpuTicks() - c0) / TICK) * 100) / wallS;
   const threads = shares(t0, threadTicks(pid), wallS);
   // The process's own count also holds what threads that ended inside the window ran, which no
-  // thread's count says any more: said apart, so that a busy figure's parts add up (on the H200 it
-  // was up to 0.8% of a core of a busy screen's; which threads, this count cannot tell).
-  const gone = +(cpuPercent - Object.values(threads).reduce((a, b) => a + b, 0)).toFixed(2);
-  if (gone >= 0.05) threads["(threads that ended)"] = gone;
+  // thread's count says any more, and it is not cut to whole ticks thread by thread (each thread's
+  // count loses up to a tick at either end): the rest said apart, so that a figure's parts add up
+  // (0.04-0.8% of a core of a busy screen's on the H200 over 20 s; a tick a thread is 0.05%).
+  const rest = +(cpuPercent - Object.values(threads).reduce((a, b) => a + b, 0)).toFixed(2);
+  if (rest >= 0.05) threads["(ended threads, rounding)"] = rest;
   return windowS > 0 ? { cpuPercent, maxRssBytes, wallS, threads, windows } : { cpuPercent, maxRssBytes, wallS, threads };
 }
 
