@@ -6,8 +6,9 @@
 // past the kept records, and their times are the step breakdown's (a phase from the stamp change
 // that began it to the one that ended it, the process's marks included). A narrower window (the
 // Timeline screen's step) is read from the records the model keeps (model.keepTrace): a record's
-// phase lasts until the device's next record. The two differ by the marks' moments, up to a few
-// hundredths of a column. Pure: model and window in, microseconds per column and phase out.
+// phase lasts until the device's next record; what of it lies before the kept records, from the
+// instances. The two differ by the marks' moments, up to a few hundredths of a column. Pure: model
+// and window in, microseconds per column and phase out.
 
 import type { ProfilerModel } from "./model";
 import { partitionPoint } from "./partition";
@@ -26,14 +27,18 @@ export function phaseShares(m: ProfilerModel, device: number, fromUs: number, to
   if (columns <= 0 || !(toUs > fromUs)) return out;
   const width = (toUs - fromUs) / columns;
   const d = m.devices.find((x) => x.device === device);
-  if (d && width >= HISTORY_COLUMN_US) {
+  const t = m.tail;
+  // where the device's kept records begin: before it, only the phase instances know
+  const kept = t ? firstKept(t, device) : Infinity;
+  if (d && (width >= HISTORY_COLUMN_US || !(kept < toUs))) {
     d.phaseHistory.addShares(out, fromUs, toUs, columns, spread);
     // the running phase, from when it began to the device's last record (as the step's breakdown counts it)
     if (d.phase >= 0 && d.phase < N_PHASE) spread(out, Math.max(d.phaseStart_us, fromUs), Math.min(d.lastTime_us, toUs), d.phase, fromUs, width, columns);
     return out;
   }
-  const t = m.tail;
   if (!t) return out;
+  // a window that begins before the kept records: the instances up to them, the records after
+  if (d && fromUs < kept) d.phaseHistory.addShares(out, fromUs, toUs, columns, (o, a, b, p, f, w, c) => spread(o, a, Math.min(b, kept), p, f, w, c));
   let prevTime = Number.NaN;
   let prevPhase = -1;
   for (let k = walkFrom(t, device, fromUs); k < t.total; k++) {
@@ -45,6 +50,12 @@ export function phaseShares(m: ProfilerModel, device: number, fromUs: number, to
     if (time >= toUs) break;
   }
   return out;
+}
+
+/** When the device's first kept record was (Infinity: none kept). */
+function firstKept(t: NonNullable<ProfilerModel["tail"]>, device: number): number {
+  for (let k = t.first; k < t.total; k++) if (t.device[t.slot(k)] === device) return t.time_us[t.slot(k)]!;
+  return Infinity;
 }
 
 /** How far before the record that starts the window's first phase the walk starts (µs):

@@ -100,7 +100,7 @@ function within(got: Float64Array, want: Float64Array, us: number): void {
   expect(Math.max(...off)).toBeLessThanOrEqual(us);
 }
 
-describe("a strip of wide columns reaches back past the kept records", () => {
+describe("a strip reaches back past the kept records, wide columns and narrow", () => {
   for (const file of ["hf-gpt2.ring", "forecast/gpt2-leak.ring.gz"]) {
     test(file, async () => {
       // the screens keep 100,000 records (under a second of a busy training); here 2,000 of these
@@ -127,6 +127,12 @@ describe("a strip of wide columns reaches back past the kept records", () => {
       const before = Math.floor((kept - from) / ((to - from) / cols));
       expect(got.slice(0, Math.max(1, before) * N_PHASE).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
       expect(t.total).toBeGreaterThan(2_000);
+      // a narrow window across the small trace's start: the instances before it, the records after
+      const narrow = Math.max(1, Math.floor(200_000 / (WIDE_US / 2)));
+      const [a, b] = [kept - 100_000, kept + 100_000];
+      const part = phaseShares(small, d.device, a, b, narrow);
+      within(part, everyRecord(whole, d.device, a, b, narrow, from), NEAR * (200_000 / narrow));
+      expect(part.slice(0, (narrow / 2) * N_PHASE).reduce((x, y) => x + y, 0)).toBeGreaterThan(50_000);
     });
   }
 });
