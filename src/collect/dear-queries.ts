@@ -1,12 +1,13 @@
 // NVML's two dear queries on a slower clock than the rest of a sample. On an H200
-// (bench/results/nvml-steady-38), a warm sample's calls take about 0.13 ms of CPU in all, but each
-// process's SM share (nvmlDeviceGetProcessUtilization) takes 1.4-2.7 ms and the PCIe byte counters
-// 0.36-0.64 ms, a device, every tick: most of what NVML costs a monitor that samples every second,
-// and it grows with the GPUs. So a device's SM shares are read every PROCESS_UTIL_EVERY_MS and its
-// PCIe counters every PCIE_EVERY_MS, each at the first two ticks too (a rate shows from the second
-// tick as before, and a share NVML had no sample for at the first does not wait). Between reads a sample carries the last ones: each process's share
-// as last read (null for a process it did not list: new since), and the counters with the read
-// before them, so the rate shown is the one over the last interval between reads, never a guess.
+// (bench/results/gpu-2026-11-29f/nvml-steady), a warm sample's calls take about 0.13 ms of CPU in
+// all, but each process's SM share (nvmlDeviceGetProcessUtilization) takes 1.4-2.7 ms and the PCIe
+// byte counters 0.36-0.64 ms, a device, every tick: most of what NVML costs a monitor that samples
+// every second, and it grows with the GPUs. So a device's SM shares are read every
+// PROCESS_UTIL_EVERY_MS and its PCIe counters every PCIE_EVERY_MS, each at the first two ticks too
+// (a rate shows from the second tick as before, and a share NVML had no sample for at the first
+// does not wait). Between reads a sample carries the last ones: each process's share as last read
+// (null for a process it did not list: new since), and the counters with the read before them, so
+// the rate shown is the one over the last interval between reads, never a guess.
 import type { NvmlDeviceSample } from "../ffi/nvml";
 
 export const PROCESS_UTIL_EVERY_MS = 3000;

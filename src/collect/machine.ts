@@ -15,8 +15,6 @@ export class Machine {
   private nvml: Nvml | null = null;
   private system: NvmlSystem | null = null;
   private reason: string | null = null;
-  /** Each device's sample its PCIe rate is measured from (the counters' read before the last). */
-  private rateFrom = new Map<number, NvmlDeviceSample>();
   /** Each process's SM share and the PCIe counters, read every few seconds (dear-queries.ts). */
   private readonly dear = new DearQueries();
   /** Each process's CPU time at the previous sample, for its CPU %. */
@@ -74,13 +72,15 @@ export class Machine {
     if (opts.oneShot && !this.opened) {
       const early = Nvml.early();
       if (early) {
-        const first = this.gather(early.time_unix_ms, early.system, early.samples, agents, own);
+        const first = this.gather(early.time_unix_ms, early.system, early.samples, new Map(), agents, own);
         buildDocument(first.input); // let go: what it is for is the code it has run
         known = first.infos;
       }
     }
     this.open();
     const samples: NvmlDeviceSample[] = [];
+    /** Each device's sample its PCIe rate is measured from (the counters' read before the last). */
+    const rateFrom = new Map<number, NvmlDeviceSample>();
     if (this.nvml && this.system) {
       const n = this.system.device_count;
       const kept = opts.oneShot ? Array.from({ length: n }, (_, i) => this.nvml!.takeKept(i)) : [];
@@ -90,18 +90,17 @@ export class Machine {
       } else if (opts.oneShot) {
         for (let i = 0; i < n; i++) samples.push(this.nvml.sample(i, { pcie: false }));
       } else {
-        this.rateFrom = new Map();
         for (let i = 0; i < n; i++) {
           const asked = this.dear.ask(i, now);
           const s = this.nvml.sample(i, asked);
           const from = this.dear.settle(s, now, asked);
-          if (from) this.rateFrom.set(i, from);
+          if (from) rateFrom.set(i, from);
           samples.push(s);
         }
         this.dear.keepOnly(n);
       }
     }
-    const { input, infos, join, inOther, agentPids } = this.gather(now, this.system, samples, agents, own, known);
+    const { input, infos, join, inOther, agentPids } = this.gather(now, this.system, samples, rateFrom, agents, own, known);
     // What the next sample starts from: each agent's host pid, /proc's last word on it, CPU times.
     for (const a of inOther) {
       const hostPid = join.agents.get(a.pid)?.hostPid ?? null;
@@ -114,8 +113,9 @@ export class Machine {
   }
 
   /** The facts of these samples, with what /proc says of their processes (`known`: read already,
-   *  by pid). Changes nothing: read() keeps what the next sample starts from. */
-  private gather(now: number, system: NvmlSystem | null, samples: NvmlDeviceSample[], agents: Agent[], own: number | null, known?: Map<number, ProcessInfo>) {
+   *  by pid; `rateFrom`: each device's sample its PCIe rate is measured from). Changes nothing:
+   *  read() keeps what the next sample starts from. */
+  private gather(now: number, system: NvmlSystem | null, samples: NvmlDeviceSample[], rateFrom: Map<number, NvmlDeviceSample>, agents: Agent[], own: number | null, known?: Map<number, ProcessInfo>) {
     const nvmlPids = [...new Set(samples.flatMap((s) => s.processes.map((p) => p.pid)))];
     // Agents in another pid namespace (a container) are joined on /proc's NSpid and namespace of
     // the pids NVML lists (and of the host pid found before): read only where there is one.
@@ -144,7 +144,7 @@ export class Machine {
       system,
       reason: this.reason ?? (system && system.device_count === 0 ? "NVML reports no devices" : null),
       samples,
-      rateFrom: this.rateFrom,
+      rateFrom,
       processInfo: infos,
       agents: agents.map((a) => ({ pid: a.pid, manifest: a.manifest, header: a.header, exited: a.exited })),
       join,

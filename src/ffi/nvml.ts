@@ -161,7 +161,7 @@ export class Nvml {
    * Sample device `index`. A device NVML cannot reach comes back with `error` set and null fields.
    * `pcie: false` skips the PCIe byte counters (0.36-0.64 ms on an H200; one-shot samples, and the
    * screens between their reads), `processUtil: false` each process's SM share (1.4-2.7 ms; every
-   * `sm_percent` is then null): bench/results/nvml-steady-38.
+   * `sm_percent` is then null): bench/results/gpu-2026-11-29f/nvml-steady.
    */
   sample(index: number, opts: { pcie?: boolean; processUtil?: boolean } = {}): NvmlDeviceSample {
     if (this.closed) throw new NvmlError("NVML session is closed", "query");

@@ -3,8 +3,10 @@
 // needs (profiler/phase-shares.ts), where the kept records (model.keepTrace, 100,000 of them) cover
 // under a second of a busy training, and walking them every frame cost the Process screen 1.9 ms a
 // second on an H200. Fed once a phase instance ends (DeviceState.endPhaseInstance: a few hundred a
-// second at most), never per record. The rule is the strip's own: a phase lasts from its first
-// record to the first record of the next, so the durations are the walk's over every record.
+// second at most), never per record. A phase lasts from the stamp change that began it to the one
+// that ended it (the process's marks among them), as the step breakdown counts it: within a few
+// hundredths of a column of the walk over the kept records (phase-shares.ts), which times a phase
+// from record to record.
 
 /** About ten minutes of a busy training (four phases a step, 54 steps a second): 1.2 MiB at most,
  *  reached only by one that busy; a slow training's ring holds hours. */
@@ -33,8 +35,8 @@ export class PhaseHistory {
     if (this.n < cap) this.n++;
   }
 
-  /** Adds to `out` (column c, phase p at c * nPhase + p) each phase's time in `columns` equal
-   *  columns from `fromUs` to `toUs`, through `spread` (phase-shares.ts, the walk's own). */
+  /** Adds to `out` (column c, phase p at c * N_PHASE + p) each phase's time in `columns` equal
+   *  columns from `fromUs` to `toUs`, through `spread` (phase-shares.ts, the one the walk uses). */
   addShares(out: Float64Array, fromUs: number, toUs: number, columns: number, spread: (out: Float64Array, a: number, b: number, phase: number, fromUs: number, width: number, columns: number) => void): void {
     if (this.n === 0 || columns <= 0 || !(toUs > fromUs)) return;
     const width = (toUs - fromUs) / columns;

@@ -28,9 +28,10 @@ export function phaseShares(m: ProfilerModel, device: number, fromUs: number, to
   const width = (toUs - fromUs) / columns;
   const d = m.devices.find((x) => x.device === device);
   const t = m.tail;
-  // where the device's kept records begin: before it, only the phase instances know
-  const kept = t ? firstKept(t, device) : Infinity;
-  if (d && (width >= HISTORY_COLUMN_US || !(kept < toUs))) {
+  // where a narrow window's records begin (the device's first kept one): before it, only the phase
+  // instances know; a wide window is theirs whole
+  const kept = t && width < HISTORY_COLUMN_US ? firstKept(t, device) : Infinity;
+  if (d && !(kept < toUs)) {
     d.phaseHistory.addShares(out, fromUs, toUs, columns, spread);
     // the running phase, from when it began to the device's last record (as the step's breakdown counts it)
     if (d.phase >= 0 && d.phase < N_PHASE) spread(out, Math.max(d.phaseStart_us, fromUs), Math.min(d.lastTime_us, toUs), d.phase, fromUs, width, columns);
