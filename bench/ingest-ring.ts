@@ -8,6 +8,10 @@
 // NAMES=FILE (e.g. test/fixtures/hf-gpt2.names.json, the agent's names of that run): each model
 // takes them after its first lap, as a live model takes a running agent's answer, and carries
 // them to the tensors made again in every later step.
+// JOIN=F (0 < F < 1): the records from the first step that begins past that fraction of the
+// recording on, each lap's addresses moved to a range of their own, so that no lap ever sees the
+// segments its blocks lie in: a monitor that joined a running training (the screens and `--json`
+// opened during it, an attach), where the ring no longer holds the segments' allocs.
 // STACKS_AB=1: instead of another tree, this tree twice on the same records, one model reading the
 // alloc records' stack ids (extra) with the manifest's stacks beside FIX (FIX.json, or FIX less
 // .ring/.ring.gz plus .json), the other without: what the hook's stacks cost the ingest a record.
@@ -48,11 +52,23 @@ async function side(label: string, root: string, stacks = false): Promise<Side> 
 }
 
 const { openRing } = await import(join(here, "src", "ffi", "ring.ts"));
-const { newEventBatch } = await import(join(here, "src", "ffi", "events.ts"));
+const { newEventBatch, isMark } = await import(join(here, "src", "ffi", "events.ts"));
 const ring = openRing(FIXTURE, { fold: true, copy: true });
 const all = newEventBatch(1 << 21) as unknown as Batch;
 ring.read(all);
 ring.close();
+// JOIN: the part a joined monitor reads (from a step's start), and each lap's address offset.
+const JOIN = Number(process.env.JOIN ?? 0);
+let first = 0;
+if (JOIN > 0) {
+  first = Math.floor(all.count * JOIN);
+  const s0 = all.step[first]!;
+  while (first < all.count && all.step[first] === s0) first++;
+  for (const c of Object.keys(all).filter((k) => typeof all[k] !== "number")) (all as Record<string, Float64Array>)[c]!.copyWithin(0, first, all.count);
+  all.count -= first;
+}
+/** Each lap's addresses lie this far past the last one's (2^40: beyond any device's memory). */
+const LAP_SPACE = JOIN > 0 ? 2 ** 40 : 0;
 const N = all.count;
 let maxStep = 0;
 for (let i = 0; i < N; i++) maxStep = Math.max(maxStep, all.step[i]!);
@@ -73,6 +89,11 @@ function lap(s: Side, k: number): void {
       chunk.step[i] = all.step[from + i]! + k * (maxStep + 1);
       chunk.time_us[i] = all.time_us[from + i]! + k * span;
     }
+    if (LAP_SPACE > 0) {
+      const address = chunk.address as Float64Array;
+      const action = chunk.action as Uint8Array;
+      for (let i = 0; i < n; i++) if (!isMark(action[i]!)) address[i] = address[i]! + (k + 1) * LAP_SPACE;
+    }
     chunk.count = n;
     const t = performance.now();
     s.model.ingest(chunk, 0, 0, n);
@@ -91,8 +112,9 @@ const rows = sides.map((s) => {
 const result = {
   date: new Date().toISOString(),
   machine: `${navigator.hardwareConcurrency} cores, ${process.platform}/${process.arch}, bun ${Bun.version}`,
-  command: `${process.env.NAMES ? `NAMES=${process.env.NAMES} ` : ""}${stacksAB ? "STACKS_AB=1 " : ""}FIX=${FIXTURE} bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
+  command: `${JOIN > 0 ? `JOIN=${JOIN} ` : ""}${process.env.NAMES ? `NAMES=${process.env.NAMES} ` : ""}${stacksAB ? "STACKS_AB=1 " : ""}FIX=${FIXTURE} bun bench/ingest-ring.ts OUT${oldTree ? " OLD_TREE" : ""}`,
   records_per_lap: N,
+  joined_at_record: JOIN > 0 ? first : null,
   rows,
   old_over_new: rows.length === 2 && !stacksAB ? +(rows[1]!.median_ns / rows[0]!.median_ns).toFixed(2) : null,
   stacks_over_none: stacksAB ? +(rows[0]!.median_ns / rows[1]!.median_ns).toFixed(3) : null,

@@ -501,6 +501,15 @@ export class DeviceState extends TotalsReadout {
                 lc.at.putAt(lc.at.position(at, hash(at)), at, r);
                 if (lc.at.due() || lc.at.size > lc.reindexAt) todo |= Todo.CHAIN_INDEX;
               }
+            } else if (lc.unknowns === 0) {
+              // No block of the layout's to go by (a segment from before what the records hold,
+              // as for a monitor that joined a running training, or one they contradict):
+              // allocAt's answer, the request rounded, counted unsized, without leaving the loop
+              // (in a joined follower half the records were these, each a call and a reread).
+              size = rounded;
+              lc.inferred++;
+              cUnsized[slot] = 1;
+              blocks.unsizedCount++;
             } else {
               const unknown = lc.inferred;
               lc.nSpare = lNSpare;
@@ -577,12 +586,19 @@ export class DeviceState extends TotalsReadout {
           // place until now), else it is the request rounded
           let freed: number | undefined;
           if (rounded > SMALL_SIZE && layout !== null) {
-            lc.nSpare = lNSpare;
-            lc.used = lUsed;
-            freed = lc.freeCompleted(address[i]!);
-            lNSpare = lc.nSpare;
-            lUsed = lc.used;
-            todo |= Todo.CALLED;
+            // The layout's own free where it holds a live block at the address; where it holds
+            // none (no layout there: freeCompleted's undefined), nothing to call.
+            const fa = address[i]!;
+            const lh = lc.at.position(fa, hash(fa));
+            const v = lKeys[lh] === fa ? lVals[lh]! : -1;
+            if (v >= 0 && lKind[v] === CHAIN_LIVE && lAddr[v] === fa) {
+              lc.nSpare = lNSpare;
+              lc.used = lUsed;
+              freed = lc.freeCompleted(fa);
+              lNSpare = lc.nSpare;
+              lUsed = lc.used;
+              todo |= Todo.CALLED;
+            }
           }
           active += RC.ac * (freed ?? rounded);
           lastTime = t;
@@ -698,12 +714,22 @@ export class DeviceState extends TotalsReadout {
                   lSpare[lNSpare++] = chain;
                 }
               } else {
-                lc.nSpare = lNSpare;
-                lc.used = lUsed;
-                freed = lc.freeCompleted(addr, chain) ?? -1;
-                lNSpare = lc.nSpare;
-                lUsed = lc.used;
-                todo |= Todo.CALLED;
+                // A block born with no layout to go by: the layout's own free only where a live
+                // block of its own starts at the address (else freeCompleted's undefined: no call).
+                let held = chain >= 0;
+                if (!held) {
+                  const lh = lc.at.position(addr, hash(addr));
+                  const v = lKeys[lh] === addr ? lVals[lh]! : -1;
+                  held = v >= 0 && lKind[v] === CHAIN_LIVE && lAddr[v] === addr;
+                }
+                if (held) {
+                  lc.nSpare = lNSpare;
+                  lc.used = lUsed;
+                  freed = lc.freeCompleted(addr, chain) ?? -1;
+                  lNSpare = lc.nSpare;
+                  lUsed = lc.used;
+                  todo |= Todo.CALLED;
+                }
               }
             }
             // active drops by the block's size, or for a block the model never saw, by what its

@@ -79,7 +79,9 @@ export class LargePoolLayout {
   /** The slot of the block the last alloc laid out, −1 where it had no layout to go by: the caller
    *  keeps it with its block and gives it back to freeCompleted, which then needs no lookup. */
   lastSlot = B.NONE;
-  private unknowns = 0;
+  /** UNKNOWN stretches there are. With none, an alloc that finds no free block big enough at its
+   *  address has nothing to go by (allocAt): the model's loop sizes it so itself, without a call. */
+  unknowns = 0;
   /** UNKNOWN slots as seeded (in address order once sorted) and their starts then. */
   private unknownAt: number[] = [];
   private unknownStart: number[] = [];
