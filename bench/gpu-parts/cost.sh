@@ -19,6 +19,10 @@
 #             `run --json` itself. COST_WARM: seconds every monitor runs before those 20 (default 5; the
 #             engine compiles for the first half minute of a busy follower: COST_WARM=40 measures after
 #             it, with the training lasting long enough), each figure with its compiler thread's share.
+#             COST_SECONDS: instead of those 20 (with COST_WINDOW=S, bench/monitor-cost.ts gives each
+#             S seconds too). CHURN=1: the threads this tree's idle and first busy screens start and
+#             end meanwhile, and what the ended ones ran (bench/support/thread-churn.py), in
+#             churn-idle.txt and churn-busy.txt.
 # Everything lands in OUT_DIR (JSON, markdown, the panes as they were); a summary on stdout.
 set -u
 out=${1:?OUT_DIR}
@@ -94,10 +98,19 @@ mon() { # label tree [env]: the screens of that tree's bundle
 if [[ " $parts " == *" idle "* ]]; then
 idle=("$(mon screens-now "$root" "")")
 [ -n "$base" ] && idle+=("$(mon screens-base "$base" "")")
-# After COST_WARM seconds too (at most 30: an idle monitor's compiles end sooner than a busy one's).
-iwarm=$(( ${COST_WARM:-3} < 30 ? ${COST_WARM:-3} : 30 ))
-step idle $((60 + iwarm)) bun bench/monitor-cost.ts "$out/idle.json" 25 "$iwarm" "${idle[@]}"
+# After COST_WARM seconds too (at most 30: an idle monitor's compiles end sooner than a busy one's;
+# IDLE_WARM: exactly that many), over COST_SECONDS (default 25).
+iwarm=${IDLE_WARM:-$(( ${COST_WARM:-3} < 30 ? ${COST_WARM:-3} : 30 ))}
+isecs=${COST_SECONDS:-25}
+if [ -n "${CHURN:-}" ]; then
+  ( sleep $((iwarm + 1)); pid=$(pgrep -f "^bun $root/dist/cli.js --interval 1000$" | head -1)
+    [ -n "$pid" ] && python3 bench/support/thread-churn.py "$pid" "$isecs" > "$out/churn-idle.txt" 2>&1 ) &
+  churn=$!
+fi
+step idle $((35 + isecs + iwarm)) bun bench/monitor-cost.ts "$out/idle.json" "$isecs" "$iwarm" "${idle[@]}"
 bun -e "for (const r of require('$out/idle.json').runs) console.log('idle', r.label, r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB')"
+[ -n "${churn:-}" ] && wait "$churn" && churn=
+[ -f "$out/churn-idle.txt" ] && { echo "== this tree's idle screens: threads started and ended"; cat "$out/churn-idle.txt"; }
 fi
 
 # 3. Following a busy GPT-2 (hf_train's size) under this tree's `run --json`.
@@ -105,7 +118,8 @@ fi
 dir=$(mktemp -d /tmp/cost-agents-XXXXXX)
 chmod 700 "$dir"
 warm=${COST_WARM:-5}
-train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-$((35 + warm))}")
+secs=${COST_SECONDS:-20}
+train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-$((15 + secs + warm))}")
 # Bounded by timeout, whose child is the monitor measured (never a pipe held open by a watchdog).
 GPUMEM_TUI_DIR=$dir timeout -k 5 170 bun dist/cli.js run --json --interval 1000 --output /tmp/cost-run-now.ndjson -- "${train[@]}" > "$out/train.log" 2>&1 &
 tpid=$!
@@ -122,8 +136,17 @@ done
 busy+=("json-now=env GPUMEM_TUI_DIR=$dir bun $root/dist/cli.js --json --interval 1000 > /dev/null")
 [ -n "$base" ] && busy+=("json-base=env GPUMEM_TUI_DIR=$dir bun $base/dist/cli.js --json --interval 1000 > /dev/null")
 busy+=("run-json-now=pid:$rpid")
-step busy $((45 + warm)) bun bench/monitor-cost.ts "$out/busy.json" 20 "$warm" "${busy[@]}"
+# With CHURN: the threads the first screens of this tree start and end over the same 20 s, and what the
+# ended ones ran (bench/support/thread-churn.py): the CPU no thread's count holds.
+if [ -n "${CHURN:-}" ]; then
+  ( sleep $((warm + 1)); pid=$(pgrep -f "^bun $root/dist/cli.js --interval 1000$" | head -1)
+    [ -n "$pid" ] && python3 bench/support/thread-churn.py "$pid" "$secs" > "$out/churn-busy.txt" 2>&1 ) &
+  churn=$!
+fi
+step busy $((25 + secs + warm)) bun bench/monitor-cost.ts "$out/busy.json" "$secs" "$warm" "${busy[@]}"
 bun -e "for (const r of require('$out/busy.json').runs) console.log('busy', r.label, r.key ?? '', r.cpu_percent_of_a_core, '% of a core (compiler', r.jit_percent_of_a_core, '%)', r.max_rss_mib, 'MiB', r.error ?? '')"
+[ -n "${churn:-}" ] && wait "$churn"
+[ -f "$out/churn-busy.txt" ] && { echo "== the first screens' threads started and ended"; cat "$out/churn-busy.txt"; }
 grep 'steps/s' "$out/train.log" | tail -2
 for _ in $(seq 1 60); do kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
 kill "$tpid" 2>/dev/null
