@@ -1,12 +1,17 @@
 #!/usr/bin/env bun
 // The entry. NVML's start-up (its init and the first calls of a sample: about 19 ms on an H100) is
 // the longest part of `--json --once`, so the first thing this process does is start it on a
-// native thread (src/ffi/warm-up.ts, the one static import); the command line, the command and
-// everything they load come after, by dynamic import, while that thread runs (commands/main.ts).
+// native thread (src/ffi/warm-up.ts); the command line, the command and everything they load come
+// after, by dynamic import, while that thread runs (commands/main.ts). Before that, a monitor that
+// runs a while starts itself again with its engine settings (src/engine.ts, the other static import).
 import { warmUp } from "./ffi/warm-up";
+import { startWithEngineSettings } from "./engine";
 
 /** Commands that never touch NVML; every other command line reaches it (the monitor, serve, run). */
 const NO_NVML = new Set(["schema", "replay", "view", "-h", "--help", "-v", "--version"]);
+/** Command lines that end at once: they start with Bun's own engine settings (src/engine.ts), not
+ *  again with the monitor's (a start is a few milliseconds, `--json --once`'s whole budget). */
+const BRIEF = new Set(["--once", "--snapshot", "schema", "detach", "--no-monitor", "-h", "--help", "-v", "--version"]);
 
 /**
  * Run from the sources, the screens' .tsx files are compiled with tsconfig.json's `"jsx": "react-jsx"`
@@ -41,6 +46,8 @@ if (import.meta.main) {
   // Read before the command line is checked (that loads more code): a wrong guess costs nothing,
   // parseCli still says what is wrong, and a monitor that is not a one-shot samples normally.
   const oneShot = ours.includes("--json") && ours.includes("--once");
+  // A monitor that runs a while: started again with its engine settings, before anything else.
+  if (!ours.some((a) => BRIEF.has(a))) startWithEngineSettings();
   if (!ours.some((a) => NO_NVML.has(a))) warmUp({ oneShot });
   if (import.meta.path.endsWith(".ts")) productionJsx();
   import("./commands/main")

@@ -1,0 +1,48 @@
+// The engine settings a monitor that runs a while starts itself with: JavaScriptCore reads its
+// options (BUN_JSC_*) only as the process starts, so the entry starts the process again, in place
+// (execve: the same pid, terminal and descriptors), with them in its environment, and the new
+// process takes them out again before it runs anything, so nothing it starts inherits them (a
+// program under `run` may be a Bun program of its own).
+//
+// On an H200 following a busy GPT-2 on the Overview, 100 s after 40 (bench/gpu-parts/knobs.sh,
+// bench/results/gpu-2026-11-29g): 3.63-3.76% of a core as Bun starts, 3.06% with the FTL tier's
+// threshold ten times as high (code run once a frame, React's and Ink's, stops being compiled a
+// fourth time a minute or more into the run; the per-record loop, a loop of millions of iterations,
+// still reaches that tier in its first seconds) and 3.46% without the concurrent collector (a heap
+// of ~100 MB collected at once by the thread that made it, its helpers' start and stop spared;
+// 1.79 against 1.94% for `--json`). GPUMEM_TUI_ENGINE=off: Bun's own settings.
+
+/** The settings, each left as the user set it where the environment already holds it. */
+export const ENGINE_SETTINGS: Readonly<Record<string, string>> = {
+  BUN_JSC_thresholdForFTLOptimizeAfterWarmUp: "640000",
+  BUN_JSC_useConcurrentGC: "0",
+};
+
+/** Names the settings this process was started with (a comma-separated list), or "off". */
+const MARK = "GPUMEM_TUI_ENGINE";
+
+/**
+ * Start this process again with ENGINE_SETTINGS (returns only where it does not: already started
+ * with them, turned off, nothing to add, or no execve); in the process started with them, take them
+ * out of its environment. Call it first thing, before any thread or file is opened.
+ */
+export function startWithEngineSettings(env: NodeJS.ProcessEnv = process.env): void {
+  const mark = env[MARK];
+  if (mark === "off") return;
+  if (mark !== undefined) {
+    for (const name of mark.split(",")) if (Object.hasOwn(ENGINE_SETTINGS, name)) delete env[name];
+    delete env[MARK];
+    return;
+  }
+  const added = Object.keys(ENGINE_SETTINGS).filter((name) => env[name] === undefined);
+  if (added.length === 0 || typeof process.execve !== "function") return;
+  const next: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) next[k] = v;
+  for (const name of added) next[name] = ENGINE_SETTINGS[name]!;
+  next[MARK] = added.join(",");
+  try {
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], next);
+  } catch {
+    // not started again (the environment too large, the executable gone): Bun's own settings
+  }
+}
