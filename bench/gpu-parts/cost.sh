@@ -121,7 +121,7 @@ warm=${COST_WARM:-5}
 secs=${COST_SECONDS:-20}
 train=(python3 test/gpu/hf_gpt2.py --batch 16 --seq 256 --seconds "${TRAIN_S:-$((15 + secs + warm))}")
 # Bounded by timeout, whose child is the monitor measured (never a pipe held open by a watchdog).
-GPUMEM_TUI_DIR=$dir timeout -k 5 170 bun dist/cli.js run --json --interval 1000 --output /tmp/cost-run-now.ndjson -- "${train[@]}" > "$out/train.log" 2>&1 &
+GPUMEM_TUI_DIR=$dir timeout -k 5 $((60 + ${TRAIN_S:-$((15 + secs + warm))})) bun dist/cli.js run --json --interval 1000 --output /tmp/cost-run-now.ndjson -- "${train[@]}" > "$out/train.log" 2>&1 &
 tpid=$!
 rpid=
 for _ in $(seq 1 50); do rpid=$(pgrep -P "$tpid" 2>/dev/null | head -1 || true); [ -n "$rpid" ] || rpid=$(cut -d" " -f1 "/proc/$tpid/task/$tpid/children" 2>/dev/null); [ -n "$rpid" ] && break; sleep 0.1; done
