@@ -3,9 +3,9 @@
 // the longest part of `--json --once`, so the first thing this process does is start it on a
 // native thread (src/ffi/warm-up.ts); the command line, the command and everything they load come
 // after, by dynamic import, while that thread runs (commands/main.ts). Before that, a monitor that
-// runs a while starts itself again with its engine settings (src/engine.ts, the other static import).
+// runs a while starts itself again with its engine settings (src/engine.ts, imported only there:
+// a brief command line, `--json --once` first, reads nothing more before NVML starts).
 import { warmUp } from "./ffi/warm-up";
-import { startWithEngineSettings } from "./engine";
 
 /** Commands that never touch NVML; every other command line reaches it (the monitor, serve, run). */
 const NO_NVML = new Set(["schema", "replay", "view", "-h", "--help", "-v", "--version"]);
@@ -47,7 +47,7 @@ if (import.meta.main) {
   // parseCli still says what is wrong, and a monitor that is not a one-shot samples normally.
   const oneShot = ours.includes("--json") && ours.includes("--once");
   // A monitor that runs a while: started again with its engine settings, before anything else.
-  if (!ours.some((a) => BRIEF.has(a))) startWithEngineSettings();
+  if (!ours.some((a) => BRIEF.has(a))) (await import("./engine")).startWithEngineSettings();
   if (!ours.some((a) => NO_NVML.has(a))) warmUp({ oneShot });
   if (import.meta.path.endsWith(".ts")) productionJsx();
   import("./commands/main")

@@ -32,7 +32,14 @@ function namesLine(s: NamesStatus | undefined): string {
 /** What the table shows for `pm`: where its blocks were allocated (where stacks were recorded),
  *  and whether any block has a shape or dtype. */
 export function tableOptions(pm: ProcessModel): TableOptions {
-  const view = blocks(pm.model, { sort: "size", limit: TABLE_LIMIT });
+  return optionsOf(pm, liveView(pm));
+}
+
+/** The live blocks the table reads, largest first. */
+const liveView = (pm: ProcessModel) => blocks(pm.model, { sort: "size", limit: TABLE_LIMIT });
+
+/** tableOptions of the live blocks `view` (read once a frame: each read makes a line of every block). */
+function optionsOf(pm: ProcessModel, view: ReturnType<typeof liveView>): TableOptions {
   return { where: pm.model.stacks ? whereOf(pm.model.stacks, view.device) : undefined, shapes: view.blocks.some((b) => b.shape !== null || b.dtype !== null) };
 }
 
@@ -46,10 +53,11 @@ export function keysLine(stacks: boolean, byFrame: boolean): string {
  *  of the screen, and the first row shown. */
 export function tensorsLayout(pm: ProcessModel, height: number, sort: TensorSort, reverse: boolean, filter: string, selected: number, open: readonly string[] = [], byFrame = false, moment: TensorsMoment = { kind: "now" }) {
   const lastUs = pm.model.devices[0]?.lastTime_us ?? 0;
-  const opts = tableOptions(pm);
+  const live = liveView(pm);
+  const opts = optionsOf(pm, live);
   // Now: the live blocks; at a peak or a past step's end: the blocks alive then (src/tui/moment.ts).
   const past = moment.kind === "now" ? null : momentBlocks(pm, moment);
-  const view = past ? { blocks: past.lines.slice(0, TABLE_LIMIT), total_bytes: past.bytes, total_blocks: past.lines.length } : blocks(pm.model, { sort: "size", limit: TABLE_LIMIT });
+  const view = past ? { blocks: past.lines.slice(0, TABLE_LIMIT), total_bytes: past.bytes, total_blocks: past.lines.length } : live;
   const kept = filterBlocks(view.blocks, filter, opts.where);
   const rows = tensorRows(kept, sort, reverse, new Set(open), lastUs, { ...opts, byFrame });
   // The count column is as wide as the largest group's count.
