@@ -102,8 +102,10 @@ idle=("$(mon screens-now "$root" "")")
 # IDLE_WARM: exactly that many), over COST_SECONDS (default 25).
 iwarm=${IDLE_WARM:-$(( ${COST_WARM:-3} < 30 ? ${COST_WARM:-3} : 30 ))}
 isecs=${COST_SECONDS:-25}
+# (A monitor starts itself again with its engine settings, src/engine.ts: its command line then
+# begins with Bun's full path.)
 if [ -n "${CHURN:-}" ]; then
-  ( sleep $((iwarm + 1)); pid=$(pgrep -f "^bun $root/dist/cli.js --interval 1000$" | head -1)
+  ( sleep $((iwarm + 1)); pid=$(pgrep -f "(^|/)bun $root/dist/cli.js --interval 1000$" | head -1)
     [ -n "$pid" ] && python3 bench/support/thread-churn.py "$pid" "$isecs" > "$out/churn-idle.txt" 2>&1 ) &
   churn=$!
 fi
@@ -139,7 +141,7 @@ busy+=("run-json-now=pid:$rpid")
 # With CHURN: the threads the first screens of this tree start and end over the same 20 s, and what the
 # ended ones ran (bench/support/thread-churn.py): the CPU no thread's count holds.
 if [ -n "${CHURN:-}" ]; then
-  ( sleep $((warm + 1)); pid=$(pgrep -f "^bun $root/dist/cli.js --interval 1000$" | head -1)
+  ( sleep $((warm + 1)); pid=$(pgrep -f "(^|/)bun $root/dist/cli.js --interval 1000$" | head -1)
     [ -n "$pid" ] && python3 bench/support/thread-churn.py "$pid" "$secs" > "$out/churn-busy.txt" 2>&1 ) &
   churn=$!
 fi
