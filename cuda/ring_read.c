@@ -37,13 +37,6 @@ static inline double to_us(const calibration *c, uint64_t t) {
   return ns / 1000.0;
 }
 
-/* Records read ahead of the one copied (each record is a cache line): a live lane's records were
- * written by another core, and each line asked for only when its record is read waits for it; asked
- * for this far ahead, the line is on its way while the records before it are read. Only records
- * already written (below the lane's write index at this read): a line the writer is still to write
- * is never taken from it, which would cost the writer's next store. */
-#define READ_AHEAD 8u
-
 /* Bring lane `l` to its next whole record (copied into its head), counting the lapped ones as
  * lost. 0 when it has none now: empty, or (lane 0, the only lane of several writers) a record
  * claimed and not yet published, which is waited for. */
@@ -52,7 +45,6 @@ static int fill_head(gpumem_reader *r, uint32_t l, uint64_t *lost) {
   while (s->next < s->w) {
     uint64_t i = s->next;
     const gpumem_record *src = &s->recs[i & r->mask];
-    if (i + READ_AHEAD < s->w) __builtin_prefetch(&s->recs[(i + READ_AHEAD) & r->mask], 0, 0);
     uint64_t seq = __atomic_load_n(&src->seq, __ATOMIC_ACQUIRE);
     if (seq != i + 1) {
       /* A device lane publishes before it moves its write index: anything but i + 1 is a lap. */
