@@ -10,7 +10,7 @@
 // fourth time a minute or more into the run; the per-record loop, a loop of millions of iterations,
 // still reaches that tier in its first seconds) and 3.46% without the concurrent collector (a heap
 // of ~100 MB collected at once by the thread that made it, its helpers' start and stop spared;
-// 1.79 against 1.94% for `--json`). GPUMEM_TUI_ENGINE=off: Bun's own settings.
+// 1.79 against 1.94% for `--json`). GPUMEM_TUI_ENGINE=off, or Bun under a profiler: Bun's own settings.
 
 /** The settings, each left as the user set it where the environment already holds it. */
 export const ENGINE_SETTINGS: Readonly<Record<string, string>> = {
@@ -20,6 +20,11 @@ export const ENGINE_SETTINGS: Readonly<Record<string, string>> = {
 
 /** Names the settings this process was started with (a comma-separated list), or "off". */
 const MARK = "GPUMEM_TUI_ENGINE";
+
+/** Bun's flags that start a profiler or an inspector: its thread signals the JavaScript thread, and
+ *  a signal still pending at execve outlives it and kills the new process before its handlers are
+ *  in place (Bun under --cpu-prof, started again: status 158). Such a monitor keeps Bun's settings. */
+const SIGNALLING = /^--(cpu-prof|heap-prof|inspect)/;
 
 /**
  * Start this process again with ENGINE_SETTINGS (returns only where it does not: already started
@@ -35,7 +40,7 @@ export function startWithEngineSettings(env: NodeJS.ProcessEnv = process.env): v
     return;
   }
   const added = Object.keys(ENGINE_SETTINGS).filter((name) => env[name] === undefined);
-  if (added.length === 0 || typeof process.execve !== "function") return;
+  if (added.length === 0 || typeof process.execve !== "function" || process.execArgv.some((a) => SIGNALLING.test(a))) return;
   const next: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined) next[k] = v;
   for (const name of added) next[name] = ENGINE_SETTINGS[name]!;

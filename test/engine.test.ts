@@ -92,5 +92,10 @@ console.log(JSON.stringify(Object.fromEntries(Object.entries(process.env).filter
     expect(starts("--version")).toBe(1);
     expect(starts("schema")).toBe(1);
     expect(starts("replay", join(dir, "no-such.ring"))).toBe(2);
+    // Under Bun's sampling profiler a monitor starts once: a signal of the profiler's pending at
+    // execve would kill the new process (status 158) before its handlers are in place.
+    const prof = Bun.spawnSync([process.execPath, "--cpu-prof", `--cpu-prof-dir=${join(dir, "prof")}`, cli, "replay", join(dir, "no-such.ring")], { env: plainEnv({ BUN_JSC_dumpOptions: "2" }), stdout: "pipe", stderr: "pipe", cwd: dir });
+    expect(prof.exitCode, prof.stderr.toString()).toBe(1);
+    expect((prof.stdout.toString() + prof.stderr.toString()).split("All JSC options:").length - 1).toBe(1);
   });
 });
