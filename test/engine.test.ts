@@ -17,6 +17,23 @@ function plainEnv(extra: Record<string, string> = {}): Record<string, string> {
   return { ...env, ...extra };
 }
 
+/** A script in a new folder that appends `logged` (an expression) to its log, starts itself with
+ *  the settings, then runs `after`: each start of the process leaves a line in the log. */
+function startScript(logged: string, after: string): { dir: string; log: string; script: string } {
+  const dir = mkdtempSync(join(tmpdir(), "gpumem-engine-"));
+  const log = join(dir, "log");
+  const script = join(dir, "start.ts");
+  writeFileSync(
+    script,
+    `import { appendFileSync } from "node:fs";
+import { startWithEngineSettings } from ${JSON.stringify(join(ROOT, "src", "engine.ts"))};
+appendFileSync(${JSON.stringify(log)}, ${logged});
+startWithEngineSettings();
+${after}`,
+  );
+  return { dir, log, script };
+}
+
 describe("the engine settings", () => {
   test("JavaScriptCore takes each of them by its name, as set", () => {
     const r = Bun.spawnSync([process.execPath, "-e", "0"], { env: plainEnv({ ...ENGINE_SETTINGS, BUN_JSC_dumpOptions: "2" }), stderr: "pipe", stdout: "pipe" });
@@ -29,16 +46,9 @@ describe("the engine settings", () => {
   });
 
   test("a process started again in place with them, which takes them out before it runs anything", () => {
-    const dir = mkdtempSync(join(tmpdir(), "gpumem-engine-"));
-    const log = join(dir, "log");
-    const script = join(dir, "start.ts");
-    writeFileSync(
-      script,
-      `import { appendFileSync } from "node:fs";
-import { startWithEngineSettings } from ${JSON.stringify(join(ROOT, "src", "engine.ts"))};
-appendFileSync(${JSON.stringify(log)}, JSON.stringify({ pid: process.pid, settings: Object.keys(process.env).filter((k) => k.startsWith("BUN_JSC_") || k === "GPUMEM_TUI_ENGINE") }) + "\\n");
-startWithEngineSettings();
-const child = Bun.spawnSync(["sh", "-c", "env"], { env: process.env }).stdout.toString();
+    const { log, script } = startScript(
+      `JSON.stringify({ pid: process.pid, settings: Object.keys(process.env).filter((k) => k.startsWith("BUN_JSC_") || k === "GPUMEM_TUI_ENGINE") }) + "\\n"`,
+      `const child = Bun.spawnSync(["sh", "-c", "env"], { env: process.env }).stdout.toString();
 console.log(JSON.stringify({ pid: process.pid, env: Object.keys(process.env).filter((k) => k.startsWith("BUN_JSC_") || k === "GPUMEM_TUI_ENGINE"), child: child.split("\\n").filter((l) => /^(BUN_JSC_|GPUMEM_TUI_ENGINE=)/.test(l)) }));`,
     );
     const r = Bun.spawnSync([process.execPath, script], { env: plainEnv(), stdout: "pipe", stderr: "pipe" });
@@ -56,17 +66,7 @@ console.log(JSON.stringify({ pid: process.pid, env: Object.keys(process.env).fil
   });
 
   test("a setting the user made stays theirs; GPUMEM_TUI_ENGINE=off starts once", () => {
-    const dir = mkdtempSync(join(tmpdir(), "gpumem-engine-"));
-    const log = join(dir, "log");
-    const script = join(dir, "start.ts");
-    writeFileSync(
-      script,
-      `import { appendFileSync } from "node:fs";
-import { startWithEngineSettings } from ${JSON.stringify(join(ROOT, "src", "engine.ts"))};
-appendFileSync(${JSON.stringify(log)}, "start\\n");
-startWithEngineSettings();
-console.log(JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("BUN_JSC_")))));`,
-    );
+    const { log, script } = startScript(`"start\\n"`, `console.log(JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("BUN_JSC_")))));`);
     const [first, ...rest] = Object.keys(ENGINE_SETTINGS) as [string, ...string[]];
     const r = Bun.spawnSync([process.execPath, script], { env: plainEnv({ [first]: "12345" }), stdout: "pipe" });
     expect(JSON.parse(r.stdout.toString())).toEqual({ [first]: "12345" });
