@@ -2,7 +2,8 @@
 // options (BUN_JSC_*) only as the process starts, so the entry starts the process again, in place
 // (execve: the same pid, terminal and descriptors), with them in its environment, and the new
 // process takes them out again before it runs anything, so nothing it starts inherits them (a
-// program under `run` may be a Bun program of its own).
+// program under `run` may be a Bun program of its own): out of process.env, which every child of
+// the monitor is given (Bun.spawn's own default is the environment the process started with).
 //
 // On an H200 following a busy GPT-2 on the Overview, 100 s after 40 (bench/gpu-parts/knobs.sh,
 // bench/results/gpu-2026-11-29g): 3.63-3.76% of a core as Bun starts, 3.06% with the FTL tier's
@@ -41,12 +42,16 @@ export function startWithEngineSettings(env: NodeJS.ProcessEnv = process.env): v
   }
   const added = Object.keys(ENGINE_SETTINGS).filter((name) => env[name] === undefined);
   if (added.length === 0 || typeof process.execve !== "function" || process.execArgv.some((a) => SIGNALLING.test(a))) return;
+  // The script Bun was given (argv[1]); a program built into one executable (bun build --compile)
+  // names its own in Bun's virtual files and takes no script: such a one keeps Bun's settings.
+  const script = process.argv[1];
+  if (script === undefined || script.startsWith("/$bunfs/")) return;
   const next: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined) next[k] = v;
   for (const name of added) next[name] = ENGINE_SETTINGS[name]!;
   next[MARK] = added.join(",");
   try {
-    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], next);
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, script, ...process.argv.slice(2)], next);
   } catch {
     // not started again (the environment too large, the executable gone): Bun's own settings
   }

@@ -61,7 +61,7 @@ function finishBuild(plan: BuildPlan, code: number | null, stderr: string): Buil
 export function buildInject(opts: { force?: boolean; out?: string } = {}): BuildResult {
   const plan = planBuild(opts);
   if ("ok" in plan) return plan;
-  const p = Bun.spawnSync(plan.cmd, { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync(plan.cmd, { env: process.env, stdout: "pipe", stderr: "pipe" });
   return finishBuild(plan, p.exitCode, p.stderr.toString());
 }
 
@@ -69,7 +69,7 @@ export function buildInject(opts: { force?: boolean; out?: string } = {}): Build
 async function buildInjectAsync(): Promise<BuildResult> {
   const plan = planBuild({});
   if ("ok" in plan) return plan;
-  const p = Bun.spawn(plan.cmd, { stdout: "ignore", stderr: "pipe" });
+  const p = Bun.spawn(plan.cmd, { env: process.env, stdout: "ignore", stderr: "pipe" });
   const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
   return finishBuild(plan, code, stderr);
 }
@@ -98,7 +98,8 @@ export function parseFields(line: string): Record<string, string> {
 export async function runHelper(args: string[], input?: string, limitMs = HELPER_LIMIT_MS[args[0] ?? ""] ?? 5_000): Promise<HelperResult> {
   const built = await buildInjectAsync();
   if (!built.ok) return { code: HELPER_EXIT.other, fields: {}, error: built.error };
-  const p = Bun.spawn([built.path, ...args], { stdin: input === undefined ? "ignore" : new TextEncoder().encode(input), stdout: "pipe", stderr: "pipe" });
+  // env: process.env as it is now, without the engine's settings (src/engine.ts), as every child.
+  const p = Bun.spawn([built.path, ...args], { env: process.env, stdin: input === undefined ? "ignore" : new TextEncoder().encode(input), stdout: "pipe", stderr: "pipe" });
   let killed = false;
   const timer = setTimeout(() => {
     killed = true;

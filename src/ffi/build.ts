@@ -30,7 +30,9 @@ export function buildNative(opts: { force?: boolean; out?: string } = {}): Build
   mkdirSync(dirname(out), { recursive: true });
   const tmp = `${out}.${process.pid}.tmp`;
   const cmd = [cc, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", "-o", tmp, ...NATIVE_SOURCES, "-ldl", "-lpthread"];
-  const proc = Bun.spawnSync(cmd, { stderr: "pipe", stdout: "pipe" });
+  // env: process.env, as it is now (src/engine.ts took its settings out; Bun's own default is the
+  // environment the process started with).
+  const proc = Bun.spawnSync(cmd, { env: process.env, stderr: "pipe", stdout: "pipe" });
   if (proc.exitCode !== 0) {
     return {
       ok: false,
