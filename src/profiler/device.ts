@@ -586,19 +586,14 @@ export class DeviceState extends TotalsReadout {
           // place until now), else it is the request rounded
           let freed: number | undefined;
           if (rounded > SMALL_SIZE && layout !== null) {
-            // The layout's own free where it holds a live block at the address; where it holds
-            // none (no layout there: freeCompleted's undefined), nothing to call.
-            const fa = address[i]!;
-            const lh = lc.at.position(fa, hash(fa));
-            const v = lKeys[lh] === fa ? lVals[lh]! : -1;
-            if (v >= 0 && lKind[v] === CHAIN_LIVE && lAddr[v] === fa) {
-              lc.nSpare = lNSpare;
-              lc.used = lUsed;
-              freed = lc.freeCompleted(fa);
-              lNSpare = lc.nSpare;
-              lUsed = lc.used;
-              todo |= Todo.CALLED;
-            }
+            lc.nSpare = lNSpare;
+            lc.used = lUsed;
+            freed = lc.freeCompleted(address[i]!);
+            lNSpare = lc.nSpare;
+            lUsed = lc.used;
+            // no live block of the layout's at the address (none there to go by, as for a monitor
+            // that joined a running training): the call changed nothing, the loop goes on
+            if (freed !== undefined) todo |= Todo.CALLED;
           }
           active += RC.ac * (freed ?? rounded);
           lastTime = t;
@@ -714,22 +709,13 @@ export class DeviceState extends TotalsReadout {
                   lSpare[lNSpare++] = chain;
                 }
               } else {
-                // A block born with no layout to go by: the layout's own free only where a live
-                // block of its own starts at the address (else freeCompleted's undefined: no call).
-                let held = chain >= 0;
-                if (!held) {
-                  const lh = lc.at.position(addr, hash(addr));
-                  const v = lKeys[lh] === addr ? lVals[lh]! : -1;
-                  held = v >= 0 && lKind[v] === CHAIN_LIVE && lAddr[v] === addr;
-                }
-                if (held) {
-                  lc.nSpare = lNSpare;
-                  lc.used = lUsed;
-                  freed = lc.freeCompleted(addr, chain) ?? -1;
-                  lNSpare = lc.nSpare;
-                  lUsed = lc.used;
-                  todo |= Todo.CALLED;
-                }
+                lc.nSpare = lNSpare;
+                lc.used = lUsed;
+                freed = lc.freeCompleted(addr, chain) ?? -1;
+                lNSpare = lc.nSpare;
+                lUsed = lc.used;
+                // as for a free_completed above: a block with no layout to go by changed nothing
+                if (freed >= 0) todo |= Todo.CALLED;
               }
             }
             // active drops by the block's size, or for a block the model never saw, by what its
