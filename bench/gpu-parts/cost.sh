@@ -40,6 +40,22 @@ step() { # name seconds command...: under its own timeout, its output in the log
   echo "== $name: exit $rc in $((SECONDS - t0)) s"
   return $rc
 }
+# With CHURN: the threads this tree's first screens start and end over the seconds measured, and
+# what the ended ones ran (bench/support/thread-churn.py): the CPU no thread's count holds.
+# churn_start NAME WARM SECS: watched from WARM on, for SECS, into churn-NAME.txt (a monitor starts
+# itself again with its engine settings, src/engine.ts: its command line begins with Bun's full path).
+churn_start() {
+  churn=
+  [ -n "${CHURN:-}" ] || return 0
+  ( sleep $(($2 + 1)); pid=$(pgrep -f "(^|/)bun(\.exe)? $root/dist/cli.js --interval 1000$" | head -1)
+    [ -n "$pid" ] && python3 bench/support/thread-churn.py "$pid" "$3" > "$out/churn-$1.txt" 2>&1 ) &
+  churn=$!
+}
+churn_show() { # NAME WHAT: once churn_start's watch has ended
+  [ -n "${churn:-}" ] && wait "$churn"
+  [ -f "$out/churn-$1.txt" ] && { echo "== $2: threads started and ended"; cat "$out/churn-$1.txt"; }
+  return 0
+}
 
 # The earlier tree, its native library and bundle built by its own sources.
 base=${COST_BASE:-}
@@ -102,17 +118,10 @@ idle=("$(mon screens-now "$root" "")")
 # IDLE_WARM: exactly that many), over COST_SECONDS (default 25).
 iwarm=${IDLE_WARM:-$(( ${COST_WARM:-3} < 30 ? ${COST_WARM:-3} : 30 ))}
 isecs=${COST_SECONDS:-25}
-# (A monitor starts itself again with its engine settings, src/engine.ts: its command line then
-# begins with Bun's full path.)
-if [ -n "${CHURN:-}" ]; then
-  ( sleep $((iwarm + 1)); pid=$(pgrep -f "(^|/)bun $root/dist/cli.js --interval 1000$" | head -1)
-    [ -n "$pid" ] && python3 bench/support/thread-churn.py "$pid" "$isecs" > "$out/churn-idle.txt" 2>&1 ) &
-  churn=$!
-fi
+churn_start idle "$iwarm" "$isecs"
 step idle $((35 + isecs + iwarm)) bun bench/monitor-cost.ts "$out/idle.json" "$isecs" "$iwarm" "${idle[@]}"
 bun -e "for (const r of require('$out/idle.json').runs) console.log('idle', r.label, r.cpu_percent_of_a_core, '% of a core', r.max_rss_mib, 'MiB')"
-[ -n "${churn:-}" ] && wait "$churn" && churn=
-[ -f "$out/churn-idle.txt" ] && { echo "== this tree's idle screens: threads started and ended"; cat "$out/churn-idle.txt"; }
+churn_show idle "this tree's idle screens"
 fi
 
 # 3. Following a busy GPT-2 (hf_train's size) under this tree's `run --json`.
@@ -138,17 +147,10 @@ done
 busy+=("json-now=env GPUMEM_TUI_DIR=$dir bun $root/dist/cli.js --json --interval 1000 > /dev/null")
 [ -n "$base" ] && busy+=("json-base=env GPUMEM_TUI_DIR=$dir bun $base/dist/cli.js --json --interval 1000 > /dev/null")
 busy+=("run-json-now=pid:$rpid")
-# With CHURN: the threads the first screens of this tree start and end over the same 20 s, and what the
-# ended ones ran (bench/support/thread-churn.py): the CPU no thread's count holds.
-if [ -n "${CHURN:-}" ]; then
-  ( sleep $((warm + 1)); pid=$(pgrep -f "(^|/)bun $root/dist/cli.js --interval 1000$" | head -1)
-    [ -n "$pid" ] && python3 bench/support/thread-churn.py "$pid" "$secs" > "$out/churn-busy.txt" 2>&1 ) &
-  churn=$!
-fi
+churn_start busy "$warm" "$secs"
 step busy $((25 + secs + warm)) bun bench/monitor-cost.ts "$out/busy.json" "$secs" "$warm" "${busy[@]}"
 bun -e "for (const r of require('$out/busy.json').runs) console.log('busy', r.label, r.key ?? '', r.cpu_percent_of_a_core, '% of a core (compiler', r.jit_percent_of_a_core, '%)', r.max_rss_mib, 'MiB', r.error ?? '')"
-[ -n "${churn:-}" ] && wait "$churn"
-[ -f "$out/churn-busy.txt" ] && { echo "== the first screens' threads started and ended"; cat "$out/churn-busy.txt"; }
+churn_show busy "the first screens of this tree"
 grep 'steps/s' "$out/train.log" | tail -2
 for _ in $(seq 1 60); do kill -0 "$tpid" 2>/dev/null || break; sleep 1; done
 kill "$tpid" 2>/dev/null
